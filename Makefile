@@ -1,0 +1,130 @@
+# Sextant - MCP gateway for observability.  One non-recursive Makefile.
+#
+#   make            build/sextant (optimised, -Werror)
+#   make run        install what is missing (as root), build, serve
+#   make test       ASan+UBSan build, unit + integration tests, one summary line
+#   make asan       build/asan/sextant
+#   make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each
+#   make bench      bench/protocol.sh
+#   make format / format-check / clean
+
+VERSION := 0.1.0
+CC ?= gcc
+CLANG ?= clang
+PKGS := libmicrohttpd jansson libpq openssl libcurl zlib
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wvla \
+	-Wno-missing-field-initializers
+# User CFLAGS are added to the warning set, never replace it.
+BASE_CFLAGS := $(WARN) -D_GNU_SOURCE -DSEXTANT_VERSION='"$(VERSION)"' \
+	-Ilib -Iserver -MMD -MP $(PKG_CFLAGS)
+OPT_CFLAGS := -O2 -g -fno-omit-frame-pointer
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+LDLIBS := $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC := lib/status.c lib/log.c lib/toml.c lib/config.c lib/jsonschema.c \
+	lib/pool.c lib/metrics.c lib/auth.c lib/sse.c lib/buf.c
+SERVER_SRC := server/http.c server/transport.c server/session.c \
+	server/dispatch.c server/tools.c server/catalog.c server/call.c \
+	server/tool_conformance.c server/conformance_fixtures.c
+MAIN_SRC := server/main.c
+TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
+
+# test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
+LIB_TESTS := toml config jsonschema pool log metrics auth sse buf
+SERVER_TESTS := session dispatch tools
+UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
+FUZZERS := toml jsonrpc jsonschema
+
+# ---- variants: build/ (release) and build/asan/ ----------------------------
+B := build
+BA := build/asan
+
+$(B)/gen/tooldefs.c: $(TOOLDEF_JSON) scripts/gen-tooldefs.sh
+	@mkdir -p $(@D)
+	sh scripts/gen-tooldefs.sh $(TOOLDEF_JSON) > $@.tmp && mv $@.tmp $@
+
+define variant # $(1)=dir $(2)=cflags
+$(1)/obj/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
+$(1)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
+$(1)/libsextant.a: $$(patsubst %.c,$(1)/obj/%.o,$$(LIB_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(1)/libserver.a: $$(patsubst %.c,$(1)/obj/%.o,$$(SERVER_SRC)) $(1)/obj/gen/tooldefs.o
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(1)/sextant: $(1)/obj/server/main.o $(1)/libserver.a $(1)/libsextant.a
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+$$(addprefix $(1)/test/test_,$$(LIB_TESTS)): $(1)/test/test_%: test/unit/test_%.c $(1)/libsextant.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
+		$(1)/libsextant.a $$(LDLIBS) -lcmocka
+$$(addprefix $(1)/test/test_,$$(SERVER_TESTS)): $(1)/test/test_%: test/unit/test_%.c $(1)/libserver.a $(1)/libsextant.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
+		$(1)/libserver.a $(1)/libsextant.a $$(LDLIBS) -lcmocka
+endef
+$(eval $(call variant,$(B),$(OPT_CFLAGS)))
+$(eval $(call variant,$(BA),$(SAN_CFLAGS)))
+
+.PHONY: all asan run test unit integration fuzz bench format format-check \
+	clean deps check-config
+all: $(B)/sextant
+asan: $(BA)/sextant
+
+deps:
+	@sh scripts/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/run.sh
+
+unit: $(addprefix $(BA)/test/test_,$(UNIT_TESTS))
+
+test: deps
+	@$(MAKE) --no-print-directory asan unit
+	@sh test/run.sh
+
+# ---- fuzzing (clang libFuzzer + ASan/UBSan) --------------------------------
+FUZZ_SECONDS ?= 60
+FZ := build/fuzz
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
+$(FZ)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -Wno-unknown-warning-option -c $< -o $@
+$(FZ)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@
+$(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVER_SRC)) $(FZ)/obj/gen/tooldefs.o
+	$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
+		-Wno-unknown-warning-option -o $@ $^ $(LDLIBS)
+fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
+	@for f in $(FUZZERS); do \
+		mkdir -p $(FZ)/corpus/$$f; \
+		echo "fuzz_$$f: $(FUZZ_SECONDS)s"; \
+		$(FZ)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(FZ)/corpus/$$f test/fuzz/corpus/$$f || exit 1; \
+	done
+
+bench: all
+	sh bench/protocol.sh
+
+FORMAT_SRC = $(wildcard lib/*.[ch] server/*.[ch] test/unit/*.[ch] test/fuzz/*.c)
+format:
+	clang-format -i $(FORMAT_SRC)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: ok"
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

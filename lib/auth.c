@@ -1,0 +1,1 @@
+/* auth.c - placeholder until the module lands. */

@@ -1,0 +1,1 @@
+/* buf.c - placeholder until the module lands. */

@@ -1,0 +1,129 @@
+/*
+ * config.h - Sextant's configuration: one table of typed keys.
+ *
+ * Every key has a TOML table, a name, a type, a default, bounds and a doc
+ * line; that table (config.c) drives parsing, validation, environment
+ * overrides, `sextant check-config` output and config.example.toml.
+ * The struct below is a plain value: config_load() fills one, the caller
+ * frees it with config_free().  Nothing here is global.
+ */
+#ifndef SEXTANT_CONFIG_H
+#define SEXTANT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status.h"
+
+/* A list of strings from a TOML array of strings.  Owned by the config. */
+struct strlist {
+	char **v;
+	size_t n;
+};
+
+/* Log levels, shared with lib/log (same numbering). */
+enum config_log_level {
+	CONFIG_LOG_DEBUG = 0,
+	CONFIG_LOG_INFO = 1,
+	CONFIG_LOG_WARN = 2,
+	CONFIG_LOG_ERROR = 3,
+};
+
+struct config {
+	struct {
+		char *listen; /* "127.0.0.1:8080"; "[::1]:8080" for v6 */
+		int threads;  /* MHD polling threads (epoll), 0 = ncpu */
+		int64_t max_body_bytes; /* request body cap; 413 beyond (4 MiB) */
+		int64_t max_header_bytes; /* MHD connection memory limit (header size) */
+		int connection_timeout_s; /* idle HTTP connection timeout */
+		int max_connections;	  /* concurrent HTTP connections */
+		int max_sessions;	  /* live MCP sessions */
+		int session_idle_timeout_s; /* idle MCP sessions expire after this */
+		int max_streams_per_session; /* concurrent SSE streams per session */
+		int sse_keepalive_s;	     /* ": keepalive" comment period */
+		int sse_retry_ms;      /* SSE retry field sent to clients */
+		int sse_replay_events; /* events kept per stream for Last-Event-ID */
+		int64_t sse_replay_bytes; /* bytes kept per stream for Last-Event-ID */
+		int shutdown_grace_s; /* SIGTERM: time given to in-flight calls */
+		struct strlist
+			allowed_origins; /* Origin values allowed (besides loopback forms when listening on loopback) */
+		struct strlist
+			allowed_hosts; /* Host values allowed (same rule) */
+		char *tls_cert; /* [server.tls] cert: PEM file path, "" = no TLS */
+		char *tls_key; /* [server.tls] key: PEM file path (secret path, not masked) */
+	} server;
+	struct {
+		int threads;		      /* tool worker threads */
+		int queue_size;		      /* pending jobs before 503 */
+		int call_timeout_s;	      /* hard limit on one tool call */
+		int client_request_timeout_s; /* sampling/elicitation/roots wait */
+	} workers;
+	struct {
+		struct strlist
+			keys; /* "sha256:<64 hex>" hashes of API keys; empty = auth off */
+	} auth;
+	struct {
+		enum config_log_level
+			level; /* "debug" | "info" | "warn" | "error" */
+	} log;
+	struct {
+		struct strlist
+			enabled_sets; /* tool sets enabled; empty = all but "conformance" */
+		struct strlist disabled; /* tool names disabled */
+	} tools;
+	struct {
+		bool enabled; /* register the conformance-suite fixtures */
+	} conformance;
+	struct {
+		char *url; /* libpq connection string (secret: masked) */
+		int pool_size;
+		int statement_timeout_ms;
+		bool auto_migrate;
+	} database;
+};
+
+/* Error detail: file:line:column, the key, and a message (lowercase). */
+struct config_error {
+	char file[256];
+	int line, column; /* 1-based; 0 when not from a file position */
+	char key[128];	  /* "server.listen", or "" */
+	char msg[512]; /* e.g. "expected an integer between 1 and 1024, got \"abc\"" */
+};
+
+/* Formats err as "file:line:col: key: msg" (parts omitted when empty). */
+void config_error_format(const struct config_error *err, char *buf, size_t len);
+
+/* Fills *out with every default.  Caller frees with config_free(). */
+int config_defaults(struct config **out) WUR;
+
+/*
+ * Loads path (NULL = defaults only), then applies environment overrides
+ * SEXTANT_<TABLE>_<KEY> (e.g. SEXTANT_SERVER_MAX_BODY_BYTES,
+ * SEXTANT_SERVER_TLS_CERT, lists as comma-separated), then DATABASE_URL and
+ * SEXTANT_LISTEN.  Unknown keys, wrong types and out-of-range values fail
+ * with STATUS_INVALID and *err filled; *out is NULL on failure.
+ * envp: the environment to read (NULL = environ), so tests can pass their own.
+ */
+int config_load(const char *path, char *const *envp, struct config **out,
+		struct config_error *err) WUR;
+
+/* Frees a config from config_load/config_defaults.  Accepts NULL. */
+void config_free(struct config *cfg);
+
+/* Prints the effective config as TOML, secrets masked ("****"). */
+void config_print(const struct config *cfg, FILE *f);
+
+/* Prints the documented example (every key, its default, its doc line). */
+void config_print_example(FILE *f);
+
+/* "debug" -> CONFIG_LOG_DEBUG ...; -1 for an unknown name. */
+int config_log_level_parse(const char *s);
+const char *config_log_level_name(enum config_log_level level);
+
+/* Splits "host:port" / "[v6]:port" into host (no brackets) and port. */
+int config_parse_listen(const char *listen, char *host, size_t hostlen,
+			int *port) WUR;
+
+#endif

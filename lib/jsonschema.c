@@ -1,0 +1,1 @@
+/* jsonschema.c - placeholder until the module lands. */

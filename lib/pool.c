@@ -1,0 +1,1 @@
+/* pool.c - placeholder until the module lands. */

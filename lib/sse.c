@@ -1,0 +1,1 @@
+/* sse.c - placeholder until the module lands. */

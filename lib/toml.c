@@ -1,0 +1,1 @@
+/* toml.c - placeholder until the module lands. */

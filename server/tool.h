@@ -1,0 +1,104 @@
+/*
+ * tool.h - what a tool handler sees: the call context and the result helpers.
+ *
+ * Tools are data: each tool's name, description, schemas and annotations
+ * live in a JSON definition (server/tools/<set>/<name>.json), loaded and
+ * validated at start-up (tools.c) and bound by name to a handler declared
+ * in a tool family's table (tool_<family>.c).  Handlers run on a worker
+ * thread, never on an MHD thread; they talk back to the client only
+ * through the call_* functions below, which are thread-safe.
+ */
+#ifndef SEXTANT_TOOL_H
+#define SEXTANT_TOOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "status.h"
+
+/* One tools/call in progress.  Borrowed by the handler for its duration. */
+struct call;
+
+/*
+ * A handler.  args: the validated arguments (defaults applied), borrowed.
+ * On success it sets *result to a CallToolResult object ({content,
+ * structuredContent?, isError?}) that the caller takes ownership of, and
+ * returns STATUS_OK.  A failure the model should see (bad input it can fix,
+ * a source that is down) is a result with isError true, not a status.
+ * Return a negative status only for internal failures (-32603) or
+ * STATUS_CANCELLED when call_cancelled() became true (no response is sent).
+ */
+typedef int (*tool_fn)(struct call *call, const json_t *args, json_t **result);
+
+/* A tool family's table entry: definition name -> handler. */
+struct tool_handler {
+	const char *name;
+	tool_fn fn;
+};
+
+/* True once the client cancelled the call or the server is shutting down. */
+bool call_cancelled(struct call *call);
+
+/*
+ * Sleeps up to ms milliseconds; returns early (STATUS_CANCELLED) when the
+ * call is cancelled, else STATUS_OK.
+ */
+int call_sleep_ms(struct call *call, int ms) WUR;
+
+/*
+ * Sends notifications/progress if the request carried a progressToken (else
+ * does nothing and returns STATUS_OK).  progress must increase from call to
+ * call; total <= 0 means unknown; message may be NULL.
+ */
+int call_progress(struct call *call, double progress, double total,
+		  const char *message);
+
+/*
+ * Sends notifications/message at an MCP level ("debug", "info", "notice",
+ * "warning", "error", "critical", "alert", "emergency") if the session's
+ * logging/setLevel allows it.  logger may be NULL.  data: stolen reference.
+ */
+int call_log(struct call *call, const char *level, const char *logger,
+	     json_t *data);
+
+/*
+ * True when the client declared the capability at initialize.  path is a
+ * dotted path into its capabilities object: "sampling", "elicitation",
+ * "elicitation.url", "roots", "sampling.tools".  For 2025-11-25
+ * "elicitation.form" is also true when elicitation is {} (form only).
+ */
+bool call_client_has(struct call *call, const char *path);
+
+/*
+ * Sends a server-to-client request (sampling/createMessage,
+ * elicitation/create, roots/list) on the call's stream and waits for the
+ * client's answer, at most timeout_ms (<= 0: the configured default).
+ * params: stolen.  On STATUS_OK exactly one of *result / *error is set
+ * (caller owns it: json_decref).  STATUS_UNSUPPORTED when the client lacks
+ * the capability, STATUS_TIMEOUT (a notifications/cancelled is sent to the
+ * client), STATUS_CANCELLED, STATUS_CLOSED when the session is gone.
+ */
+int call_request(struct call *call, const char *method, json_t *params,
+		 int timeout_ms, json_t **result, json_t **error) WUR;
+
+/*
+ * Ends the current HTTP connection of the call's SSE stream without ending
+ * the stream (SEP-1699 polling): the client reconnects with Last-Event-ID
+ * and gets the rest.  Used by the conformance fixture test_reconnection.
+ * STATUS_UNSUPPORTED when the session's revision has no resumable streams.
+ */
+int call_drop_connection(struct call *call);
+
+/* The negotiated protocol revision, e.g. "2025-11-25".  Borrowed. */
+const char *call_protocol_version(struct call *call);
+
+/* The request id as text, for logs.  Borrowed. */
+const char *call_request_id(struct call *call);
+
+/* Result helpers: each returns a new CallToolResult (NULL on ENOMEM). */
+json_t *tool_result_text(const char *text);
+json_t *tool_result_error(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* content: stolen array of content blocks; structured: stolen or NULL. */
+json_t *tool_result_new(json_t *content, json_t *structured, bool is_error);
+
+#endif
