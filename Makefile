@@ -29,15 +29,16 @@ LDLIBS := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := lib/status.c lib/log.c lib/toml.c lib/config.c lib/jsonschema.c \
 	lib/pool.c lib/metrics.c lib/auth.c lib/sse.c lib/buf.c
-SERVER_SRC := server/http.c server/transport.c server/session.c \
-	server/dispatch.c server/tools.c server/catalog.c server/call.c \
-	server/tool_conformance.c server/conformance_fixtures.c
+SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
+	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
+	server/tool_core.c server/tool_conformance.c \
+	server/conformance_fixtures.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf
-SERVER_TESTS := session dispatch tools
+SERVER_TESTS := session rpc dispatch tools
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema
 

@@ -109,6 +109,33 @@ int config_defaults(struct config **out) WUR;
 int config_load(const char *path, char *const *envp, struct config **out,
 		struct config_error *err) WUR;
 
+/* Config files larger than this are refused: a real one is a few KiB, and
+ * the bound keeps a wrong path (a log file, a device) from being slurped. */
+#define CONFIG_MAX_FILE_BYTES (1024 * 1024)
+
+/*
+ * config_load() from text already in memory (len bytes, need not be
+ * NUL-terminated; NULL = no file, defaults and environment only).  name is
+ * the file name used in messages (NULL = "config").  Same contract as
+ * config_load(); config_load() reads the file and calls this.
+ */
+int config_load_text(const char *text, size_t len, const char *name,
+		     char *const *envp, struct config **out,
+		     struct config_error *err) WUR;
+
+/* True for "table.key" names a SIGHUP reload applies at run time:
+ * log.level, tools.*, auth.keys.  False for every other or unknown key. */
+bool config_key_reloadable(const char *dotted);
+
+/*
+ * Compares every key that is not reloadable.  Returns how many differ and
+ * writes their names into keys, comma-separated ("server.listen,
+ * workers.threads"), truncated to len.  A reload that finds a non-zero
+ * count logs "restart needed for <keys>" and keeps the old values.
+ */
+size_t config_diff_nonreloadable(const struct config *a, const struct config *b,
+				 char *keys, size_t len);
+
 /* Frees a config from config_load/config_defaults.  Accepts NULL. */
 void config_free(struct config *cfg);
 

@@ -1,0 +1,89 @@
+-- wrk-mcp.lua - wrk script for bench/protocol.sh: POSTs one MCP JSON-RPC
+-- request over and over on an open Streamable HTTP session, each with its
+-- own id, and reports throughput, p50/p99 latency and every bad answer.
+--
+-- wrk -t2 -c64 -d10s -s bench/wrk-mcp.lua URL -- METHOD SESSION PROTOCOL
+--   METHOD    JSON-RPC method without params: "ping" or "tools/list"
+--   SESSION   Mcp-Session-Id from initialize, "-" to send none
+--   PROTOCOL  MCP-Protocol-Version negotiated at initialize
+--
+-- done() prints one line for the driver to parse:
+--   MCPBENCH requests=N duration_us=N rps=X p50_us=N p99_us=N ... errors=N
+-- errors = non-200 responses + 200s without a JSON-RPC "result" + socket
+-- errors and timeouts.  A run with errors > 0 is not a valid measurement.
+
+local threads = {}
+
+function setup(thread)
+	table.insert(threads, thread)
+	thread:set("tid", #threads)
+end
+
+function init(args)
+	method = args[1] or "ping"
+	local session = args[2] or "-"
+	local protocol = args[3] or "2025-11-25"
+	wrk.method = "POST"
+	local h = {
+		["Content-Type"] = "application/json",
+		["Accept"] = "application/json, text/event-stream",
+		["MCP-Protocol-Version"] = protocol,
+	}
+	if session ~= "-" then
+		h["Mcp-Session-Id"] = session
+	end
+	-- Request line, Host and the headers above, without the blank line
+	-- that ends them: request() adds Content-Length and the body.
+	prefix = wrk.format(nil, nil, h, nil):gsub("\r\n$", "")
+	-- ids are tid * 1e9 + n: unique across threads for any run length
+	-- this benchmark can reach.
+	next_id = tid * 1000000000
+	non200 = 0
+	no_result = 0
+	first_bad = ""
+end
+
+function request()
+	next_id = next_id + 1
+	local body = string.format(
+		'{"jsonrpc":"2.0","id":%d,"method":"%s"}', next_id, method)
+	return prefix .. "Content-Length: " .. #body .. "\r\n\r\n" .. body
+end
+
+function response(status, headers, body)
+	if status ~= 200 then
+		non200 = non200 + 1
+	elseif not body:find('"result"', 1, true) then
+		no_result = no_result + 1
+	else
+		return
+	end
+	if first_bad == "" then
+		first_bad = status .. " " .. body:sub(1, 200):gsub("%s+", " ")
+	end
+end
+
+function done(summary, latency, requests)
+	local non200, no_result, bad = 0, 0, ""
+	for _, t in ipairs(threads) do
+		non200 = non200 + (t:get("non200") or 0)
+		no_result = no_result + (t:get("no_result") or 0)
+		if bad == "" then
+			bad = t:get("first_bad") or ""
+		end
+	end
+	local e = summary.errors
+	local sock = e.connect + e.read + e.write + e.timeout
+	local secs = summary.duration / 1e6
+	io.write(string.format(
+		"MCPBENCH requests=%d duration_us=%d rps=%.1f p50_us=%d p99_us=%d"
+			.. " max_us=%d non200=%d no_result=%d connect=%d read=%d"
+			.. " write=%d timeout=%d errors=%d\n",
+		summary.requests, summary.duration, summary.requests / secs,
+		latency:percentile(50), latency:percentile(99), latency.max,
+		non200, no_result, e.connect, e.read, e.write, e.timeout,
+		non200 + no_result + sock))
+	if bad ~= "" then
+		io.write("MCPBENCH first_bad_response: " .. bad .. "\n")
+	end
+end

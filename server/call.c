@@ -1,0 +1,599 @@
+/*
+ * call.c - a tools/call as a worker-pool job, and the call_* API that tool
+ * handlers use to talk back to the client (tool.h).
+ *
+ * A call lives from call_start to the end of its job.  Its mutable state
+ * (cancelled, timed out, its list link, its pending client requests) is
+ * guarded by its session's mutex and its condition variable waits on that
+ * mutex, so a client's answer, a cancellation or a session close wakes it
+ * without a second lock.  Nothing is sent while s->mu is held: exchanges
+ * take it themselves.
+ */
+#include "call.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exchange.h"
+#include "jsonschema.h"
+#include "log.h"
+#include "pool.h"
+#include "rpc.h"
+#include "server.h"
+#include "session.h"
+#include "tools.h"
+
+struct call {
+	struct pool_job job; /* first: the pool hands it back */
+	struct server *srv;
+	struct session *s;   /* reference */
+	struct exchange *ex; /* reference */
+	struct tools *tools; /* reference: keeps tool alive across reloads */
+	const struct tool_def *tool;
+	json_t *id;
+	json_t *progress_token; /* NULL when the client asked for none */
+	json_t *args;
+	char idtext[48];
+	pthread_cond_t cond; /* waits on s->mu */
+	bool cancelled;
+	bool timed_out;
+	double last_progress;
+	int64_t start_ms;
+	struct call *next; /* s->calls */
+};
+
+/* How a call ended, for metrics and logs. */
+static const char *const outcomes[] = {"ok", "error", "cancelled", "timeout",
+				       "failed"};
+enum outcome { OUT_OK, OUT_ERROR, OUT_CANCELLED, OUT_TIMEOUT, OUT_FAILED };
+
+static void
+deadline_after(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void
+call_free(struct call *c)
+{
+	pthread_cond_destroy(&c->cond);
+	json_decref(c->id);
+	json_decref(c->progress_token);
+	json_decref(c->args);
+	tools_unref(c->tools);
+	exchange_unref(c->ex);
+	session_release(c->s);
+	free(c);
+}
+
+/* Keeps structuredContent only where the revision has it (>= 06-18). */
+static void
+shape_result(const struct session *s, json_t *result)
+{
+	if (strcmp(s->version, "2025-06-18") < 0)
+		json_object_del(result, "structuredContent");
+}
+
+/* Checks a successful result against the tool's outputSchema; a
+ * mismatch is our bug, reported to the model as an error result. */
+static json_t *
+check_output(struct call *c, json_t *result)
+{
+	const json_t *sc;
+	struct jsonschema_error verr;
+
+	if (c->tool->output == NULL || json_is_true(json_object_get(result,
+								    "isError")))
+		return result;
+	sc = json_object_get(result, "structuredContent");
+	if (sc != NULL &&
+	    jsonschema_validate(c->tool->output, sc, &verr) == STATUS_OK)
+		return result;
+	log_error(&(struct log_fields){.request_id = c->idtext,
+				       .session = c->s->id,
+				       .tool = c->tool->name,
+				       .duration_ms = -1},
+		  "tool result does not match its outputSchema: %s",
+		  sc == NULL ? "no structuredContent" : verr.msg);
+	json_decref(result);
+	return tool_result_error("internal error: tool %s produced a result "
+				 "that does not match its outputSchema",
+				 c->tool->name);
+}
+
+static void
+call_run(struct pool_job *job)
+{
+	struct call *c = (struct call *)job;
+	struct session *s = c->s;
+	struct call **pp;
+	json_t *result = NULL, *response = NULL;
+	enum outcome outcome;
+	double ms;
+	int rc = STATUS_CANCELLED;
+
+	if (!call_cancelled(c))
+		rc = c->tool->fn(c, c->args, &result);
+	pthread_mutex_lock(&s->mu);
+	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	if (c->timed_out)
+		outcome = OUT_TIMEOUT;
+	else if (c->cancelled || rc == STATUS_CANCELLED)
+		outcome = OUT_CANCELLED;
+	else if (rc != STATUS_OK || result == NULL)
+		outcome = OUT_FAILED;
+	else
+		outcome = OUT_OK;
+	pthread_mutex_unlock(&s->mu);
+
+	switch (outcome) {
+	case OUT_OK:
+		result = check_output(c, result);
+		if (json_is_true(json_object_get(result, "isError")))
+			outcome = OUT_ERROR;
+		shape_result(s, result);
+		response = rpc_result(c->id, result);
+		result = NULL;
+		break;
+	case OUT_TIMEOUT:
+		response = rpc_result(
+			c->id, tool_result_error(
+				       "tool %s did not finish within %d s "
+				       "(workers.call_timeout_s): narrow the "
+				       "query and try again",
+				       c->tool->name,
+				       c->srv->cfg->workers.call_timeout_s));
+		break;
+	case OUT_FAILED:
+		log_error(&(struct log_fields){.request_id = c->idtext,
+					       .session = s->id,
+					       .tool = c->tool->name,
+					       .duration_ms = -1},
+			  "tool handler failed: %s", status_str(rc));
+		response = rpc_error(c->id, RPC_INTERNAL_ERROR,
+				     "internal error while running the tool; "
+				     "the server log has the detail",
+				     NULL);
+		break;
+	case OUT_ERROR: /* decided below, from the result */
+	case OUT_CANCELLED: break; /* no response (cancellation spec) */
+	}
+	json_decref(result);
+	ms = (double)(session_now_ms() - c->start_ms);
+	metric_inc(metric_child(c->srv->m.tool_calls,
+				(const char *[]){c->tool->name,
+						 outcomes[outcome]}));
+	metric_observe(metric_child(c->srv->m.tool_duration,
+				    (const char *[]){c->tool->name}),
+		       ms / 1000.0);
+	log_info(&(struct log_fields){.request_id = c->idtext,
+				      .session = s->id,
+				      .method = "tools/call",
+				      .tool = c->tool->name,
+				      .duration_ms = ms},
+		 "tool call %s", outcomes[outcome]);
+	exchange_send(c->ex, response, true);
+	call_free(c);
+}
+
+int
+call_start(struct server *srv, struct session *s, struct exchange *ex,
+	   const json_t *id, const json_t *progress_token,
+	   const struct tool_def *tool, json_t *args)
+{
+	struct call *c;
+	pthread_condattr_t attr;
+	int rc;
+
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		json_decref(args);
+		return STATUS_NOMEM;
+	}
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	c->job.run = call_run;
+	c->srv = srv;
+	c->s = s;
+	c->ex = ex;
+	c->tool = tool;
+	c->id = json_incref((json_t *)id);
+	if (json_is_string(progress_token) || json_is_integer(progress_token))
+		c->progress_token = json_incref((json_t *)progress_token);
+	c->args = args;
+	c->last_progress = -1e300;
+	c->start_ms = session_now_ms();
+	rpc_id_text(id, c->idtext, sizeof(c->idtext));
+	server_live_rdlock(srv);
+	c->tools = srv->tools;
+	tools_ref(c->tools);
+	server_live_unlock(srv);
+
+	pthread_mutex_lock(&s->mu);
+	if (s->closed) {
+		pthread_mutex_unlock(&s->mu);
+		rc = STATUS_CLOSED;
+		goto fail;
+	}
+	s->busy++;
+	session_ref(s);
+	exchange_ref(ex);
+	c->next = s->calls;
+	s->calls = c;
+	rc = pool_submit(srv->pool, &c->job);
+	if (rc != STATUS_OK) {
+		s->calls = c->next;
+		pthread_mutex_unlock(&s->mu);
+		goto fail_refs;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return STATUS_OK;
+fail_refs:
+	call_free(c);
+	return rc;
+fail:
+	c->s = NULL;
+	c->ex = NULL;
+	call_free(c);
+	return rc;
+}
+
+void
+call_cancel_locked(struct call *c)
+{
+	c->cancelled = true;
+	pthread_cond_broadcast(&c->cond);
+}
+
+void
+call_wake_locked(struct call *c)
+{
+	pthread_cond_broadcast(&c->cond);
+}
+
+struct call *
+call_next_locked(const struct call *c)
+{
+	return c->next;
+}
+
+void
+call_cancel_request(struct session *s, const json_t *id)
+{
+	struct call *c;
+
+	pthread_mutex_lock(&s->mu);
+	for (c = s->calls; c != NULL; c = c->next)
+		if (json_equal(c->id, (json_t *)id))
+			break;
+	if (c != NULL)
+		call_cancel_locked(c);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void
+call_expire_session(struct session *s, int timeout_s, int64_t now_ms)
+{
+	struct call *c;
+
+	pthread_mutex_lock(&s->mu);
+	for (c = s->calls; c != NULL; c = c->next) {
+		if (!c->cancelled &&
+		    now_ms - c->start_ms > (int64_t)timeout_s * 1000) {
+			c->timed_out = true;
+			call_cancel_locked(c);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* --- the handler API (tool.h) ---------------------------------------- */
+
+bool
+call_cancelled(struct call *c)
+{
+	bool v;
+
+	pthread_mutex_lock(&c->s->mu);
+	v = c->cancelled || c->s->closed || atomic_load(&c->srv->draining);
+	pthread_mutex_unlock(&c->s->mu);
+	return v;
+}
+
+int
+call_sleep_ms(struct call *c, int ms)
+{
+	struct timespec deadline;
+	int rc = STATUS_OK;
+
+	deadline_after(&deadline, ms > 0 ? ms : 0);
+	pthread_mutex_lock(&c->s->mu);
+	while (!c->cancelled && !c->s->closed) {
+		if (pthread_cond_timedwait(&c->cond, &c->s->mu, &deadline) ==
+		    ETIMEDOUT)
+			break;
+	}
+	if (c->cancelled || c->s->closed)
+		rc = STATUS_CANCELLED;
+	pthread_mutex_unlock(&c->s->mu);
+	return rc;
+}
+
+int
+call_progress(struct call *c, double progress, double total,
+	      const char *message)
+{
+	json_t *params;
+
+	if (c->progress_token == NULL)
+		return STATUS_OK;
+	if (progress <= c->last_progress)
+		return STATUS_INVALID; /* progress must increase (spec) */
+	c->last_progress = progress;
+	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token,
+			   "progress", progress);
+	if (params == NULL)
+		return STATUS_NOMEM;
+	if (total > 0)
+		json_object_set_new(params, "total", json_real(total));
+	if (message != NULL && strcmp(c->s->version, "2025-03-26") >= 0)
+		json_object_set_new(params, "message", json_string(message));
+	exchange_send(c->ex, rpc_notification("notifications/progress", params),
+		      false);
+	return STATUS_OK;
+}
+
+int
+call_log(struct call *c, const char *level, const char *logger, json_t *data)
+{
+	int lv = mcp_level_parse(level), min;
+	json_t *params;
+
+	if (lv < 0) {
+		json_decref(data);
+		return STATUS_INVALID;
+	}
+	pthread_mutex_lock(&c->s->mu);
+	min = c->s->log_level;
+	pthread_mutex_unlock(&c->s->mu);
+	if (lv < min) {
+		json_decref(data);
+		return STATUS_OK;
+	}
+	params = json_pack("{s:s, s:o}", "level", level, "data",
+			   data != NULL ? data : json_null());
+	if (params == NULL)
+		return STATUS_NOMEM;
+	if (logger != NULL)
+		json_object_set_new(params, "logger", json_string(logger));
+	exchange_send(c->ex, rpc_notification("notifications/message", params),
+		      false);
+	return STATUS_OK;
+}
+
+bool
+call_client_has(struct call *c, const char *path)
+{
+	const json_t *v = c->s->client_caps; /* [const]: no lock */
+	char part[64];
+	const char *p = path;
+
+	if (strcmp(path, "elicitation.form") == 0) {
+		const json_t *e = json_object_get(v, "elicitation");
+
+		/* {} means form only (2025-11-25 elicitation#capabilities) */
+		return json_is_object(e) &&
+		       (json_object_get(e, "form") != NULL ||
+			json_object_get(e, "url") == NULL);
+	}
+	while (*p != '\0') {
+		size_t n = strcspn(p, ".");
+
+		if (n >= sizeof(part))
+			return false;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		v = json_object_get(v, part);
+		if (v == NULL || json_is_false(v) || json_is_null(v))
+			return false;
+		p += n;
+		if (*p == '.')
+			p++;
+	}
+	return true;
+}
+
+static const char *
+capability_for(const char *method)
+{
+	if (strcmp(method, "sampling/createMessage") == 0)
+		return "sampling";
+	if (strcmp(method, "elicitation/create") == 0)
+		return "elicitation";
+	if (strcmp(method, "roots/list") == 0)
+		return "roots";
+	return NULL;
+}
+
+int
+call_request(struct call *c, const char *method, json_t *params,
+	     int timeout_ms, json_t **result, json_t **error)
+{
+	struct session *s = c->s;
+	const char *cap = capability_for(method);
+	struct pending *p, **pp;
+	struct timespec deadline;
+	json_t *msg;
+	int rc = STATUS_OK;
+
+	*result = NULL;
+	*error = NULL;
+	if (cap != NULL && !call_client_has(c, cap)) {
+		json_decref(params);
+		return STATUS_UNSUPPORTED;
+	}
+	if (timeout_ms <= 0)
+		timeout_ms = c->srv->cfg->workers.client_request_timeout_s *
+			     1000;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		json_decref(params);
+		return STATUS_NOMEM;
+	}
+	p->call = c;
+	pthread_mutex_lock(&s->mu);
+	if (s->closed || c->cancelled) {
+		pthread_mutex_unlock(&s->mu);
+		json_decref(params);
+		free(p);
+		return s->closed ? STATUS_CLOSED : STATUS_CANCELLED;
+	}
+	/* Ids we send are unique per session (JSON-RPC: never reused). */
+	snprintf(p->id, sizeof(p->id), "sx-%llu",
+		 (unsigned long long)++s->next_request_id);
+	p->next = s->pending;
+	s->pending = p;
+	pthread_mutex_unlock(&s->mu);
+
+	msg = json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", p->id,
+			"method", method, "params",
+			params != NULL ? params : json_object());
+	if (msg == NULL) {
+		rc = STATUS_NOMEM;
+		pthread_mutex_lock(&s->mu);
+		goto unlink;
+	}
+	exchange_send(c->ex, msg, false);
+
+	deadline_after(&deadline, timeout_ms);
+	pthread_mutex_lock(&s->mu);
+	while (!p->answered && !c->cancelled && !s->closed) {
+		if (pthread_cond_timedwait(&c->cond, &s->mu, &deadline) ==
+		    ETIMEDOUT) {
+			rc = STATUS_TIMEOUT;
+			break;
+		}
+	}
+	if (p->answered) {
+		rc = STATUS_OK;
+		*result = p->result;
+		*error = p->error;
+		p->result = p->error = NULL;
+	} else if (rc != STATUS_TIMEOUT) {
+		rc = s->closed ? STATUS_CLOSED : STATUS_CANCELLED;
+	}
+unlink:
+	for (pp = &s->pending; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (rc == STATUS_TIMEOUT || rc == STATUS_CANCELLED) {
+		/* We abandon our own request: say so (cancellation spec). */
+		exchange_send(c->ex,
+			      rpc_notification(
+				      "notifications/cancelled",
+				      json_pack("{s:s, s:s}", "requestId", p->id,
+						"reason",
+						rc == STATUS_TIMEOUT
+							? "timed out"
+							: "tool call cancelled")),
+			      false);
+	}
+	json_decref(p->result);
+	json_decref(p->error);
+	free(p);
+	return rc;
+}
+
+int
+call_drop_connection(struct call *c)
+{
+	if (strcmp(c->s->version, "2025-11-25") < 0)
+		return STATUS_UNSUPPORTED;
+	return c->ex->ops->drop(c->ex);
+}
+
+struct server *
+call_server(struct call *c)
+{
+	return c->srv;
+}
+
+const char *
+call_protocol_version(struct call *c)
+{
+	return c->s->version;
+}
+
+const char *
+call_request_id(struct call *c)
+{
+	return c->idtext;
+}
+
+/* --- result helpers -------------------------------------------------- */
+
+json_t *
+tool_result_new(json_t *content, json_t *structured, bool is_error)
+{
+	json_t *r = json_object();
+
+	if (r == NULL || content == NULL ||
+	    json_object_set_new(r, "content", content)) {
+		json_decref(r);
+		json_decref(structured);
+		return NULL;
+	}
+	if (structured != NULL &&
+	    json_object_set_new(r, "structuredContent", structured)) {
+		json_decref(r);
+		return NULL;
+	}
+	if (is_error && json_object_set_new(r, "isError", json_true())) {
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+json_t *
+tool_result_text(const char *text)
+{
+	return tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", text), NULL,
+		false);
+}
+
+json_t *
+tool_result_error(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", msg), NULL,
+		true);
+}

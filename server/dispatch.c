@@ -1,0 +1,905 @@
+/*
+ * dispatch.c - MCP methods: lifecycle, tools, resources, prompts,
+ * completion and logging, on top of the JSON-RPC framing in rpc.c.
+ *
+ * Quick methods are answered inline on the MHD thread that parsed the
+ * request; tools/call becomes a job (call.c).  Which fields a result
+ * carries follows the session's negotiated revision.
+ */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "catalog.h"
+#include "exchange.h"
+#include "jsonschema.h"
+#include "log.h"
+#include "rpc.h"
+#include "server.h"
+#include "session.h"
+#include "tools.h"
+
+const char *const dispatch_versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+
+#define SERVER_INSTRUCTIONS                                                   \
+	"Sextant answers questions about services from their telemetry: "    \
+	"request rates, latency percentiles, errors, traces and LLM usage, " \
+	"from eBPF and OpenTelemetry sources and Prometheus. Prefer the "    \
+	"tools whose description starts with \"Recommended\"; they query "   \
+	"every source at once."
+
+/* Items per page of resources/list, templates/list and prompts/list. */
+#define LIST_PAGE_SIZE 100
+
+bool
+dispatch_version_supported(const char *version)
+{
+	size_t i;
+
+	for (i = 0; dispatch_versions[i] != NULL; i++)
+		if (strcmp(dispatch_versions[i], version) == 0)
+			return true;
+	return false;
+}
+
+/* A request being answered inline. */
+struct rq {
+	struct server *srv;
+	struct session *s;
+	struct exchange *ex;
+	const json_t *id;
+	const char *method;
+	const json_t *params; /* object, or NULL when absent */
+	/* On error the handler sets these and returns NULL. */
+	int code;
+	char message[512];
+	json_t *data;
+};
+
+static json_t *
+rq_fail(struct rq *r, int code, json_t *data, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
+
+static json_t *
+rq_fail(struct rq *r, int code, json_t *data, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	r->code = code;
+	json_decref(r->data);
+	r->data = data;
+	return NULL;
+}
+
+static bool
+at_least(const struct session *s, const char *version)
+{
+	return strcmp(s->version, version) >= 0;
+}
+
+/* A string parameter; NULL (and r failed) when absent or not a string. */
+static const char *
+param_string(struct rq *r, const char *name, bool required)
+{
+	const json_t *v = r->params ? json_object_get(r->params, name) : NULL;
+
+	if (v == NULL) {
+		if (required)
+			rq_fail(r, RPC_INVALID_PARAMS, NULL,
+				"missing required parameter \"%s\" (a string)",
+				name);
+		return NULL;
+	}
+	if (!json_is_string(v)) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"parameter \"%s\" must be a string", name);
+		return NULL;
+	}
+	return json_string_value(v);
+}
+
+/* Decodes params.cursor ("p<offset>") into *start; false when invalid. */
+static bool
+page_start(struct rq *r, size_t *start)
+{
+	const json_t *c = r->params ? json_object_get(r->params, "cursor")
+				    : NULL;
+	const char *s;
+	char *end;
+	unsigned long long v;
+
+	*start = 0;
+	if (c == NULL || json_is_null(c))
+		return true;
+	s = json_string_value(c);
+	if (s == NULL || s[0] != 'p' || s[1] < '0' || s[1] > '9')
+		goto bad;
+	v = strtoull(s + 1, &end, 10);
+	if (*end != '\0' || v > 1000000)
+		goto bad;
+	*start = (size_t)v;
+	return true;
+bad:
+	rq_fail(r, RPC_INVALID_PARAMS, NULL,
+		"invalid cursor: pass back the nextCursor of the previous "
+		"page unchanged, or omit it for the first page");
+	return false;
+}
+
+/* Adds nextCursor to result when more items follow. */
+static int
+page_finish(json_t *result, size_t start, size_t total)
+{
+	char c[32];
+
+	if (start + LIST_PAGE_SIZE >= total)
+		return 0;
+	snprintf(c, sizeof(c), "p%zu", start + LIST_PAGE_SIZE);
+	return json_object_set_new(result, "nextCursor", json_string(c));
+}
+
+static json_t *
+do_ping(struct rq *r)
+{
+	(void)r;
+	return json_object();
+}
+
+static json_t *
+do_set_level(struct rq *r)
+{
+	const char *name = param_string(r, "level", true);
+	int level;
+
+	if (name == NULL)
+		return NULL;
+	level = mcp_level_parse(name);
+	if (level < 0)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "unknown log level \"%s\": use debug, info, "
+			       "notice, warning, error, critical, alert or "
+			       "emergency",
+			       name);
+	pthread_mutex_lock(&r->s->mu);
+	r->s->log_level = level;
+	pthread_mutex_unlock(&r->s->mu);
+	return json_object();
+}
+
+static int
+set_opt_string(json_t *o, const char *key, const char *value)
+{
+	if (value == NULL)
+		return 0;
+	return json_object_set_new(o, key, json_string(value));
+}
+
+static json_t *
+do_resources_list(struct rq *r)
+{
+	json_t *res, *arr;
+	size_t start, i, n = catalog_resource_count();
+
+	if (!page_start(r, &start))
+		return NULL;
+	if (start > n)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "invalid cursor: past the end of the list");
+	res = json_object();
+	arr = json_array();
+	if (res == NULL || arr == NULL || json_object_set(res, "resources", arr))
+		goto nomem;
+	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+		const struct resource_def *d = catalog_resource_at(i);
+		json_t *o = json_pack("{s:s, s:s}", "uri", d->uri, "name",
+				      d->name);
+
+		if (o == NULL || json_array_append_new(arr, o) ||
+		    (at_least(r->s, "2025-06-18") &&
+		     set_opt_string(o, "title", d->title)) ||
+		    set_opt_string(o, "description", d->description) ||
+		    set_opt_string(o, "mimeType", d->mime_type))
+			goto nomem;
+	}
+	if (page_finish(res, start, n))
+		goto nomem;
+	json_decref(arr);
+	return res;
+nomem:
+	json_decref(arr);
+	json_decref(res);
+	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+}
+
+static json_t *
+do_templates_list(struct rq *r)
+{
+	json_t *res, *arr;
+	size_t start, i, n = catalog_template_count();
+
+	if (!page_start(r, &start))
+		return NULL;
+	if (start > n)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "invalid cursor: past the end of the list");
+	res = json_object();
+	arr = json_array();
+	if (res == NULL || arr == NULL ||
+	    json_object_set(res, "resourceTemplates", arr))
+		goto nomem;
+	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+		const struct resource_template_def *d = catalog_template_at(i);
+		json_t *o = json_pack("{s:s, s:s}", "uriTemplate",
+				      d->uri_template, "name", d->name);
+
+		if (o == NULL || json_array_append_new(arr, o) ||
+		    (at_least(r->s, "2025-06-18") &&
+		     set_opt_string(o, "title", d->title)) ||
+		    set_opt_string(o, "description", d->description) ||
+		    set_opt_string(o, "mimeType", d->mime_type))
+			goto nomem;
+	}
+	if (page_finish(res, start, n))
+		goto nomem;
+	json_decref(arr);
+	return res;
+nomem:
+	json_decref(arr);
+	json_decref(res);
+	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+}
+
+/* Resource URIs: bounded and printable, checked before any lookup. */
+static const char *
+resource_uri(struct rq *r)
+{
+	const char *uri = param_string(r, "uri", true);
+	size_t i;
+
+	if (uri == NULL)
+		return NULL;
+	for (i = 0; uri[i] != '\0'; i++)
+		if ((unsigned char)uri[i] <= 0x20 || i >= 2048)
+			break;
+	if (uri[i] != '\0' || i == 0) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"\"uri\" must be 1-2048 printable characters without "
+			"spaces");
+		return NULL;
+	}
+	return uri;
+}
+
+static json_t *
+do_resources_read(struct rq *r)
+{
+	const char *uri = resource_uri(r);
+	json_t *contents = NULL;
+	int rc;
+
+	if (uri == NULL)
+		return NULL;
+	rc = catalog_read(uri, &contents);
+	if (rc == STATUS_NOTFOUND)
+		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
+			       json_pack("{s:s}", "uri", uri),
+			       "resource not found: %s (resources/list and "
+			       "resources/templates/list show what exists)",
+			       uri);
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			       "could not read resource %s", uri);
+	return json_pack("{s:o}", "contents", contents);
+}
+
+static bool
+resource_exists(const char *uri)
+{
+	json_t *contents = NULL;
+	int rc = catalog_read(uri, &contents);
+
+	json_decref(contents);
+	return rc == STATUS_OK;
+}
+
+static json_t *
+do_subscribe(struct rq *r, bool on)
+{
+	const char *uri = resource_uri(r);
+	int rc;
+
+	if (uri == NULL)
+		return NULL;
+	if (on && !resource_exists(uri))
+		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
+			       json_pack("{s:s}", "uri", uri),
+			       "resource not found: %s", uri);
+	pthread_mutex_lock(&r->s->mu);
+	if (on && json_object_size(r->s->subscriptions) >= 1000)
+		rc = -1;
+	else if (on)
+		rc = json_object_set_new(r->s->subscriptions, uri, json_true());
+	else
+		rc = (json_object_del(r->s->subscriptions, uri), 0);
+	pthread_mutex_unlock(&r->s->mu);
+	if (rc != 0)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "too many subscriptions on this session (at "
+			       "most 1000): unsubscribe first");
+	return json_object();
+}
+
+static json_t *
+do_subscribe_on(struct rq *r)
+{
+	return do_subscribe(r, true);
+}
+
+static json_t *
+do_subscribe_off(struct rq *r)
+{
+	return do_subscribe(r, false);
+}
+
+static json_t *
+prompt_args_json(const struct prompt_def *d)
+{
+	json_t *arr = json_array();
+	const struct prompt_arg_def *a;
+
+	if (arr == NULL || d->args == NULL)
+		return arr;
+	for (a = d->args; a->name != NULL; a++) {
+		json_t *o = json_pack("{s:s, s:b}", "name", a->name, "required",
+				      a->required != 0);
+
+		if (o == NULL || json_array_append_new(arr, o) ||
+		    set_opt_string(o, "description", a->description)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *
+do_prompts_list(struct rq *r)
+{
+	json_t *res, *arr;
+	size_t start, i, n = catalog_prompt_count();
+
+	if (!page_start(r, &start))
+		return NULL;
+	if (start > n)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "invalid cursor: past the end of the list");
+	res = json_object();
+	arr = json_array();
+	if (res == NULL || arr == NULL || json_object_set(res, "prompts", arr))
+		goto nomem;
+	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+		const struct prompt_def *d = catalog_prompt_at(i);
+		json_t *o = json_pack("{s:s}", "name", d->name);
+
+		if (o == NULL || json_array_append_new(arr, o) ||
+		    (at_least(r->s, "2025-06-18") &&
+		     set_opt_string(o, "title", d->title)) ||
+		    set_opt_string(o, "description", d->description))
+			goto nomem;
+		if (d->args != NULL &&
+		    json_object_set_new(o, "arguments", prompt_args_json(d)))
+			goto nomem;
+	}
+	if (page_finish(res, start, n))
+		goto nomem;
+	json_decref(arr);
+	return res;
+nomem:
+	json_decref(arr);
+	json_decref(res);
+	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+}
+
+static json_t *
+do_prompts_get(struct rq *r)
+{
+	const char *name = param_string(r, "name", true);
+	const struct prompt_def *d;
+	const struct prompt_arg_def *a;
+	const json_t *args, *v;
+	const char *key;
+	json_t *result = NULL;
+	char err[256] = "";
+	int rc;
+
+	if (name == NULL)
+		return NULL;
+	d = catalog_prompt_find(name);
+	if (d == NULL)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "unknown prompt \"%s\" (prompts/list shows the "
+			       "prompts)",
+			       name);
+	args = json_object_get(r->params, "arguments");
+	if (args != NULL && !json_is_object(args) && !json_is_null(args))
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "\"arguments\" must be an object of strings");
+	if (json_is_object(args)) {
+		json_object_foreach((json_t *)args, key, v) {
+			if (!json_is_string(v))
+				return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+					       "argument \"%s\" must be a "
+					       "string",
+					       key);
+		}
+	}
+	for (a = d->args; a != NULL && a->name != NULL; a++)
+		if (a->required && !json_is_string(json_object_get(args,
+								    a->name)))
+			return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+				       "prompt \"%s\" needs the argument "
+				       "\"%s\"",
+				       name, a->name);
+	rc = d->get(json_is_object(args) ? args : NULL, &result, err,
+		    sizeof(err));
+	if (rc == STATUS_INVALID)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL, "%s", err);
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			       "could not build prompt \"%s\"", name);
+	return result;
+}
+
+static json_t *
+do_complete(struct rq *r)
+{
+	const json_t *ref = json_object_get(r->params, "ref");
+	const json_t *arg = json_object_get(r->params, "argument");
+	const char *type = json_string_value(json_object_get(ref, "type"));
+	const char *aname = json_string_value(json_object_get(arg, "name"));
+	const char *avalue = json_string_value(json_object_get(arg, "value"));
+	json_t *values = NULL;
+	size_t total;
+
+	if (type == NULL || aname == NULL || avalue == NULL)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "completion/complete needs ref {type, name|uri} "
+			       "and argument {name, value} (strings)");
+	if (strcmp(type, "ref/prompt") == 0) {
+		const char *name =
+			json_string_value(json_object_get(ref, "name"));
+		const struct prompt_def *d =
+			name != NULL ? catalog_prompt_find(name) : NULL;
+
+		if (d == NULL)
+			return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+				       "unknown prompt \"%s\"",
+				       name != NULL ? name : "");
+		if (d->complete != NULL &&
+		    d->complete(aname, avalue, &values) != STATUS_OK)
+			values = NULL;
+	} else if (strcmp(type, "ref/resource") != 0) {
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "ref.type must be \"ref/prompt\" or "
+			       "\"ref/resource\"");
+	}
+	if (values == NULL)
+		values = json_array();
+	while (json_array_size(values) > 100)
+		json_array_remove(values, json_array_size(values) - 1);
+	total = json_array_size(values);
+	/* "o" steals values, on failure too. */
+	return json_pack("{s:{s:o, s:I, s:b}}", "completion", "values", values,
+			 "total", (json_int_t)total, "hasMore", 0);
+}
+
+/* tools/list answers with the pre-serialized page: no JSON encoding of
+ * the definitions on the hot path. */
+static int
+do_tools_list(struct rq *r)
+{
+	struct tools *t;
+	const char *page;
+	size_t start, len, outlen;
+	char *text;
+
+	if (!page_start(r, &start))
+		return STATUS_INVALID;
+	server_live_rdlock(r->srv);
+	t = r->srv->tools;
+	page = tools_list_json(t, r->s->version, start, &len);
+	text = page != NULL ? rpc_result_text(r->id, page, len, &outlen) : NULL;
+	server_live_unlock(r->srv);
+	if (page == NULL) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"invalid cursor: pass back the nextCursor of the "
+			"previous page unchanged");
+		return STATUS_INVALID;
+	}
+	if (text == NULL) {
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+		return STATUS_NOMEM;
+	}
+	r->ex->ops->send_text(r->ex, text, outlen);
+	return STATUS_OK;
+}
+
+/* tools/call: checks, validation, then a job.  STATUS_FULL: not sent. */
+static int
+do_tools_call(struct rq *r, bool *answered)
+{
+	const char *name = param_string(r, "name", true);
+	const json_t *args, *meta;
+	const struct tool_def *tool;
+	struct tools *t;
+	struct jsonschema_error verr;
+	json_t *targs = NULL;
+	int rc;
+
+	*answered = false;
+	if (name == NULL)
+		return STATUS_INVALID;
+	args = json_object_get(r->params, "arguments");
+	if (args != NULL && !json_is_object(args) && !json_is_null(args)) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"\"arguments\" must be an object");
+		return STATUS_INVALID;
+	}
+	server_live_rdlock(r->srv);
+	t = r->srv->tools;
+	tools_ref(t);
+	server_live_unlock(r->srv);
+	tool = tools_find(t, name);
+	if (tool == NULL) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"unknown tool \"%s\": tools/list shows the tools this "
+			"server offers",
+			name);
+		rc = STATUS_INVALID;
+		goto out;
+	}
+	targs = json_is_object(args) ? json_deep_copy(args) : json_object();
+	if (targs == NULL ||
+	    jsonschema_apply_defaults(tool->input, targs) != STATUS_OK) {
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (jsonschema_validate(tool->input, targs, &verr) != STATUS_OK) {
+		/* Input errors are tool results the model can act on
+		 * (SEP-1303). */
+		json_t *res = tool_result_error(
+			"invalid arguments for tool %s: %s", name, verr.msg);
+
+		metric_inc(metric_child(r->srv->m.tool_calls,
+					(const char *[]){name, "invalid"}));
+		exchange_send(r->ex, rpc_result(r->id, res), true);
+		*answered = true;
+		rc = STATUS_OK;
+		goto out;
+	}
+	meta = json_object_get(r->params, "_meta");
+	rc = call_start(r->srv, r->s, r->ex, r->id,
+			json_object_get(meta, "progressToken"), tool, targs);
+	targs = NULL; /* call_start took it */
+	if (rc == STATUS_OK)
+		*answered = true;
+	else if (rc != STATUS_FULL)
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			"the server is shutting down: retry on another "
+			"instance");
+out:
+	json_decref(targs);
+	tools_unref(t);
+	return rc;
+}
+
+static const struct {
+	const char *name;
+	json_t *(*fn)(struct rq *r);
+} inline_methods[] = {
+	{"ping", do_ping},
+	{"logging/setLevel", do_set_level},
+	{"resources/list", do_resources_list},
+	{"resources/templates/list", do_templates_list},
+	{"resources/read", do_resources_read},
+	{"resources/subscribe", do_subscribe_on},
+	{"resources/unsubscribe", do_subscribe_off},
+	{"prompts/list", do_prompts_list},
+	{"prompts/get", do_prompts_get},
+	{"completion/complete", do_complete},
+};
+
+static const char *const known_methods[] = {
+	"initialize", "ping", "tools/list", "tools/call",
+	"resources/list", "resources/templates/list", "resources/read",
+	"resources/subscribe", "resources/unsubscribe", "prompts/list",
+	"prompts/get", "completion/complete", "logging/setLevel",
+	"notifications/initialized", "notifications/cancelled",
+	"notifications/roots/list_changed", "notifications/progress", NULL};
+
+const char *
+dispatch_method_label(const char *method)
+{
+	size_t i;
+
+	for (i = 0; method != NULL && known_methods[i] != NULL; i++)
+		if (strcmp(known_methods[i], method) == 0)
+			return known_methods[i];
+	return "other";
+}
+
+static void
+handle_notification(struct server *srv, struct session *s, const char *method,
+		    const json_t *params)
+{
+	(void)srv;
+	if (strcmp(method, "notifications/initialized") == 0) {
+		pthread_mutex_lock(&s->mu);
+		s->initialized = true;
+		pthread_mutex_unlock(&s->mu);
+	} else if (strcmp(method, "notifications/cancelled") == 0) {
+		const json_t *id = json_object_get(params, "requestId");
+
+		if (id != NULL)
+			call_cancel_request(s, id);
+	} else {
+		log_debug(&(struct log_fields){.session = s->id,
+					       .method = method,
+					       .duration_ms = -1},
+			  "notification ignored");
+	}
+}
+
+static void
+handle_response(struct session *s, const json_t *msg)
+{
+	const json_t *id = json_object_get(msg, "id");
+	struct pending *p;
+	char idbuf[32];
+
+	if (json_is_string(id))
+		snprintf(idbuf, sizeof(idbuf), "%s", json_string_value(id));
+	else
+		rpc_id_text(id, idbuf, sizeof(idbuf));
+	pthread_mutex_lock(&s->mu);
+	for (p = s->pending; p != NULL; p = p->next)
+		if (!p->answered && strcmp(p->id, idbuf) == 0)
+			break;
+	if (p != NULL) {
+		p->result = json_incref(json_object_get(msg, "result"));
+		p->error = json_incref(json_object_get(msg, "error"));
+		p->answered = true;
+		call_wake_locked(p->call);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (p == NULL)
+		log_debug(&(struct log_fields){.session = s->id,
+					       .duration_ms = -1},
+			  "response to unknown request %s ignored", idbuf);
+}
+
+int
+dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
+		 const json_t *msg)
+{
+	struct rq r = {.srv = srv, .s = s, .ex = ex};
+	const char *why;
+	json_t *result = NULL;
+	size_t i;
+	int rc = STATUS_OK;
+
+	switch (rpc_classify(msg, &why, &r.id)) {
+	case RPC_INVALID:
+		exchange_send(ex, rpc_error(r.id, RPC_INVALID_REQUEST, why,
+					    NULL),
+			      true);
+		return STATUS_OK;
+	case RPC_RESPONSE:
+		handle_response(s, msg);
+		return STATUS_OK;
+	case RPC_NOTIFICATION:
+		handle_notification(srv, s,
+				    json_string_value(
+					    json_object_get(msg, "method")),
+				    json_object_get(msg, "params"));
+		return STATUS_OK;
+	case RPC_REQUEST: break;
+	}
+	r.method = json_string_value(json_object_get(msg, "method"));
+	r.params = json_object_get(msg, "params");
+	if (r.params != NULL && !json_is_object(r.params))
+		r.params = NULL;
+	metric_inc(metric_child(srv->m.rpc_requests,
+				(const char *[]){dispatch_method_label(r.method)}));
+	if (strcmp(r.method, "tools/call") == 0) {
+		bool answered;
+
+		rc = do_tools_call(&r, &answered);
+		if (rc == STATUS_FULL || answered)
+			return rc == STATUS_FULL ? STATUS_FULL : STATUS_OK;
+		goto error;
+	}
+	if (strcmp(r.method, "tools/list") == 0) {
+		if (do_tools_list(&r) == STATUS_OK)
+			return STATUS_OK;
+		goto error;
+	}
+	if (strcmp(r.method, "initialize") == 0) {
+		rq_fail(&r, RPC_INVALID_REQUEST, NULL,
+			"this session is already initialized: send initialize "
+			"without an Mcp-Session-Id header to start a new one");
+		goto error;
+	}
+	for (i = 0; i < sizeof(inline_methods) / sizeof(inline_methods[0]);
+	     i++) {
+		if (strcmp(inline_methods[i].name, r.method) == 0) {
+			result = inline_methods[i].fn(&r);
+			if (result == NULL)
+				goto error;
+			exchange_send(ex, rpc_result(r.id, result), true);
+			return STATUS_OK;
+		}
+	}
+	rq_fail(&r, RPC_METHOD_NOT_FOUND, NULL,
+		"method \"%s\" is not supported by this server", r.method);
+error:
+	if (r.code == 0)
+		rq_fail(&r, RPC_INTERNAL_ERROR, NULL, "internal error");
+	metric_inc(metric_child(srv->m.rpc_errors,
+				(const char *[]){r.code == RPC_METHOD_NOT_FOUND
+							 ? "-32601"
+						 : r.code == RPC_INVALID_PARAMS
+							 ? "-32602"
+						 : r.code == RPC_INVALID_REQUEST
+							 ? "-32600"
+						 : r.code == RPC_RESOURCE_NOT_FOUND
+							 ? "-32002"
+							 : "-32603"}));
+	exchange_send(ex, rpc_error(r.id, r.code, r.message, r.data), true);
+	(void)rc;
+	return STATUS_OK;
+}
+
+static json_t *
+server_capabilities(const char *version)
+{
+	json_t *caps = json_pack(
+		"{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}}", "tools",
+		"listChanged", 1, "resources", "subscribe", 1, "listChanged",
+		1, "prompts", "listChanged", 1, "logging");
+
+	if (caps != NULL && strcmp(version, "2025-03-26") >= 0)
+		json_object_set_new(caps, "completions", json_object());
+	return caps;
+}
+
+int
+dispatch_initialize(struct server *srv, const json_t *msg, json_t **response,
+		    struct session **out)
+{
+	const json_t *id = json_object_get(msg, "id");
+	const json_t *params = json_object_get(msg, "params");
+	const char *asked =
+		json_string_value(json_object_get(params, "protocolVersion"));
+	const json_t *caps = json_object_get(params, "capabilities");
+	const json_t *info = json_object_get(params, "clientInfo");
+	const char *version;
+	struct session *s = NULL;
+	json_t *result, *sinfo;
+	int rc;
+
+	*response = NULL;
+	*out = NULL;
+	if (asked == NULL || (caps != NULL && !json_is_object(caps))) {
+		*response = rpc_error(
+			id, RPC_INVALID_PARAMS,
+			"initialize needs params.protocolVersion (a string), "
+			"params.capabilities (an object) and params.clientInfo",
+			NULL);
+		return STATUS_INVALID;
+	}
+	/* Negotiation: the client's revision when we speak it, else our
+	 * newest, which the client may refuse. */
+	version = dispatch_version_supported(asked) ? asked
+						    : dispatch_versions[0];
+	rc = session_create(srv->sessions, version, caps,
+			    json_is_object(info) ? info : NULL, &s);
+	if (rc != STATUS_OK) {
+		*response = rpc_error(
+			id, RPC_SERVER_BUSY,
+			rc == STATUS_FULL
+				? "too many sessions: retry later, or end "
+				  "unused sessions with DELETE"
+				: "could not create a session",
+			NULL);
+		return rc == STATUS_FULL ? STATUS_FULL : STATUS_IO;
+	}
+	sinfo = json_pack("{s:s, s:s}", "name", "sextant", "version",
+			  SEXTANT_VERSION);
+	if (sinfo != NULL && strcmp(version, "2025-06-18") >= 0)
+		json_object_set_new(sinfo, "title", json_string("Sextant"));
+	if (sinfo != NULL && strcmp(version, "2025-11-25") >= 0)
+		json_object_set_new(
+			sinfo, "description",
+			json_string("MCP gateway for observability: metrics, "
+				    "traces and LLM usage from eBPF, "
+				    "OpenTelemetry and Prometheus"));
+	result = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", version,
+			   "capabilities", server_capabilities(version),
+			   "serverInfo", sinfo, "instructions",
+			   SERVER_INSTRUCTIONS);
+	*response = rpc_result(id, result);
+	if (*response == NULL) {
+		session_delete(srv->sessions, s->id);
+		session_release(s);
+		return STATUS_NOMEM;
+	}
+	log_info(&(struct log_fields){.session = s->id, .method = "initialize",
+				      .duration_ms = -1},
+		 "session created: revision %s, client %s", version,
+		 json_string_value(json_object_get(info, "name"))
+			 ? json_string_value(json_object_get(info, "name"))
+			 : "(unnamed)");
+	*out = s;
+	return STATUS_OK;
+}
+
+void
+dispatch_notify_session(struct session *s, json_t *msg)
+{
+	int rc = STATUS_CLOSED;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->closed) {
+		if (s->standalone == NULL)
+			rc = stream_open(s, true,
+					 strcmp(s->version, "2025-11-25") >= 0,
+					 &s->standalone);
+		else
+			rc = STATUS_OK;
+		if (rc == STATUS_OK)
+			rc = stream_send(s->standalone, msg);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (rc != STATUS_OK && rc != STATUS_CLOSED)
+		log_warn(&(struct log_fields){.session = s->id,
+					      .duration_ms = -1},
+			 "notification dropped: %s", status_str(rc));
+	json_decref(msg);
+}
+
+struct updated_ctx {
+	const char *uri;
+};
+
+static void
+notify_updated(struct session *s, void *arg)
+{
+	struct updated_ctx *ctx = arg;
+	bool subscribed;
+
+	pthread_mutex_lock(&s->mu);
+	subscribed = json_object_get(s->subscriptions, ctx->uri) != NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (subscribed)
+		dispatch_notify_session(
+			s, rpc_notification("notifications/resources/updated",
+					    json_pack("{s:s}", "uri",
+						      ctx->uri)));
+}
+
+void
+dispatch_resource_updated(struct server *srv, const char *uri)
+{
+	struct updated_ctx ctx = {uri};
+
+	session_table_foreach(srv->sessions, notify_updated, &ctx);
+}

@@ -1,0 +1,278 @@
+/*
+ * main.c - the sextant command: serve, check-config, hash-key.
+ *
+ * The main thread owns the signals: every other thread starts with them
+ * blocked, and the main loop waits for them with sigtimedwait, doing the
+ * janitor's once-a-second work in between.  SIGHUP reloads, SIGTERM and
+ * SIGINT drain: stop accepting, let calls in flight finish within the
+ * grace period, close the streams, exit 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "pool.h"
+#include "server.h"
+#include "session.h"
+#include "tools.h"
+
+/* Exit codes (documented in --help and README). */
+enum {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1, /* could not start or failed while serving */
+	EXIT_USAGE = 2,   /* bad command line or invalid configuration */
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sextant <command> [options]\n"
+		"\n"
+		"commands:\n"
+		"  serve [--config FILE]    serve MCP on the configured address\n"
+		"  check-config FILE        validate FILE and print the "
+		"effective config\n"
+		"                           (environment overrides applied, "
+		"secrets masked)\n"
+		"  hash-key [KEY]           print the sha256 hash of an API key "
+		"for [auth] keys\n"
+		"                           (reads KEY from standard input when "
+		"not given)\n"
+		"  example-config           print a config file documenting "
+		"every key\n"
+		"  --version                print the version\n"
+		"  --help                   print this help\n"
+		"\n"
+		"environment: SEXTANT_<TABLE>_<KEY> overrides any key (e.g. "
+		"SEXTANT_LOG_LEVEL=debug),\n"
+		"SEXTANT_LISTEN overrides server.listen, DATABASE_URL "
+		"database.url.\n"
+		"\n"
+		"exit status: 0 ok, 1 runtime failure (cannot listen, fatal "
+		"error), 2 usage or\n"
+		"configuration error.\n");
+}
+
+static int
+load_config(const char *path, struct config **cfg)
+{
+	struct config_error err;
+	char msg[1024];
+
+	if (config_load(path, NULL, cfg, &err) != STATUS_OK) {
+		config_error_format(&err, msg, sizeof(msg));
+		fprintf(stderr, "sextant: invalid configuration: %s\n", msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int
+cmd_check_config(int argc, char **argv)
+{
+	struct config *cfg = NULL;
+	int rc;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: sextant check-config FILE\n");
+		return EXIT_USAGE;
+	}
+	rc = load_config(argv[2], &cfg);
+	if (rc != EXIT_OK)
+		return rc;
+	config_print(cfg, stdout);
+	config_free(cfg);
+	return EXIT_OK;
+}
+
+static int
+cmd_hash_key(int argc, char **argv)
+{
+	char line[4096], out[AUTH_HASH_LEN + 1];
+	const char *key;
+	size_t len;
+
+	if (argc > 3) {
+		fprintf(stderr, "usage: sextant hash-key [KEY]\n");
+		return EXIT_USAGE;
+	}
+	if (argc == 3) {
+		key = argv[2];
+	} else {
+		if (fgets(line, sizeof(line), stdin) == NULL) {
+			fprintf(stderr, "sextant: hash-key: no key on standard "
+				"input\n");
+			return EXIT_USAGE;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		key = line;
+	}
+	len = strlen(key);
+	if (len == 0) {
+		fprintf(stderr, "sextant: hash-key: the key is empty\n");
+		return EXIT_USAGE;
+	}
+	if (auth_hash_key(key, len, out) != STATUS_OK) {
+		fprintf(stderr, "sextant: hash-key: hashing failed\n");
+		return EXIT_RUNTIME;
+	}
+	printf("%s\n", out);
+	return EXIT_OK;
+}
+
+static void
+drain(struct server *srv)
+{
+	struct log_fields f = {.duration_ms = -1};
+	int grace_ms = srv->cfg->server.shutdown_grace_s * 1000;
+	int64_t deadline = session_now_ms() + grace_ms;
+
+	atomic_store(&srv->draining, true);
+	http_quiesce(srv);
+	log_info(&f, "draining: no new connections, waiting up to %d s for "
+		 "%d tool call(s)",
+		 srv->cfg->server.shutdown_grace_s,
+		 pool_busy(srv->pool) + pool_queue_depth(srv->pool));
+	while (pool_busy(srv->pool) + pool_queue_depth(srv->pool) > 0 &&
+	       session_now_ms() < deadline) {
+		struct timespec ts = {0, 20 * 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+	/* Close every session: calls still running see cancelled, streams
+	 * end, parked connections are resumed and answered. */
+	session_table_close_all(srv->sessions);
+	if (pool_drain(srv->pool, 5000) != STATUS_OK)
+		log_warn(&f, "some tool calls ignored cancellation");
+	{
+		/* Let MHD flush the final events before it stops. */
+		struct timespec ts = {0, 200 * 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+	http_stop(srv);
+}
+
+static int
+cmd_serve(int argc, char **argv)
+{
+	struct server srv;
+	struct config *cfg = NULL;
+	const char *path = NULL;
+	char err[1024];
+	sigset_t set;
+	int i, rc, sig;
+	struct log_fields f = {.duration_ms = -1};
+
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else {
+			fprintf(stderr, "usage: sextant serve [--config FILE]\n");
+			return EXIT_USAGE;
+		}
+	}
+	rc = load_config(path, &cfg);
+	if (rc != EXIT_OK)
+		return rc;
+	/* Block before any thread exists so that all inherit the mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
+		fprintf(stderr, "sextant: %s\n", err);
+		server_free(&srv);
+		return EXIT_USAGE;
+	}
+	if (http_start(&srv, err, sizeof(err)) != STATUS_OK) {
+		log_error(&f, "%s", err);
+		server_free(&srv);
+		return EXIT_RUNTIME;
+	}
+	{
+		char host[256];
+		int port;
+
+		if (config_parse_listen(srv.cfg->server.listen, host,
+					sizeof(host), &port) != STATUS_OK)
+			host[0] = '\0';
+		server_live_rdlock(&srv);
+		log_info(&f,
+			 "sextant %s listening on %s://%s%s%s:%d/mcp with %zu "
+			 "tools",
+			 SEXTANT_VERSION,
+			 srv.cfg->server.tls_cert[0] != '\0' ? "https" : "http",
+			 strchr(host, ':') != NULL ? "[" : "", host,
+			 strchr(host, ':') != NULL ? "]" : "", http_port(&srv),
+			 tools_count(srv.tools));
+		server_live_unlock(&srv);
+	}
+	for (;;) {
+		struct timespec tick = {1, 0};
+
+		sig = sigtimedwait(&set, NULL, &tick);
+		if (sig < 0) {
+			if (errno == EAGAIN)
+				server_tick(&srv);
+			continue;
+		}
+		if (sig == SIGHUP) {
+			log_info(&f, "SIGHUP: reloading %s",
+				 path != NULL ? path : "(defaults)");
+			server_reload(&srv);
+		} else if (sig == SIGTERM || sig == SIGINT) {
+			log_info(&f, "%s: shutting down",
+				 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			break;
+		}
+	}
+	drain(&srv);
+	server_free(&srv);
+	log_info(&f, "stopped");
+	return EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0 ||
+	    strcmp(argv[1], "version") == 0) {
+		printf("sextant %s\n", SEXTANT_VERSION);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc, argv);
+	if (strcmp(argv[1], "check-config") == 0)
+		return cmd_check_config(argc, argv);
+	if (strcmp(argv[1], "hash-key") == 0)
+		return cmd_hash_key(argc, argv);
+	if (strcmp(argv[1], "example-config") == 0) {
+		config_print_example(stdout);
+		return EXIT_OK;
+	}
+	fprintf(stderr, "sextant: unknown command \"%s\"\n\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,276 @@
+/*
+ * server.c - the gateway's shared context: building it from the config,
+ * reloading what may change at run time, the once-a-second janitor tick,
+ * and tearing it down.
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "call.h"
+#include "catalog.h"
+#include "conformance.h"
+#include "dispatch.h"
+#include "log.h"
+#include "pool.h"
+#include "rpc.h"
+#include "session.h"
+#include "tool_core.h"
+#include "tools.h"
+
+/* Every tool family's handler table; tools.c binds definitions to them. */
+static const struct tool_handler *const handler_tables[] = {
+	core_tool_handlers,
+	conformance_tool_handlers,
+	NULL,
+};
+
+void
+server_live_rdlock(struct server *srv)
+{
+	pthread_rwlock_rdlock(&srv->live_lock);
+}
+
+void
+server_live_unlock(struct server *srv)
+{
+	pthread_rwlock_unlock(&srv->live_lock);
+}
+
+static double
+gauge_sessions(void *arg)
+{
+	return session_table_count(((struct server *)arg)->sessions);
+}
+
+static double
+gauge_queue(void *arg)
+{
+	return pool_queue_depth(((struct server *)arg)->pool);
+}
+
+static double
+gauge_busy(void *arg)
+{
+	return pool_busy(((struct server *)arg)->pool);
+}
+
+static int
+init_metrics(struct server *srv)
+{
+	struct metrics *m = srv->metrics;
+	struct metric_family *f;
+
+	srv->m.http_requests = metrics_family(
+		m, METRIC_COUNTER, "sextant_http_requests_total",
+		"HTTP requests by route and status code", "route,code", NULL,
+		0);
+	srv->m.rpc_requests = metrics_family(
+		m, METRIC_COUNTER, "sextant_mcp_requests_total",
+		"MCP requests by JSON-RPC method", "method", NULL, 0);
+	srv->m.rpc_duration = metrics_family(
+		m, METRIC_HISTOGRAM, "sextant_mcp_request_duration_seconds",
+		"Time from request to response by MCP method", "method", NULL,
+		0);
+	srv->m.rpc_errors = metrics_family(
+		m, METRIC_COUNTER, "sextant_mcp_errors_total",
+		"JSON-RPC error responses by code", "code", NULL, 0);
+	srv->m.tool_calls = metrics_family(
+		m, METRIC_COUNTER, "sextant_tool_calls_total",
+		"Tool calls by tool and outcome (ok, error, invalid, "
+		"cancelled, timeout, failed)",
+		"tool,outcome", NULL, 0);
+	srv->m.tool_duration = metrics_family(
+		m, METRIC_HISTOGRAM, "sextant_tool_call_duration_seconds",
+		"Tool call duration by tool", "tool", NULL, 0);
+	f = metrics_family(m, METRIC_GAUGE, "sextant_inflight_requests",
+			   "HTTP requests being processed", NULL, NULL, 0);
+	srv->m.inflight = metric_child(f, NULL);
+	f = metrics_family(m, METRIC_GAUGE, "sextant_sse_streams",
+			   "Open SSE connections", NULL, NULL, 0);
+	srv->m.sse_streams = metric_child(f, NULL);
+	f = metrics_family(m, METRIC_COUNTER, "sextant_config_reloads_total",
+			   "SIGHUP reloads by result", "result", NULL, 0);
+	srv->m.reloads_ok = metric_child(f, (const char *[]){"ok"});
+	srv->m.reloads_failed = metric_child(f, (const char *[]){"failed"});
+	if (srv->m.http_requests == NULL || srv->m.rpc_requests == NULL ||
+	    srv->m.rpc_duration == NULL || srv->m.rpc_errors == NULL ||
+	    srv->m.tool_calls == NULL || srv->m.tool_duration == NULL ||
+	    srv->m.inflight == NULL || srv->m.sse_streams == NULL ||
+	    srv->m.reloads_ok == NULL || srv->m.reloads_failed == NULL)
+		return STATUS_NOMEM;
+	if (metrics_gauge_fn(m, "sextant_sessions", "Live MCP sessions",
+			     gauge_sessions, srv) != STATUS_OK ||
+	    metrics_gauge_fn(m, "sextant_worker_queue_depth",
+			     "Tool calls waiting for a worker", gauge_queue,
+			     srv) != STATUS_OK ||
+	    metrics_gauge_fn(m, "sextant_workers_busy",
+			     "Workers running a tool call", gauge_busy,
+			     srv) != STATUS_OK)
+		return STATUS_NOMEM;
+	return STATUS_OK;
+}
+
+static int
+build_keys(const struct config *cfg, struct auth_keys **out, char *err,
+	   size_t errlen)
+{
+	char why[512];
+
+	if (auth_keys_new(cfg->auth.keys.v, cfg->auth.keys.n, out, why,
+			  sizeof(why)) != STATUS_OK) {
+		snprintf(err, errlen, "auth.keys: %s", why);
+		return STATUS_INVALID;
+	}
+	return STATUS_OK;
+}
+
+int
+server_init(struct server *srv, struct config *cfg, const char *config_path,
+	    char *err, size_t errlen)
+{
+	struct session_limits lim = {
+		.max_sessions = cfg->server.max_sessions,
+		.idle_timeout_s = cfg->server.session_idle_timeout_s,
+		.max_streams = cfg->server.max_streams_per_session,
+		.replay_events = (size_t)cfg->server.sse_replay_events,
+		.replay_bytes = (size_t)cfg->server.sse_replay_bytes,
+		.retry_ms = cfg->server.sse_retry_ms,
+		.keepalive_s = cfg->server.sse_keepalive_s,
+	};
+	int rc;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->config_path = config_path;
+	srv->started_ms = session_now_ms();
+	atomic_init(&srv->draining, false);
+	pthread_rwlock_init(&srv->live_lock, NULL);
+	log_set_level((enum log_level)cfg->log.level);
+	if ((rc = metrics_new(&srv->metrics)) != STATUS_OK ||
+	    (rc = init_metrics(srv)) != STATUS_OK) {
+		snprintf(err, errlen, "out of memory creating metrics");
+		return rc;
+	}
+	if ((rc = session_table_new(&lim, &srv->sessions)) != STATUS_OK) {
+		snprintf(err, errlen, "out of memory creating sessions");
+		return rc;
+	}
+	if ((rc = pool_new(cfg->workers.threads, cfg->workers.queue_size,
+			   &srv->pool)) != STATUS_OK) {
+		snprintf(err, errlen, "cannot start %d worker threads: %s",
+			 cfg->workers.threads, status_str(rc));
+		return rc;
+	}
+	if ((rc = tools_load(handler_tables, cfg, &srv->tools, err, errlen)) !=
+	    STATUS_OK)
+		return rc;
+	if ((rc = build_keys(cfg, &srv->keys, err, errlen)) != STATUS_OK)
+		return rc;
+	catalog_reset();
+	if (cfg->conformance.enabled &&
+	    (rc = conformance_register_catalog()) != STATUS_OK) {
+		snprintf(err, errlen, "cannot register the conformance "
+			 "fixtures: %s", status_str(rc));
+		return rc;
+	}
+	return STATUS_OK;
+}
+
+void
+server_free(struct server *srv)
+{
+	if (srv->sessions != NULL)
+		session_table_close_all(srv->sessions);
+	pool_free(srv->pool); /* runs what is queued: sessions are closed */
+	session_table_free(srv->sessions);
+	tools_unref(srv->tools);
+	auth_keys_free(srv->keys);
+	metrics_free(srv->metrics);
+	config_free(srv->cfg);
+	catalog_reset();
+	pthread_rwlock_destroy(&srv->live_lock);
+	memset(srv, 0, sizeof(*srv));
+}
+
+static void
+notify_tools_changed(struct session *s, void *arg)
+{
+	(void)arg;
+	dispatch_notify_session(
+		s, rpc_notification("notifications/tools/list_changed", NULL));
+}
+
+void
+server_notify_tools_changed(struct server *srv)
+{
+	session_table_foreach(srv->sessions, notify_tools_changed, NULL);
+}
+
+void
+server_reload(struct server *srv)
+{
+	struct config *cfg = NULL;
+	struct config_error cerr;
+	struct tools *tools = NULL, *old_tools;
+	struct auth_keys *keys = NULL, *old_keys;
+	char err[1024], diff[512];
+	bool changed;
+	struct log_fields f = {.duration_ms = -1};
+
+	if (config_load(srv->config_path, NULL, &cfg, &cerr) != STATUS_OK) {
+		config_error_format(&cerr, err, sizeof(err));
+		log_error(&f, "reload failed, keeping the running config: %s",
+			  err);
+		metric_inc(srv->m.reloads_failed);
+		return;
+	}
+	if (tools_load(handler_tables, cfg, &tools, err, sizeof(err)) !=
+		    STATUS_OK ||
+	    build_keys(cfg, &keys, err, sizeof(err)) != STATUS_OK) {
+		log_error(&f, "reload failed, keeping the running config: %s",
+			  err);
+		metric_inc(srv->m.reloads_failed);
+		tools_unref(tools);
+		config_free(cfg);
+		return;
+	}
+	if (config_diff_nonreloadable(srv->cfg, cfg, diff, sizeof(diff)) > 0)
+		log_warn(&f, "restart needed for %s (kept the running values)",
+			 diff);
+	log_set_level((enum log_level)cfg->log.level);
+	pthread_rwlock_wrlock(&srv->live_lock);
+	old_tools = srv->tools;
+	old_keys = srv->keys;
+	srv->tools = tools;
+	srv->keys = keys;
+	pthread_rwlock_unlock(&srv->live_lock);
+	changed = !tools_same(old_tools, tools);
+	tools_unref(old_tools);
+	auth_keys_free(old_keys);
+	config_free(cfg);
+	metric_inc(srv->m.reloads_ok);
+	log_info(&f, "config reloaded%s",
+		 changed ? "; the tool set changed, clients notified" : "");
+	if (changed)
+		server_notify_tools_changed(srv);
+}
+
+static void
+tick_session(struct session *s, void *arg)
+{
+	struct server *srv = arg;
+
+	call_expire_session(s, srv->cfg->workers.call_timeout_s,
+			    session_now_ms());
+}
+
+void
+server_tick(struct server *srv)
+{
+	session_table_sweep(srv->sessions, session_now_ms());
+	session_table_foreach(srv->sessions, tick_session, srv);
+}

@@ -1,0 +1,624 @@
+/*
+ * session.c - the session table, sessions and their SSE streams.
+ *
+ * Locking is described in session.h: the table mutex guards the hash
+ * chains and the count; each session's mutex guards the rest of it.  The
+ * table lock is never taken while a session lock is held.
+ */
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth.h"
+#include "call.h"
+#include "log.h"
+
+struct session_table {
+	struct session_limits lim;
+	pthread_mutex_t mu;
+	struct session **buckets;
+	size_t nbuckets; /* power of two */
+	int count;
+};
+
+static const char *const level_names[] = {
+	"debug", "info", "notice", "warning",
+	"error", "critical", "alert", "emergency",
+};
+
+int
+mcp_level_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+		if (strcmp(name, level_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+int64_t
+session_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t
+hash_id(const char *id)
+{
+	size_t h = 14695981039346656037u;
+
+	for (; *id != '\0'; id++)
+		h = (h ^ (unsigned char)*id) * 1099511628211u;
+	return h;
+}
+
+int
+session_table_new(const struct session_limits *lim, struct session_table **out)
+{
+	struct session_table *t;
+	size_t n = 64;
+
+	*out = NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return STATUS_NOMEM;
+	t->lim = *lim;
+	while (n < (size_t)lim->max_sessions / 2 && n < 65536)
+		n *= 2;
+	t->buckets = calloc(n, sizeof(*t->buckets));
+	if (t->buckets == NULL) {
+		free(t);
+		return STATUS_NOMEM;
+	}
+	t->nbuckets = n;
+	pthread_mutex_init(&t->mu, NULL);
+	*out = t;
+	return STATUS_OK;
+}
+
+static void
+stream_free(struct stream *st)
+{
+	sse_log_free(st->log);
+	free(st);
+}
+
+static void
+session_free(struct session *s)
+{
+	struct stream *st, *next;
+	struct pending *p, *pnext;
+
+	for (st = s->streams; st != NULL; st = next) {
+		next = st->next;
+		stream_free(st);
+	}
+	for (p = s->pending; p != NULL; p = pnext) {
+		pnext = p->next;
+		json_decref(p->result);
+		json_decref(p->error);
+		free(p);
+	}
+	json_decref(s->client_caps);
+	json_decref(s->client_info);
+	json_decref(s->subscriptions);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+void
+session_ref(struct session *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+}
+
+void
+session_unref(struct session *s)
+{
+	if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1)
+		session_free(s);
+}
+
+/* Closes s (s->mu held): no new work, readers end, calls are cancelled. */
+static void
+session_close_locked(struct session *s)
+{
+	struct stream *st;
+	struct call *c;
+
+	if (s->closed)
+		return;
+	s->closed = true;
+	for (st = s->streams; st != NULL; st = st->next)
+		if (st->attached && st->wake != NULL)
+			st->wake(st->wake_arg);
+	for (c = s->calls; c != NULL; c = call_next_locked(c))
+		call_cancel_locked(c);
+}
+
+void
+session_table_free(struct session_table *t)
+{
+	if (t == NULL)
+		return;
+	session_table_close_all(t);
+	pthread_mutex_destroy(&t->mu);
+	free(t->buckets);
+	free(t);
+}
+
+int
+session_table_count(struct session_table *t)
+{
+	int n;
+
+	pthread_mutex_lock(&t->mu);
+	n = t->count;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
+int
+session_create(struct session_table *t, const char *version,
+	       const json_t *caps, const json_t *info, struct session **out)
+{
+	struct session *s;
+	size_t b;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return STATUS_NOMEM;
+	if (auth_random_hex(s->id, sizeof(s->id), SESSION_ID_LEN / 2) !=
+	    STATUS_OK) {
+		free(s);
+		return STATUS_IO;
+	}
+	snprintf(s->version, sizeof(s->version), "%s", version);
+	s->client_caps = caps != NULL ? json_deep_copy(caps) : json_object();
+	s->client_info = info != NULL ? json_deep_copy(info) : json_object();
+	s->subscriptions = json_object();
+	pthread_mutex_init(&s->mu, NULL);
+	s->lim = &t->lim;
+	s->log_level = MCP_LEVEL_INFO;
+	s->created_ms = s->last_active_ms = session_now_ms();
+	atomic_init(&s->refs, 2); /* the table's and the caller's */
+	s->busy = 1;
+	if (s->client_caps == NULL || s->client_info == NULL ||
+	    s->subscriptions == NULL) {
+		session_free(s);
+		return STATUS_NOMEM;
+	}
+	pthread_mutex_lock(&t->mu);
+	if (t->count >= t->lim.max_sessions) {
+		pthread_mutex_unlock(&t->mu);
+		session_free(s);
+		return STATUS_FULL;
+	}
+	b = hash_id(s->id) & (t->nbuckets - 1);
+	s->hnext = t->buckets[b];
+	t->buckets[b] = s;
+	t->count++;
+	pthread_mutex_unlock(&t->mu);
+	*out = s;
+	return STATUS_OK;
+}
+
+int
+session_acquire(struct session_table *t, const char *id, struct session **out)
+{
+	struct session *s;
+
+	*out = NULL;
+	pthread_mutex_lock(&t->mu);
+	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
+	     s = s->hnext)
+		if (strcmp(s->id, id) == 0)
+			break;
+	if (s != NULL)
+		session_ref(s);
+	pthread_mutex_unlock(&t->mu);
+	if (s == NULL)
+		return STATUS_NOTFOUND;
+	pthread_mutex_lock(&s->mu);
+	if (s->closed) {
+		pthread_mutex_unlock(&s->mu);
+		session_unref(s);
+		return STATUS_NOTFOUND;
+	}
+	s->busy++;
+	s->last_active_ms = session_now_ms();
+	pthread_mutex_unlock(&s->mu);
+	*out = s;
+	return STATUS_OK;
+}
+
+void
+session_release(struct session *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->busy--;
+	s->last_active_ms = session_now_ms();
+	pthread_mutex_unlock(&s->mu);
+	session_unref(s);
+}
+
+/* Unlinks s from its chain (table lock held).  True if it was there. */
+static bool
+table_unlink(struct session_table *t, struct session *s)
+{
+	struct session **pp = &t->buckets[hash_id(s->id) & (t->nbuckets - 1)];
+
+	for (; *pp != NULL; pp = &(*pp)->hnext) {
+		if (*pp == s) {
+			*pp = s->hnext;
+			t->count--;
+			return true;
+		}
+	}
+	return false;
+}
+
+int
+session_delete(struct session_table *t, const char *id)
+{
+	struct session *s;
+
+	pthread_mutex_lock(&t->mu);
+	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
+	     s = s->hnext)
+		if (strcmp(s->id, id) == 0)
+			break;
+	if (s != NULL)
+		table_unlink(t, s);
+	pthread_mutex_unlock(&t->mu);
+	if (s == NULL)
+		return STATUS_NOTFOUND;
+	pthread_mutex_lock(&s->mu);
+	session_close_locked(s);
+	pthread_mutex_unlock(&s->mu);
+	session_unref(s); /* the table's reference */
+	return STATUS_OK;
+}
+
+/* Collects up to max sessions with a reference each (table lock held). */
+static size_t
+table_snapshot(struct session_table *t, struct session **v, size_t max,
+	       size_t *bucket)
+{
+	size_t n = 0;
+
+	for (; *bucket < t->nbuckets && n < max; (*bucket)++) {
+		struct session *s;
+		size_t k = 0;
+
+		for (s = t->buckets[*bucket]; s != NULL; s = s->hnext)
+			k++;
+		if (n + k > max && n > 0)
+			break;
+		for (s = t->buckets[*bucket]; s != NULL && n < max;
+		     s = s->hnext) {
+			session_ref(s);
+			v[n++] = s;
+		}
+	}
+	return n;
+}
+
+void
+session_table_foreach(struct session_table *t,
+		      void (*fn)(struct session *s, void *arg), void *arg)
+{
+	struct session *v[256];
+	size_t bucket = 0, n, i;
+
+	do {
+		pthread_mutex_lock(&t->mu);
+		n = table_snapshot(t, v, 256, &bucket);
+		pthread_mutex_unlock(&t->mu);
+		for (i = 0; i < n; i++) {
+			fn(v[i], arg);
+			session_unref(v[i]);
+		}
+	} while (n > 0);
+}
+
+struct sweep_ctx {
+	struct session_table *t;
+	int64_t now;
+};
+
+static void
+sweep_one(struct session *s, void *arg)
+{
+	struct sweep_ctx *ctx = arg;
+	const struct session_limits *lim = &ctx->t->lim;
+	struct stream *st;
+	bool expire;
+
+	pthread_mutex_lock(&s->mu);
+	expire = !s->closed && s->busy == 0 && s->live_streams == 0 &&
+		 ctx->now - s->last_active_ms >
+			 (int64_t)lim->idle_timeout_s * 1000;
+	for (st = s->streams; st != NULL && !expire; st = st->next) {
+		if (st->attached && !st->keepalive &&
+		    ctx->now - st->last_write_ms >=
+			    (int64_t)lim->keepalive_s * 1000) {
+			st->keepalive = true;
+			if (st->wake != NULL)
+				st->wake(st->wake_arg);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (expire) {
+		log_debug(&(struct log_fields){.session = s->id,
+					       .duration_ms = -1},
+			  "session expired after %d s idle",
+			  lim->idle_timeout_s);
+		session_delete(ctx->t, s->id);
+	}
+}
+
+void
+session_table_sweep(struct session_table *t, int64_t now_ms)
+{
+	struct sweep_ctx ctx = {t, now_ms};
+
+	session_table_foreach(t, sweep_one, &ctx);
+}
+
+static void
+close_one(struct session *s, void *arg)
+{
+	session_delete(arg, s->id);
+}
+
+void
+session_table_close_all(struct session_table *t)
+{
+	session_table_foreach(t, close_one, t);
+}
+
+/* --- streams ---------------------------------------------------------- */
+
+static int
+stream_count(struct session *s)
+{
+	struct stream *st;
+	int n = 0;
+
+	for (st = s->streams; st != NULL; st = st->next)
+		n++;
+	return n;
+}
+
+/* Drops the oldest stream without a reader, finished ones first. */
+static bool
+stream_evict_one(struct session *s)
+{
+	struct stream **pp, **victim = NULL;
+	int pass;
+
+	/* The list runs oldest first: take the first match. */
+	for (pass = 0; pass < 2 && victim == NULL; pass++)
+		for (pp = &s->streams; *pp != NULL && victim == NULL;
+		     pp = &(*pp)->next)
+			if (!(*pp)->attached && (pass == 1 || (*pp)->done))
+				victim = pp;
+	if (victim == NULL)
+		return false;
+	{
+		struct stream *st = *victim;
+
+		*victim = st->next;
+		if (s->standalone == st)
+			s->standalone = NULL;
+		stream_free(st);
+	}
+	return true;
+}
+
+static int
+stream_append_encoded(struct stream *st, const char *data, size_t len,
+		      int retry_ms)
+{
+	char id[STREAM_ID_LEN + 24];
+	struct buf b;
+	int rc;
+
+	snprintf(id, sizeof(id), "%s-%llu", st->id,
+		 (unsigned long long)st->next_seq);
+	buf_init(&b, (size_t)1 << 30);
+	rc = sse_encode(&b, id, retry_ms, data, len);
+	if (rc == STATUS_OK)
+		rc = sse_log_append(st->log, st->next_seq, b.data, b.len);
+	buf_free(&b);
+	if (rc != STATUS_OK)
+		return rc;
+	st->next_seq++;
+	if (st->attached && st->wake != NULL)
+		st->wake(st->wake_arg);
+	return STATUS_OK;
+}
+
+int
+stream_open(struct session *s, bool standalone, bool prime,
+	    struct stream **out)
+{
+	struct stream *st, **tail;
+	int rc;
+
+	*out = NULL;
+	while (stream_count(s) >= SESSION_MAX_KEPT_STREAMS)
+		if (!stream_evict_one(s))
+			return STATUS_FULL;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return STATUS_NOMEM;
+	rc = auth_random_hex(st->id, sizeof(st->id), STREAM_ID_LEN / 2);
+	if (rc != STATUS_OK)
+		goto fail;
+	rc = sse_log_new(s->lim->replay_events, s->lim->replay_bytes,
+			 &st->log);
+	if (rc != STATUS_OK)
+		goto fail;
+	st->standalone = standalone;
+	st->sess = s;
+	st->last_write_ms = session_now_ms();
+	if (prime) {
+		rc = stream_append_encoded(st, "", 0, s->lim->retry_ms);
+		if (rc != STATUS_OK)
+			goto fail;
+	}
+	/* Append at the tail: eviction scans for the oldest. */
+	for (tail = &s->streams; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = st;
+	*out = st;
+	return STATUS_OK;
+fail:
+	stream_free(st);
+	return rc;
+}
+
+int
+stream_send(struct stream *st, const json_t *msg)
+{
+	char *text;
+	int rc;
+
+	text = json_dumps(msg, JSON_COMPACT);
+	if (text == NULL)
+		return STATUS_NOMEM;
+	rc = stream_append_encoded(st, text, strlen(text), -1);
+	free(text);
+	return rc;
+}
+
+int
+stream_send_text(struct stream *st, const char *text, size_t len)
+{
+	return stream_append_encoded(st, text, len, -1);
+}
+
+void
+stream_finish(struct stream *st)
+{
+	st->done = true;
+	if (st->attached && st->wake != NULL)
+		st->wake(st->wake_arg);
+}
+
+void
+stream_drop_connection(struct stream *st)
+{
+	if (!st->attached)
+		return;
+	st->drop = true;
+	if (st->wake != NULL)
+		st->wake(st->wake_arg);
+}
+
+struct stream *
+stream_find(struct session *s, const char *id, size_t len)
+{
+	struct stream *st;
+
+	for (st = s->streams; st != NULL; st = st->next)
+		if (strlen(st->id) == len && memcmp(st->id, id, len) == 0)
+			return st;
+	return NULL;
+}
+
+int
+stream_attach(struct stream *st, void (*wake)(void *), void *arg,
+	      uint64_t after_seq, unsigned *gen, struct sse_cursor *cur)
+{
+	struct session *s = st->sess;
+	uint64_t first, last;
+
+	if (!st->attached) {
+		if (s->live_streams >= s->lim->max_streams)
+			return STATUS_FULL;
+		s->live_streams++;
+	} else if (st->wake != NULL) {
+		st->gen++; /* the old reader sees a new gen and ends */
+		st->wake(st->wake_arg);
+	}
+	st->gen++;
+	st->attached = true;
+	st->drop = false;
+	st->wake = wake;
+	st->wake_arg = arg;
+	st->last_write_ms = session_now_ms();
+	*gen = st->gen;
+	cur->off = 0;
+	if (after_seq != UINT64_MAX)
+		cur->seq = after_seq + 1;
+	else if (st->ever_attached)
+		cur->seq = st->sent_upto; /* a new GET: what is new */
+	else if (sse_log_range(st->log, &first, &last))
+		cur->seq = first;
+	else
+		cur->seq = st->next_seq;
+	st->ever_attached = true;
+	return STATUS_OK;
+}
+
+void
+stream_detach(struct stream *st, unsigned gen)
+{
+	if (!st->attached || st->gen != gen)
+		return;
+	st->attached = false;
+	st->wake = NULL;
+	st->wake_arg = NULL;
+	st->drop = false;
+	st->sess->live_streams--;
+	st->sess->last_active_ms = session_now_ms();
+}
+
+enum stream_state
+stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur,
+	    char *dst, size_t max, size_t *n)
+{
+	static const char keepalive[] = ": keepalive\n\n";
+	bool gap;
+
+	*n = 0;
+	if (!st->attached || st->gen != gen || st->sess->closed)
+		return STREAM_END;
+	*n = sse_log_read(st->log, cur, dst, max, &gap);
+	if (gap)
+		log_warn(&(struct log_fields){.session = st->sess->id,
+					      .duration_ms = -1},
+			 "stream %s: replay buffer overrun, events lost "
+			 "(raise server.sse_replay_events)",
+			 st->id);
+	if (*n == 0 && st->keepalive && max >= sizeof(keepalive) - 1) {
+		memcpy(dst, keepalive, sizeof(keepalive) - 1);
+		*n = sizeof(keepalive) - 1;
+	}
+	if (cur->seq > st->sent_upto)
+		st->sent_upto = cur->seq;
+	if (*n > 0) {
+		st->keepalive = false;
+		st->last_write_ms = session_now_ms();
+		return STREAM_DATA;
+	}
+	if (st->drop) {
+		st->drop = false;
+		return STREAM_END;
+	}
+	if (st->done && sse_log_drained(st->log, cur))
+		return STREAM_END;
+	return STREAM_WAIT;
+}

@@ -1,0 +1,759 @@
+/*
+ * transport.c - MCP Streamable HTTP on /mcp.
+ *
+ * A POST becomes an exchange: its requests are dispatched, quick ones
+ * answered at once, tool calls queued on the worker pool while the
+ * connection is suspended.  When every request is answered and nothing
+ * came before the answers, the reply is application/json; as soon as a
+ * request sends a notification or a server-to-client request, the reply
+ * becomes a text/event-stream whose events also go to the stream's replay
+ * log, so a client that loses the connection resumes with GET and
+ * Last-Event-ID (2025-11-25 basic/transports#resumability-and-redelivery).
+ *
+ * Locking: an exchange's state is guarded by its session's mutex.  The
+ * MHD connection of an exchange or stream reader is suspended only by the
+ * MHD thread that runs it and resumed by whichever thread produced data,
+ * both under that mutex, with a flag telling whether it is suspended.
+ */
+#include "transport.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "exchange.h"
+#include "http.h"
+#include "log.h"
+#include "rpc.h"
+#include "server.h"
+#include "session.h"
+
+/* SSE chunk size handed to MHD per reader call. */
+#define SSE_BLOCK 16384
+/* Messages in one 2025-03-26 batch (the TS SDK's bound too). */
+#define MAX_BATCH 1000
+
+struct http_exchange {
+	struct exchange base; /* first */
+	struct session *s;    /* reference */
+	struct MHD_Connection *conn;
+	/* under s->mu */
+	int outstanding;   /* requests not answered yet */
+	bool parked;       /* conn suspended until the answers are ready */
+	json_t *responses; /* JSON mode: answers so far, in order */
+	struct stream *stream; /* SSE mode once a message precedes them */
+	bool drop_on_attach;
+};
+
+/* An SSE connection reading one stream. */
+struct sse_reader {
+	struct server *srv;
+	struct session *s; /* reference */
+	struct stream *st;
+	struct MHD_Connection *conn;
+	unsigned gen;
+	struct sse_cursor cur;
+	bool suspended; /* under s->mu */
+};
+
+static bool
+prime_streams(const struct session *s)
+{
+	/* Priming events only for clients that expect them: older ones
+	 * choke on an empty data line (MCP-DIGEST A3.8). */
+	return strcmp(s->version, "2025-11-25") >= 0;
+}
+
+/* --- the exchange ---------------------------------------------------- */
+
+static void
+ex_unpark(struct http_exchange *ex)
+{
+	if (ex->parked) {
+		ex->parked = false;
+		MHD_resume_connection(ex->conn);
+	}
+}
+
+/* Opens the SSE stream and moves the answers so far into it (s->mu). */
+static int
+ex_open_stream(struct http_exchange *ex)
+{
+	size_t i;
+	int rc;
+
+	rc = stream_open(ex->s, false, prime_streams(ex->s), &ex->stream);
+	if (rc != STATUS_OK)
+		return rc;
+	for (i = 0; i < json_array_size(ex->responses); i++)
+		if ((rc = stream_send(ex->stream,
+				      json_array_get(ex->responses, i))) !=
+		    STATUS_OK)
+			return rc;
+	json_array_clear(ex->responses);
+	ex_unpark(ex);
+	return STATUS_OK;
+}
+
+static void
+ex_send(struct exchange *base, json_t *msg, bool final)
+{
+	struct http_exchange *ex = (struct http_exchange *)base;
+	struct session *s = ex->s;
+	int rc = STATUS_OK;
+
+	pthread_mutex_lock(&s->mu);
+	if (final)
+		ex->outstanding--;
+	if (ex->stream == NULL && !final && msg != NULL)
+		rc = ex_open_stream(ex);
+	if (rc != STATUS_OK) {
+		log_warn(&(struct log_fields){.session = s->id,
+					      .duration_ms = -1},
+			 "message dropped: no stream (%s)", status_str(rc));
+	} else if (ex->stream != NULL) {
+		if (msg != NULL && stream_send(ex->stream, msg) != STATUS_OK)
+			log_warn(&(struct log_fields){.session = s->id,
+						      .duration_ms = -1},
+				 "message dropped: stream buffer");
+		if (ex->outstanding == 0)
+			stream_finish(ex->stream);
+	} else {
+		if (msg != NULL)
+			json_array_append(ex->responses, msg);
+		if (ex->outstanding == 0)
+			ex_unpark(ex);
+	}
+	pthread_mutex_unlock(&s->mu);
+	json_decref(msg);
+}
+
+static void
+ex_send_text(struct exchange *base, char *text, size_t len)
+{
+	struct http_exchange *ex = (struct http_exchange *)base;
+	json_t *msg;
+
+	/* Only the stream path keeps the text as it is; JSON mode collects
+	 * objects so batches can be assembled. */
+	pthread_mutex_lock(&ex->s->mu);
+	if (ex->stream != NULL) {
+		ex->outstanding--;
+		if (stream_send_text(ex->stream, text, len) != STATUS_OK)
+			log_warn(&(struct log_fields){.session = ex->s->id,
+						      .duration_ms = -1},
+				 "message dropped: stream buffer");
+		if (ex->outstanding == 0)
+			stream_finish(ex->stream);
+		pthread_mutex_unlock(&ex->s->mu);
+		free(text);
+		return;
+	}
+	pthread_mutex_unlock(&ex->s->mu);
+	msg = json_loadb(text, len, 0, NULL);
+	free(text);
+	ex_send(base, msg, true);
+}
+
+static int
+ex_drop(struct exchange *base)
+{
+	struct http_exchange *ex = (struct http_exchange *)base;
+	int rc = STATUS_OK;
+
+	pthread_mutex_lock(&ex->s->mu);
+	if (!prime_streams(ex->s))
+		rc = STATUS_UNSUPPORTED;
+	else if (ex->stream == NULL)
+		rc = ex_open_stream(ex);
+	if (rc == STATUS_OK) {
+		if (ex->stream->attached)
+			stream_drop_connection(ex->stream);
+		else
+			ex->drop_on_attach = true;
+	}
+	pthread_mutex_unlock(&ex->s->mu);
+	return rc;
+}
+
+static void
+ex_free(struct exchange *base)
+{
+	struct http_exchange *ex = (struct http_exchange *)base;
+
+	json_decref(ex->responses);
+	session_release(ex->s);
+	free(ex);
+}
+
+static const struct exchange_ops http_exchange_ops = {
+	.send = ex_send,
+	.send_text = ex_send_text,
+	.drop = ex_drop,
+	.free = ex_free,
+};
+
+/* --- SSE responses --------------------------------------------------- */
+
+static void
+sse_wake(void *arg)
+{
+	struct sse_reader *rd = arg;
+
+	if (rd->suspended) {
+		rd->suspended = false;
+		MHD_resume_connection(rd->conn);
+	}
+}
+
+static ssize_t
+sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sse_reader *rd = cls;
+	enum stream_state state;
+	size_t n;
+
+	(void)pos;
+	pthread_mutex_lock(&rd->s->mu);
+	state = stream_read(rd->st, rd->gen, &rd->cur, buf, max, &n);
+	if (state == STREAM_WAIT) {
+		/* Park until stream_send or the janitor wakes us; returning
+		 * 0 without suspending would spin (microhttpd.h). */
+		rd->suspended = true;
+		MHD_suspend_connection(rd->conn);
+	}
+	pthread_mutex_unlock(&rd->s->mu);
+	if (state == STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return (ssize_t)n;
+}
+
+static void
+sse_free(void *cls)
+{
+	struct sse_reader *rd = cls;
+
+	pthread_mutex_lock(&rd->s->mu);
+	stream_detach(rd->st, rd->gen);
+	pthread_mutex_unlock(&rd->s->mu);
+	metric_dec(rd->srv->m.sse_streams);
+	session_unref(rd->s);
+	free(rd);
+}
+
+/*
+ * Queues an SSE response reading st from after_seq (UINT64_MAX: from what
+ * is new).  Called with s->mu held.  On failure nothing is queued and the
+ * caller answers with an error.
+ */
+static int
+sse_respond(struct req *r, struct session *s, struct stream *st,
+	    uint64_t after_seq, bool drop_after_first, enum MHD_Result *mret)
+{
+	struct sse_reader *rd;
+	struct MHD_Response *resp;
+	int rc;
+
+	rd = calloc(1, sizeof(*rd));
+	if (rd == NULL)
+		return STATUS_NOMEM;
+	rd->srv = r->srv;
+	rd->s = s;
+	rd->st = st;
+	rd->conn = r->conn;
+	rc = stream_attach(st, sse_wake, rd, after_seq, &rd->gen, &rd->cur);
+	if (rc != STATUS_OK) {
+		free(rd);
+		return rc;
+	}
+	if (drop_after_first)
+		st->drop = true;
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK,
+						 sse_read, rd, sse_free);
+	if (resp == NULL) {
+		stream_detach(st, rd->gen);
+		free(rd);
+		return STATUS_NOMEM;
+	}
+	session_ref(s);
+	metric_inc(r->srv->m.sse_streams);
+	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	MHD_add_response_header(resp, "Mcp-Session-Id", s->id);
+	*mret = http_queue(r, MHD_HTTP_OK, resp);
+	return STATUS_OK;
+}
+
+/* --- POST ------------------------------------------------------------ */
+
+static enum MHD_Result
+reply_json_text(struct req *r, unsigned status, const char *text, size_t len,
+		const char *session_id)
+{
+	const char *hdrs[] = {"Mcp-Session-Id", session_id, NULL};
+
+	return http_reply(r, status, "application/json", text, len,
+			  session_id != NULL ? hdrs : NULL);
+}
+
+static enum MHD_Result
+reply_json(struct req *r, unsigned status, json_t *msg, const char *session_id)
+{
+	char *text = json_dumps(msg, JSON_COMPACT);
+	enum MHD_Result ret;
+
+	json_decref(msg);
+	if (text == NULL)
+		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					    RPC_INTERNAL_ERROR,
+					    "out of memory", NULL);
+	ret = reply_json_text(r, status, text, strlen(text), session_id);
+	free(text);
+	return ret;
+}
+
+/* Answers an exchange whose replies are ready, or parks it again. */
+static enum MHD_Result
+exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
+{
+	struct session *s = ex->s;
+	enum MHD_Result ret = MHD_YES;
+	json_t *body = NULL;
+	char sid[SESSION_ID_LEN + 1];
+	int rc;
+
+	memcpy(sid, s->id, sizeof(sid));
+	pthread_mutex_lock(&s->mu);
+	if (ex->stream != NULL) {
+		rc = sse_respond(r, s, ex->stream, UINT64_MAX,
+				 ex->drop_on_attach, &ret);
+		ex->drop_on_attach = false;
+		pthread_mutex_unlock(&s->mu);
+		if (rc != STATUS_OK)
+			return http_reply_rpc_error(
+				r, MHD_HTTP_SERVICE_UNAVAILABLE,
+				RPC_SERVER_BUSY,
+				rc == STATUS_FULL
+					? "too many open streams on this "
+					  "session: close one and retry"
+					: "could not open the event stream",
+				NULL);
+		return ret;
+	}
+	if (ex->outstanding > 0) {
+		ex->parked = true;
+		MHD_suspend_connection(r->conn);
+		pthread_mutex_unlock(&s->mu);
+		return MHD_YES;
+	}
+	if (json_array_size(ex->responses) == 0) {
+		/* Every request ended without an answer (cancelled): an empty
+		 * event stream says "done" without inventing a response. */
+		pthread_mutex_unlock(&s->mu);
+		return http_reply(r, MHD_HTTP_OK, "text/event-stream", "", 0,
+				  (const char *[]){"Mcp-Session-Id", sid,
+						   NULL});
+	}
+	if (batch)
+		body = json_incref(ex->responses);
+	else
+		body = json_incref(json_array_get(ex->responses, 0));
+	pthread_mutex_unlock(&s->mu);
+	return reply_json(r, MHD_HTTP_OK, body, sid);
+}
+
+struct post_state {
+	struct http_exchange *ex;
+	bool batch;
+};
+
+static void
+post_state_free(void *tp)
+{
+	struct post_state *ps = tp;
+
+	exchange_unref(&ps->ex->base);
+	free(ps);
+}
+
+static const char *
+version_list(void)
+{
+	return "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05";
+}
+
+/* Checks the MCP-Protocol-Version header: 400 when unsupported.  Only
+ * the supported set is checked, not equality with the session's (the
+ * conformance suite sends 2025-03-26 on 2025-11-25 sessions). */
+static bool
+version_header_ok(struct req *r, enum MHD_Result *ret)
+{
+	const char *v = http_header(r, "MCP-Protocol-Version");
+	char msg[200];
+
+	if (v == NULL || dispatch_version_supported(v))
+		return true;
+	snprintf(msg, sizeof(msg),
+		 "unsupported MCP-Protocol-Version \"%.40s\": this server "
+		 "speaks %s",
+		 v, version_list());
+	*ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST, RPC_SERVER_BUSY,
+				    msg, NULL);
+	return false;
+}
+
+/* Finds the session of the request: 400 without a header, 404 unknown. */
+static struct session *
+find_session(struct req *r, enum MHD_Result *ret)
+{
+	const char *id = http_header(r, "Mcp-Session-Id");
+	struct session *s = NULL;
+
+	if (id == NULL) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_BAD_REQUEST, RPC_SERVER_BUSY,
+			"missing Mcp-Session-Id header: send initialize first "
+			"and pass the session id it returns",
+			NULL);
+		return NULL;
+	}
+	if (session_acquire(r->srv->sessions, id, &s) != STATUS_OK) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_FOUND, -32001,
+			"session not found (expired or deleted): initialize a "
+			"new session",
+			NULL);
+		return NULL;
+	}
+	snprintf(r->session, sizeof(r->session), "%s", s->id);
+	return s;
+}
+
+static enum MHD_Result
+post_initialize(struct req *r, const json_t *msg)
+{
+	struct session *s = NULL;
+	json_t *response = NULL;
+	char sid[SESSION_ID_LEN + 1];
+	int rc;
+
+	if (http_header(r, "Mcp-Session-Id") != NULL) {
+		struct session *old = NULL;
+
+		if (session_acquire(r->srv->sessions,
+				    http_header(r, "Mcp-Session-Id"),
+				    &old) == STATUS_OK) {
+			session_release(old);
+			return http_reply_rpc_error(
+				r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+				"this session is already initialized: send "
+				"initialize without Mcp-Session-Id to start a "
+				"new session",
+				NULL);
+		}
+	}
+	snprintf(r->rpc_method, sizeof(r->rpc_method), "initialize");
+	rc = dispatch_initialize(r->srv, msg, &response, &s);
+	if (s == NULL) {
+		if (response == NULL)
+			return http_reply_rpc_error(
+				r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return reply_json(r,
+				  rc == STATUS_FULL
+					  ? MHD_HTTP_SERVICE_UNAVAILABLE
+					  : MHD_HTTP_OK,
+				  response, NULL);
+	}
+	memcpy(sid, s->id, sizeof(sid));
+	snprintf(r->session, sizeof(r->session), "%s", sid);
+	session_release(s);
+	return reply_json(r, MHD_HTTP_OK, response, sid);
+}
+
+static bool
+is_initialize(const json_t *msg)
+{
+	const char *m = json_string_value(json_object_get(msg, "method"));
+
+	return m != NULL && strcmp(m, "initialize") == 0;
+}
+
+static enum MHD_Result
+post_first(struct req *r)
+{
+	json_t *body = NULL;
+	json_error_t jerr;
+	struct session *s = NULL;
+	struct http_exchange *ex = NULL;
+	struct post_state *ps = NULL;
+	enum MHD_Result ret = MHD_YES;
+	const char *why;
+	const json_t *bad_id;
+	size_t i, n;
+	bool batch, busy = false;
+	int requests = 0;
+	char msg[300];
+
+	body = json_loadb(r->body.data != NULL ? r->body.data : "",
+			  r->body.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (body == NULL) {
+		snprintf(msg, sizeof(msg),
+			 "parse error: the body is not valid JSON (%s at line "
+			 "%d, column %d)",
+			 jerr.text, jerr.line, jerr.column);
+		return http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+					    RPC_PARSE_ERROR, msg, NULL);
+	}
+	batch = json_is_array(body);
+	n = batch ? json_array_size(body) : 1;
+	if (!batch && is_initialize(body)) {
+		if (rpc_classify(body, &why, &bad_id) != RPC_REQUEST) {
+			snprintf(msg, sizeof(msg), "invalid request: %s",
+				 why != NULL ? why : "initialize needs an id");
+			ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+						   RPC_INVALID_REQUEST, msg,
+						   NULL);
+		} else {
+			ret = post_initialize(r, body);
+		}
+		goto out;
+	}
+	if (!batch && rpc_classify(body, &why, &bad_id) == RPC_INVALID) {
+		snprintf(msg, sizeof(msg), "invalid request: %s", why);
+		ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+					   RPC_INVALID_REQUEST, msg, NULL);
+		goto out;
+	}
+	if (batch && (n == 0 || n > MAX_BATCH)) {
+		ret = http_reply_rpc_error(
+			r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+			n == 0 ? "invalid request: an empty batch"
+			       : "invalid request: a batch holds at most 1000 "
+				 "messages",
+			NULL);
+		goto out;
+	}
+	for (i = 0; batch && i < n; i++) {
+		if (is_initialize(json_array_get(body, i))) {
+			ret = http_reply_rpc_error(
+				r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+				"invalid request: initialize cannot be part of "
+				"a batch",
+				NULL);
+			goto out;
+		}
+	}
+	s = find_session(r, &ret);
+	if (s == NULL)
+		goto out;
+	if (batch && strcmp(s->version, "2025-03-26") != 0) {
+		snprintf(msg, sizeof(msg),
+			 "invalid request: JSON-RPC batches exist only in "
+			 "revision 2025-03-26; this session uses %s: send one "
+			 "message per POST",
+			 s->version);
+		ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+					   RPC_INVALID_REQUEST, msg, NULL);
+		goto out;
+	}
+	ex = calloc(1, sizeof(*ex));
+	ps = calloc(1, sizeof(*ps));
+	if (ex == NULL || ps == NULL ||
+	    (ex->responses = json_array()) == NULL) {
+		if (ex != NULL)
+			json_decref(ex->responses);
+		free(ex);
+		free(ps);
+		ex = NULL;
+		ret = http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					   RPC_INTERNAL_ERROR, "out of memory",
+					   NULL);
+		goto out;
+	}
+	ex->base.ops = &http_exchange_ops;
+	atomic_init(&ex->base.refs, 1);
+	ex->s = s;
+	s = NULL; /* the exchange holds the reference now */
+	ex->conn = r->conn;
+	ps->ex = ex;
+	ps->batch = batch;
+	r->tp = ps;
+	r->tp_free = post_state_free;
+
+	/* Count requests first so early answers cannot end the exchange. */
+	for (i = 0; i < n; i++) {
+		const json_t *m = batch ? json_array_get(body, i) : body;
+		enum rpc_kind k = rpc_classify(m, &why, &bad_id);
+
+		if (k == RPC_REQUEST || k == RPC_INVALID)
+			requests++;
+	}
+	pthread_mutex_lock(&ex->s->mu);
+	ex->outstanding = requests;
+	pthread_mutex_unlock(&ex->s->mu);
+	if (!batch)
+		snprintf(r->rpc_method, sizeof(r->rpc_method), "%s",
+			 dispatch_method_label(json_string_value(
+				 json_object_get(body, "method"))));
+	for (i = 0; i < n; i++) {
+		const json_t *m = batch ? json_array_get(body, i) : body;
+
+		if (dispatch_message(r->srv, ex->s, &ex->base, m) ==
+		    STATUS_FULL) {
+			if (!batch) {
+				busy = true;
+				break;
+			}
+			exchange_send(&ex->base,
+				      rpc_error(json_object_get(m, "id"),
+						RPC_SERVER_BUSY,
+						"server busy: the tool queue is "
+						"full, retry in a second",
+						NULL),
+				      true);
+		}
+	}
+	if (busy) {
+		ret = http_reply_rpc_error(
+			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+			"server busy: the tool queue is full, retry in a "
+			"second",
+			(const char *[]){"Retry-After", "1", NULL});
+		goto out;
+	}
+	if (requests == 0) {
+		/* Only notifications and responses: accepted (A3.6). */
+		ret = http_reply(r, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+		goto out;
+	}
+	ret = exchange_answer(r, ex, batch);
+out:
+	if (s != NULL)
+		session_release(s);
+	json_decref(body);
+	return ret;
+}
+
+/* --- GET and DELETE -------------------------------------------------- */
+
+static enum MHD_Result
+get_stream(struct req *r)
+{
+	const char *last = http_header(r, "Last-Event-ID");
+	struct session *s;
+	struct stream *st = NULL;
+	enum MHD_Result ret = MHD_YES;
+	uint64_t after = UINT64_MAX;
+	int rc;
+
+	if (!http_accepts(http_header(r, "Accept"), "text/event-stream"))
+		return http_reply_rpc_error(
+			r, MHD_HTTP_NOT_ACCEPTABLE, RPC_SERVER_BUSY,
+			"GET opens an event stream: send Accept: "
+			"text/event-stream",
+			NULL);
+	s = find_session(r, &ret);
+	if (s == NULL)
+		return ret;
+	pthread_mutex_lock(&s->mu);
+	if (last != NULL) {
+		/* "<stream>-<seq>": a resumption of that stream only, scoped
+		 * to this session (A3.11). */
+		const char *dash = strrchr(last, '-');
+		char *end;
+		unsigned long long seq = 0;
+
+		if (dash != NULL && dash[1] >= '0' && dash[1] <= '9') {
+			seq = strtoull(dash + 1, &end, 10);
+			if (*end == '\0')
+				st = stream_find(s, last,
+						 (size_t)(dash - last));
+		}
+		if (st == NULL) {
+			pthread_mutex_unlock(&s->mu);
+			session_release(s);
+			return http_reply_rpc_error(
+				r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+				"unknown Last-Event-ID: the stream is gone; "
+				"open a new stream without Last-Event-ID",
+				NULL);
+		}
+		after = seq;
+	} else {
+		if (s->standalone == NULL) {
+			rc = stream_open(s, true, prime_streams(s),
+					 &s->standalone);
+			if (rc != STATUS_OK) {
+				pthread_mutex_unlock(&s->mu);
+				session_release(s);
+				return http_reply_rpc_error(
+					r, MHD_HTTP_SERVICE_UNAVAILABLE,
+					RPC_SERVER_BUSY,
+					"too many streams on this session",
+					NULL);
+			}
+		}
+		st = s->standalone;
+	}
+	rc = sse_respond(r, s, st, after, false, &ret);
+	pthread_mutex_unlock(&s->mu);
+	session_release(s);
+	if (rc != STATUS_OK)
+		return http_reply_rpc_error(
+			r,
+			rc == STATUS_FULL ? MHD_HTTP_TOO_MANY_REQUESTS
+					  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			RPC_SERVER_BUSY,
+			rc == STATUS_FULL
+				? "too many open streams on this session "
+				  "(server.max_streams_per_session): close one"
+				: "could not open the event stream",
+			NULL);
+	return ret;
+}
+
+static enum MHD_Result
+delete_session(struct req *r)
+{
+	const char *id = http_header(r, "Mcp-Session-Id");
+
+	if (id == NULL)
+		return http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+					    RPC_SERVER_BUSY,
+					    "missing Mcp-Session-Id header",
+					    NULL);
+	if (session_delete(r->srv->sessions, id) != STATUS_OK)
+		return http_reply_rpc_error(r, MHD_HTTP_NOT_FOUND, -32001,
+					    "session not found", NULL);
+	log_info(&(struct log_fields){.request_id = r->rid, .session = id,
+				      .duration_ms = -1},
+		 "session deleted by the client");
+	return http_reply(r, MHD_HTTP_OK, NULL, "", 0, NULL);
+}
+
+enum MHD_Result
+transport_mcp(struct req *r)
+{
+	enum MHD_Result ret = MHD_YES;
+
+	if (r->tp != NULL) { /* resumed: the exchange's answers are ready */
+		struct post_state *ps = r->tp;
+
+		return exchange_answer(r, ps->ex, ps->batch);
+	}
+	if (!version_header_ok(r, &ret))
+		return ret;
+	switch (r->method) {
+	case HTTP_POST: return post_first(r);
+	case HTTP_GET: return get_stream(r);
+	case HTTP_DELETE: return delete_session(r);
+	default:
+		return http_reply_rpc_error(
+			r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_BUSY,
+			"method not allowed: /mcp takes POST, GET and DELETE",
+			(const char *[]){"Allow", "GET, POST, DELETE", NULL});
+	}
+}
