@@ -382,6 +382,18 @@ for s in $SERVERS; do
 done
 note "all servers list the same $(echo "$first" | wc -w) tools: $first"
 
+# Same names is the requirement; same JSON (key order aside) is reported.
+SAME_JSON=""
+for s in $SERVERS; do
+	[ "$s" = "$REF" ] && continue
+	if [ "$(jq -cS .result "$OUT/check/$s-tools_list.json")" = \
+		"$(jq -cS .result "$OUT/check/$REF-tools_list.json")" ]; then
+		SAME_JSON="$SAME_JSON${SAME_JSON:+, }$s: same"
+	else
+		SAME_JSON="$SAME_JSON${SAME_JSON:+, }$s: DIFFERENT"
+	fi
+done
+
 SIZES=""
 for m in ping tools_list; do
 	line="$m:"
@@ -400,7 +412,11 @@ done
 # ---- benchmark -------------------------------------------------------------
 
 runs=$((2 * $(echo "$SERVERS" | wc -w)))
-note "$((runs * ROUNDS)) runs of ${DURATION} s after $runs warm-ups of ${WARMUP} s" \
+warm="no warm-up"
+[ "$WARMUP" = 0 ] || warm="after $runs warm-ups of ${WARMUP} s"
+WARM_NOTE="no warm-up"
+[ "$WARMUP" = 0 ] || WARM_NOTE="after ${WARMUP} s of warm-up per server and request"
+note "$((runs * ROUNDS)) runs of ${DURATION} s $warm" \
 	"(about $(((runs * (ROUNDS * (DURATION + 2) + WARMUP + 2)) / 60 + 1)) min):" \
 	"$CONNECTIONS connections, $THREADS wrk threads, rounds: $ROUNDS"
 printf 'round\tserver\tmethod\trps\tp50_us\tp99_us\terrors\tfile\n' >"$OUT/results.tsv"
@@ -531,17 +547,20 @@ NR > 1 {
 		"$(nproc) CPUs shared by wrk and the servers, loopback;" \
 		"load average before the runs: $LOAD_START."
 	echo "wrk $(wrk -v 2>&1 | sed -n '1s/^wrk \([^ ]*\).*/\1/p'), $CONNECTIONS keep-alive connections," \
-		"$THREADS threads, ${DURATION} s per run, rounds: $ROUNDS (interleaved, after ${WARMUP} s of warm-up" \
-		"per server and request); every request has its own JSON-RPC id; a fresh session per run."
-	echo "Servers: $(for s in $SERVERS; do printf '%s; ' "$(label "$s")"; done | sed 's/; $//')." \
-		"node $("$NODE" --version), nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///')," \
-		"nginx answers are $REF's bytes as static files."
+		"$THREADS threads, ${DURATION} s per run, rounds: $ROUNDS (interleaved, $WARM_NOTE);" \
+		"every request has its own JSON-RPC id; a fresh session per run."
+	versions=""
+	has ts && versions="$versions, node $("$NODE" --version)"
+	has nginx && versions="$versions, nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///')"
+	has nginx && versions="$versions; nginx answers with $REF's bytes as static files"
+	echo "Servers: $(for s in $SERVERS; do printf '%s; ' "$(label "$s")"; done | sed 's/; $//')$versions."
 	echo
 	echo "$table"
 	echo
 	echo "Resident memory (VmRSS) after start-up: $MEM_START."
-	echo "Resident memory (VmRSS) after the runs: $MEM_END (nginx: master + workers)."
+	echo "Resident memory (VmRSS) after the runs: $MEM_END$(has nginx && echo ' (nginx: master + workers)')."
 	echo "Response sizes: $SIZES."
+	[ -z "$SAME_JSON" ] || echo "tools/list result JSON compared with $REF's: $SAME_JSON."
 	echo
 	echo "### Every run"
 	echo

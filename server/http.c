@@ -90,14 +90,10 @@ http_queue(struct req *r, unsigned status, struct MHD_Response *resp)
 	return ret;
 }
 
-enum MHD_Result
-http_reply(struct req *r, unsigned status, const char *ctype, const char *body,
-	   size_t len, const char *const *headers)
+static enum MHD_Result
+reply_with(struct req *r, unsigned status, const char *ctype,
+	   struct MHD_Response *resp, const char *const *headers)
 {
-	struct MHD_Response *resp;
-
-	resp = MHD_create_response_from_buffer(len, (void *)body,
-					       MHD_RESPMEM_MUST_COPY);
 	if (resp == NULL)
 		return MHD_NO;
 	if (ctype != NULL)
@@ -105,6 +101,28 @@ http_reply(struct req *r, unsigned status, const char *ctype, const char *body,
 	for (; headers != NULL && headers[0] != NULL; headers += 2)
 		MHD_add_response_header(resp, headers[0], headers[1]);
 	return http_queue(r, status, resp);
+}
+
+enum MHD_Result
+http_reply(struct req *r, unsigned status, const char *ctype, const char *body,
+	   size_t len, const char *const *headers)
+{
+	return reply_with(r, status, ctype,
+			  MHD_create_response_from_buffer(
+				  len, (void *)body, MHD_RESPMEM_MUST_COPY),
+			  headers);
+}
+
+enum MHD_Result
+http_reply_owned(struct req *r, unsigned status, const char *ctype, char *body,
+		 size_t len, const char *const *headers)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		len, body, MHD_RESPMEM_MUST_FREE);
+
+	if (resp == NULL)
+		free(body);
+	return reply_with(r, status, ctype, resp, headers);
 }
 
 enum MHD_Result

@@ -60,6 +60,10 @@ int http_port(struct server *srv);
 enum MHD_Result http_reply(struct req *r, unsigned status, const char *ctype,
 			   const char *body, size_t len,
 			   const char *const *headers);
+/* The same, handing body (malloc'd) to MHD, which frees it. */
+enum MHD_Result http_reply_owned(struct req *r, unsigned status,
+				 const char *ctype, char *body, size_t len,
+				 const char *const *headers);
 /* A JSON-RPC error body (id null) with an HTTP status. */
 enum MHD_Result http_reply_rpc_error(struct req *r, unsigned status, int code,
 				     const char *message,

@@ -171,10 +171,13 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 	if ((rc = build_keys(cfg, &srv->keys, err, errlen)) != STATUS_OK)
 		return rc;
 	catalog_reset();
-	if (cfg->conformance.enabled &&
-	    (rc = conformance_register_catalog()) != STATUS_OK) {
-		snprintf(err, errlen, "cannot register the conformance "
-			 "fixtures: %s", status_str(rc));
+	/* With the fixtures on, the catalog holds only them (the suite
+	 * checks every entry, MCP-DIGEST G11). */
+	rc = cfg->conformance.enabled ? conformance_register_catalog()
+				      : core_register_catalog(srv);
+	if (rc != STATUS_OK) {
+		snprintf(err, errlen, "cannot register resources: %s",
+			 status_str(rc));
 		return rc;
 	}
 	return STATUS_OK;
@@ -191,6 +194,7 @@ server_free(struct server *srv)
 	auth_keys_free(srv->keys);
 	metrics_free(srv->metrics);
 	config_free(srv->cfg);
+	free(srv->last_status);
 	catalog_reset();
 	pthread_rwlock_destroy(&srv->live_lock);
 	memset(srv, 0, sizeof(*srv));
@@ -268,9 +272,30 @@ tick_session(struct session *s, void *arg)
 			    session_now_ms());
 }
 
+/* Tells subscribers of the status resource when its content changed. */
+static void
+watch_status(struct server *srv)
+{
+	json_t *contents = NULL;
+	char *text;
+
+	if (srv->cfg->conformance.enabled ||
+	    catalog_read(CORE_STATUS_URI, &contents) != STATUS_OK)
+		return;
+	text = json_dumps(contents, JSON_COMPACT);
+	json_decref(contents);
+	if (text == NULL)
+		return;
+	if (srv->last_status != NULL && strcmp(srv->last_status, text) != 0)
+		dispatch_resource_updated(srv, CORE_STATUS_URI);
+	free(srv->last_status);
+	srv->last_status = text;
+}
+
 void
 server_tick(struct server *srv)
 {
 	session_table_sweep(srv->sessions, session_now_ms());
 	session_table_foreach(srv->sessions, tick_session, srv);
+	watch_status(srv);
 }

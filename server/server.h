@@ -45,6 +45,7 @@ struct server {
 	struct MHD_Daemon *daemon;
 	bool loopback; /* listening on a loopback address */
 	int64_t started_ms; /* monotonic */
+	char *last_status; /* the status resource as last seen (janitor) */
 	atomic_bool draining; /* SIGTERM: refuse new work */
 
 	/* Live settings, swapped on SIGHUP under live_lock (readers share). */

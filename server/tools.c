@@ -246,20 +246,47 @@ shape_for(const json_t *def, size_t rev)
 	return t;
 }
 
-static char *
-cursor_for(size_t offset)
+/* Serializes one tools/list page: the tools from start on, as revision
+ * rev shows them, and the cursor of the next page if there is one. */
+static int
+build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
 {
-	char *c = malloc(32);
+	json_t *res = json_object(), *arr = json_array();
+	size_t i;
+	int rc = STATUS_NOMEM;
 
-	if (c != NULL)
-		snprintf(c, 32, "p%zu", offset);
-	return c;
+	if (res == NULL || arr == NULL ||
+	    json_object_set(res, "tools", arr) != 0)
+		goto out;
+	for (i = start; i < t->nenabled && i < start + TOOLS_PAGE_SIZE; i++)
+		if (json_array_append_new(arr,
+					  shape_for(t->enabled[i]->def, rev)))
+			goto out;
+	if (start + TOOLS_PAGE_SIZE < t->nenabled) {
+		char cursor[32];
+
+		snprintf(cursor, sizeof(cursor), "p%zu",
+			 start + TOOLS_PAGE_SIZE);
+		if (json_object_set_new(res, "nextCursor",
+					json_string(cursor)) != 0)
+			goto out;
+	}
+	out->json = json_dumps(res, JSON_COMPACT);
+	if (out->json == NULL)
+		goto out;
+	out->len = strlen(out->json);
+	rc = STATUS_OK;
+out:
+	json_decref(arr);
+	json_decref(res);
+	return rc;
 }
 
 static int
 build_pages(struct tools *t)
 {
-	size_t rev, p, i;
+	size_t rev, p;
+	int rc;
 
 	t->npages = t->nenabled == 0 ? 1
 				     : (t->nenabled + TOOLS_PAGE_SIZE - 1) /
@@ -269,47 +296,10 @@ build_pages(struct tools *t)
 		if (t->pages[rev] == NULL)
 			return STATUS_NOMEM;
 		for (p = 0; p < t->npages; p++) {
-			json_t *res = json_object(), *arr = json_array();
-			size_t start = p * TOOLS_PAGE_SIZE;
-			int rc = STATUS_NOMEM;
-
-			if (res == NULL || arr == NULL)
-				goto page_fail;
-			for (i = start;
-			     i < t->nenabled && i < start + TOOLS_PAGE_SIZE;
-			     i++)
-				if (json_array_append_new(
-					    arr,
-					    shape_for(t->enabled[i]->def, rev)))
-					goto page_fail;
-			if (json_object_set_new(res, "tools", arr))
-				goto page_fail_res;
-			arr = NULL;
-			if (start + TOOLS_PAGE_SIZE < t->nenabled) {
-				char *c = cursor_for(start + TOOLS_PAGE_SIZE);
-
-				if (c == NULL ||
-				    json_object_set_new(res, "nextCursor",
-							json_string(c))) {
-					free(c);
-					goto page_fail_res;
-				}
-				free(c);
-			}
-			t->pages[rev][p].json = json_dumps(res, JSON_COMPACT);
-			if (t->pages[rev][p].json == NULL)
-				goto page_fail_res;
-			t->pages[rev][p].len = strlen(t->pages[rev][p].json);
-			rc = STATUS_OK;
-		page_fail_res:
-			json_decref(res);
+			rc = build_page(t, rev, p * TOOLS_PAGE_SIZE,
+					&t->pages[rev][p]);
 			if (rc != STATUS_OK)
 				return rc;
-			continue;
-		page_fail:
-			json_decref(arr);
-			json_decref(res);
-			return STATUS_NOMEM;
 		}
 	}
 	return STATUS_OK;

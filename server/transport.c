@@ -34,6 +34,11 @@
 /* Messages in one 2025-03-26 batch (the TS SDK's bound too). */
 #define MAX_BATCH 1000
 
+struct text {
+	char *p;
+	size_t len;
+};
+
 struct http_exchange {
 	struct exchange base; /* first */
 	struct session *s;    /* reference */
@@ -41,7 +46,10 @@ struct http_exchange {
 	/* under s->mu */
 	int outstanding;   /* requests not answered yet */
 	bool parked;       /* conn suspended until the answers are ready */
-	json_t *responses; /* JSON mode: answers so far, in order */
+	/* JSON mode: answers so far, in order, already serialized (the
+	 * tools/list page is spliced in as text: no re-encoding). */
+	struct text *answers;
+	size_t nanswers, capanswers;
 	struct stream *stream; /* SSE mode once a message precedes them */
 	bool drop_on_attach;
 };
@@ -76,6 +84,37 @@ ex_unpark(struct http_exchange *ex)
 	}
 }
 
+static void
+ex_clear_answers(struct http_exchange *ex)
+{
+	size_t i;
+
+	for (i = 0; i < ex->nanswers; i++)
+		free(ex->answers[i].p);
+	ex->nanswers = 0;
+}
+
+/* Keeps an answer for the JSON reply (s->mu held); takes text. */
+static int
+ex_keep_answer(struct http_exchange *ex, char *text, size_t len)
+{
+	if (ex->nanswers == ex->capanswers) {
+		size_t cap = ex->capanswers ? ex->capanswers * 2 : 1;
+		struct text *v = realloc(ex->answers, cap * sizeof(*v));
+
+		if (v == NULL) {
+			free(text);
+			return STATUS_NOMEM;
+		}
+		ex->answers = v;
+		ex->capanswers = cap;
+	}
+	ex->answers[ex->nanswers].p = text;
+	ex->answers[ex->nanswers].len = len;
+	ex->nanswers++;
+	return STATUS_OK;
+}
+
 /* Opens the SSE stream and moves the answers so far into it (s->mu). */
 static int
 ex_open_stream(struct http_exchange *ex)
@@ -86,74 +125,81 @@ ex_open_stream(struct http_exchange *ex)
 	rc = stream_open(ex->s, false, prime_streams(ex->s), &ex->stream);
 	if (rc != STATUS_OK)
 		return rc;
-	for (i = 0; i < json_array_size(ex->responses); i++)
-		if ((rc = stream_send(ex->stream,
-				      json_array_get(ex->responses, i))) !=
-		    STATUS_OK)
+	for (i = 0; i < ex->nanswers; i++) {
+		rc = stream_send_text(ex->stream, ex->answers[i].p,
+				      ex->answers[i].len);
+		if (rc != STATUS_OK)
 			return rc;
-	json_array_clear(ex->responses);
+	}
+	ex_clear_answers(ex);
 	ex_unpark(ex);
 	return STATUS_OK;
 }
 
+/*
+ * The one path for every message (s->mu not held): text is the message
+ * serialized (taken), or NULL for a request that ends unanswered.
+ */
 static void
-ex_send(struct exchange *base, json_t *msg, bool final)
+ex_deliver(struct http_exchange *ex, char *text, size_t len, bool final)
 {
-	struct http_exchange *ex = (struct http_exchange *)base;
 	struct session *s = ex->s;
 	int rc = STATUS_OK;
 
 	pthread_mutex_lock(&s->mu);
 	if (final)
 		ex->outstanding--;
-	if (ex->stream == NULL && !final && msg != NULL)
+	if (ex->stream == NULL && !final && text != NULL)
 		rc = ex_open_stream(ex);
 	if (rc != STATUS_OK) {
 		log_warn(&(struct log_fields){.session = s->id,
 					      .duration_ms = -1},
 			 "message dropped: no stream (%s)", status_str(rc));
 	} else if (ex->stream != NULL) {
-		if (msg != NULL && stream_send(ex->stream, msg) != STATUS_OK)
+		if (text != NULL &&
+		    stream_send_text(ex->stream, text, len) != STATUS_OK)
 			log_warn(&(struct log_fields){.session = s->id,
 						      .duration_ms = -1},
 				 "message dropped: stream buffer");
 		if (ex->outstanding == 0)
 			stream_finish(ex->stream);
 	} else {
-		if (msg != NULL)
-			json_array_append(ex->responses, msg);
+		if (text != NULL) {
+			rc = ex_keep_answer(ex, text, len);
+			text = NULL;
+			if (rc != STATUS_OK)
+				log_error(&(struct log_fields){.session = s->id,
+							       .duration_ms =
+								       -1},
+					  "answer dropped: out of memory");
+		}
 		if (ex->outstanding == 0)
 			ex_unpark(ex);
 	}
 	pthread_mutex_unlock(&s->mu);
-	json_decref(msg);
+	free(text);
+}
+
+static void
+ex_send(struct exchange *base, json_t *msg, bool final)
+{
+	char *text = NULL;
+
+	if (msg != NULL) {
+		text = json_dumps(msg, JSON_COMPACT);
+		json_decref(msg);
+		if (text == NULL)
+			log_error(&(struct log_fields){.duration_ms = -1},
+				  "message dropped: out of memory");
+	}
+	ex_deliver((struct http_exchange *)base, text,
+		   text != NULL ? strlen(text) : 0, final);
 }
 
 static void
 ex_send_text(struct exchange *base, char *text, size_t len)
 {
-	struct http_exchange *ex = (struct http_exchange *)base;
-	json_t *msg;
-
-	/* Only the stream path keeps the text as it is; JSON mode collects
-	 * objects so batches can be assembled. */
-	pthread_mutex_lock(&ex->s->mu);
-	if (ex->stream != NULL) {
-		ex->outstanding--;
-		if (stream_send_text(ex->stream, text, len) != STATUS_OK)
-			log_warn(&(struct log_fields){.session = ex->s->id,
-						      .duration_ms = -1},
-				 "message dropped: stream buffer");
-		if (ex->outstanding == 0)
-			stream_finish(ex->stream);
-		pthread_mutex_unlock(&ex->s->mu);
-		free(text);
-		return;
-	}
-	pthread_mutex_unlock(&ex->s->mu);
-	msg = json_loadb(text, len, 0, NULL);
-	free(text);
-	ex_send(base, msg, true);
+	ex_deliver((struct http_exchange *)base, text, len, true);
 }
 
 static int
@@ -182,7 +228,8 @@ ex_free(struct exchange *base)
 {
 	struct http_exchange *ex = (struct http_exchange *)base;
 
-	json_decref(ex->responses);
+	ex_clear_answers(ex);
+	free(ex->answers);
 	session_release(ex->s);
 	free(ex);
 }
@@ -314,14 +361,37 @@ reply_json(struct req *r, unsigned status, json_t *msg, const char *session_id)
 	return ret;
 }
 
+/* The answers of a 2025-03-26 batch as one JSON array (s->mu held). */
+static char *
+join_batch(struct http_exchange *ex, size_t *len)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b, SIZE_MAX / 2);
+	if (buf_puts(&b, "[") != STATUS_OK)
+		goto fail;
+	for (i = 0; i < ex->nanswers; i++)
+		if ((i > 0 && buf_puts(&b, ",") != STATUS_OK) ||
+		    buf_append(&b, ex->answers[i].p, ex->answers[i].len) !=
+			    STATUS_OK)
+			goto fail;
+	if (buf_puts(&b, "]") != STATUS_OK)
+		goto fail;
+	return buf_steal(&b, len);
+fail:
+	buf_free(&b);
+	return NULL;
+}
+
 /* Answers an exchange whose replies are ready, or parks it again. */
 static enum MHD_Result
 exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 {
 	struct session *s = ex->s;
 	enum MHD_Result ret = MHD_YES;
-	json_t *body = NULL;
-	char sid[SESSION_ID_LEN + 1];
+	char *body, sid[SESSION_ID_LEN + 1];
+	size_t len;
 	int rc;
 
 	memcpy(sid, s->id, sizeof(sid));
@@ -348,7 +418,7 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 		pthread_mutex_unlock(&s->mu);
 		return MHD_YES;
 	}
-	if (json_array_size(ex->responses) == 0) {
+	if (ex->nanswers == 0) {
 		/* Every request ended without an answer (cancelled): an empty
 		 * event stream says "done" without inventing a response. */
 		pthread_mutex_unlock(&s->mu);
@@ -356,12 +426,21 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 				  (const char *[]){"Mcp-Session-Id", sid,
 						   NULL});
 	}
-	if (batch)
-		body = json_incref(ex->responses);
-	else
-		body = json_incref(json_array_get(ex->responses, 0));
+	if (!batch) {
+		body = ex->answers[0].p;
+		len = ex->answers[0].len;
+		ex->answers[0].p = NULL;
+		ex->nanswers = 0;
+	} else {
+		body = join_batch(ex, &len);
+	}
 	pthread_mutex_unlock(&s->mu);
-	return reply_json(r, MHD_HTTP_OK, body, sid);
+	if (body == NULL)
+		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					    RPC_INTERNAL_ERROR,
+					    "out of memory", NULL);
+	return http_reply_owned(r, MHD_HTTP_OK, "application/json", body, len,
+				(const char *[]){"Mcp-Session-Id", sid, NULL});
 }
 
 struct post_state {
@@ -561,10 +640,7 @@ post_first(struct req *r)
 	}
 	ex = calloc(1, sizeof(*ex));
 	ps = calloc(1, sizeof(*ps));
-	if (ex == NULL || ps == NULL ||
-	    (ex->responses = json_array()) == NULL) {
-		if (ex != NULL)
-			json_decref(ex->responses);
+	if (ex == NULL || ps == NULL) {
 		free(ex);
 		free(ps);
 		ex = NULL;

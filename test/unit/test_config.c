@@ -125,6 +125,10 @@ test_defaults(void **state)
 	assert_string_equal(c->server.listen, "127.0.0.1:8080");
 	assert_int_equal(c->workers.threads, 8);
 	config_free(c);
+	/* no path, and err may be NULL */
+	assert_int_equal(config_load(NULL, no_env, &c, NULL), STATUS_OK);
+	assert_int_equal(c->database.pool_size, 4);
+	config_free(c);
 }
 
 static const char full_doc[] =
@@ -262,6 +266,24 @@ static const struct err_case err_cases[] = {
 	{"list item not a string", "[tools]\ndisabled = ['a', 2]",
 	 STATUS_INVALID, 2, 18, "tools.disabled", "got integer 2 as item 2",
 	 NULL},
+	{"boolean for integer", "[server]\nthreads = true", STATUS_INVALID, 2,
+	 11, "server.threads", "got boolean true", NULL},
+	{"array for integer", "[server]\nthreads = [1]", STATUS_INVALID, 2, 11,
+	 "server.threads", "got an array", NULL},
+	{"secret list item of the wrong type", "[auth]\nkeys = [true]",
+	 STATUS_INVALID, 2, 9, "auth.keys",
+	 "expected an array of strings, got a boolean as item 1", "true"},
+	{"nul in list item", "[tools]\ndisabled = ['a', \"\\u0000\"]",
+	 STATUS_INVALID, 2, 18, "tools.disabled", "must not contain U+0000",
+	 NULL},
+	{"long unknown key shown safely",
+	 "[server]\n\"x\\ty\\u0001zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+	 "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+	 "zzzzzzzzzzzzzzzzzzzzzzzz\" = 1",
+	 STATUS_INVALID, 2, 1,
+	 "server.x?y?zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+	 "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...",
+	 "...\"", "\t"},
 	{"value for a table", "server = 1", STATUS_INVALID, 1, 1, "server",
 	 "expected a table, got integer 1", NULL},
 	{"array of tables for a table", "[[workers]]", STATUS_INVALID, 1, 3,
@@ -487,7 +509,7 @@ test_print_round_trip(void **state)
 {
 	struct config *a =
 		load_ok("[server]\nallowed_hosts = [\"q\\\"uo\\\\te\", "
-			"'tab\\there', 'caf\xc3\xa9']\n"
+			"\"tab\\there\\n\\r\\u0001\", 'caf\xc3\xa9']\n"
 			"[tools]\nenabled_sets = ['a', 'b']\n",
 			no_env);
 	struct config *b;
@@ -496,6 +518,7 @@ test_print_round_trip(void **state)
 
 	(void)state;
 	assert_string_equal(a->server.allowed_hosts.v[0], "q\"uo\\te");
+	assert_string_equal(a->server.allowed_hosts.v[1], "tab\there\n\r\x01");
 	b = load_ok(pa, no_env);
 	pb = print_to_string(b, false);
 	assert_string_equal(pa, pb);
