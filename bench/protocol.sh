@@ -203,6 +203,15 @@ rpc() {
 	echo "$code"
 }
 
+# server_alive SERVER: dies with the end of the server's log if it is gone
+# (a crash, or a signal from outside: the log says which).
+server_alive() {
+	pid=$(server_pids "$1" | head -n 1)
+	alive "$pid" && return 0
+	tail -n 5 "$OUT/$1.log" >&2
+	die "$1 (pid $pid) is no longer running (log: $OUT/$1.log)"
+}
+
 # open_session SERVER TAG: initialize + notifications/initialized, as a
 # client does; sets SID and PROTO.  nginx has no sessions: SID=-.
 open_session() {
@@ -211,6 +220,7 @@ open_session() {
 		PROTO=$REF_PROTO
 		return 0
 	fi
+	server_alive "$1"
 	url=$(url_for "$1" ping)
 	p=$OUT/check/$1-$2
 	init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"'$PROTOCOL'","capabilities":{},"clientInfo":{"name":"sextant-bench","version":"1.0"}}}'
@@ -244,14 +254,32 @@ rss_kb() { # PID...: summed VmRSS in kB
 	done | awk '{ s += $1 } END { print s + 0 }'
 }
 
-server_rss_kb() { # SERVER; nginx: master + workers
-	# shellcheck disable=SC2046 # one pid per word
+server_pids() { # SERVER; nginx: master + workers
 	case "$1" in
-	sextant) rss_kb "$SEXTANT_PID" ;;
-	ts) rss_kb "$TS_PID" ;;
-	nginx) rss_kb "$NGINX_PID" $(ps -o pid= --ppid "$NGINX_PID" 2>/dev/null) ;;
+	sextant) echo "$SEXTANT_PID" ;;
+	ts) echo "$TS_PID" ;;
+	nginx)
+		echo "$NGINX_PID"
+		ps -o pid= --ppid "$NGINX_PID" 2>/dev/null || true
+		;;
 	esac
 }
+
+server_rss_kb() { # SERVER
+	# shellcheck disable=SC2046 # one pid per word
+	rss_kb $(server_pids "$1")
+}
+
+# CPU time (user + system, all threads) the server has used, in clock
+# ticks: per request it is the server's cost independent of how wrk
+# shares the CPUs with it.  Fields 14 and 15 of /proc/PID/stat, counted
+# after the ")" that ends the command name.
+server_cpu_ticks() { # SERVER
+	for p in $(server_pids "$1"); do
+		sed 's/.*) //' "/proc/$p/stat" 2>/dev/null || true
+	done | awk '{ s += $12 + $13 } END { print s + 0 }'
+}
+CLK_TCK=$(getconf CLK_TCK)
 
 mib() { # kB -> "12.3 MiB"
 	awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'
@@ -419,7 +447,8 @@ WARM_NOTE="no warm-up"
 note "$((runs * ROUNDS)) runs of ${DURATION} s $warm" \
 	"(about $(((runs * (ROUNDS * (DURATION + 2) + WARMUP + 2)) / 60 + 1)) min):" \
 	"$CONNECTIONS connections, $THREADS wrk threads, rounds: $ROUNDS"
-printf 'round\tserver\tmethod\trps\tp50_us\tp99_us\terrors\tfile\n' >"$OUT/results.tsv"
+printf 'round\tserver\tmethod\trps\tp50_us\tp99_us\terrors\tfile\tcpu_us_per_req\n' \
+	>"$OUT/results.tsv"
 INVALID=""
 
 kv() { # KEY LINE
@@ -432,18 +461,20 @@ run_wrk() { # SERVER METHOD ROUND SECONDS; ROUND "warmup" is not a measurement
 	url=$(url_for "$1" "$2")
 	f=$OUT/wrk-$tag-$1-$(echo "$2" | tr / _).txt
 	echo "# server=$1 method=$2 round=$3 url=$url session=$SID protocol=$PROTO" >"$f"
+	cpu0=$(server_cpu_ticks "$1")
 	timeout -k 5 $(($4 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" \
 		-d"$4s" --timeout 5s --latency -s bench/wrk-mcp.lua \
 		"$url" -- "$2" "$SID" "$PROTO" >>"$f" 2>&1 &
 	WRK_PID=$!
 	if wait "$WRK_PID"; then rc=0; else rc=$?; fi
 	WRK_PID=""
+	cpu1=$(server_cpu_ticks "$1")
 	close_session "$1" "$tag"
 	line=$(grep '^MCPBENCH requests=' "$f" || true)
 	if [ "$rc" != 0 ] || [ -z "$line" ]; then
 		INVALID="$INVALID
 - round $3 $1 $2: wrk failed (exit $rc), see $f"
-		printf '%s\t%s\t%s\t0\t0\t0\t-1\t%s\n' "$3" "$1" "$2" "$f" >>"$OUT/results.tsv"
+		printf '%s\t%s\t%s\t0\t0\t0\t-1\t%s\t0\n' "$3" "$1" "$2" "$f" >>"$OUT/results.tsv"
 		note "round $3 $1 $2: wrk failed (exit $rc)"
 		return 0
 	fi
@@ -451,13 +482,15 @@ run_wrk() { # SERVER METHOD ROUND SECONDS; ROUND "warmup" is not a measurement
 	p50=$(kv p50_us "$line")
 	p99=$(kv p99_us "$line")
 	errs=$(kv errors "$line")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$3" "$1" "$2" "$rps" "$p50" \
-		"$p99" "$errs" "$f" >>"$OUT/results.tsv"
+	cpu=$(awk -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" -v n="$(kv requests "$line")" \
+		'BEGIN { printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0) }')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$3" "$1" "$2" "$rps" "$p50" \
+		"$p99" "$errs" "$f" "$cpu" >>"$OUT/results.tsv"
 	if [ "$errs" != 0 ]; then
 		INVALID="$INVALID
 - round $3 $1 $2: INVALID, $errs errors ($(echo "$line" | sed 's/.*non200=/non200=/; s/ errors=.*//'))$(grep '^MCPBENCH first_bad' "$f" | sed 's/^MCPBENCH first_bad_response:/; first:/')"
 	fi
-	note "round $3 $1 $2: $rps req/s, p50 $p50 us, p99 $p99 us, errors $errs"
+	note "round $3 $1 $2: $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req, errors $errs"
 	sleep 1
 }
 
@@ -507,6 +540,7 @@ function ms(us) { return sprintf("%.2f ms", us / 1000) }
 NR > 1 && $1 != "warmup" && $7 == 0 {
 	k = $2 SUBSEP $3
 	rps[k] = rps[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6
+	cpu[k] = cpu[k] " " $9
 	n[k]++
 }
 NR > 1 && $1 != "warmup" { total[$2 SUBSEP $3]++ }
@@ -514,30 +548,30 @@ END {
 	ns = split(servers, S, " "); nm = split(methods, M, " ")
 	name["sextant"] = "sextant"; name["ts"] = tslabel
 	name["nginx"] = "nginx (static)"
-	print "| server | request | req/s (median) | p50 | p99 | ratio to nginx | valid runs |"
-	print "|---|---|---:|---:|---:|---:|---:|"
+	print "| server | request | req/s (median) | p50 | p99 | ratio to nginx | server CPU/req | valid runs |"
+	print "|---|---|---:|---:|---:|---:|---:|---:|"
 	for (j = 1; j <= nm; j++)
 		for (i = 1; i <= ns; i++) {
 			k = S[i] SUBSEP M[j]; kn = "nginx" SUBSEP M[j]
 			if (!n[k]) {
-				printf "| %s | %s | invalid | - | - | - | 0/%d |\n", name[S[i]], M[j], total[k]
+				printf "| %s | %s | invalid | - | - | - | - | 0/%d |\n", name[S[i]], M[j], total[k]
 				continue
 			}
 			r = median(rps[k])
 			ratio = n[kn] ? sprintf("%.2fx", r / median(rps[kn])) : "-"
-			printf "| %s | %s | %.0f | %s | %s | %s | %d/%d |\n", name[S[i]], M[j], r,
-				ms(median(p50[k])), ms(median(p99[k])), ratio, n[k], total[k]
+			printf "| %s | %s | %.0f | %s | %s | %s | %.1f us | %d/%d |\n", name[S[i]], M[j], r,
+				ms(median(p50[k])), ms(median(p99[k])), ratio, median(cpu[k]), n[k], total[k]
 		}
 }' "$OUT/results.tsv")
 
 runs_table=$(awk -F '\t' '
 BEGIN {
-	print "| round | server | request | req/s | p50 | p99 | errors |"
-	print "|---:|---|---|---:|---:|---:|---:|"
+	print "| round | server | request | req/s | p50 | p99 | server CPU/req | errors |"
+	print "|---:|---|---|---:|---:|---:|---:|---:|"
 }
 NR > 1 {
-	printf "| %s | %s | %s | %.0f | %.2f ms | %.2f ms | %s |\n", $1, $2, $3, $4,
-		$5 / 1000, $6 / 1000, $7 < 0 ? "wrk failed" : $7
+	printf "| %s | %s | %s | %.0f | %.2f ms | %.2f ms | %.1f us | %s |\n", $1, $2, $3, $4,
+		$5 / 1000, $6 / 1000, $9, ($7 < 0 ? "wrk failed" : $7)
 }' "$OUT/results.tsv")
 
 {
@@ -574,6 +608,7 @@ NR > 1 {
 	fi
 	echo
 	echo "Medians over the valid runs of rounds 1-$ROUNDS (warm-up runs excluded)."
+	echo "Server CPU/req: user + system CPU time of the server's processes during the run / requests answered."
 	echo "Raw wrk outputs: $OUT/wrk-r<round>-<server>-<request>.txt"
 } >"$OUT/protocol.md"
 cat "$OUT/protocol.md"

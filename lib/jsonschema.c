@@ -15,52 +15,66 @@
 
 #include "jsonschema.h"
 
-/* Subschemas per schema: tool schemas have tens; this stops a hostile or
- * broken file from costing unbounded memory. */
+/* Subschemas per schema: tool schemas have tens; this bounds the memory a
+ * broken file can cost. */
 #define MAX_NODES 10000
 /* Longest chain of $ref/allOf/anyOf/oneOf/not at one instance location. */
 #define MAX_CHAIN 128
-/* Validator recursion (chains x instance depth) and total work: keep a
- * worker's stack and CPU bounded on anyOf/oneOf blow-ups. */
+/* Validator recursion and total work: anyOf/oneOf over recursive $refs
+ * can be exponential; this keeps a worker's stack and CPU bounded. */
 #define MAX_CALLS 1024
 #define MAX_STEPS 2000000UL
-/* Pattern source length, translated length, and regcomp expansion cost
- * (glibc copies the tree for each counted repetition). */
-#define PATTERN_MAX  4096
-#define RX_OUT_MAX   65536
-#define RX_COST_MAX  100000ULL
-#define RECEIVED_MAX 60
+/* Pattern length, and the regcomp expansion cost (glibc copies the tree
+ * once per counted repetition, so a{100}{100} costs 10000). */
+#define PATTERN_MAX 4096
+#define RX_COST_MAX 100000ULL
+#define SHOW_MAX    60 /* JSON values quoted in messages */
 
-enum {
-	T_NULL = 1,
-	T_BOOL = 2,
-	T_OBJ = 4,
-	T_ARR = 8,
-	T_NUM = 16,
-	T_INT = 32,
-	T_STR = 64,
-};
+/* Instance types, in message order. */
+#define T_NULL 1u
+#define T_BOOL 2u
+#define T_OBJ  4u
+#define T_ARR  8u
+#define T_NUM  16u
+#define T_INT  32u
+#define T_STR  64u
 static const char *const type_names[] = {"null",   "boolean", "object", "array",
 					 "number", "integer", "string"};
 static const char *const type_nouns[] = {"null",     "a boolean", "an object",
 					 "an array", "a number",  "an integer",
 					 "a string"};
 
+/* Numeric bounds and counts, indexed by position in these tables. */
+static const char *const num_kw[] = {"minimum", "exclusiveMinimum", "maximum",
+				     "exclusiveMaximum", "multipleOf"};
+static const char *const num_op[] = {">= ", "> ", "<= ", "< ",
+				     "a multiple of "};
+static const char *const cnt_kw[] = {"minLength", "maxLength", "minItems",
+				     "maxItems"};
 enum {
-	HAS_MIN = 1 << 0,
-	HAS_MAX = 1 << 1,
-	HAS_XMIN = 1 << 2,
-	HAS_XMAX = 1 << 3,
-	HAS_MULT = 1 << 4,
-	HAS_MINLEN = 1 << 5,
-	HAS_MAXLEN = 1 << 6,
-	HAS_MINITEMS = 1 << 7,
-	HAS_MAXITEMS = 1 << 8,
-	HAS_UNIQUE = 1 << 9,
-	HAS_ADDL_FALSE = 1 << 10,
-	NEVER = 1 << 11, /* the schema "false" */
+	N_MIN,
+	N_XMIN,
+	N_MAX,
+	N_XMAX,
+	N_MULT,
+	N_COUNT
 };
-#define NUM_FLAGS (HAS_MIN | HAS_MAX | HAS_XMIN | HAS_XMAX | HAS_MULT)
+enum {
+	C_MINLEN,
+	C_MAXLEN,
+	C_MINITEMS,
+	C_MAXITEMS,
+	C_COUNT
+};
+
+/* Keywords with validation meaning that this subset does not implement:
+ * refused, since ignoring them would accept what the author rejects. */
+static const char unsupported_kw[] =
+	" prefixItems contains minContains maxContains additionalItems"
+	" unevaluatedItems unevaluatedProperties patternProperties"
+	" propertyNames minProperties maxProperties dependentRequired"
+	" dependentSchemas dependencies if then else $dynamicRef"
+	" $recursiveRef $dynamicAnchor $recursiveAnchor ";
 
 enum {
 	FMT_NONE,
@@ -74,35 +88,35 @@ struct num {
 	double d;
 };
 
-struct prop {
-	char *name;
-	struct node *schema;
-};
-
-struct node_list {
+struct list {
 	struct node **v;
 	size_t n;
 };
 
 struct node {
 	const json_t *src; /* compile time only: locates $ref targets */
-	struct node *next; /* every node, for free and loop checks */
-	unsigned flags;
-	unsigned types; /* 0: any */
+	struct node *next; /* all nodes, for free and the loop check */
+	int mark;	   /* loop check colour */
+	bool never;	   /* the schema false */
+	bool unique;
+	bool addl_false;
+	unsigned types; /* T_* mask; 0: any */
+	unsigned nums;	/* bit i: num[i] present */
+	unsigned cnts;	/* bit i: cnt[i] present */
+	struct num num[N_COUNT];
+	size_t cnt[C_COUNT];
 	int format;
-	int mark; /* loop check colour */
 	json_t *konst, *enm, *dflt;
-	struct num min, max, xmin, xmax, mult;
-	size_t minlen, maxlen, minitems, maxitems;
 	regex_t *re;
 	char *pattern;
 	struct node *items, *addl, *not_, *ref;
-	struct prop *props;
+	char **prop_names;
+	struct node **props;
 	size_t nprops;
-	json_t *propset; /* names of props, for additionalProperties */
+	json_t *propset; /* prop_names as an object, for lookups */
 	char **required;
 	size_t nrequired;
-	struct node_list all_of, any_of, one_of;
+	struct list all_of, any_of, one_of;
 	char *ref_str, *ref_at; /* the $ref and where it is, for messages */
 };
 
@@ -112,7 +126,7 @@ struct jsonschema {
 	size_t nnodes;
 };
 
-/* ---- bounded string building ------------------------------------------- */
+/* ---- bounded strings for messages -------------------------------------- */
 
 struct sb {
 	char *p;
@@ -123,20 +137,15 @@ struct sb {
 static void
 sb_init(struct sb *b, char *p, size_t cap)
 {
-	b->p = p;
-	b->cap = cap;
-	b->len = 0;
-	b->trunc = false;
+	*b = (struct sb){p, cap, 0, false};
 	p[0] = '\0';
 }
 
 static void
 sb_add(struct sb *b, const char *s, size_t n)
 {
-	size_t room = b->cap - 1 - b->len;
-
-	if (n > room) {
-		n = room;
+	if (n > b->cap - 1 - b->len) {
+		n = b->cap - 1 - b->len;
 		b->trunc = true;
 	}
 	memcpy(b->p + b->len, s, n);
@@ -160,25 +169,21 @@ sb_printf(struct sb *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
+	if (n >= 0 && (size_t)n >= b->cap - b->len)
 		b->trunc = true;
-		n = (int)(b->cap - 1 - b->len);
-	}
-	b->len += (size_t)n;
+	if (n >= 0)
+		b->len += (size_t)n < b->cap - b->len ? (size_t)n
+						      : b->cap - 1 - b->len;
 }
 
-/* Cuts to at most max bytes on a UTF-8 boundary, ending in "..." when
- * anything was lost. */
+/* Cuts to at most max bytes (max >= 3) on a UTF-8 boundary, ending in
+ * "..." when anything was lost. */
 static void
-sb_finish_max(struct sb *b, size_t max)
+sb_finish(struct sb *b, size_t max)
 {
 	if (max > b->cap - 1)
 		max = b->cap - 1;
-	if (b->len > max)
-		b->trunc = true;
-	if (!b->trunc)
+	if (!b->trunc && b->len <= max)
 		return;
 	if (b->len > max - 3)
 		b->len = max - 3;
@@ -186,37 +191,28 @@ sb_finish_max(struct sb *b, size_t max)
 		b->len--;
 	memcpy(b->p + b->len, "...", 4);
 	b->len += 3;
-}
-
-static void
-sb_finish(struct sb *b)
-{
-	sb_finish_max(b, b->cap - 1);
+	b->trunc = false;
 }
 
 static int
 dump_cb(const char *buf, size_t size, void *data)
 {
-	struct sb *b = data;
-
-	sb_add(b, buf, size);
-	return b->trunc ? -1 : 0; /* stop walking a huge value early */
+	sb_add(data, buf, size);
+	return ((struct sb *)data)->trunc ? -1 : 0; /* stop early */
 }
 
-/* Appends v as compact JSON, at most max bytes ("..." when cut). */
+/* Appends v as compact JSON, at most max (<= SHOW_MAX) bytes. */
 static void
 sb_json(struct sb *b, const json_t *v, size_t max)
 {
-	char tmp[RECEIVED_MAX * 2 + 8];
+	char tmp[SHOW_MAX + 2];
 	struct sb t;
 
-	if (max > sizeof(tmp) - 1)
-		max = sizeof(tmp) - 1;
 	sb_init(&t, tmp, max + 2);
 	(void)json_dump_callback(v, dump_cb, &t,
 				 JSON_ENCODE_ANY | JSON_COMPACT |
 					 JSON_REAL_PRECISION(15));
-	sb_finish_max(&t, max);
+	sb_finish(&t, max);
 	sb_add(b, t.p, t.len);
 }
 
@@ -226,85 +222,80 @@ sb_quoted(struct sb *b, const char *s)
 	json_t *k = json_string(s);
 
 	if (k != NULL)
-		sb_json(b, k, RECEIVED_MAX);
-	else
-		sb_str(b, s);
+		sb_json(b, k, SHOW_MAX);
 	json_decref(k);
-}
-
-static void
-sb_num(struct sb *b, const struct num *n)
-{
-	if (n->is_int)
-		sb_printf(b, "%" JSON_INTEGER_FORMAT, n->i);
-	else
-		sb_printf(b, "%.15g", n->d);
 }
 
 static void
 sb_types(struct sb *b, unsigned types)
 {
-	unsigned left = types;
+	size_t start = b->len;
 
-	if ((types & T_NUM) && (types & T_INT))
-		left &= ~(unsigned)T_INT;
-	for (int i = 0; i < 7; i++) {
-		if (!(left & (1u << i)))
+	if (types & T_NUM)
+		types &= ~T_INT;
+	for (unsigned i = 0; i < 7; i++) {
+		if (!(types & (1u << i)))
 			continue;
-		left &= ~(1u << i);
-		if (b->len > 0 && left == 0)
-			sb_str(b, " or ");
-		else if (b->len > 0)
-			sb_str(b, ", ");
+		types &= ~(1u << i);
+		if (b->len > start)
+			sb_str(b, types ? ", " : " or ");
 		sb_str(b, type_nouns[i]);
 	}
 }
 
-/* ---- JSON helpers ------------------------------------------------------ */
+/* ---- values ------------------------------------------------------------ */
 
 static bool
 is_integral(const json_t *v)
 {
-	double d;
+	double d = json_number_value(v);
 
-	if (json_is_integer(v))
-		return true;
-	if (!json_is_real(v))
-		return false;
-	d = json_real_value(v);
-	return isfinite(d) && d == floor(d);
+	return json_is_integer(v) ||
+	       (json_is_real(v) && isfinite(d) && d == floor(d));
+}
+
+static unsigned
+type_of(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return T_OBJ;
+	case JSON_ARRAY: return T_ARR;
+	case JSON_STRING: return T_STR;
+	case JSON_INTEGER:
+	case JSON_REAL: return is_integral(v) ? T_INT | T_NUM : T_NUM;
+	case JSON_TRUE:
+	case JSON_FALSE: return T_BOOL;
+	default: return T_NULL;
+	}
 }
 
 /* Equality where numbers compare by value (1 == 1.0), as enum and const
- * require.  Bounded by the shallower of the two values. */
+ * require.  Recursion is bounded by the schema's value. */
 static bool
 same_value(const json_t *a, const json_t *b)
 {
-	size_t i;
 	const char *k;
 	json_t *v;
 
-	if (json_is_number(a) && json_is_number(b)) {
-		if (json_is_integer(a) && json_is_integer(b))
-			return json_integer_value(a) == json_integer_value(b);
+	if (json_is_integer(a) && json_is_integer(b))
+		return json_integer_value(a) == json_integer_value(b);
+	if (json_is_number(a) && json_is_number(b))
 		return json_number_value(a) == json_number_value(b);
-	}
 	if (json_typeof(a) != json_typeof(b))
 		return false;
-	switch (json_typeof(a)) {
-	case JSON_STRING:
+	if (json_is_string(a))
 		return json_string_length(a) == json_string_length(b) &&
 		       memcmp(json_string_value(a), json_string_value(b),
 			      json_string_length(a)) == 0;
-	case JSON_ARRAY:
+	if (json_is_array(a)) {
 		if (json_array_size(a) != json_array_size(b))
 			return false;
-		for (i = 0; i < json_array_size(a); i++)
+		for (size_t i = 0; i < json_array_size(a); i++)
 			if (!same_value(json_array_get(a, i),
 					json_array_get(b, i)))
 				return false;
-		return true;
-	case JSON_OBJECT:
+	}
+	if (json_is_object(a)) {
 		if (json_object_size(a) != json_object_size(b))
 			return false;
 		json_object_foreach((json_t *)a, k, v)
@@ -314,62 +305,45 @@ same_value(const json_t *a, const json_t *b)
 			if (w == NULL || !same_value(v, w))
 				return false;
 		}
-		return true;
-	default: return true;
 	}
-}
-
-static int
-num_cmp(const json_t *v, const struct num *n)
-{
-	double d;
-
-	if (json_is_integer(v) && n->is_int) {
-		json_int_t i = json_integer_value(v);
-
-		return i < n->i ? -1 : i > n->i;
-	}
-	d = json_number_value(v);
-	return d < n->d ? -1 : d > n->d;
+	return true;
 }
 
 static bool
-num_multiple(const json_t *v, const struct num *m)
+num_ok(const json_t *v, int which, const struct num *n)
 {
-	double q;
+	double d = json_number_value(v), q;
+	int cmp;
 
-	if (json_is_integer(v) && m->is_int)
-		return json_integer_value(v) % m->i == 0;
-	q = json_number_value(v) / m->d;
-	if (!isfinite(q))
-		return false;
-	return fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q));
+	if (which == N_MULT) {
+		if (json_is_integer(v) && n->is_int)
+			return json_integer_value(v) % n->i == 0;
+		q = d / n->d;
+		return isfinite(q) &&
+		       fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q));
+	}
+	if (json_is_integer(v) && n->is_int)
+		cmp = (json_integer_value(v) > n->i) -
+		      (json_integer_value(v) < n->i);
+	else
+		cmp = (d > n->d) - (d < n->d);
+	return which == N_MIN	 ? cmp >= 0
+	       : which == N_XMIN ? cmp > 0
+	       : which == N_MAX	 ? cmp <= 0
+				 : cmp < 0;
 }
 
-static size_t
-utf8_len(const char *s, size_t n)
-{
-	size_t cps = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (((unsigned char)s[i] & 0xC0) != 0x80)
-			cps++;
-	return cps;
-}
-
-/* ---- RFC 3339 (section 5.6) dates -------------------------------------- */
+/* ---- RFC 3339 section 5.6 ---------------------------------------------- */
 
 static bool
 digits(const char *s, int n, int *out)
 {
-	int v = 0;
-
+	*out = 0;
 	for (int i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return false;
-		v = v * 10 + (s[i] - '0');
+		*out = *out * 10 + (s[i] - '0');
 	}
-	*out = v;
 	return true;
 }
 
@@ -378,15 +352,13 @@ full_date(const char *s)
 {
 	static const int mdays[] = {31, 28, 31, 30, 31, 30,
 				    31, 31, 30, 31, 30, 31};
-	int y, m, d, max;
+	int y, m, d;
 
 	if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &m) ||
 	    s[7] != '-' || !digits(s + 8, 2, &d) || m < 1 || m > 12 || d < 1)
 		return false;
-	max = mdays[m - 1];
-	if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
-		max = 29;
-	return d <= max;
+	return d <= mdays[m - 1] || (m == 2 && d == 29 && y % 4 == 0 &&
+				     (y % 100 != 0 || y % 400 == 0));
 }
 
 static bool
@@ -401,14 +373,12 @@ date_time(const char *s, size_t len)
 	    se > 60)
 		return false;
 	if (s[i] == '.') {
-		size_t start = ++i;
-
-		while (i < len && s[i] >= '0' && s[i] <= '9')
-			i++;
-		if (i == start)
+		while (++i < len && isdigit((unsigned char)s[i]))
+			;
+		if (i == 20)
 			return false;
 	}
-	if (i == len - 1)
+	if (i + 1 == len)
 		return s[i] == 'Z' || s[i] == 'z';
 	return i + 6 == len && (s[i] == '+' || s[i] == '-') &&
 	       digits(s + i + 1, 2, &h) && s[i + 3] == ':' &&
@@ -418,47 +388,28 @@ date_time(const char *s, size_t len)
 /* ---- ECMA-262 pattern to POSIX ERE ------------------------------------- */
 
 struct rx {
-	const char *s;
-	size_t len, i;
+	const char *s, *end; /* cursor in the ECMA source */
 	char *out;
 	size_t olen, ocap;
-	char *why;
-	size_t whylen;
-	/* expansion cost per open group: total and last atom */
+	const char *why;
+	/* expansion cost per open group: running total and last atom */
 	unsigned long long sum[JSONSCHEMA_MAX_DEPTH + 1];
 	unsigned long long last[JSONSCHEMA_MAX_DEPTH + 1];
 	int top;
 };
 
-PRINTF_LIKE(3, 4)
 static int
-rx_fail(struct rx *r, int rc, const char *fmt, ...)
+rx_fail(struct rx *r, int rc, const char *why)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->why, r->whylen, fmt, ap);
-	va_end(ap);
+	r->why = why;
 	return rc;
 }
 
 static int
 rx_put(struct rx *r, const char *s, size_t n)
 {
-	if (r->olen + n + 1 > r->ocap) {
-		size_t cap = r->ocap ? r->ocap * 2 : 256;
-		char *p;
-
-		while (cap < r->olen + n + 1)
-			cap *= 2;
-		if (cap > RX_OUT_MAX)
-			return rx_fail(r, STATUS_LIMIT, "pattern is too long");
-		p = realloc(r->out, cap);
-		if (p == NULL)
-			return STATUS_NOMEM;
-		r->out = p;
-		r->ocap = cap;
-	}
+	if (r->olen + n >= r->ocap) /* sized at 16 x the source: never */
+		return rx_fail(r, STATUS_LIMIT, "pattern is too long");
 	memcpy(r->out + r->olen, s, n);
 	r->olen += n;
 	r->out[r->olen] = '\0';
@@ -466,94 +417,17 @@ rx_put(struct rx *r, const char *s, size_t n)
 }
 
 static int
-rx_atom(struct rx *r, unsigned long long size)
+rx_atom(struct rx *r, int rc, unsigned long long size)
 {
+	if (rc != STATUS_OK)
+		return rc;
 	r->sum[r->top] += size;
 	r->last[r->top] = size;
-	if (r->sum[r->top] > RX_COST_MAX)
-		return rx_fail(r, STATUS_LIMIT,
-			       "pattern is too complex (nested counted "
-			       "repetitions)");
-	return STATUS_OK;
-}
-
-static int
-rx_hex(struct rx *r, size_t n, unsigned *cp)
-{
-	unsigned v = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		char c = r->i + k < r->len ? r->s[r->i + k] : '\0';
-
-		if (!isxdigit((unsigned char)c))
-			return rx_fail(r, STATUS_INVALID,
-				       "bad hexadecimal escape");
-		v = v * 16 + (unsigned)(isdigit((unsigned char)c)
-						? c - '0'
-						: (tolower((unsigned char)c) -
-						   'a' + 10));
-	}
-	r->i += n;
-	*cp = v;
-	return STATUS_OK;
-}
-
-/*
- * Reads one escape after '\' (r->i points past it) that stands for a
- * single character: *cp.  Class escapes (\d ...) return *cls instead.
- */
-static int
-rx_escape(struct rx *r, unsigned *cp, char *cls)
-{
-	char e = r->s[r->i++];
-
-	*cls = '\0';
-	switch (e) {
-	case 'd':
-	case 'D':
-	case 'w':
-	case 'W':
-	case 's':
-	case 'S': *cls = e; return STATUS_OK;
-	case 'n': *cp = '\n'; return STATUS_OK;
-	case 't': *cp = '\t'; return STATUS_OK;
-	case 'r': *cp = '\r'; return STATUS_OK;
-	case 'f': *cp = '\f'; return STATUS_OK;
-	case 'v': *cp = '\v'; return STATUS_OK;
-	case 'x': return rx_hex(r, 2, cp);
-	case 'u':
-		if (rx_hex(r, 4, cp) != STATUS_OK)
-			return STATUS_INVALID;
-		if (*cp >= 0xD800 && *cp <= 0xDFFF)
-			return rx_fail(r, STATUS_UNSUPPORTED,
-				       "surrogate escapes are not supported");
-		return STATUS_OK;
-	case 'k':
-	case '1':
-	case '2':
-	case '3':
-	case '4':
-	case '5':
-	case '6':
-	case '7':
-	case '8':
-	case '9':
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "backreferences are not supported");
-	case 'p':
-	case 'P':
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "Unicode property escapes (\\p{...}) are not "
-			       "supported");
-	default:
-		if (e != '\0' && (unsigned char)e < 0x80 &&
-		    ispunct((unsigned char)e)) {
-			*cp = (unsigned char)e;
-			return STATUS_OK;
-		}
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "the escape \\%c is not supported", e);
-	}
+	return r->sum[r->top] > RX_COST_MAX
+		       ? rx_fail(r, STATUS_LIMIT,
+				 "pattern is too complex (nested counted "
+				 "repetitions)")
+		       : STATUS_OK;
 }
 
 static void
@@ -569,45 +443,124 @@ set_has(const unsigned char *set, unsigned c)
 	return set[c / 8] & (1u << (c % 8));
 }
 
+/* ECMA \d \w \s as ASCII sets (\s also has Unicode spaces: not here). */
 static void
 set_class(unsigned char *set, char cls)
 {
-	switch (tolower((unsigned char)cls)) {
-	case 'd': set_add(set, '0', '9'); break;
-	case 'w':
+	if (cls == 'd' || cls == 'w')
 		set_add(set, '0', '9');
+	if (cls == 'w') {
 		set_add(set, 'A', 'Z');
 		set_add(set, 'a', 'z');
 		set_add(set, '_', '_');
-		break;
-	default: set_add(set, '\t', '\r'); set_add(set, ' ', ' ');
+	}
+	if (cls == 's') {
+		set_add(set, '\t', '\r');
+		set_add(set, ' ', ' ');
 	}
 }
 
-/* Emits an ASCII set as a POSIX bracket expression: ']' first, '[' and
- * '^' late, '-' last, so none of them is read as syntax. */
+/*
+ * Reads one character or escape at r->s, outside or inside [...].
+ * Returns a byte in *cp, or a class letter (d w s, upper case negated)
+ * in *cls.  Refuses what POSIX cannot express.
+ */
 static int
-rx_emit_set(struct rx *r, const unsigned char *set, bool neg)
+rx_char(struct rx *r, bool in_class, unsigned *cp, char *cls)
 {
-	char buf[400];
-	size_t n = 0;
-	bool any = false;
+	unsigned char e;
 
+	*cls = '\0';
+	if (*r->s != '\\') {
+		*cp = (unsigned char)*r->s++;
+		if (in_class && *cp >= 0x80)
+			return rx_fail(r, STATUS_UNSUPPORTED,
+				       "non-ASCII characters inside [...] are "
+				       "not supported");
+		return STATUS_OK;
+	}
+	if (++r->s >= r->end)
+		return rx_fail(r, STATUS_INVALID,
+			       "pattern ends in a backslash");
+	e = (unsigned char)*r->s++;
+	if (strchr("dDwWsS", e) && e != '\0') {
+		*cls = (char)e;
+		return in_class && isupper(e)
+			       ? rx_fail(r, STATUS_UNSUPPORTED,
+					 "\\D, \\W and \\S inside [...] are "
+					 "not supported")
+			       : STATUS_OK;
+	}
+	if ((e >= '1' && e <= '9') || e == 'k')
+		return rx_fail(r, STATUS_UNSUPPORTED,
+			       "backreferences are not supported");
+	if (e == 'p' || e == 'P')
+		return rx_fail(r, STATUS_UNSUPPORTED,
+			       "Unicode property escapes (\\p{...}) are not "
+			       "supported");
+	*cp = e == 'n'	 ? '\n'
+	      : e == 't' ? '\t'
+	      : e == 'r' ? '\r'
+	      : e == 'f' ? '\f'
+	      : e == 'v' ? '\v'
+			 : e;
+	if (in_class && e == 'b')
+		*cp = '\b';
+	if (*cp == e && !(e < 0x80 && ispunct(e)))
+		return rx_fail(r, STATUS_UNSUPPORTED,
+			       "this escape is not supported: use \\d \\w \\s "
+			       "\\D \\W \\S or escape punctuation only");
+	return STATUS_OK;
+}
+
+/* A [...] class as an ASCII set, emitted as a POSIX bracket expression
+ * with ']' first, '[' and '^' late and '-' last, so none reads as syntax;
+ * '\' is literal in POSIX brackets. */
+static int
+rx_class(struct rx *r)
+{
+	unsigned char set[16] = {0};
+	char buf[300], cls;
+	size_t n = 0;
+	unsigned lo, hi;
+	bool neg = r->s < r->end && *r->s == '^';
+	int rc;
+
+	r->s += neg;
+	while (r->s < r->end && *r->s != ']') {
+		if ((rc = rx_char(r, true, &lo, &cls)) != STATUS_OK)
+			return rc;
+		if (cls != '\0') {
+			set_class(set, cls);
+			continue;
+		}
+		hi = lo;
+		if (r->s + 1 < r->end && *r->s == '-' && r->s[1] != ']') {
+			r->s++;
+			if ((rc = rx_char(r, true, &hi, &cls)) != STATUS_OK)
+				return rc;
+			if (cls != '\0' || hi < lo)
+				return rx_fail(r, STATUS_INVALID,
+					       "bad range inside [...]");
+		}
+		set_add(set, lo, hi);
+	}
+	if (r->s++ >= r->end)
+		return rx_fail(r, STATUS_INVALID, "unterminated [...]");
 	buf[n++] = '[';
 	if (neg)
 		buf[n++] = '^';
 	if (set_has(set, ']'))
 		buf[n++] = ']';
-	for (unsigned c = 1; c < 128; c++) {
-		unsigned hi = c;
-
+	for (unsigned c = 1; c < 128; c++) { /* NUL: never in a C regex */
 		if (!set_has(set, c) || strchr("[]^-", (int)c))
 			continue;
-		while (hi + 1 < 128 && set_has(set, hi + 1) &&
-		       !strchr("[]^-", (int)(hi + 1)))
-			hi++;
+		for (hi = c; hi + 1 < 128 && set_has(set, hi + 1) &&
+			     !strchr("[]^-", (int)(hi + 1));
+		     hi++)
+			;
 		buf[n++] = (char)c;
-		if (hi >= c + 2)
+		if (hi > c + 1)
 			buf[n++] = '-';
 		if (hi > c)
 			buf[n++] = (char)hi;
@@ -615,202 +568,82 @@ rx_emit_set(struct rx *r, const unsigned char *set, bool neg)
 	}
 	if (set_has(set, '['))
 		buf[n++] = '[';
-	any = n > (neg ? 2u : 1u);
-	if (set_has(set, '^')) {
-		if (!any && !neg) /* "[^]" would be a negation */
-			return set_has(set, '-') ? rx_put(r, "[-^]", 4)
-						 : rx_put(r, "\\^", 2);
+	if (set_has(set, '^') && n == 1) /* "[^" would negate */
+		return set_has(set, '-') ? rx_put(r, "[-^]", 4)
+					 : rx_put(r, "\\^", 2);
+	if (set_has(set, '^'))
 		buf[n++] = '^';
-	}
 	if (set_has(set, '-'))
 		buf[n++] = '-';
-	if (n == (neg ? 2u : 1u))
-		return neg ? rx_put(r, ".", 1)
+	if (n == 1u + neg)
+		return neg ? rx_put(r, "(.|\n)", 5)
 			   : rx_fail(r, STATUS_UNSUPPORTED,
-				     "an empty character class is not "
-				     "supported");
+				     "an empty [] is not supported");
 	buf[n++] = ']';
 	return rx_put(r, buf, n);
 }
 
-/* One class member: a character (*cp) or a class escape (*cls). */
+/* After an atom: *, +, ?, {n}, {n,}, {n,m}, each maybe lazy ("?"), which
+ * gives the same verdict when only matching. */
 static int
-rx_class_atom(struct rx *r, unsigned *cp, char *cls)
+rx_quantifier(struct rx *r)
 {
-	unsigned char c = (unsigned char)r->s[r->i];
-	int rc;
-
-	*cls = '\0';
-	if (c >= 0x80)
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "non-ASCII characters inside [...] are not "
-			       "supported");
-	r->i++;
-	if (c != '\\') {
-		*cp = c;
-		return STATUS_OK;
-	}
-	if (r->i >= r->len)
-		return rx_fail(r, STATUS_INVALID, "unterminated [...]");
-	if (r->s[r->i] == 'b') {
-		r->i++;
-		*cp = '\b';
-		return STATUS_OK;
-	}
-	rc = rx_escape(r, cp, cls);
-	if (rc == STATUS_OK && *cls == '\0' && *cp >= 0x80)
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "non-ASCII characters inside [...] are not "
-			       "supported");
-	if (rc == STATUS_OK && *cls != '\0' && isupper((unsigned char)*cls))
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "\\%c inside [...] is not supported", *cls);
-	return rc;
-}
-
-static int
-rx_class(struct rx *r)
-{
-	unsigned char set[16] = {0};
-	bool neg = false;
-	unsigned lo, hi;
-	char cls;
-	int rc;
-
-	if (r->i < r->len && r->s[r->i] == '^') {
-		neg = true;
-		r->i++;
-	}
-	for (;;) {
-		if (r->i >= r->len)
-			return rx_fail(r, STATUS_INVALID, "unterminated [...]");
-		if (r->s[r->i] == ']') {
-			r->i++;
-			break;
-		}
-		if ((rc = rx_class_atom(r, &lo, &cls)) != STATUS_OK)
-			return rc;
-		if (cls != '\0') {
-			set_class(set, cls);
-			continue;
-		}
-		if (r->i + 1 < r->len && r->s[r->i] == '-' &&
-		    r->s[r->i + 1] != ']') {
-			r->i++;
-			if ((rc = rx_class_atom(r, &hi, &cls)) != STATUS_OK)
-				return rc;
-			if (cls != '\0' || hi < lo)
-				return rx_fail(r, STATUS_INVALID,
-					       "bad range inside [...]");
-			set_add(set, lo, hi);
-		} else {
-			set_add(set, lo, lo);
-		}
-	}
-	set[0] &= (unsigned char)~1u; /* NUL cannot be written in a regex */
-	return rx_emit_set(r, set, neg);
-}
-
-/* Emits code point cp as a literal; multi-byte ones as a group so a
- * following quantifier applies to the whole character. */
-static int
-rx_literal(struct rx *r, unsigned cp)
-{
-	char b[8];
-	size_t n = 0;
-
-	if (cp == 0)
-		return rx_fail(r, STATUS_UNSUPPORTED,
-			       "NUL in a pattern is not supported");
-	if (cp < 0x80) {
-		if (strchr(".[]()*+?{}|^$\\", (int)cp))
-			b[n++] = '\\';
-		b[n++] = (char)cp;
-		return rx_put(r, b, n);
-	}
-	b[n++] = '(';
-	if (cp < 0x800) {
-		b[n++] = (char)(0xC0 | cp >> 6);
-	} else {
-		if (cp < 0x10000) {
-			b[n++] = (char)(0xE0 | cp >> 12);
-		} else {
-			b[n++] = (char)(0xF0 | cp >> 18);
-			b[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		}
-		b[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	}
-	b[n++] = (char)(0x80 | (cp & 0x3F));
-	b[n++] = ')';
-	return rx_put(r, b, n);
-}
-
-/* {n}, {n,}, {n,m}: returns true and the bound that drives the cost. */
-static bool
-rx_braces(struct rx *r, unsigned long *lo, unsigned long *hi, bool *open,
-	  size_t *end)
-{
-	const char *s = r->s + r->i + 1, *lim = r->s + r->len;
-	const char *p = s;
-	char *e;
-
-	if (p >= lim || !isdigit((unsigned char)*p))
-		return false;
-	*lo = strtoul(p, &e, 10);
-	p = e;
-	*open = false;
-	*hi = *lo;
-	if (p < lim && *p == ',') {
-		p++;
-		if (p < lim && isdigit((unsigned char)*p)) {
-			*hi = strtoul(p, &e, 10);
-			p = e;
-		} else {
-			*open = true;
-		}
-	}
-	if (p >= lim || *p != '}')
-		return false;
-	*end = (size_t)(p + 1 - r->s);
-	return true;
-}
-
-static int
-rx_quant(struct rx *r, unsigned long long factor)
-{
+	unsigned long lo = 1, hi = 1;
 	unsigned long long last = r->last[r->top];
+	const char *q = r->s;
+	char *e;
+	int rc;
 
-	if (factor > RX_COST_MAX || last * factor > RX_COST_MAX)
-		return rx_fail(r, STATUS_LIMIT,
-			       "pattern is too complex (counted repetition "
-			       "too large)");
-	r->sum[r->top] += last * (factor ? factor - 1 : 0);
-	r->last[r->top] = last * factor;
-	if (r->i < r->len && r->s[r->i] == '?')
-		r->i++; /* lazy: same verdict when only matching */
-	return r->sum[r->top] > RX_COST_MAX ? rx_atom(r, 0) : STATUS_OK;
+	if (*q == '*' || *q == '+' || *q == '?') {
+		hi = *q == '+' ? 2 : 1; /* glibc: a+ is aa* */
+		q++;
+	} else if (*q == '{' && q + 1 < r->end &&
+		   isdigit((unsigned char)q[1])) {
+		lo = hi = strtoul(q + 1, &e, 10);
+		if (e < r->end && *e == ',') {
+			hi = e + 1 < r->end && isdigit((unsigned char)e[1])
+				     ? strtoul(e + 1, &e, 10)
+				     : (e++, lo + 1);
+		}
+		if (e >= r->end || *e != '}')
+			return STATUS_OK; /* ECMA: a literal "{" */
+		if (lo > 1000 || hi > 1000 || hi < lo)
+			return rx_fail(r, STATUS_LIMIT,
+				       "repetition counts must be in order "
+				       "and at most 1000");
+		q = e + 1;
+	} else {
+		return STATUS_OK;
+	}
+	if ((rc = rx_put(r, r->s, (size_t)(q - r->s))) != STATUS_OK)
+		return rc;
+	r->s = q + (q < r->end && *q == '?');
+	hi = hi ? hi : 1;
+	r->sum[r->top] += last * (hi - 1); /* < 2^40: no overflow */
+	r->last[r->top] = last * hi;
+	return r->sum[r->top] > RX_COST_MAX ? rx_atom(r, STATUS_OK, 0)
+					    : STATUS_OK;
 }
 
 static int
-rx_group_open(struct rx *r)
+rx_group(struct rx *r)
 {
-	const char *s = r->s + r->i;
-	size_t left = r->len - r->i;
+	const char *s = r->s, *gt;
+	size_t left = (size_t)(r->end - s);
 
-	if (left >= 1 && s[0] == '?') {
-		if (left >= 2 && s[1] == ':')
-			r->i += 2;
-		else if (left >= 2 && (s[1] == '=' || s[1] == '!'))
+	if (left >= 2 && s[0] == '?') {
+		gt = memchr(s, '>', left);
+		if (s[1] == ':')
+			r->s += 2;
+		else if (s[1] == '=' || s[1] == '!')
 			return rx_fail(r, STATUS_UNSUPPORTED,
 				       "lookahead (?= (?! is not supported");
 		else if (left >= 3 && s[1] == '<' &&
 			 (s[2] == '=' || s[2] == '!'))
 			return rx_fail(r, STATUS_UNSUPPORTED,
 				       "lookbehind (?<= (?<! is not supported");
-		else if (left >= 2 && s[1] == '<' && memchr(s, '>', left))
-			r->i += (size_t)((const char *)memchr(s, '>', left) -
-					 s) +
-				1;
+		else if (s[1] == '<' && gt != NULL)
+			r->s = gt + 1; /* named group */
 		else
 			return rx_fail(r, STATUS_UNSUPPORTED,
 				       "this (?...) group is not supported");
@@ -818,8 +651,7 @@ rx_group_open(struct rx *r)
 	if (r->top >= JSONSCHEMA_MAX_DEPTH)
 		return rx_fail(r, STATUS_LIMIT, "too many nested groups");
 	r->top++;
-	r->sum[r->top] = 0;
-	r->last[r->top] = 0;
+	r->sum[r->top] = r->last[r->top] = 0;
 	return rx_put(r, "(", 1);
 }
 
@@ -829,103 +661,84 @@ rx_translate(struct rx *r)
 	static const char *const cls_re[] = {"d[0-9]",	      "D[^0-9]",
 					     "w[0-9A-Z_a-z]", "W[^0-9A-Z_a-z]",
 					     "s[\t-\r ]",     "S[^\t-\r ]"};
-	unsigned long lo, hi;
 	unsigned cp;
-	size_t end;
-	bool open;
-	char cls;
+	char cls, lit[3] = "\\";
 	int rc = STATUS_OK;
 
-	while (rc == STATUS_OK && r->i < r->len) {
-		unsigned char c = (unsigned char)r->s[r->i++];
+	while (rc == STATUS_OK && r->s < r->end) {
+		const char *at = r->s;
+		bool atom = !strchr("(^$|", *at);
 
-		switch (c) {
-		case '\\':
-			if (r->i >= r->len)
-				return rx_fail(r, STATUS_INVALID,
-					       "pattern ends in a backslash");
-			if (r->s[r->i] == 'b' || r->s[r->i] == 'B') {
-				rc = rx_put(r, r->s + r->i - 1, 2);
-				r->i++;
-				break;
-			}
-			if ((rc = rx_escape(r, &cp, &cls)) != STATUS_OK)
-				break;
-			if (cls != '\0') {
-				for (size_t k = 0; k < 6; k++)
-					if (cls_re[k][0] == cls)
-						rc = rx_put(r, cls_re[k] + 1,
-							    strlen(cls_re[k]) -
-								    1);
-			} else {
-				rc = rx_literal(r, cp);
-			}
-			if (rc == STATUS_OK)
-				rc = rx_atom(r, 1);
-			break;
+		switch (*r->s) {
 		case '[':
-			if ((rc = rx_class(r)) == STATUS_OK)
-				rc = rx_atom(r, 1);
+			r->s++;
+			rc = rx_atom(r, rx_class(r), 1);
 			break;
-		case '(': rc = rx_group_open(r); break;
+		case '(':
+			r->s++;
+			rc = rx_group(r);
+			break;
 		case ')':
+			r->s++;
 			if (r->top == 0)
 				return rx_fail(r, STATUS_INVALID,
 					       "unbalanced parenthesis");
 			r->top--;
-			if ((rc = rx_put(r, ")", 1)) == STATUS_OK)
-				rc = rx_atom(r, r->sum[r->top + 1] + 1);
-			break;
-		case '*':
-		case '+':
-		case '?':
-			if ((rc = rx_put(r, (const char *)&c, 1)) == STATUS_OK)
-				rc = rx_quant(r, c == '+' ? 2 : 1);
-			break;
-		case '{':
-			if (!rx_braces(r, &lo, &hi, &open, &end)) {
-				if ((rc = rx_put(r, "\\{", 2)) == STATUS_OK)
-					rc = rx_atom(r, 1);
-				break;
-			}
-			if (hi < lo || lo > 1000 || hi > 1000)
-				return rx_fail(r, STATUS_LIMIT,
-					       "repetition counts above 1000 "
-					       "are not supported");
-			rc = rx_put(r, r->s + r->i - 1, end - r->i + 1);
-			r->i = end;
-			if (rc == STATUS_OK)
-				rc = rx_quant(r, open ? lo + 1 : hi);
-			break;
-		case '}':
-		case ']':
-			if ((rc = rx_literal(r, c)) == STATUS_OK)
-				rc = rx_atom(r, 1);
+			rc = rx_atom(r, rx_put(r, ")", 1),
+				     r->sum[r->top + 1] + 1);
 			break;
 		case '^':
 		case '$':
-		case '|': rc = rx_put(r, (const char *)&c, 1); break;
+		case '|':
+		case '.':
+			rc = rx_put(r, r->s++, 1);
+			if (*at == '.')
+				rc = rx_atom(r, rc, 1);
+			break;
+		case '\\':
+			if (r->s + 1 < r->end &&
+			    (r->s[1] == 'b' || r->s[1] == 'B')) {
+				rc = rx_put(r, r->s, 2); /* GNU: word edge */
+				r->s += 2;
+				atom = false;
+				break;
+			}
+			/* fallthrough */
 		default:
-			if (c < 0x80) {
-				rc = c == '.' ? rx_put(r, ".", 1)
-					      : rx_literal(r, c);
-			} else {
-				size_t n = 1;
-
-				while (r->i < r->len &&
-				       ((unsigned char)r->s[r->i] & 0xC0) ==
-					       0x80) {
-					r->i++;
-					n++;
-				}
+			if ((unsigned char)*r->s >= 0x80) { /* whole char */
+				while (++r->s < r->end &&
+				       ((unsigned char)*r->s & 0xC0) == 0x80)
+					;
 				if ((rc = rx_put(r, "(", 1)) == STATUS_OK &&
-				    (rc = rx_put(r, r->s + r->i - n, n)) ==
+				    (rc = rx_put(r, at, (size_t)(r->s - at))) ==
 					    STATUS_OK)
 					rc = rx_put(r, ")", 1);
+				rc = rx_atom(r, rc, 1);
+				break;
 			}
-			if (rc == STATUS_OK)
-				rc = rx_atom(r, 1);
+			if (strchr("*+?", *r->s)) /* ECMA: a syntax error */
+				return rx_fail(r, STATUS_INVALID,
+					       "a quantifier (*, +, ?) with "
+					       "nothing to repeat");
+			if ((rc = rx_char(r, false, &cp, &cls)) != STATUS_OK)
+				return rc;
+			for (size_t k = 0; cls != '\0' && k < 6; k++)
+				if (cls_re[k][0] == cls)
+					rc = rx_put(r, cls_re[k] + 1,
+						    strlen(cls_re[k] + 1));
+			if (cls == '\0' && cp == '\0')
+				return rx_fail(r, STATUS_UNSUPPORTED,
+					       "NUL in a pattern is not "
+					       "supported");
+			lit[1] = (char)cp;
+			if (cls == '\0')
+				rc = strchr(".[]()*+?{}|^$\\", (int)cp)
+					     ? rx_put(r, lit, 2)
+					     : rx_put(r, lit + 1, 1);
+			rc = rx_atom(r, rc, 1);
 		}
+		if (rc == STATUS_OK && atom && r->s < r->end)
+			rc = rx_quantifier(r);
 	}
 	if (rc == STATUS_OK && r->top != 0)
 		return rx_fail(r, STATUS_INVALID, "unbalanced parenthesis");
@@ -949,12 +762,17 @@ PRINTF_LIKE(3, 4)
 static int
 cfail(struct cctx *c, int rc, const char *fmt, ...)
 {
+	size_t plen = strlen(c->ptr);
 	va_list ap;
 	int n;
 
 	if (c->err == NULL || c->errlen == 0)
 		return rc;
-	n = snprintf(c->err, c->errlen, "%s: ", c->ptr);
+	if (plen > 100) /* keep both ends of a long pointer */
+		n = snprintf(c->err, c->errlen, "%.30s...%s: ", c->ptr,
+			     c->ptr + plen - 60);
+	else
+		n = snprintf(c->err, c->errlen, "%s: ", c->ptr);
 	if (n >= 0 && (size_t)n < c->errlen) {
 		va_start(ap, fmt);
 		vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
@@ -963,102 +781,65 @@ cfail(struct cctx *c, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* The offending JSON value for compile messages. */
+/* The offending JSON value, for compile messages. */
+#define SHOW(v) show((v), (char[SHOW_MAX + 2]){0})
+
 static const char *
-shown(const json_t *v, char *buf, size_t len)
+show(const json_t *v, char *buf)
 {
 	struct sb b;
 
-	sb_init(&b, buf, len);
-	sb_json(&b, v, len - 1);
+	sb_init(&b, buf, SHOW_MAX + 2);
+	sb_json(&b, v, SHOW_MAX);
 	return buf;
 }
 
-#define SHOW(v) shown((v), (char[RECEIVED_MAX + 8]){0}, RECEIVED_MAX + 8)
-
-/* Appends "/key" (RFC 6901 escaped) to the pointer; returns the old
- * length for ptr_pop. */
-static size_t
-ptr_push(struct cctx *c, const char *key)
+/* Keyword k of j, NULL when absent; fails unless its JSON type is in
+ * mask (bits 1 << json_type). */
+#define M(t)  (1u << (t))
+#define M_NUM (M(JSON_INTEGER) | M(JSON_REAL))
+static int
+kw(struct cctx *c, const json_t *j, const char *k, unsigned mask,
+   const char *what, const json_t **v)
 {
-	size_t old = c->plen;
-	struct sb b = {c->ptr, sizeof(c->ptr), c->plen, false};
-
-	sb_str(&b, "/");
-	for (; *key && !b.trunc; key++) {
-		if (*key == '~' || *key == '/')
-			sb_str(&b, *key == '~' ? "~0" : "~1");
-		else
-			sb_add(&b, key, 1);
-	}
-	c->plen = b.len;
-	return old;
-}
-
-static void
-ptr_pop(struct cctx *c, size_t old)
-{
-	c->plen = old;
-	c->ptr[old] = '\0';
+	*v = json_object_get(j, k);
+	if (*v == NULL || (M(json_typeof(*v)) & mask))
+		return STATUS_OK;
+	return cfail(c, STATUS_INVALID, "\"%s\" must be %s, got %s", k, what,
+		     SHOW(*v));
 }
 
 static int compile_node(struct cctx *c, const json_t *j, struct node **out);
 
+/* Compiles j found at <pointer>/k1[/k2], with RFC 6901 escapes. */
 static int
-compile_sub(struct cctx *c, const json_t *j, const char *k1, const char *k2,
-	    struct node **out)
+compile_at(struct cctx *c, const json_t *j, const char *k1, const char *k2,
+	   struct node **out)
 {
-	size_t old = ptr_push(c, k1);
+	size_t old = c->plen;
+	struct sb b = {c->ptr, sizeof(c->ptr), c->plen, false};
 	int rc;
 
-	if (k2 != NULL)
-		ptr_push(c, k2);
+	for (const char *k = k1; k != NULL; k = k == k1 ? k2 : NULL) {
+		sb_add(&b, "/", 1);
+		for (const char *p = k; *p; p++) {
+			if (*p == '~' || *p == '/')
+				sb_str(&b, *p == '~' ? "~0" : "~1");
+			else
+				sb_add(&b, p, 1);
+		}
+	}
+	c->plen = b.len;
 	rc = compile_node(c, j, out);
-	if (rc == STATUS_OK)
-		ptr_pop(c, old);
+	if (rc == STATUS_OK) {
+		c->plen = old;
+		c->ptr[old] = '\0';
+	}
 	return rc;
 }
 
 static int
-get_count(struct cctx *c, const json_t *j, const char *k, size_t *out,
-	  unsigned *flags, unsigned flag)
-{
-	const json_t *v = json_object_get(j, k);
-
-	if (v == NULL)
-		return STATUS_OK;
-	if (!is_integral(v) || json_number_value(v) < 0)
-		return cfail(c, STATUS_INVALID,
-			     "\"%s\" must be a non-negative integer, got %s", k,
-			     SHOW(v));
-	*out = json_number_value(v) > (double)SIZE_MAX / 2
-		       ? SIZE_MAX / 2
-		       : (size_t)json_number_value(v);
-	*flags |= flag;
-	return STATUS_OK;
-}
-
-static int
-get_num(struct cctx *c, const json_t *j, const char *k, struct num *out,
-	unsigned *flags, unsigned flag)
-{
-	const json_t *v = json_object_get(j, k);
-
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_number(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"%s\" must be a number, got %s", k, SHOW(v));
-	out->is_int = json_is_integer(v);
-	out->i = out->is_int ? json_integer_value(v) : 0;
-	out->d = json_number_value(v);
-	*flags |= flag;
-	return STATUS_OK;
-}
-
-static int
-compile_list(struct cctx *c, const json_t *j, const char *k,
-	     struct node_list *l)
+compile_list(struct cctx *c, const json_t *j, const char *k, struct list *l)
 {
 	const json_t *v = json_object_get(j, k);
 	char idx[24];
@@ -1066,45 +847,40 @@ compile_list(struct cctx *c, const json_t *j, const char *k,
 
 	if (v == NULL)
 		return STATUS_OK;
-	if (!json_is_array(v) || json_array_size(v) == 0)
+	if (json_array_size(v) == 0)
 		return cfail(c, STATUS_INVALID,
 			     "\"%s\" must be a non-empty array of schemas, got "
 			     "%s",
 			     k, SHOW(v));
-	l->v = calloc(json_array_size(v), sizeof(*l->v));
-	if (l->v == NULL)
+	if ((l->v = calloc(json_array_size(v), sizeof(*l->v))) == NULL)
 		return STATUS_NOMEM;
-	for (size_t i = 0; i < json_array_size(v); i++) {
-		snprintf(idx, sizeof(idx), "%zu", i);
-		rc = compile_sub(c, json_array_get(v, i), k, idx, &l->v[i]);
+	for (; l->n < json_array_size(v); l->n++) {
+		snprintf(idx, sizeof(idx), "%zu", l->n);
+		rc = compile_at(c, json_array_get(v, l->n), k, idx,
+				&l->v[l->n]);
 		if (rc != STATUS_OK)
 			return rc;
-		l->n++;
 	}
 	return STATUS_OK;
 }
 
 static int
-compile_types(struct cctx *c, const json_t *j, struct node *n)
+compile_types(struct cctx *c, const json_t *v, struct node *n)
 {
-	const json_t *v = json_object_get(j, "type"), *t;
-	size_t i, k;
+	size_t i, k, len = json_is_array(v) ? json_array_size(v) : 1;
 
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_string(v) && !(json_is_array(v) && json_array_size(v) > 0))
-		goto bad;
-	for (i = 0; i < (json_is_array(v) ? json_array_size(v) : 1); i++) {
-		t = json_is_array(v) ? json_array_get(v, i) : v;
+	for (i = 0; i < len && (json_is_string(v) || len > 0); i++) {
+		const json_t *t = json_is_array(v) ? json_array_get(v, i) : v;
+
 		for (k = 0; k < 7 && json_is_string(t); k++)
 			if (strcmp(json_string_value(t), type_names[k]) == 0)
 				break;
-		if (k == 7 || !json_is_string(t))
-			goto bad;
+		if (k >= 7 || !json_is_string(t))
+			break;
 		n->types |= 1u << k;
 	}
-	return STATUS_OK;
-bad:
+	if (n->types != 0 && i == len)
+		return STATUS_OK;
 	return cfail(c, STATUS_INVALID,
 		     "\"type\" must be one of \"null\", \"boolean\", "
 		     "\"object\", \"array\", \"number\", \"integer\", "
@@ -1113,51 +889,39 @@ bad:
 }
 
 static int
-compile_pattern(struct cctx *c, const json_t *j, struct node *n)
+compile_pattern(struct cctx *c, const json_t *v, struct node *n)
 {
-	const json_t *v = json_object_get(j, "pattern");
-	struct rx *r = NULL;
-	char why[160] = "";
-	int rc;
+	struct rx *r = calloc(1, sizeof(*r));
+	char why[128];
+	int rc, e;
 
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_string(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"pattern\" must be a string, got %s", SHOW(v));
-	if (json_string_length(v) > PATTERN_MAX)
-		return cfail(c, STATUS_LIMIT,
-			     "\"pattern\" is longer than %d bytes",
-			     PATTERN_MAX);
 	n->pattern = strdup(json_string_value(v));
-	r = calloc(1, sizeof(*r));
 	n->re = calloc(1, sizeof(*n->re));
-	if (n->pattern == NULL || r == NULL || n->re == NULL) {
+	if (r == NULL || n->pattern == NULL || n->re == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
 	}
 	r->s = json_string_value(v);
-	r->len = json_string_length(v);
-	r->why = why;
-	r->whylen = sizeof(why);
-	rc = rx_translate(r);
-	if (rc == STATUS_OK && r->out == NULL)
-		rc = rx_put(r, "", 0);
-	if (rc == STATUS_OK) {
-		int e = regcomp(n->re, r->out, REG_EXTENDED | REG_NOSUB);
-
-		if (e != 0) {
-			regerror(e, n->re, why, sizeof(why));
-			free(n->re); /* nothing to regfree after failure */
-			n->re = NULL;
-			rc = e == REG_ESPACE ? STATUS_NOMEM : STATUS_INVALID;
-		}
-	} else {
-		free(n->re);
+	r->end = r->s + json_string_length(v);
+	r->ocap = 16 * json_string_length(v) + 16;
+	if (json_string_length(v) > PATTERN_MAX)
+		rc = rx_fail(r, STATUS_LIMIT, "pattern is too long");
+	else if ((r->out = calloc(1, r->ocap)) == NULL)
+		rc = STATUS_NOMEM;
+	else
+		rc = rx_translate(r);
+	if (rc == STATUS_OK &&
+	    (e = regcomp(n->re, r->out, REG_EXTENDED | REG_NOSUB)) != 0) {
+		regerror(e, n->re, why, sizeof(why));
+		r->why = why;
+		rc = e == REG_ESPACE ? STATUS_NOMEM : STATUS_INVALID;
+	}
+	if (rc != STATUS_OK) {
+		free(n->re); /* regcomp frees its own on failure */
 		n->re = NULL;
 	}
 	if (rc != STATUS_OK && rc != STATUS_NOMEM)
-		rc = cfail(c, rc, "\"pattern\" %s: %s", SHOW(v), why);
+		rc = cfail(c, rc, "\"pattern\" %s: %s", SHOW(v), r->why);
 out:
 	if (r != NULL)
 		free(r->out);
@@ -1166,32 +930,24 @@ out:
 }
 
 static int
-compile_props(struct cctx *c, const json_t *j, struct node *n)
+compile_props(struct cctx *c, const json_t *v, struct node *n)
 {
-	const json_t *v = json_object_get(j, "properties"), *sub;
 	const char *k;
+	json_t *sub;
 	int rc;
 
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_object(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"properties\" must be an object, got %s",
-			     SHOW(v));
+	n->prop_names = calloc(json_object_size(v) + 1, sizeof(char *));
 	n->props = calloc(json_object_size(v) + 1, sizeof(*n->props));
-	n->propset = json_object();
-	if (n->props == NULL || n->propset == NULL)
+	if ((n->propset = json_object()) == NULL || n->props == NULL ||
+	    n->prop_names == NULL)
 		return STATUS_NOMEM;
 	json_object_foreach((json_t *)v, k, sub)
 	{
-		struct prop *p = &n->props[n->nprops];
-
-		p->name = strdup(k);
-		if (p->name == NULL ||
+		if ((n->prop_names[n->nprops] = strdup(k)) == NULL ||
 		    json_object_set_new(n->propset, k, json_null()) != 0)
 			return STATUS_NOMEM;
-		n->nprops++;
-		rc = compile_sub(c, sub, "properties", k, &p->schema);
+		rc = compile_at(c, sub, "properties", k,
+				&n->props[n->nprops++]);
 		if (rc != STATUS_OK)
 			return rc;
 	}
@@ -1199,76 +955,47 @@ compile_props(struct cctx *c, const json_t *j, struct node *n)
 }
 
 static int
-compile_required(struct cctx *c, const json_t *j, struct node *n)
+compile_required(struct cctx *c, const json_t *v, struct node *n)
 {
-	const json_t *v = json_object_get(j, "required");
-	size_t i;
-
-	if (v == NULL)
-		return STATUS_OK;
-	for (i = 0; json_is_array(v) && i < json_array_size(v); i++)
-		if (!json_is_string(json_array_get(v, i)))
-			break;
-	if (!json_is_array(v) || i < json_array_size(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"required\" must be an array of strings, got %s",
-			     SHOW(v));
-	n->required = calloc(i + 1, sizeof(*n->required));
-	if (n->required == NULL)
+	if ((n->required = calloc(json_array_size(v) + 1, sizeof(char *))) ==
+	    NULL)
 		return STATUS_NOMEM;
-	for (i = 0; i < json_array_size(v); i++) {
-		n->required[i] =
-			strdup(json_string_value(json_array_get(v, i)));
-		if (n->required[i] == NULL)
+	for (; n->nrequired < json_array_size(v); n->nrequired++) {
+		const json_t *s = json_array_get(v, n->nrequired);
+
+		if (!json_is_string(s))
+			return cfail(c, STATUS_INVALID,
+				     "\"required\" must be an array of "
+				     "strings, got %s",
+				     SHOW(v));
+		if ((n->required[n->nrequired] =
+			     strdup(json_string_value(s))) == NULL)
 			return STATUS_NOMEM;
-		n->nrequired++;
 	}
 	return STATUS_OK;
 }
 
 static int
-compile_defs(struct cctx *c, const json_t *j, const char *k)
-{
-	const json_t *v = json_object_get(j, k), *sub;
-	const char *name;
-	struct node *unused;
-	int rc;
-
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_object(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"%s\" must be an object, got %s", k, SHOW(v));
-	json_object_foreach((json_t *)v, name, sub)
-	{
-		if ((rc = compile_sub(c, sub, k, name, &unused)) != STATUS_OK)
-			return rc;
-	}
-	return STATUS_OK;
-}
-
-static int
-compile_schema_uri(struct cctx *c, const json_t *v)
+compile_dialect(struct cctx *c, const json_t *j)
 {
 	static const char *const ok[] = {
 		"https://json-schema.org/draft/2020-12/schema",
 		"http://json-schema.org/draft/2020-12/schema",
 		"http://json-schema.org/draft-07/schema",
 		"https://json-schema.org/draft-07/schema"};
+	const json_t *v;
 	size_t len;
+	int rc;
 
-	if (v == NULL)
-		return STATUS_OK;
-	if (!json_is_string(v))
-		return cfail(c, STATUS_INVALID,
-			     "\"$schema\" must be a string, got %s", SHOW(v));
+	if ((rc = kw(c, j, "$schema", M(JSON_STRING), "a string", &v)) ||
+	    v == NULL)
+		return rc;
 	len = json_string_length(v);
-	if (len > 0 && json_string_value(v)[len - 1] == '#')
-		len--;
+	len -= len > 0 && json_string_value(v)[len - 1] == '#';
 	for (size_t i = 0; i < 4; i++)
 		if (strlen(ok[i]) == len &&
 		    memcmp(ok[i], json_string_value(v), len) == 0) {
-			if (c->depth == 1)
+			if (c->depth == 0)
 				c->draft7 = i >= 2;
 			return STATUS_OK;
 		}
@@ -1279,132 +1006,119 @@ compile_schema_uri(struct cctx *c, const json_t *v)
 		     SHOW(v));
 }
 
-/* Keywords with validation meaning that this subset does not implement:
- * refused, since ignoring them would accept what the author meant to
- * reject. */
-static const char *const unsupported_kw[] = {"prefixItems",
-					     "contains",
-					     "minContains",
-					     "maxContains",
-					     "additionalItems",
-					     "unevaluatedItems",
-					     "unevaluatedProperties",
-					     "patternProperties",
-					     "propertyNames",
-					     "minProperties",
-					     "maxProperties",
-					     "dependentRequired",
-					     "dependentSchemas",
-					     "dependencies",
-					     "if",
-					     "then",
-					     "else",
-					     "$dynamicRef",
-					     "$recursiveRef",
-					     "$dynamicAnchor",
-					     "$recursiveAnchor"};
-
+/* defs_only: a draft-07 $ref, whose siblings are ignored (section 8.3)
+ * except the definitions it may point into. */
 static int
-compile_keywords(struct cctx *c, const json_t *j, struct node *n)
+compile_keywords(struct cctx *c, const json_t *j, struct node *n,
+		 bool defs_only)
 {
 	const json_t *v;
+	json_t *d_v;
 	const char *k;
+	struct node *sub;
 	int rc;
 
 	json_object_foreach((json_t *)j, k, v)
 	{
-		for (size_t i = 0;
-		     i < sizeof(unsupported_kw) / sizeof(unsupported_kw[0]);
-		     i++)
-			if (strcmp(k, unsupported_kw[i]) == 0)
+		const char *hit = unsupported_kw;
+
+		while (*k && !strchr(k, ' ') &&
+		       (hit = strstr(hit + 1, k)) != NULL)
+			if (hit[-1] == ' ' && hit[strlen(k)] == ' ')
 				return cfail(c, STATUS_UNSUPPORTED,
 					     "keyword \"%s\" is not supported "
 					     "by this server",
 					     k);
 	}
-	if ((rc = compile_types(c, j, n)) != STATUS_OK)
-		return rc;
-	if ((v = json_object_get(j, "enum")) != NULL) {
-		if (!json_is_array(v))
-			return cfail(c, STATUS_INVALID,
-				     "\"enum\" must be an array, got %s",
-				     SHOW(v));
-		if ((n->enm = json_deep_copy(v)) == NULL)
-			return STATUS_NOMEM;
+	for (int d = 0; d < 2; d++) {
+		const char *defs = d ? "definitions" : "$defs";
+
+		if ((rc = kw(c, j, defs, M(JSON_OBJECT), "an object", &v)))
+			return rc;
+		json_object_foreach((json_t *)v, k, d_v)
+		{
+			if ((rc = compile_at(c, d_v, defs, k, &sub)) !=
+			    STATUS_OK)
+				return rc;
+		}
 	}
-	if ((v = json_object_get(j, "const")) != NULL &&
-	    (n->konst = json_deep_copy(v)) == NULL)
-		return STATUS_NOMEM;
-	if ((v = json_object_get(j, "default")) != NULL &&
-	    (n->dflt = json_deep_copy(v)) == NULL)
-		return STATUS_NOMEM;
-	if ((rc = get_num(c, j, "minimum", &n->min, &n->flags, HAS_MIN)) ||
-	    (rc = get_num(c, j, "maximum", &n->max, &n->flags, HAS_MAX)) ||
-	    (rc = get_num(c, j, "exclusiveMinimum", &n->xmin, &n->flags,
-			  HAS_XMIN)) ||
-	    (rc = get_num(c, j, "exclusiveMaximum", &n->xmax, &n->flags,
-			  HAS_XMAX)) ||
-	    (rc = get_num(c, j, "multipleOf", &n->mult, &n->flags, HAS_MULT)) ||
-	    (rc = get_count(c, j, "minLength", &n->minlen, &n->flags,
-			    HAS_MINLEN)) ||
-	    (rc = get_count(c, j, "maxLength", &n->maxlen, &n->flags,
-			    HAS_MAXLEN)) ||
-	    (rc = get_count(c, j, "minItems", &n->minitems, &n->flags,
-			    HAS_MINITEMS)) ||
-	    (rc = get_count(c, j, "maxItems", &n->maxitems, &n->flags,
-			    HAS_MAXITEMS)))
+	if (defs_only)
+		return STATUS_OK;
+	if ((v = json_object_get(j, "type")) != NULL &&
+	    (rc = compile_types(c, v, n)) != STATUS_OK)
 		return rc;
-	if ((n->flags & HAS_MULT) && n->mult.d <= 0)
+	if ((rc = kw(c, j, "enum", M(JSON_ARRAY), "an array", &v)))
+		return rc;
+	if ((v && !(n->enm = json_deep_copy(v))) ||
+	    ((v = json_object_get(j, "const")) &&
+	     !(n->konst = json_deep_copy(v))) ||
+	    ((v = json_object_get(j, "default")) &&
+	     !(n->dflt = json_deep_copy(v))))
+		return STATUS_NOMEM;
+	for (int i = 0; i < N_COUNT; i++) {
+		if ((rc = kw(c, j, num_kw[i], M_NUM, "a number", &v)))
+			return rc;
+		if (v == NULL)
+			continue;
+		n->num[i] =
+			(struct num){json_is_integer(v), json_integer_value(v),
+				     json_number_value(v)};
+		n->nums |= 1u << i;
+	}
+	if ((n->nums & (1u << N_MULT)) && n->num[N_MULT].d <= 0)
 		return cfail(c, STATUS_INVALID,
 			     "\"multipleOf\" must be greater than 0");
-	if ((v = json_object_get(j, "uniqueItems")) != NULL) {
-		if (!json_is_boolean(v))
-			return cfail(
-				c, STATUS_INVALID,
-				"\"uniqueItems\" must be a boolean, got %s",
-				SHOW(v));
-		if (json_is_true(v))
-			n->flags |= HAS_UNIQUE;
-	}
-	if ((v = json_object_get(j, "format")) != NULL) {
-		if (!json_is_string(v))
+	for (int i = 0; i < C_COUNT; i++) {
+		if ((v = json_object_get(j, cnt_kw[i])) == NULL)
+			continue;
+		if (!is_integral(v) || json_number_value(v) < 0)
 			return cfail(c, STATUS_INVALID,
-				     "\"format\" must be a string, got %s",
-				     SHOW(v));
-		if (strcmp(json_string_value(v), "date-time") == 0)
-			n->format = FMT_DATE_TIME;
-		else if (strcmp(json_string_value(v), "date") == 0)
-			n->format = FMT_DATE;
+				     "\"%s\" must be a non-negative integer, "
+				     "got %s",
+				     cnt_kw[i], SHOW(v));
+		n->cnt[i] = json_number_value(v) >= 1e15
+				    ? (size_t)1e15
+				    : (size_t)json_number_value(v);
+		n->cnts |= 1u << i;
 	}
-	if ((rc = compile_pattern(c, j, n)) != STATUS_OK)
+	if ((rc = kw(c, j, "uniqueItems", M(JSON_TRUE) | M(JSON_FALSE),
+		     "a boolean", &v)))
 		return rc;
-	if ((v = json_object_get(j, "items")) != NULL) {
-		if (json_is_array(v))
-			return cfail(c,
-				     c->draft7 ? STATUS_UNSUPPORTED
-					       : STATUS_INVALID,
-				     "\"items\" as an array (tuples) is not "
-				     "supported: use a single schema");
-		if ((rc = compile_sub(c, v, "items", NULL, &n->items)))
-			return rc;
-	}
-	if ((rc = compile_props(c, j, n)) != STATUS_OK ||
-	    (rc = compile_required(c, j, n)) != STATUS_OK)
+	n->unique = json_is_true(v);
+	if ((rc = kw(c, j, "format", M(JSON_STRING), "a string", &v)))
+		return rc;
+	if (v != NULL)
+		n->format = !strcmp(json_string_value(v), "date-time")
+				    ? FMT_DATE_TIME
+			    : !strcmp(json_string_value(v), "date") ? FMT_DATE
+								    : FMT_NONE;
+	if ((rc = kw(c, j, "pattern", M(JSON_STRING), "a string", &v)) ||
+	    (v != NULL && (rc = compile_pattern(c, v, n))))
+		return rc;
+	if ((rc = kw(c, j, "items", ~M(JSON_ARRAY),
+		     "a schema (arrays of schemas are not supported)", &v)) ||
+	    (v != NULL && (rc = compile_at(c, v, "items", NULL, &n->items))))
+		return rc;
+	if ((rc = kw(c, j, "properties", M(JSON_OBJECT), "an object", &v)) ||
+	    (v != NULL && (rc = compile_props(c, v, n))))
+		return rc;
+	if ((rc = kw(c, j, "required", M(JSON_ARRAY), "an array of strings",
+		     &v)) ||
+	    (v != NULL && (rc = compile_required(c, v, n))))
 		return rc;
 	if ((v = json_object_get(j, "additionalProperties")) != NULL) {
-		if (json_is_false(v))
-			n->flags |= HAS_ADDL_FALSE;
-		else if ((rc = compile_sub(c, v, "additionalProperties", NULL,
-					   &n->addl)))
+		n->addl_false = json_is_false(v);
+		if (!n->addl_false &&
+		    (rc = compile_at(c, v, "additionalProperties", NULL,
+				     &n->addl)))
 			return rc;
 	}
 	if ((rc = compile_list(c, j, "allOf", &n->all_of)) ||
 	    (rc = compile_list(c, j, "anyOf", &n->any_of)) ||
 	    (rc = compile_list(c, j, "oneOf", &n->one_of)))
 		return rc;
-	if ((v = json_object_get(j, "not")) != NULL &&
-	    (rc = compile_sub(c, v, "not", NULL, &n->not_)))
-		return rc;
+	if ((v = json_object_get(j, "not")) != NULL)
+		return compile_at(c, v, "not", NULL, &n->not_);
 	return STATUS_OK;
 }
 
@@ -1413,6 +1127,7 @@ compile_node(struct cctx *c, const json_t *j, struct node **out)
 {
 	struct node *n;
 	const json_t *ref;
+	const char *rs;
 	int rc;
 
 	*out = NULL;
@@ -1427,49 +1142,35 @@ compile_node(struct cctx *c, const json_t *j, struct node **out)
 		return STATUS_NOMEM;
 	n->src = j;
 	n->next = c->s->all;
-	c->s->all = n;
+	c->s->all = *out = n;
 	c->s->nnodes++;
-	*out = n;
-	if (json_is_boolean(j)) {
-		if (json_is_false(j))
-			n->flags |= NEVER;
+	n->never = json_is_false(j);
+	if (json_is_boolean(j))
 		return STATUS_OK;
-	}
 	if (!json_is_object(j))
 		return cfail(c, STATUS_INVALID,
 			     "a schema must be an object or a boolean, got %s",
 			     SHOW(j));
+	if ((rc = compile_dialect(c, j)) ||
+	    (rc = kw(c, j, "$ref", M(JSON_STRING), "a string", &ref)))
+		return rc;
 	c->depth++;
-	if ((rc = compile_schema_uri(c, json_object_get(j, "$schema"))) ||
-	    (rc = compile_defs(c, j, "$defs")) ||
-	    (rc = compile_defs(c, j, "definitions")))
-		goto out;
-	if ((ref = json_object_get(j, "$ref")) != NULL) {
-		if (!json_is_string(ref)) {
-			rc = cfail(c, STATUS_INVALID,
-				   "\"$ref\" must be a string, got %s",
-				   SHOW(ref));
-			goto out;
-		}
-		if (json_string_value(ref)[0] != '#' ||
-		    (json_string_value(ref)[1] != '\0' &&
-		     json_string_value(ref)[1] != '/')) {
+	if (ref != NULL) {
+		rs = json_string_value(ref);
+		if (rs[0] != '#' || (rs[1] != '\0' && rs[1] != '/')) {
 			rc = cfail(c, STATUS_UNSUPPORTED,
 				   "\"$ref\" %s is not supported: only local "
 				   "references (\"#\", \"#/$defs/name\") are",
 				   SHOW(ref));
 			goto out;
 		}
-		n->ref_str = strdup(json_string_value(ref));
-		n->ref_at = strdup(c->ptr);
-		if (n->ref_str == NULL || n->ref_at == NULL) {
+		if ((n->ref_str = strdup(rs)) == NULL ||
+		    (n->ref_at = strdup(c->ptr)) == NULL) {
 			rc = STATUS_NOMEM;
 			goto out;
 		}
-		if (c->draft7) /* draft-07 section 8.3: siblings ignored */
-			goto out;
 	}
-	rc = compile_keywords(c, j, n);
+	rc = compile_keywords(c, j, n, ref != NULL && c->draft7);
 out:
 	c->depth--;
 	return rc;
@@ -1481,47 +1182,37 @@ cmp_src(const void *a, const void *b)
 	uintptr_t x = (uintptr_t)(*(struct node *const *)a)->src;
 	uintptr_t y = (uintptr_t)(*(struct node *const *)b)->src;
 
-	return x < y ? -1 : x > y;
+	return (x > y) - (x < y);
 }
 
-/* RFC 6901 pointer in a URI fragment (RFC 3986 percent-encoding). */
+/* An RFC 6901 pointer in a URI fragment (RFC 3986 percent-encoding);
+ * tok has room for the whole reference. */
 static const json_t *
-ptr_resolve(const json_t *root, const char *ref, char *tok, size_t toklen)
+ptr_resolve(const json_t *v, const char *p, char *tok)
 {
-	const json_t *v = root;
-	const char *p = ref + 1;
+	char *end;
 
-	while (*p == '/' && v != NULL) {
+	for (p++; *p == '/' && v != NULL;) {
 		size_t n = 0;
-		char *end;
 
 		for (p++; *p && *p != '/'; p++) {
-			char ch = *p;
+			char hex[3] = {p[0] ? p[1] : 0, p[1] ? p[2] : 0, 0};
 
-			if (ch == '~' && (p[1] == '0' || p[1] == '1'))
-				ch = *++p == '0' ? '~' : '/';
-			else if (ch == '%' && isxdigit((unsigned char)p[1]) &&
-				 isxdigit((unsigned char)p[2])) {
-				char hex[3] = {p[1], p[2], '\0'};
-
-				ch = (char)strtol(hex, NULL, 16);
-				p += 2;
-			}
-			if (n + 1 >= toklen)
-				return NULL;
-			tok[n++] = ch;
+			if (*p == '~' && (p[1] == '0' || p[1] == '1'))
+				tok[n++] = *++p == '0' ? '~' : '/';
+			else if (*p == '%' && isxdigit((unsigned char)hex[0]) &&
+				 isxdigit((unsigned char)hex[1]))
+				tok[n++] = (char)strtol(hex, NULL, 16), p += 2;
+			else
+				tok[n++] = *p;
 		}
 		tok[n] = '\0';
-		if (json_is_object(v)) {
+		if (json_is_object(v))
 			v = json_object_get(v, tok);
-		} else if (json_is_array(v) && n > 0 &&
-			   isdigit((unsigned char)tok[0])) {
-			unsigned long i = strtoul(tok, &end, 10);
-
-			v = *end == '\0' ? json_array_get(v, i) : NULL;
-		} else {
+		else if (json_is_array(v) && isdigit((unsigned char)tok[0]))
+			v = json_array_get(v, strtoul(tok, &end, 10));
+		else
 			v = NULL;
-		}
 	}
 	return *p == '\0' ? v : NULL;
 }
@@ -1529,37 +1220,37 @@ ptr_resolve(const json_t *root, const char *ref, char *tok, size_t toklen)
 static int
 resolve_refs(struct cctx *c)
 {
-	struct node **idx, *n, key, *kp = &key, **hit;
+	struct node **idx = calloc(c->s->nnodes, sizeof(*idx));
+	struct node *n, key, *kp = &key, **hit;
 	char *tok = NULL;
 	size_t i = 0;
-	int rc = STATUS_OK;
+	int rc = STATUS_NOMEM;
 
-	idx = calloc(c->s->nnodes, sizeof(*idx));
-	tok = malloc(PATTERN_MAX);
-	if (idx == NULL || tok == NULL) {
-		rc = STATUS_NOMEM;
+	if (idx == NULL)
 		goto out;
-	}
 	for (n = c->s->all; n != NULL; n = n->next)
 		idx[i++] = n;
 	qsort(idx, i, sizeof(*idx), cmp_src);
-	for (n = c->s->all; n != NULL && rc == STATUS_OK; n = n->next) {
+	for (n = c->s->all; n != NULL; n = n->next) {
 		if (n->ref_str == NULL)
 			continue;
-		key.src = ptr_resolve(c->root, n->ref_str, tok, PATTERN_MAX);
-		hit = key.src == NULL
-			      ? NULL
-			      : bsearch(&kp, idx, i, sizeof(*idx), cmp_src);
-		if (hit != NULL) {
-			n->ref = *hit;
-			continue;
+		free(tok);
+		if ((tok = malloc(strlen(n->ref_str) + 1)) == NULL)
+			goto out;
+		key.src = ptr_resolve(c->root, n->ref_str, tok);
+		hit = key.src ? bsearch(&kp, idx, i, sizeof(*idx), cmp_src)
+			      : NULL;
+		if (hit == NULL) {
+			snprintf(c->ptr, sizeof(c->ptr), "%s", n->ref_at);
+			rc = cfail(c, STATUS_INVALID,
+				   "\"$ref\" \"%s\" does not point to a schema "
+				   "in this document",
+				   n->ref_str);
+			goto out;
 		}
-		snprintf(c->ptr, sizeof(c->ptr), "%s", n->ref_at);
-		rc = cfail(c, STATUS_INVALID,
-			   "\"$ref\" \"%s\" does not point to a schema in "
-			   "this document",
-			   n->ref_str);
+		n->ref = *hit;
 	}
+	rc = STATUS_OK;
 out:
 	free(idx);
 	free(tok);
@@ -1567,12 +1258,13 @@ out:
 }
 
 /* Depth-first search over the edges that stay at one instance location;
- * a cycle there would recurse forever at validation. */
+ * a cycle there would recurse forever at validation.  last_ref: the
+ * latest $ref on the path, which is inside any cycle found. */
 static int
 check_loops(struct cctx *c, struct node *n, const struct node *last_ref,
 	    int depth)
 {
-	const struct node_list *lists[] = {&n->all_of, &n->any_of, &n->one_of};
+	const struct list *lists[] = {&n->all_of, &n->any_of, &n->one_of};
 	int rc = STATUS_OK;
 
 	if (n->mark == 2)
@@ -1595,7 +1287,7 @@ check_loops(struct cctx *c, struct node *n, const struct node *last_ref,
 		rc = check_loops(c, n->ref, n, depth + 1);
 	if (rc == STATUS_OK && n->not_ != NULL)
 		rc = check_loops(c, n->not_, last_ref, depth + 1);
-	for (size_t l = 0; l < 3 && rc == STATUS_OK; l++)
+	for (size_t l = 0; l < 3; l++)
 		for (size_t i = 0; i < lists[l]->n && rc == STATUS_OK; i++)
 			rc = check_loops(c, lists[l]->v[i], last_ref,
 					 depth + 1);
@@ -1617,13 +1309,7 @@ jsonschema_compile(const json_t *schema, struct jsonschema **out, char *err,
 	c.plen = 1;
 	if ((c.s = calloc(1, sizeof(*c.s))) == NULL)
 		return STATUS_NOMEM;
-	if (json_is_object(schema))
-		rc = compile_schema_uri(&c, json_object_get(schema, "$schema"));
-	else
-		rc = STATUS_OK;
-	c.depth = 0;
-	if (rc == STATUS_OK)
-		rc = compile_node(&c, schema, &c.s->root);
+	rc = compile_node(&c, schema, &c.s->root);
 	if (rc == STATUS_OK)
 		rc = resolve_refs(&c);
 	for (struct node *n = c.s->all; n != NULL && rc == STATUS_OK;
@@ -1644,9 +1330,7 @@ jsonschema_free(struct jsonschema *s)
 {
 	struct node *n, *next;
 
-	if (s == NULL)
-		return;
-	for (n = s->all; n != NULL; n = next) {
+	for (n = s ? s->all : NULL; n != NULL; n = next) {
 		next = n->next;
 		json_decref(n->konst);
 		json_decref(n->enm);
@@ -1656,10 +1340,11 @@ jsonschema_free(struct jsonschema *s)
 			regfree(n->re);
 		free(n->re);
 		free(n->pattern);
-		for (size_t i = 0; i < n->nprops; i++)
-			free(n->props[i].name);
+		for (size_t i = 0; n->prop_names && n->prop_names[i]; i++)
+			free(n->prop_names[i]);
+		free(n->prop_names);
 		free(n->props);
-		for (size_t i = 0; i < n->nrequired; i++)
+		for (size_t i = 0; n->required && n->required[i]; i++)
 			free(n->required[i]);
 		free(n->required);
 		free(n->all_of.v);
@@ -1683,45 +1368,35 @@ struct vctx {
 	struct jsonschema_error *out; /* NULL: verdict only */
 	bool quiet;		      /* inside anyOf/oneOf/not */
 	struct seg segs[JSONSCHEMA_MAX_DEPTH + 2];
-	int nseg;
-	int calls;
+	int nseg, calls;
 	unsigned long steps;
 };
-
-static bool
-plain_key(const char *k)
-{
-	if (!isalpha((unsigned char)*k) && *k != '_' && *k != '$')
-		return false;
-	for (; *k; k++)
-		if (!isalnum((unsigned char)*k) && !strchr("_$-", *k))
-			return false;
-	return true;
-}
 
 static void
 path_build(const struct vctx *c, struct sb *b)
 {
 	for (int i = 0; i < c->nseg; i++) {
-		const struct seg *s = &c->segs[i];
+		const char *k = c->segs[i].key;
+		bool plain = k && (isalpha((unsigned char)*k) || *k == '_');
 
-		if (s->key == NULL) {
-			sb_printf(b, "[%zu]", s->idx);
-		} else if (plain_key(s->key)) {
-			if (i > 0)
-				sb_str(b, ".");
-			sb_str(b, s->key);
+		for (const char *p = k; plain && *p; p++)
+			plain = isalnum((unsigned char)*p) || strchr("_-", *p);
+		if (k == NULL) {
+			sb_printf(b, "[%zu]", c->segs[i].idx);
+		} else if (plain) {
+			sb_str(b, i > 0 ? "." : "");
+			sb_str(b, k);
 		} else {
 			sb_str(b, "[");
-			sb_quoted(b, s->key);
+			sb_quoted(b, k);
 			sb_str(b, "]");
 		}
 	}
-	sb_finish(b);
+	sb_finish(b, b->cap - 1);
 }
 
-/* Starts a report: NULL when no message is wanted.  Sets path and
- * returns the expected buffer for the caller to write into. */
+/* Starts a report: NULL when no message is wanted.  Fills path and
+ * points exp at the expected field for the caller to write. */
 static struct jsonschema_error *
 err_begin(struct vctx *c, struct sb *exp)
 {
@@ -1732,44 +1407,43 @@ err_begin(struct vctx *c, struct sb *exp)
 	sb_init(&p, c->out->path, sizeof(c->out->path));
 	path_build(c, &p);
 	sb_init(exp, c->out->expected, sizeof(c->out->expected));
-	c->out->received[0] = '\0';
 	return c->out;
 }
 
-static void
+static int
 err_end(struct jsonschema_error *e, struct sb *exp, const json_t *got)
 {
 	struct sb r, m;
 
-	sb_finish(exp);
+	sb_finish(exp, exp->cap - 1);
 	sb_init(&r, e->received, sizeof(e->received));
 	if (got != NULL)
-		sb_json(&r, got, RECEIVED_MAX);
+		sb_json(&r, got, SHOW_MAX);
 	sb_init(&m, e->msg, sizeof(e->msg));
 	if (e->path[0] != '\0')
 		sb_printf(&m, "%s: ", e->path);
 	sb_printf(&m, "expected %s, got %s", e->expected, e->received);
-	sb_finish(&m);
+	sb_finish(&m, m.cap - 1);
+	return STATUS_INVALID;
 }
 
 PRINTF_LIKE(3, 4)
 static int
 fail(struct vctx *c, const json_t *got, const char *fmt, ...)
 {
-	struct jsonschema_error *e;
+	struct jsonschema_error *e = err_begin(c, &(struct sb){0});
 	struct sb x;
 	va_list ap;
 	int n;
 
-	if ((e = err_begin(c, &x)) == NULL)
+	if (e == NULL)
 		return STATUS_INVALID;
 	va_start(ap, fmt);
-	n = vsnprintf(x.p, x.cap, fmt, ap);
+	n = vsnprintf(e->expected, sizeof(e->expected), fmt, ap);
 	va_end(ap);
-	x.len = n < 0 ? 0 : (size_t)n < x.cap ? (size_t)n : x.cap - 1;
-	x.trunc = n >= 0 && (size_t)n >= x.cap;
-	err_end(e, &x, got);
-	return STATUS_INVALID;
+	x = (struct sb){e->expected, sizeof(e->expected), strlen(e->expected),
+			n >= (int)sizeof(e->expected)};
+	return err_end(e, &x, got);
 }
 
 static int
@@ -1787,24 +1461,14 @@ fail_limit(struct vctx *c, const char *what)
 static int validate(struct vctx *c, const struct node *n, const json_t *v);
 
 static int
-push(struct vctx *c, const char *key, size_t idx)
+validate_at(struct vctx *c, const struct node *n, const json_t *v,
+	    const char *key, size_t idx)
 {
+	int rc;
+
 	if (c->nseg >= JSONSCHEMA_MAX_DEPTH)
 		return fail_limit(c, "the value nests deeper than 64 levels");
-	c->segs[c->nseg].key = key;
-	c->segs[c->nseg].idx = idx;
-	c->nseg++;
-	return STATUS_OK;
-}
-
-static int
-validate_child(struct vctx *c, const struct node *n, const json_t *v,
-	       const char *key, size_t idx)
-{
-	int rc = push(c, key, idx);
-
-	if (rc != STATUS_OK)
-		return rc;
+	c->segs[c->nseg++] = (struct seg){key, idx};
 	rc = validate(c, n, v);
 	c->nseg--;
 	return rc;
@@ -1814,77 +1478,68 @@ static int
 check_number(struct vctx *c, const struct node *n, const json_t *v)
 {
 	struct jsonschema_error *e;
+	const char *sep = " ";
 	struct sb x;
-	bool ok;
+	int i;
 
-	ok = (!(n->flags & HAS_MIN) || num_cmp(v, &n->min) >= 0) &&
-	     (!(n->flags & HAS_MAX) || num_cmp(v, &n->max) <= 0) &&
-	     (!(n->flags & HAS_XMIN) || num_cmp(v, &n->xmin) > 0) &&
-	     (!(n->flags & HAS_XMAX) || num_cmp(v, &n->xmax) < 0) &&
-	     (!(n->flags & HAS_MULT) || num_multiple(v, &n->mult));
-	if (ok)
-		return STATUS_OK;
-	if ((e = err_begin(c, &x)) == NULL)
-		return STATUS_INVALID;
+	for (i = 0; i < N_COUNT; i++)
+		if ((n->nums & (1u << i)) && !num_ok(v, i, &n->num[i]))
+			break;
+	if (i == N_COUNT || (e = err_begin(c, &x)) == NULL)
+		return i == N_COUNT ? STATUS_OK : STATUS_INVALID;
 	sb_str(&x, (n->types & (T_INT | T_NUM)) == T_INT ? "an integer"
 							 : "a number");
-	const char *sep = " ";
-	static const struct {
-		unsigned flag;
-		const char *op;
-		size_t off;
-	} b[] = {
-		{HAS_MIN, ">= ", offsetof(struct node, min)},
-		{HAS_XMIN, "> ", offsetof(struct node, xmin)},
-		{HAS_MAX, "<= ", offsetof(struct node, max)},
-		{HAS_XMAX, "< ", offsetof(struct node, xmax)},
-		{HAS_MULT, "that is a multiple of ",
-		 offsetof(struct node, mult)},
-	};
-	for (size_t i = 0; i < 5; i++) {
-		if (!(n->flags & b[i].flag))
+	for (i = 0; i < N_COUNT; i++) {
+		if (!(n->nums & (1u << i)))
 			continue;
-		sb_printf(&x, "%s%s", sep, b[i].op);
-		sb_num(&x, (const struct num *)((const char *)n + b[i].off));
+		sb_printf(&x, "%s%s",
+			  i == N_MULT && sep[1] == '\0' ? " that is " : sep,
+			  num_op[i]);
+		if (n->num[i].is_int)
+			sb_printf(&x, "%" JSON_INTEGER_FORMAT, n->num[i].i);
+		else
+			sb_printf(&x, "%.15g", n->num[i].d);
 		sep = " and ";
 	}
-	err_end(e, &x, v);
-	return STATUS_INVALID;
+	return err_end(e, &x, v);
+}
+
+/* "a string of ..." / "an array of ..." with min/max counts lo, hi. */
+static int
+fail_count(struct vctx *c, const json_t *v, const char *what, const char *unit,
+	   const struct node *n, int lo, int hi)
+{
+	bool has_lo = n->cnts & (1u << lo), has_hi = n->cnts & (1u << hi);
+	size_t a = n->cnt[lo], b = n->cnt[hi];
+
+	if (has_lo && has_hi)
+		return fail(c, v, "%s of %zu to %zu %ss", what, a, b, unit);
+	return fail(c, v, "%s of at %s %zu %s%s", what,
+		    has_lo ? "least" : "most", has_lo ? a : b, unit,
+		    (has_lo ? a : b) == 1 ? "" : "s");
 }
 
 static int
 check_string(struct vctx *c, const struct node *n, const json_t *v)
 {
 	const char *s = json_string_value(v);
-	size_t len = json_string_length(v), cps;
+	size_t len = json_string_length(v), cps = 0;
 	regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)len};
+	struct jsonschema_error *e;
+	struct sb x;
 
-	if (n->flags & (HAS_MINLEN | HAS_MAXLEN)) {
-		cps = utf8_len(s, len);
-		if ((n->flags & HAS_MINLEN) && (n->flags & HAS_MAXLEN) &&
-		    (cps < n->minlen || cps > n->maxlen))
-			return fail(c, v, "a string of %zu to %zu characters",
-				    n->minlen, n->maxlen);
-		if ((n->flags & HAS_MINLEN) && cps < n->minlen)
-			return fail(c, v, "a string of at least %zu characters",
-				    n->minlen);
-		if ((n->flags & HAS_MAXLEN) && cps > n->maxlen)
-			return fail(c, v, "a string of at most %zu characters",
-				    n->maxlen);
-	}
+	for (size_t i = 0; n->cnts && i < len; i++)
+		cps += ((unsigned char)s[i] & 0xC0) != 0x80;
+	if (((n->cnts & (1u << C_MINLEN)) && cps < n->cnt[C_MINLEN]) ||
+	    ((n->cnts & (1u << C_MAXLEN)) && cps > n->cnt[C_MAXLEN]))
+		return fail_count(c, v, "a string", "character", n, C_MINLEN,
+				  C_MAXLEN);
 	if (n->re != NULL && regexec(n->re, s, 1, &m, REG_STARTEND) != 0) {
-		struct jsonschema_error *e;
-		struct sb x;
-		json_t *p;
-
 		if ((e = err_begin(c, &x)) == NULL)
 			return STATUS_INVALID;
 		sb_str(&x, "a string matching the pattern ");
-		if ((p = json_string(n->pattern)) != NULL)
-			sb_json(&x, p, 120);
-		json_decref(p);
-		err_end(e, &x, v);
-		return STATUS_INVALID;
+		sb_quoted(&x, n->pattern);
+		return err_end(e, &x, v);
 	}
 	if (n->format == FMT_DATE_TIME && !date_time(s, len))
 		return fail(c, v,
@@ -1901,36 +1556,25 @@ check_array(struct vctx *c, const struct node *n, const json_t *v)
 	size_t len = json_array_size(v);
 	int rc;
 
-	if (((n->flags & HAS_MINITEMS) && len < n->minitems) ||
-	    ((n->flags & HAS_MAXITEMS) && len > n->maxitems)) {
-		if ((n->flags & HAS_MINITEMS) && (n->flags & HAS_MAXITEMS))
-			return fail(c, v, "an array of %zu to %zu items",
-				    n->minitems, n->maxitems);
-		if (n->flags & HAS_MINITEMS)
-			return fail(c, v, "an array of at least %zu item%s",
-				    n->minitems, n->minitems == 1 ? "" : "s");
-		return fail(c, v, "an array of at most %zu item%s", n->maxitems,
-			    n->maxitems == 1 ? "" : "s");
-	}
-	if (n->flags & HAS_UNIQUE) {
-		for (size_t i = 1; i < len; i++) {
-			c->steps += i;
-			if (c->steps > MAX_STEPS)
-				return fail_limit(c, "the value is too large "
-						     "to validate");
-			for (size_t k = 0; k < i; k++)
-				if (same_value(json_array_get(v, k),
-					       json_array_get(v, i)))
-					return fail(c, v,
-						    "an array of unique items "
-						    "([%zu] and [%zu] are "
-						    "equal)",
-						    k, i);
-		}
+	if (((n->cnts & (1u << C_MINITEMS)) && len < n->cnt[C_MINITEMS]) ||
+	    ((n->cnts & (1u << C_MAXITEMS)) && len > n->cnt[C_MAXITEMS]))
+		return fail_count(c, v, "an array", "item", n, C_MINITEMS,
+				  C_MAXITEMS);
+	for (size_t i = 1; n->unique && i < len; i++) {
+		if ((c->steps += i) > MAX_STEPS)
+			return fail_limit(c, "the array is too long to check "
+					     "uniqueItems");
+		for (size_t k = 0; k < i; k++)
+			if (same_value(json_array_get(v, k),
+				       json_array_get(v, i)))
+				return fail(c, v,
+					    "an array of unique items ([%zu] "
+					    "and [%zu] are equal)",
+					    k, i);
 	}
 	for (size_t i = 0; n->items != NULL && i < len; i++)
-		if ((rc = validate_child(c, n->items, json_array_get(v, i),
-					 NULL, i)) != STATUS_OK)
+		if ((rc = validate_at(c, n->items, json_array_get(v, i), NULL,
+				      i)) != STATUS_OK)
 			return rc;
 	return STATUS_OK;
 }
@@ -1953,10 +1597,8 @@ edit_distance(const char *a, const char *b)
 			unsigned best = diag + (a[i - 1] != b[j - 1]);
 
 			up = row[j];
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
+			best = up + 1 < best ? up + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
 			diag = up;
 			row[j] = best;
 		}
@@ -1964,8 +1606,8 @@ edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
-/* Reports a property that is missing (got NULL) or not allowed; path
- * names the property, msg is phrased from the object's side. */
+/* A property missing (got NULL) or not allowed: path names it, msg is
+ * phrased from the object's side. */
 static int
 fail_prop(struct vctx *c, const struct node *n, const char *key,
 	  const json_t *got)
@@ -1979,58 +1621,41 @@ fail_prop(struct vctx *c, const struct node *n, const char *key,
 		return STATUS_INVALID;
 	sb_init(&m, e->msg, sizeof(e->msg));
 	path_build(c, &m);
-	if (m.len > 0)
-		sb_str(&m, ": ");
-	c->segs[c->nseg].key = key; /* segs has room past MAX_DEPTH */
-	c->nseg++;
+	sb_str(&m, m.len > 0 ? ": " : "");
+	c->segs[c->nseg++] = (struct seg){key, 0}; /* room: MAX_DEPTH + 2 */
 	sb_init(&p, e->path, sizeof(e->path));
 	path_build(c, &p);
 	c->nseg--;
 	sb_init(&x, e->expected, sizeof(e->expected));
 	sb_init(&r, e->received, sizeof(e->received));
-	sb_str(&m, got == NULL ? "missing required property "
-			       : "unexpected property ");
+	sb_str(&m, got ? "unexpected property " : "missing required property ");
 	sb_quoted(&m, key);
-	if (got == NULL) {
-		sb_str(&x, "property ");
-		sb_quoted(&x, key);
-		goto out;
-	}
-	sb_json(&r, got, RECEIVED_MAX);
-	for (size_t i = 0; i < n->nprops; i++) {
-		d = edit_distance(key, n->props[i].name);
-		if (d < bestd) {
+	sb_str(&x, got ? "no property " : "property ");
+	sb_quoted(&x, key);
+	for (size_t i = 0; got != NULL && i < n->nprops; i++)
+		if ((d = edit_distance(key, n->prop_names[i])) < bestd) {
 			bestd = d;
-			best = n->props[i].name;
+			best = n->prop_names[i];
 		}
-	}
+	if (got != NULL)
+		sb_json(&r, got, SHOW_MAX);
 	if (best != NULL) {
 		sb_str(&m, ": did you mean ");
 		sb_quoted(&m, best);
 		sb_str(&m, "?");
-		sb_str(&x, "no property ");
-		sb_quoted(&x, key);
-		sb_str(&x, " (did you mean ");
-		sb_quoted(&x, best);
-		sb_str(&x, "?)");
-		goto out;
+	} else if (got != NULL) {
+		sb_str(&m, n->nprops ? " (allowed: "
+				     : " (this object takes no properties)");
+		sb_str(&x, n->nprops ? " (allowed: " : "");
+		for (size_t i = 0; i < n->nprops; i++) {
+			sb_printf(&m, "%s%s", i ? ", " : "", n->prop_names[i]);
+			sb_printf(&x, "%s%s", i ? ", " : "", n->prop_names[i]);
+		}
+		sb_str(&m, n->nprops ? ")" : "");
+		sb_str(&x, n->nprops ? ")" : "");
 	}
-	if (n->nprops == 0) {
-		sb_str(&m, " (this object takes no properties)");
-		sb_str(&x, "no properties");
-		goto out;
-	}
-	sb_str(&m, " (allowed: ");
-	sb_str(&x, "only the properties ");
-	for (size_t i = 0; i < n->nprops; i++) {
-		sb_printf(&m, "%s%s", i ? ", " : "", n->props[i].name);
-		sb_printf(&x, "%s%s", i ? ", " : "", n->props[i].name);
-	}
-	sb_str(&m, ")");
-out:
-	sb_finish(&x);
-	sb_finish(&r);
-	sb_finish(&m);
+	sb_finish(&x, x.cap - 1);
+	sb_finish(&m, m.cap - 1);
 	return STATUS_INVALID;
 }
 
@@ -2044,65 +1669,53 @@ check_object(struct vctx *c, const struct node *n, const json_t *v)
 	for (size_t i = 0; i < n->nrequired; i++)
 		if (json_object_get(v, n->required[i]) == NULL)
 			return fail_prop(c, n, n->required[i], NULL);
-	for (size_t i = 0; i < n->nprops; i++) {
-		sub = json_object_get(v, n->props[i].name);
-		if (sub != NULL &&
-		    (rc = validate_child(c, n->props[i].schema, sub,
-					 n->props[i].name, 0)) != STATUS_OK)
+	for (size_t i = 0; i < n->nprops; i++)
+		if ((sub = json_object_get(v, n->prop_names[i])) != NULL &&
+		    (rc = validate_at(c, n->props[i], sub, n->prop_names[i],
+				      0)) != STATUS_OK)
 			return rc;
-	}
-	if (!(n->flags & HAS_ADDL_FALSE) && n->addl == NULL)
+	if (!n->addl_false && n->addl == NULL)
 		return STATUS_OK;
 	json_object_foreach((json_t *)v, k, sub)
 	{
-		if (n->propset != NULL && json_object_get(n->propset, k))
+		if (n->propset && json_object_get(n->propset, k))
 			continue;
-		if (n->flags & HAS_ADDL_FALSE)
+		if (n->addl_false)
 			return fail_prop(c, n, k, sub);
-		if ((rc = validate_child(c, n->addl, sub, k, 0)) != STATUS_OK)
+		if ((rc = validate_at(c, n->addl, sub, k, 0)) != STATUS_OK)
 			return rc;
 	}
 	return STATUS_OK;
 }
 
-/* Short words for one alternative of anyOf/oneOf in a message. */
-static void
-describe(struct sb *b, const struct node *n)
-{
-	if (n->ref != NULL && n->types == 0 && n->konst == NULL)
-		n = n->ref;
-	if (n->konst != NULL)
-		sb_json(b, n->konst, 40);
-	else if (n->types != 0)
-		sb_types(b, n->types);
-	else if (n->enm != NULL)
-		sb_str(b, "one of an enum");
-	else
-		sb_str(b, "a value matching its schema");
-}
-
+/* "expected any of (anyOf): (1) a string, (2) null, got 3" */
 static int
-fail_alternatives(struct vctx *c, const struct node_list *l, const json_t *v,
+fail_alternatives(struct vctx *c, const struct list *l, const json_t *v,
 		  const char *how)
 {
 	struct jsonschema_error *e;
-	struct sb x, one;
-	char tmp[128];
+	struct sb x;
 
 	if ((e = err_begin(c, &x)) == NULL)
 		return STATUS_INVALID;
 	sb_str(&x, how);
 	for (size_t i = 0; i < l->n; i++) {
-		sb_init(&one, tmp, sizeof(tmp));
-		describe(&one, l->v[i]);
-		sb_finish(&one);
-		sb_printf(&x, "%s(%zu) %s", i ? ", " : "", i + 1, tmp);
+		const struct node *a = l->v[i];
+
+		if (a->ref != NULL && a->types == 0 && a->konst == NULL)
+			a = a->ref;
+		sb_printf(&x, "%s(%zu) ", i ? ", " : "", i + 1);
+		if (a->konst != NULL)
+			sb_json(&x, a->konst, 40);
+		else if (a->types != 0)
+			sb_types(&x, a->types);
+		else
+			sb_str(&x, "a value matching its schema");
 	}
-	err_end(e, &x, v);
-	return STATUS_INVALID;
+	return err_end(e, &x, v);
 }
 
-/* Runs n on v for a verdict only; STATUS_LIMIT and NOMEM pass through. */
+/* n on v for a verdict only; STATUS_LIMIT passes through. */
 static int
 try_node(struct vctx *c, const struct node *n, const json_t *v)
 {
@@ -2119,25 +1732,20 @@ static int
 check_applicators(struct vctx *c, const struct node *n, const json_t *v)
 {
 	size_t i, matched = 0, first = 0;
-	int rc;
+	int rc = STATUS_OK;
 
 	if (n->ref != NULL && (rc = validate(c, n->ref, v)) != STATUS_OK)
 		return rc;
 	for (i = 0; i < n->all_of.n; i++)
 		if ((rc = validate(c, n->all_of.v[i], v)) != STATUS_OK)
 			return rc;
-	if (n->any_of.n > 0) {
-		for (i = 0; i < n->any_of.n; i++) {
-			rc = try_node(c, n->any_of.v[i], v);
-			if (rc != STATUS_INVALID)
-				break;
-		}
-		if (rc != STATUS_OK && rc != STATUS_INVALID)
-			return rc;
-		if (i == n->any_of.n)
-			return fail_alternatives(c, &n->any_of, v,
-						 "any of (anyOf): ");
-	}
+	for (i = 0; i < n->any_of.n; i++)
+		if ((rc = try_node(c, n->any_of.v[i], v)) != STATUS_INVALID)
+			break;
+	if (rc != STATUS_OK && rc != STATUS_INVALID)
+		return rc;
+	if (n->any_of.n > 0 && i == n->any_of.n)
+		return fail_alternatives(c, &n->any_of, v, "any of (anyOf): ");
 	for (i = 0; i < n->one_of.n; i++) {
 		rc = try_node(c, n->one_of.v[i], v);
 		if (rc != STATUS_OK && rc != STATUS_INVALID)
@@ -2153,31 +1761,10 @@ check_applicators(struct vctx *c, const struct node *n, const json_t *v)
 	if (n->one_of.n > 0 && matched == 0)
 		return fail_alternatives(c, &n->one_of, v,
 					 "exactly one of (oneOf): ");
-	if (n->not_ != NULL) {
-		rc = try_node(c, n->not_, v);
-		if (rc == STATUS_OK)
-			return fail(c, v,
-				    "a value that does not match the "
-				    "\"not\" schema");
-		if (rc != STATUS_INVALID)
-			return rc;
-	}
-	return STATUS_OK;
-}
-
-static unsigned
-type_of(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return T_OBJ;
-	case JSON_ARRAY: return T_ARR;
-	case JSON_STRING: return T_STR;
-	case JSON_INTEGER: return T_INT | T_NUM;
-	case JSON_REAL: return is_integral(v) ? T_INT | T_NUM : T_NUM;
-	case JSON_TRUE:
-	case JSON_FALSE: return T_BOOL;
-	default: return T_NULL;
-	}
+	if (n->not_ != NULL && (rc = try_node(c, n->not_, v)) == STATUS_OK)
+		return fail(c, v,
+			    "a value that does not match the \"not\" schema");
+	return rc == STATUS_INVALID ? STATUS_OK : rc;
 }
 
 static int
@@ -2186,47 +1773,37 @@ validate(struct vctx *c, const struct node *n, const json_t *v)
 	struct jsonschema_error *e;
 	struct sb x;
 	unsigned t = type_of(v);
-	size_t i;
+	size_t i, ne = json_array_size(n->enm);
 	int rc;
 
 	if (++c->steps > MAX_STEPS || c->calls >= MAX_CALLS)
 		return fail_limit(c, "the schema is too complex to check this "
 				     "value");
-	if (n->flags & NEVER)
+	if (n->never)
 		return fail(c, v, "no value here (the schema is false)");
 	if (n->types != 0 && !(n->types & t)) {
-		if ((e = err_begin(c, &x)) == NULL)
-			return STATUS_INVALID;
-		sb_types(&x, n->types);
-		err_end(e, &x, v);
-		return STATUS_INVALID;
+		if ((e = err_begin(c, &x)) != NULL)
+			sb_types(&x, n->types);
+		return e ? err_end(e, &x, v) : STATUS_INVALID;
 	}
 	if (n->konst != NULL && !same_value(n->konst, v)) {
-		if ((e = err_begin(c, &x)) == NULL)
-			return STATUS_INVALID;
-		sb_json(&x, n->konst, 120);
-		err_end(e, &x, v);
-		return STATUS_INVALID;
+		if ((e = err_begin(c, &x)) != NULL)
+			sb_json(&x, n->konst, SHOW_MAX);
+		return e ? err_end(e, &x, v) : STATUS_INVALID;
 	}
-	if (n->enm != NULL) {
-		for (i = 0; i < json_array_size(n->enm); i++)
-			if (same_value(json_array_get(n->enm, i), v))
-				break;
-		if (i == json_array_size(n->enm)) {
-			if ((e = err_begin(c, &x)) == NULL)
-				return STATUS_INVALID;
+	for (i = 0; i < ne && !same_value(json_array_get(n->enm, i), v); i++)
+		;
+	if (n->enm != NULL && i == ne) {
+		if ((e = err_begin(c, &x)) != NULL)
 			sb_str(&x, "one of ");
-			for (i = 0; i < json_array_size(n->enm); i++) {
-				if (i > 0)
-					sb_str(&x, ", ");
-				sb_json(&x, json_array_get(n->enm, i), 40);
-			}
-			err_end(e, &x, v);
-			return STATUS_INVALID;
+		for (i = 0; e != NULL && i < ne; i++) {
+			sb_str(&x, i > 0 ? ", " : "");
+			sb_json(&x, json_array_get(n->enm, i), 40);
 		}
+		return e ? err_end(e, &x, v) : STATUS_INVALID;
 	}
 	c->calls++;
-	if ((t & T_NUM) && (n->flags & NUM_FLAGS))
+	if (t & T_NUM)
 		rc = check_number(c, n, v);
 	else if (t == T_STR)
 		rc = check_string(c, n, v);
@@ -2268,40 +1845,32 @@ apply(struct vctx *c, const struct node *n, json_t *v, int depth)
 	    depth > JSONSCHEMA_MAX_DEPTH)
 		return STATUS_LIMIT;
 	c->calls++;
-	for (size_t i = 0; json_is_object(v) && i < n->nprops; i++) {
-		const struct node *p = n->props[i].schema;
+	for (size_t i = 0; json_is_object(v) && i < n->nprops && !rc; i++) {
+		const struct node *p = n->props[i];
 
-		sub = json_object_get(v, n->props[i].name);
-		if (sub != NULL)
+		if ((sub = json_object_get(v, n->prop_names[i])) != NULL)
 			rc = apply(c, p, sub, depth + 1);
 		else if (p->dflt != NULL &&
-			 json_object_set_new(v, n->props[i].name,
+			 json_object_set_new(v, n->prop_names[i],
 					     json_deep_copy(p->dflt)) != 0)
 			rc = STATUS_NOMEM;
-		if (rc != STATUS_OK)
-			goto out;
 	}
 	if (json_is_object(v) && n->addl != NULL) {
 		json_object_foreach(v, k, sub)
 		{
-			if (n->propset != NULL &&
-			    json_object_get(n->propset, k) != NULL)
-				continue;
-			if ((rc = apply(c, n->addl, sub, depth + 1)))
-				goto out;
+			if ((!n->propset || !json_object_get(n->propset, k)) &&
+			    !rc)
+				rc = apply(c, n->addl, sub, depth + 1);
 		}
 	}
-	for (size_t i = 0;
-	     json_is_array(v) && n->items != NULL && i < json_array_size(v);
+	for (size_t i = 0; json_is_array(v) && n->items != NULL && !rc &&
+			   i < json_array_size(v);
 	     i++)
-		if ((rc = apply(c, n->items, json_array_get(v, i),
-				depth + 1)) != STATUS_OK)
-			goto out;
-	if (n->ref != NULL && (rc = apply(c, n->ref, v, depth)) != STATUS_OK)
-		goto out;
-	for (size_t i = 0; i < n->all_of.n && rc == STATUS_OK; i++)
+		rc = apply(c, n->items, json_array_get(v, i), depth + 1);
+	if (n->ref != NULL && !rc)
+		rc = apply(c, n->ref, v, depth);
+	for (size_t i = 0; i < n->all_of.n && !rc; i++)
 		rc = apply(c, n->all_of.v[i], v, depth);
-out:
 	c->calls--;
 	return rc;
 }

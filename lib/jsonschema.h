@@ -10,28 +10,28 @@
  * Supported keywords:
  *   type (string or array; "integer" accepts integral reals such as 1.0),
  *   enum, const (numbers compare by value: 1 == 1.0),
- *   minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf,
- *   minLength, maxLength (Unicode code points), pattern, format,
- *   items, prefixItems, contains, minContains, maxContains, minItems,
- *   maxItems, uniqueItems,
- *   properties, required, additionalProperties, patternProperties,
- *   propertyNames, minProperties, maxProperties, dependentRequired,
- *   dependentSchemas,
- *   allOf, anyOf, oneOf, not, if/then/else,
- *   $ref to a local JSON pointer ("#", "#/$defs/<name>",
- *   "#/definitions/<name>", any "#/..." inside the schema), $defs,
- *   definitions, default.
- * Draft-07 ($schema "http://json-schema.org/draft-07/schema#"): items as an
- * array plus additionalItems, dependencies, and $ref overriding its
- * sibling keywords.
- * Annotations (title, description, examples, $comment, $id, ...) are
- * type-checked and otherwise ignored, as are unknown keywords.  format
- * checks "date-time" and "date" (RFC 3339); other formats are accepted
- * unchecked.  Patterns are ECMA-262 regular expressions translated to POSIX
- * EREs (\d, \w, \s, classes, non-greedy quantifiers, (?:...) and non-ASCII
- * characters work); lookaround, backreferences and \p{...} are refused at
- * compile.  unevaluatedProperties, unevaluatedItems and $dynamicRef are
- * refused at compile (STATUS_UNSUPPORTED) rather than silently ignored.
+ *   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers),
+ *   multipleOf, minLength, maxLength (Unicode code points), pattern,
+ *   format, items (one schema), minItems, maxItems, uniqueItems,
+ *   properties, required, additionalProperties (boolean or schema),
+ *   allOf, anyOf, oneOf, not, $defs, definitions, default, and $ref to a
+ *   JSON pointer inside the same document ("#", "#/$defs/<name>",
+ *   "#/definitions/<name>", any "#/..." that names a subschema).
+ * $schema may be absent, 2020-12 or draft-07; with draft-07, $ref
+ * overrides its sibling keywords.
+ * Annotations (title, description, examples, $comment, $id, readOnly,
+ * deprecated, ...) and unknown keywords are ignored.  Validation keywords
+ * outside this list (prefixItems, contains, patternProperties,
+ * propertyNames, min/maxProperties, dependentRequired, dependentSchemas,
+ * dependencies, if/then/else, additionalItems, unevaluated*, $dynamicRef,
+ * items as an array) are refused at compile (STATUS_UNSUPPORTED or
+ * STATUS_INVALID) rather than silently ignored.  format checks
+ * "date-time" and "date" (RFC 3339 section 5.6); other formats are
+ * accepted unchecked.  Patterns are ECMA-262 regular expressions
+ * translated to POSIX EREs: \d \w \s \D \W \S, classes (ASCII only),
+ * lazy quantifiers and (?:...) work; lookaround, backreferences, \p{...},
+ * \x/\u escapes and quantifiers with nothing to repeat are refused at
+ * compile.  \s is ASCII whitespace only and "." also matches a newline.
  */
 #ifndef SEXTANT_JSONSCHEMA_H
 #define SEXTANT_JSONSCHEMA_H
@@ -85,8 +85,8 @@ struct jsonschema_error {
  * schema location as a JSON pointer: "#/properties/limit: \"minimum\" must
  * be a number, got \"1\"".
  */
-int jsonschema_compile(const json_t *schema, struct jsonschema **out,
-		       char *err, size_t errlen) WUR;
+int jsonschema_compile(const json_t *schema, struct jsonschema **out, char *err,
+		       size_t errlen) WUR;
 
 /* Frees a compiled schema.  Accepts NULL. */
 void jsonschema_free(struct jsonschema *s);
@@ -94,10 +94,9 @@ void jsonschema_free(struct jsonschema *s);
 /*
  * Validates instance (borrowed, not modified) against s.  Stops at the
  * first error, found in a fixed order: type, const, enum, then the
- * keywords of the value's type (for objects: required, size bounds,
- * dependentRequired, properties in schema order, then additional
- * properties in instance order), then $ref, allOf, anyOf, oneOf, not,
- * if/then/else.
+ * keywords of the value's type (for objects: required, properties in
+ * schema order, then additional properties in instance order), then
+ * $ref, allOf, anyOf, oneOf, not.
  * Returns STATUS_OK; STATUS_INVALID with *verr filled; STATUS_LIMIT when
  * the instance nests deeper than JSONSCHEMA_MAX_DEPTH or validation would
  * take too long (verr says so); STATUS_NOMEM.  verr may be NULL when only
@@ -109,15 +108,15 @@ int jsonschema_validate(const struct jsonschema *s, const json_t *instance,
 /*
  * Sets missing properties that have a "default" in their schema to a copy
  * of that default, in place, recursing into objects and arrays that are
- * present (through properties, additionalProperties, items, prefixItems,
- * $ref and allOf; not anyOf/oneOf, which are ambiguous).  Defaults it
- * inserts are taken as they are, not recursed into.  Changes instance and
+ * present (through properties, additionalProperties, items, $ref and
+ * allOf; not anyOf/oneOf, which are ambiguous).  An inserted default is
+ * a deep copy; only a later $ref or allOf branch may fill defaults inside
+ * it.  Changes instance and
  * the containers nested in it, so they must not be shared with another
  * thread.  Returns STATUS_OK, STATUS_LIMIT (nesting deeper than
  * JSONSCHEMA_MAX_DEPTH; defaults found so far stay applied) or
  * STATUS_NOMEM.
  */
-int jsonschema_apply_defaults(const struct jsonschema *s,
-			      json_t *instance) WUR;
+int jsonschema_apply_defaults(const struct jsonschema *s, json_t *instance) WUR;
 
 #endif

@@ -32,9 +32,6 @@ const char *const dispatch_versions[] = {
 	"tools whose description starts with \"Recommended\"; they query "   \
 	"every source at once."
 
-/* Items per page of resources/list, templates/list and prompts/list. */
-#define LIST_PAGE_SIZE 100
-
 bool
 dispatch_version_supported(const char *version)
 {
@@ -133,15 +130,21 @@ bad:
 	return false;
 }
 
+static size_t
+page_size(const struct rq *r)
+{
+	return (size_t)r->srv->cfg->server.list_page_size;
+}
+
 /* Adds nextCursor to result when more items follow. */
 static int
-page_finish(json_t *result, size_t start, size_t total)
+page_finish(const struct rq *r, json_t *result, size_t start, size_t total)
 {
 	char c[32];
 
-	if (start + LIST_PAGE_SIZE >= total)
+	if (start + page_size(r) >= total)
 		return 0;
-	snprintf(c, sizeof(c), "p%zu", start + LIST_PAGE_SIZE);
+	snprintf(c, sizeof(c), "p%zu", start + page_size(r));
 	return json_object_set_new(result, "nextCursor", json_string(c));
 }
 
@@ -196,7 +199,7 @@ do_resources_list(struct rq *r)
 	arr = json_array();
 	if (res == NULL || arr == NULL || json_object_set(res, "resources", arr))
 		goto nomem;
-	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+	for (i = start; i < n && i < start + page_size(r); i++) {
 		const struct resource_def *d = catalog_resource_at(i);
 		json_t *o = json_pack("{s:s, s:s}", "uri", d->uri, "name",
 				      d->name);
@@ -208,7 +211,7 @@ do_resources_list(struct rq *r)
 		    set_opt_string(o, "mimeType", d->mime_type))
 			goto nomem;
 	}
-	if (page_finish(res, start, n))
+	if (page_finish(r, res, start, n))
 		goto nomem;
 	json_decref(arr);
 	return res;
@@ -234,7 +237,7 @@ do_templates_list(struct rq *r)
 	if (res == NULL || arr == NULL ||
 	    json_object_set(res, "resourceTemplates", arr))
 		goto nomem;
-	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+	for (i = start; i < n && i < start + page_size(r); i++) {
 		const struct resource_template_def *d = catalog_template_at(i);
 		json_t *o = json_pack("{s:s, s:s}", "uriTemplate",
 				      d->uri_template, "name", d->name);
@@ -246,7 +249,7 @@ do_templates_list(struct rq *r)
 		    set_opt_string(o, "mimeType", d->mime_type))
 			goto nomem;
 	}
-	if (page_finish(res, start, n))
+	if (page_finish(r, res, start, n))
 		goto nomem;
 	json_decref(arr);
 	return res;
@@ -384,7 +387,7 @@ do_prompts_list(struct rq *r)
 	arr = json_array();
 	if (res == NULL || arr == NULL || json_object_set(res, "prompts", arr))
 		goto nomem;
-	for (i = start; i < n && i < start + LIST_PAGE_SIZE; i++) {
+	for (i = start; i < n && i < start + page_size(r); i++) {
 		const struct prompt_def *d = catalog_prompt_at(i);
 		json_t *o = json_pack("{s:s}", "name", d->name);
 
@@ -397,7 +400,7 @@ do_prompts_list(struct rq *r)
 		    json_object_set_new(o, "arguments", prompt_args_json(d)))
 			goto nomem;
 	}
-	if (page_finish(res, start, n))
+	if (page_finish(r, res, start, n))
 		goto nomem;
 	json_decref(arr);
 	return res;
@@ -566,8 +569,10 @@ do_tools_call(struct rq *r, bool *answered)
 		goto out;
 	}
 	targs = json_is_object(args) ? json_deep_copy(args) : json_object();
+	/* STATUS_LIMIT (arguments nested too deep) is left to validation,
+	 * which says so to the model. */
 	if (targs == NULL ||
-	    jsonschema_apply_defaults(tool->input, targs) != STATUS_OK) {
+	    jsonschema_apply_defaults(tool->input, targs) == STATUS_NOMEM) {
 		rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
 		rc = STATUS_NOMEM;
 		goto out;

@@ -525,6 +525,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* MHD's own messages.  Peers that hang up mid-response are routine
  * (clients close event streams): those go to debug. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
+
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {

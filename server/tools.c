@@ -37,6 +37,7 @@ struct tools {
 	size_t nenabled;
 	struct page *pages[NREV]; /* per revision, npages each */
 	size_t npages;
+	size_t page_size; /* server.list_page_size */
 };
 
 static bool
@@ -258,15 +259,15 @@ build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
 	if (res == NULL || arr == NULL ||
 	    json_object_set(res, "tools", arr) != 0)
 		goto out;
-	for (i = start; i < t->nenabled && i < start + TOOLS_PAGE_SIZE; i++)
+	for (i = start; i < t->nenabled && i < start + t->page_size; i++)
 		if (json_array_append_new(arr,
 					  shape_for(t->enabled[i]->def, rev)))
 			goto out;
-	if (start + TOOLS_PAGE_SIZE < t->nenabled) {
+	if (start + t->page_size < t->nenabled) {
 		char cursor[32];
 
 		snprintf(cursor, sizeof(cursor), "p%zu",
-			 start + TOOLS_PAGE_SIZE);
+			 start + t->page_size);
 		if (json_object_set_new(res, "nextCursor",
 					json_string(cursor)) != 0)
 			goto out;
@@ -289,14 +290,14 @@ build_pages(struct tools *t)
 	int rc;
 
 	t->npages = t->nenabled == 0 ? 1
-				     : (t->nenabled + TOOLS_PAGE_SIZE - 1) /
-					       TOOLS_PAGE_SIZE;
+				     : (t->nenabled + t->page_size - 1) /
+					       t->page_size;
 	for (rev = 0; rev < NREV; rev++) {
 		t->pages[rev] = calloc(t->npages, sizeof(struct page));
 		if (t->pages[rev] == NULL)
 			return STATUS_NOMEM;
 		for (p = 0; p < t->npages; p++) {
-			rc = build_page(t, rev, p * TOOLS_PAGE_SIZE,
+			rc = build_page(t, rev, p * t->page_size,
 					&t->pages[rev][p]);
 			if (rc != STATUS_OK)
 				return rc;
@@ -340,6 +341,7 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 	if (t == NULL)
 		return STATUS_NOMEM;
 	atomic_init(&t->refs, 1);
+	t->page_size = (size_t)cfg->server.list_page_size;
 	t->all = calloc(tooldef_src_count, sizeof(*t->all));
 	t->enabled = calloc(tooldef_src_count, sizeof(*t->enabled));
 	if (t->all == NULL || t->enabled == NULL)
@@ -458,9 +460,9 @@ tools_list_json(const struct tools *t, const char *version, size_t start,
 	for (i = 0; i < NREV; i++)
 		if (strcmp(revisions[i], version) == 0)
 			rev = i;
-	if (start % TOOLS_PAGE_SIZE != 0 ||
-	    start / TOOLS_PAGE_SIZE >= t->npages)
+	if (start % t->page_size != 0 ||
+	    start / t->page_size >= t->npages)
 		return NULL;
-	*len = t->pages[rev][start / TOOLS_PAGE_SIZE].len;
-	return t->pages[rev][start / TOOLS_PAGE_SIZE].json;
+	*len = t->pages[rev][start / t->page_size].len;
+	return t->pages[rev][start / t->page_size].json;
 }

@@ -54,13 +54,10 @@ bool tools_same(const struct tools *a, const struct tools *b);
 
 /*
  * The result of tools/list for a revision and page, serialized once and
- * cached: {"tools":[...],"nextCursor":...}.  start is the offset decoded
- * from the cursor.  Borrowed; valid while t lives.  NULL past the end.
+ * cached: {"tools":[...],"nextCursor":...}, server.list_page_size tools
+ * a page.  start is the offset decoded from the cursor.  Borrowed; valid while t lives.  NULL past the end.
  */
 const char *tools_list_json(const struct tools *t, const char *version,
 			    size_t start, size_t *len);
-
-/* Tools per tools/list page. */
-#define TOOLS_PAGE_SIZE 100
 
 #endif

@@ -6,7 +6,7 @@
 # Ends with the line "N passed, N failed" and exits non-zero on any failure.
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -18,7 +18,7 @@ mkdir -p "$LOG_DIR"
 export SEXTANT_TEST_LOGDIR="$PWD/$LOG_DIR"
 SANITIZER_RE='ERROR: AddressSanitizer|runtime error:|LeakSanitizer'
 UNIT_LIMIT_S=300         # one unit test binary
-INTEGRATION_LIMIT_S=600  # one integration test file
+INTEGRATION_LIMIT_S=600  # one integration test file (each test: 120 s)
 
 passed=0
 failed=0
@@ -78,16 +78,20 @@ run_step() {
 
 # ---- unit tests (cmocka) -----------------------------------------------------
 echo "== unit tests"
-units=(build/asan/test/test_*)
-if [ ! -e "${units[0]}" ]; then
-	fail 1 "unit: no binaries in build/asan/test"
-	units=()
-fi
+units=()
+for bin in build/asan/test/test_*; do
+	# Skip the -MMD .d files and anything else that is not a test binary.
+	case "$bin" in *.*) continue ;; esac
+	[ -f "$bin" ] && [ -x "$bin" ] && units+=("$bin")
+done
+[ "${#units[@]}" -eq 0 ] && fail 1 "unit: no test binaries in build/asan/test"
 for bin in "${units[@]}"; do
 	name=$(basename "$bin")
 	log="$LOG_DIR/$name.log"
+	start=$SECONDS
 	run_step "$UNIT_LIMIT_S" "$log" "$bin"
 	rc=$?
+	took="$((SECONDS - start))s"
 	# cmocka prints one summary per group: "[  PASSED  ] N test(s)." and
 	# "[  FAILED  ] N test(s), listed below:".
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
@@ -104,10 +108,10 @@ for bin in "${units[@]}"; do
 	fi
 	[ -n "$problem" ] && fail 1 "$name: $problem"
 	if [ "$f" -gt 0 ] || [ -n "$problem" ]; then
-		echo "-- $name: FAILED ($p passed, $f failed${problem:+, $problem})"
+		echo "-- $name ($took): FAILED ($p passed, $f failed${problem:+, $problem})"
 		sed 's/^/   | /' "$log"
 	else
-		echo "-- $name: $p passed"
+		echo "-- $name ($took): $p passed"
 	fi
 done
 
@@ -123,6 +127,10 @@ else
 fi
 
 # ---- integration tests (node:test on Node 24) --------------------------------
+# tap_count WORD FILE: N from the last "# WORD N" of node's TAP summary
+# ("# pass N", "# fail N", "# cancelled N"); empty when there is none.
+tap_count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$2" 2>/dev/null | tail -n 1; }
+
 echo "== integration tests"
 node=$(sh scripts/node.sh) || node=
 for file in test/integration/*.test.mjs; do
@@ -133,15 +141,13 @@ for file in test/integration/*.test.mjs; do
 	fi
 	tap="$LOG_DIR/$name.tap"
 	start=$SECONDS
-	run_step "$INTEGRATION_LIMIT_S" "$LOG_DIR/$name.log" "$node" --test \
+	run_step "$INTEGRATION_LIMIT_S" "$LOG_DIR/$name.log" "$node" --test --test-timeout=120000 \
 		--test-reporter=spec --test-reporter-destination=stdout \
 		--test-reporter=tap --test-reporter-destination="$tap" "$file"
 	rc=$?
-	# node's TAP summary: "# pass N", "# fail N", "# cancelled N".
-	count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$tap" 2>/dev/null | tail -n 1; }
-	p=$(count pass)
-	f=$(count fail)
-	c=$(count cancelled)
+	p=$(tap_count pass "$tap")
+	f=$(tap_count fail "$tap")
+	c=$(tap_count cancelled "$tap")
 	echo "-- $name ($((SECONDS - start))s)"
 	sed 's/^/   | /' "$LOG_DIR/$name.log"
 	if [ -z "$p" ]; then
@@ -156,13 +162,14 @@ done
 # ---- sanitizer reports in any server's stderr --------------------------------
 dirty=$(grep -lE "$SANITIZER_RE" "$LOG_DIR"/*.stderr 2>/dev/null)
 if [ -n "$dirty" ]; then
-	fail 1 "sanitizer reports in server stderr: $(echo $dirty)"
+	fail 1 "sanitizer reports in server stderr: $(tr '\n' ' ' <<<"$dirty")"
 	for f in $dirty; do
 		echo "-- sanitizer report in $f:"
 		grep -E -A 12 "$SANITIZER_RE" "$f" | head -n 40 | sed 's/^/   | /'
 	done
 elif ls "$LOG_DIR"/*.stderr >/dev/null 2>&1; then
 	pass 1
+	echo "-- server stderr logs: no sanitizer report"
 fi
 
 echo

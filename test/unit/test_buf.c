@@ -54,7 +54,10 @@ struct append_case {
 
 static const struct append_case append_cases[] = {
 	{"fits", 10, {"abc", "def", NULL}, {STATUS_OK, STATUS_OK}, "abcdef"},
-	{"exactly max", 6, {"abc", "def", NULL}, {STATUS_OK, STATUS_OK},
+	{"exactly max",
+	 6,
+	 {"abc", "def", NULL},
+	 {STATUS_OK, STATUS_OK},
 	 "abcdef"},
 	{"one past max is refused whole",
 	 6,
@@ -67,8 +70,11 @@ static const struct append_case append_cases[] = {
 	 {"abc", "", "x", NULL},
 	 {STATUS_OK, STATUS_OK, STATUS_LIMIT},
 	 "abc"},
-	{"max zero takes only empty", 0, {"", "a", NULL},
-	 {STATUS_OK, STATUS_LIMIT}, ""},
+	{"max zero takes only empty",
+	 0,
+	 {"", "a", NULL},
+	 {STATUS_OK, STATUS_LIMIT},
+	 ""},
 };
 
 static void

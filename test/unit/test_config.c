@@ -89,7 +89,7 @@ test_defaults(void **state)
 	assert_string_equal(c->server.listen, "127.0.0.1:8080");
 	assert_int_equal(c->server.threads, 0);
 	assert_int_equal(c->server.max_body_bytes, 4194304);
-	assert_int_equal(c->server.max_header_bytes, 65536);
+	assert_int_equal(c->server.max_header_bytes, 16384);
 	assert_int_equal(c->server.connection_timeout_s, 60);
 	assert_int_equal(c->server.max_connections, 1024);
 	assert_int_equal(c->server.max_sessions, 10000);

@@ -30,14 +30,14 @@ parse(const char *text)
 struct classify_case {
 	const char *json;
 	enum rpc_kind kind;
-	const char *id; /* expected *id as compact JSON; NULL: *id NULL */
+	const char *id;	 /* expected *id as compact JSON; NULL: *id NULL */
 	const char *why; /* substring of *why for RPC_INVALID */
 };
 
 static const struct classify_case classify_cases[] = {
 	/* requests: ids are integers or strings; 0 and "" count */
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", RPC_REQUEST,
-	 "1", NULL},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", RPC_REQUEST, "1",
+	 NULL},
 	{"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
 	 "\"params\":{}}",
 	 RPC_REQUEST, "0", NULL},
@@ -72,12 +72,12 @@ static const struct classify_case classify_cases[] = {
 	{"null", RPC_INVALID, NULL, "object"},
 	/* invalid: the version */
 	{"{\"id\":1,\"method\":\"ping\"}", RPC_INVALID, "1", "jsonrpc"},
-	{"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", RPC_INVALID,
-	 "1", "jsonrpc"},
+	{"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", RPC_INVALID, "1",
+	 "jsonrpc"},
 	{"{\"jsonrpc\":2.0,\"id\":1,\"method\":\"ping\"}", RPC_INVALID, "1",
 	 "jsonrpc"},
-	{"{\"jsonrpc\":\"2.0 \",\"id\":\"a\",\"method\":\"ping\"}",
-	 RPC_INVALID, "\"a\"", "jsonrpc"},
+	{"{\"jsonrpc\":\"2.0 \",\"id\":\"a\",\"method\":\"ping\"}", RPC_INVALID,
+	 "\"a\"", "jsonrpc"},
 	/* invalid: ids MCP forbids (null, fractions, objects, arrays,
 	 * booleans); the bad id is not handed back */
 	{"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", RPC_INVALID,
@@ -121,8 +121,8 @@ static const struct classify_case classify_cases[] = {
 	 "\"message\":\"m\"}}",
 	 RPC_INVALID, "1", "exactly one"},
 	{"{\"jsonrpc\":\"2.0\",\"id\":1}", RPC_INVALID, "1", "exactly one"},
-	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}", RPC_INVALID,
-	 "1", "error"},
+	{"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}", RPC_INVALID, "1",
+	 "error"},
 	/* invalid: neither method nor id */
 	{"{\"jsonrpc\":\"2.0\"}", RPC_INVALID, NULL, "method"},
 	{"{\"jsonrpc\":\"2.0\",\"result\":{}}", RPC_INVALID, NULL, "method"},
@@ -258,10 +258,9 @@ test_error_shape(void **state)
 	/* data is stolen and carried. */
 	e = rpc_error(id, RPC_RESOURCE_NOT_FOUND, "Resource not found",
 		      json_pack("{s:s}", "uri", "test://x"));
-	assert_json_equal_text(e,
-			       "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"error\":"
-			       "{\"code\":-32002,\"message\":\"Resource not "
-			       "found\",\"data\":{\"uri\":\"test://x\"}}}");
+	assert_json_equal_text(e, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"error\":"
+				  "{\"code\":-32002,\"message\":\"Resource not "
+				  "found\",\"data\":{\"uri\":\"test://x\"}}}");
 	json_decref(e);
 	assert_int_equal(id->refcount, 1);
 	json_decref(id);
@@ -278,9 +277,9 @@ test_notification_shape(void **state)
 				  "\"notifications/tools/list_changed\"}");
 	assert_null(json_object_get(n, "id"));
 	json_decref(n);
-	n = rpc_notification("notifications/progress",
-			     json_pack("{s:i,s:i}", "progressToken", 1,
-				       "progress", 50));
+	n = rpc_notification(
+		"notifications/progress",
+		json_pack("{s:i,s:i}", "progressToken", 1, "progress", 50));
 	assert_json_equal_text(n, "{\"jsonrpc\":\"2.0\",\"method\":"
 				  "\"notifications/progress\",\"params\":{"
 				  "\"progressToken\":1,\"progress\":50}}");
@@ -291,9 +290,9 @@ test_notification_shape(void **state)
 static void
 test_result_text_table(void **state)
 {
-	static const char *const ids[] = {"0", "42", "-1", "\"abc\"",
-					  "\"with \\\"quotes\\\"\"",
-					  "\"\\u00e9\""};
+	static const char *const ids[] = {
+		"0",	      "42", "-1", "\"abc\"", "\"with \\\"quotes\\\"\"",
+		"\"\\u00e9\""};
 	static const char *const results[] = {"{}", "{\"tools\":[]}",
 					      "{\"a\":[1,2,{\"b\":null}]}"};
 	size_t i, j;
@@ -303,11 +302,11 @@ test_result_text_table(void **state)
 		for (j = 0; j < sizeof(results) / sizeof(results[0]); j++) {
 			json_t *id = parse(ids[i]);
 			json_t *res = parse(results[j]);
-			json_t *whole = json_pack("{s:s,s:O,s:O}", "jsonrpc",
-						  "2.0", "id", id, "result",
-						  res);
-			char *want = json_dumps(whole, JSON_COMPACT |
-							       JSON_PRESERVE_ORDER);
+			json_t *whole =
+				json_pack("{s:s,s:O,s:O}", "jsonrpc", "2.0",
+					  "id", id, "result", res);
+			char *want = json_dumps(
+				whole, JSON_COMPACT | JSON_PRESERVE_ORDER);
 			size_t len = 0;
 			char *got = rpc_result_text(id, results[j],
 						    strlen(results[j]), &len);
@@ -370,8 +369,7 @@ test_id_text_table(void **state)
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(id_text_cases) / sizeof(id_text_cases[0]);
-	     i++) {
+	for (i = 0; i < sizeof(id_text_cases) / sizeof(id_text_cases[0]); i++) {
 		const struct id_text_case *c = &id_text_cases[i];
 		json_t *id = c->id != NULL ? parse(c->id) : NULL;
 		char buf[64];

@@ -75,9 +75,9 @@ count_wake(void *arg)
 static void
 attach(struct stream *st, struct reader *rd, uint64_t after)
 {
-	assert_int_equal(stream_attach(st, count_wake, rd, after, &rd->gen,
-				       &rd->cur),
-			 STATUS_OK);
+	assert_int_equal(
+		stream_attach(st, count_wake, rd, after, &rd->gen, &rd->cur),
+		STATUS_OK);
 }
 
 /*
@@ -537,7 +537,8 @@ test_partial_read_offsets(void **state)
 	for (unsigned i = 1; i <= 3; i++) {
 		char data[64];
 
-		snprintf(data, sizeof(data), "{\"jsonrpc\":\"2.0\",\"n\":%u}", i);
+		snprintf(data, sizeof(data), "{\"jsonrpc\":\"2.0\",\"n\":%u}",
+			 i);
 		event_text(ev, sizeof(ev), st, i, data);
 		memcpy(want + wlen, ev, strlen(ev) + 1);
 		wlen += strlen(ev);
@@ -699,11 +700,14 @@ test_resume_after_eviction(void **state)
 	send_n(st, 20); /* 0..20; the log keeps 8: 13..20 */
 	attach(st, &rd, 2);
 	assert_int_equal(drain(st, &rd, 256, out, sizeof(out)), STREAM_WAIT);
-	event_text(want, sizeof(want), st, 13, "{\"jsonrpc\":\"2.0\",\"n\":13}");
+	event_text(want, sizeof(want), st, 13,
+		   "{\"jsonrpc\":\"2.0\",\"n\":13}");
 	assert_memory_equal(out, want, strlen(want));
-	event_text(want, sizeof(want), st, 12, "{\"jsonrpc\":\"2.0\",\"n\":12}");
+	event_text(want, sizeof(want), st, 12,
+		   "{\"jsonrpc\":\"2.0\",\"n\":12}");
 	assert_null(strstr(out, want));
-	event_text(want, sizeof(want), st, 20, "{\"jsonrpc\":\"2.0\",\"n\":20}");
+	event_text(want, sizeof(want), st, 20,
+		   "{\"jsonrpc\":\"2.0\",\"n\":20}");
 	assert_non_null(strstr(out, want));
 	stream_detach(st, rd.gen);
 }
@@ -866,9 +870,9 @@ test_live_stream_limit(void **state)
 	attach(a, &ra, UINT64_MAX);
 	attach(b, &rb, UINT64_MAX);
 	assert_int_equal(f->s->live_streams, limits.max_streams);
-	assert_int_equal(stream_attach(c, count_wake, &rc, UINT64_MAX, &rc.gen,
-				       &rc.cur),
-			 STATUS_FULL);
+	assert_int_equal(
+		stream_attach(c, count_wake, &rc, UINT64_MAX, &rc.gen, &rc.cur),
+		STATUS_FULL);
 	assert_false(c->attached);
 	/* Replacing the reader of an attached stream is no new stream. */
 	attach(b, &rb2, UINT64_MAX);
@@ -912,9 +916,9 @@ test_keepalive(void **state)
 	pthread_mutex_lock(&f->s->mu);
 	assert_int_equal(rd.wakes, 1);
 	/* Too small a buffer for the comment: nothing, still due. */
-	assert_int_equal(stream_read(st, rd.gen, &rd.cur, small, sizeof(small),
-				     &n),
-			 STREAM_WAIT);
+	assert_int_equal(
+		stream_read(st, rd.gen, &rd.cur, small, sizeof(small), &n),
+		STREAM_WAIT);
 	assert_int_equal(n, 0);
 	assert_int_equal(drain(st, &rd, 256, out, sizeof(out)), STREAM_WAIT);
 	assert_string_equal(out, ": keepalive\n\n");
@@ -1005,6 +1009,7 @@ main(void)
 						setup, teardown),
 	};
 
-	log_set_level(LOG_LEVEL_ERROR); /* the gap test logs a warning on purpose */
+	log_set_level(
+		LOG_LEVEL_ERROR); /* the gap test logs a warning on purpose */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

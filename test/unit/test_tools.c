@@ -116,10 +116,11 @@ listed(const json_t *pg, const char *name)
 	size_t i;
 	const json_t *tool;
 
-	json_array_foreach(json_object_get(pg, "tools"), i, tool)
-		if (strcmp(json_string_value(json_object_get(tool, "name")),
-			   name) == 0)
-			return tool;
+	json_array_foreach(
+		json_object_get(pg, "tools"), i,
+		tool) if (strcmp(json_string_value(json_object_get(tool,
+								   "name")),
+				 name) == 0) return tool;
 	return NULL;
 }
 
@@ -231,18 +232,18 @@ test_list_per_revision(void **state)
 
 		assert_int_equal(json_object_size(pg), 1); /* no nextCursor */
 		assert_int_equal(json_array_size(arr), NFIXTURES);
-		json_array_foreach(arr, i, tool) {
+		json_array_foreach(arr, i, tool)
+		{
 			const json_t *in = json_object_get(tool, "inputSchema");
 
 			assert_string_equal(json_string_value(json_object_get(
 						    tool, "name")),
 					    fixture_names[i]);
-			assert_true(json_string_length(
-					    json_object_get(tool,
-							    "description")) > 0);
-			assert_string_equal(json_string_value(json_object_get(
-						    in, "type")),
-					    "object");
+			assert_true(json_string_length(json_object_get(
+					    tool, "description")) > 0);
+			assert_string_equal(
+				json_string_value(json_object_get(in, "type")),
+				"object");
 			if ((json_object_get(tool, "annotations") != NULL) !=
 			    revs[r].annotations)
 				fail_msg("%s %s: annotations", revs[r].version,
@@ -310,8 +311,8 @@ test_list_unknown_version(void **state)
 static void
 test_list_cursor_offsets(void **state)
 {
-	static const size_t bad[] = {1, 50, 99, TOOLS_PAGE_SIZE,
-				     2 * TOOLS_PAGE_SIZE, (size_t)-1};
+	static const size_t bad[] = {
+		1, 50, 99, TOOLS_PAGE_SIZE, 2 * TOOLS_PAGE_SIZE, (size_t)-1};
 	struct tools *t = load("[conformance]\nenabled = true\n");
 	size_t i, len = 12345;
 

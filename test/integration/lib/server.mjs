@@ -131,7 +131,10 @@ export class Server {
 			problems.push(`server exited before stop(): ${JSON.stringify(this.exitStatus)}`);
 		} else {
 			if (!this.termSent) this.terminate();
-			const st = await Promise.race([this.exited, sleep(graceMs).then(() => null)]);
+			let timer;
+			const late = new Promise((resolve) => (timer = setTimeout(resolve, graceMs, null)));
+			const st = await Promise.race([this.exited, late]);
+			clearTimeout(timer);
 			if (!st) {
 				problems.push(`server still running ${graceMs} ms after SIGTERM; killed`);
 				this.proc.kill('SIGKILL');
