@@ -107,7 +107,7 @@ $(FZ)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
 	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@
 $(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVER_SRC)) $(FZ)/obj/gen/tooldefs.o
 	$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
-		-Wno-unknown-warning-option -o $@ $^ $(LDLIBS)
+		-Wno-unknown-warning-option -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
 	@for f in $(FUZZERS); do \
 		mkdir -p $(FZ)/corpus/$$f; \

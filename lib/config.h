@@ -42,9 +42,9 @@ struct config {
 		int max_sessions;	  /* live MCP sessions */
 		int session_idle_timeout_s; /* idle MCP sessions expire after this */
 		int max_streams_per_session; /* concurrent SSE streams per session */
-		int list_page_size;        /* items per page of the list methods */
-		int sse_keepalive_s;	     /* ": keepalive" comment period */
-		int sse_retry_ms;      /* SSE retry field sent to clients */
+		int list_page_size;  /* items per page of the list methods */
+		int sse_keepalive_s; /* ": keepalive" comment period */
+		int sse_retry_ms;    /* SSE retry field sent to clients */
 		int sse_replay_events; /* events kept per stream for Last-Event-ID */
 		int64_t sse_replay_bytes; /* bytes kept per stream for Last-Event-ID */
 		int shutdown_grace_s; /* SIGTERM: time given to in-flight calls */

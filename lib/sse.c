@@ -69,9 +69,9 @@ struct sse_entry {
 
 struct sse_log {
 	struct sse_entry *ring;
-	size_t cap;   /* max events */
-	size_t head;  /* index of the oldest event */
-	size_t count; /* events kept */
+	size_t cap;	/* max events */
+	size_t head;	/* index of the oldest event */
+	size_t count;	/* events kept */
 	uint64_t first; /* seq of the oldest event */
 	size_t bytes;
 	size_t max_bytes;

@@ -46,8 +46,7 @@ int sse_log_append(struct sse_log *log, uint64_t seq, const char *ev,
 
 size_t sse_log_count(const struct sse_log *log);
 /* Oldest and newest kept numbers; false when the log is empty. */
-bool sse_log_range(const struct sse_log *log, uint64_t *first,
-		   uint64_t *last);
+bool sse_log_range(const struct sse_log *log, uint64_t *first, uint64_t *last);
 
 /* Where a reader is: the next event to send and how much of it was sent. */
 struct sse_cursor {

@@ -9,7 +9,7 @@ build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libpq-dev
 libssl-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev"
 test="$build libcmocka-dev clang-format clang libclang-rt-14-dev npm
-postgresql prometheus nginx-light wrk curl"
+postgresql prometheus nginx-light wrk curl jq"
 case "$profile" in
 build) want=$build ;;
 test | bench) want=$test ;;

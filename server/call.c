@@ -49,7 +49,13 @@ struct call {
 /* How a call ended, for metrics and logs. */
 static const char *const outcomes[] = {"ok", "error", "cancelled", "timeout",
 				       "failed"};
-enum outcome { OUT_OK, OUT_ERROR, OUT_CANCELLED, OUT_TIMEOUT, OUT_FAILED };
+enum outcome {
+	OUT_OK,
+	OUT_ERROR,
+	OUT_CANCELLED,
+	OUT_TIMEOUT,
+	OUT_FAILED
+};
 
 static void
 deadline_after(struct timespec *ts, int ms)
@@ -92,8 +98,8 @@ check_output(struct call *c, json_t *result)
 	const json_t *sc;
 	struct jsonschema_error verr;
 
-	if (c->tool->output == NULL || json_is_true(json_object_get(result,
-								    "isError")))
+	if (c->tool->output == NULL ||
+	    json_is_true(json_object_get(result, "isError")))
 		return result;
 	sc = json_object_get(result, "structuredContent");
 	if (sc != NULL &&
@@ -170,14 +176,14 @@ call_run(struct pool_job *job)
 				     "the server log has the detail",
 				     NULL);
 		break;
-	case OUT_ERROR: /* decided below, from the result */
+	case OUT_ERROR:		   /* decided below, from the result */
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
 	}
 	json_decref(result);
 	ms = (double)(session_now_ms() - c->start_ms);
-	metric_inc(metric_child(c->srv->m.tool_calls,
-				(const char *[]){c->tool->name,
-						 outcomes[outcome]}));
+	metric_inc(metric_child(
+		c->srv->m.tool_calls,
+		(const char *[]){c->tool->name, outcomes[outcome]}));
 	metric_observe(metric_child(c->srv->m.tool_duration,
 				    (const char *[]){c->tool->name}),
 		       ms / 1000.0);
@@ -433,8 +439,8 @@ capability_for(const char *method)
 }
 
 int
-call_request(struct call *c, const char *method, json_t *params,
-	     int timeout_ms, json_t **result, json_t **error)
+call_request(struct call *c, const char *method, json_t *params, int timeout_ms,
+	     json_t **result, json_t **error)
 {
 	struct session *s = c->s;
 	const char *cap = capability_for(method);
@@ -450,8 +456,8 @@ call_request(struct call *c, const char *method, json_t *params,
 		return STATUS_UNSUPPORTED;
 	}
 	if (timeout_ms <= 0)
-		timeout_ms = c->srv->cfg->workers.client_request_timeout_s *
-			     1000;
+		timeout_ms =
+			c->srv->cfg->workers.client_request_timeout_s * 1000;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL) {
 		json_decref(params);
@@ -509,15 +515,16 @@ unlink:
 	pthread_mutex_unlock(&s->mu);
 	if (rc == STATUS_TIMEOUT || rc == STATUS_CANCELLED) {
 		/* We abandon our own request: say so (cancellation spec). */
-		exchange_send(c->ex,
-			      rpc_notification(
-				      "notifications/cancelled",
-				      json_pack("{s:s, s:s}", "requestId", p->id,
-						"reason",
-						rc == STATUS_TIMEOUT
-							? "timed out"
-							: "tool call cancelled")),
-			      false);
+		exchange_send(
+			c->ex,
+			rpc_notification(
+				"notifications/cancelled",
+				json_pack("{s:s, s:s}", "requestId", p->id,
+					  "reason",
+					  rc == STATUS_TIMEOUT
+						  ? "timed out"
+						  : "tool call cancelled")),
+			false);
 	}
 	json_decref(p->result);
 	json_decref(p->error);

@@ -10,7 +10,7 @@
  * exceed what the code registers. */
 #define MAX_RESOURCES 256
 #define MAX_TEMPLATES 64
-#define MAX_PROMPTS 128
+#define MAX_PROMPTS   128
 
 static const struct resource_def *resources[MAX_RESOURCES];
 static size_t nresources;

@@ -22,14 +22,14 @@
 #include "session.h"
 #include "tools.h"
 
-const char *const dispatch_versions[] = {
-	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+const char *const dispatch_versions[] = {"2025-11-25", "2025-06-18",
+					 "2025-03-26", "2024-11-05", NULL};
 
-#define SERVER_INSTRUCTIONS                                                   \
-	"Sextant answers questions about services from their telemetry: "    \
-	"request rates, latency percentiles, errors, traces and LLM usage, " \
-	"from eBPF and OpenTelemetry sources and Prometheus. Prefer the "    \
-	"tools whose description starts with \"Recommended\"; they query "   \
+#define SERVER_INSTRUCTIONS                                                    \
+	"Sextant answers questions about services from their telemetry: "      \
+	"request rates, latency percentiles, errors, traces and LLM usage, "   \
+	"from eBPF and OpenTelemetry sources and Prometheus. Prefer the "      \
+	"tools whose description starts with \"Recommended\"; they query "     \
 	"every source at once."
 
 bool
@@ -57,9 +57,8 @@ struct rq {
 	json_t *data;
 };
 
-static json_t *
-rq_fail(struct rq *r, int code, json_t *data, const char *fmt, ...)
-	PRINTF_LIKE(4, 5);
+static json_t *rq_fail(struct rq *r, int code, json_t *data, const char *fmt,
+		       ...) PRINTF_LIKE(4, 5);
 
 static json_t *
 rq_fail(struct rq *r, int code, json_t *data, const char *fmt, ...)
@@ -106,8 +105,8 @@ param_string(struct rq *r, const char *name, bool required)
 static bool
 page_start(struct rq *r, size_t *start)
 {
-	const json_t *c = r->params ? json_object_get(r->params, "cursor")
-				    : NULL;
+	const json_t *c =
+		r->params ? json_object_get(r->params, "cursor") : NULL;
 	const char *s;
 	char *end;
 	unsigned long long v;
@@ -197,12 +196,13 @@ do_resources_list(struct rq *r)
 			       "invalid cursor: past the end of the list");
 	res = json_object();
 	arr = json_array();
-	if (res == NULL || arr == NULL || json_object_set(res, "resources", arr))
+	if (res == NULL || arr == NULL ||
+	    json_object_set(res, "resources", arr))
 		goto nomem;
 	for (i = start; i < n && i < start + page_size(r); i++) {
 		const struct resource_def *d = catalog_resource_at(i);
-		json_t *o = json_pack("{s:s, s:s}", "uri", d->uri, "name",
-				      d->name);
+		json_t *o =
+			json_pack("{s:s, s:s}", "uri", d->uri, "name", d->name);
 
 		if (o == NULL || json_array_append_new(arr, o) ||
 		    (at_least(r->s, "2025-06-18") &&
@@ -435,7 +435,8 @@ do_prompts_get(struct rq *r)
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 			       "\"arguments\" must be an object of strings");
 	if (json_is_object(args)) {
-		json_object_foreach((json_t *)args, key, v) {
+		json_object_foreach((json_t *)args, key, v)
+		{
 			if (!json_is_string(v))
 				return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 					       "argument \"%s\" must be a "
@@ -444,8 +445,8 @@ do_prompts_get(struct rq *r)
 		}
 	}
 	for (a = d->args; a != NULL && a->name != NULL; a++)
-		if (a->required && !json_is_string(json_object_get(args,
-								    a->name)))
+		if (a->required &&
+		    !json_is_string(json_object_get(args, a->name)))
 			return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 				       "prompt \"%s\" needs the argument "
 				       "\"%s\"",
@@ -622,13 +623,24 @@ static const struct {
 	{"completion/complete", do_complete},
 };
 
-static const char *const known_methods[] = {
-	"initialize", "ping", "tools/list", "tools/call",
-	"resources/list", "resources/templates/list", "resources/read",
-	"resources/subscribe", "resources/unsubscribe", "prompts/list",
-	"prompts/get", "completion/complete", "logging/setLevel",
-	"notifications/initialized", "notifications/cancelled",
-	"notifications/roots/list_changed", "notifications/progress", NULL};
+static const char *const known_methods[] = {"initialize",
+					    "ping",
+					    "tools/list",
+					    "tools/call",
+					    "resources/list",
+					    "resources/templates/list",
+					    "resources/read",
+					    "resources/subscribe",
+					    "resources/unsubscribe",
+					    "prompts/list",
+					    "prompts/get",
+					    "completion/complete",
+					    "logging/setLevel",
+					    "notifications/initialized",
+					    "notifications/cancelled",
+					    "notifications/roots/list_changed",
+					    "notifications/progress",
+					    NULL};
 
 const char *
 dispatch_method_label(const char *method)
@@ -703,27 +715,24 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 
 	switch (rpc_classify(msg, &why, &r.id)) {
 	case RPC_INVALID:
-		exchange_send(ex, rpc_error(r.id, RPC_INVALID_REQUEST, why,
-					    NULL),
+		exchange_send(ex,
+			      rpc_error(r.id, RPC_INVALID_REQUEST, why, NULL),
 			      true);
 		return STATUS_OK;
-	case RPC_RESPONSE:
-		handle_response(s, msg);
-		return STATUS_OK;
+	case RPC_RESPONSE: handle_response(s, msg); return STATUS_OK;
 	case RPC_NOTIFICATION:
-		handle_notification(srv, s,
-				    json_string_value(
-					    json_object_get(msg, "method")),
-				    json_object_get(msg, "params"));
+		handle_notification(
+			srv, s,
+			json_string_value(json_object_get(msg, "method")),
+			json_object_get(msg, "params"));
 		return STATUS_OK;
 	case RPC_REQUEST: break;
 	}
 	r.method = json_string_value(json_object_get(msg, "method"));
-	r.params = json_object_get(msg, "params");
-	if (r.params != NULL && !json_is_object(r.params))
-		r.params = NULL;
-	metric_inc(metric_child(srv->m.rpc_requests,
-				(const char *[]){dispatch_method_label(r.method)}));
+	r.params = json_object_get(msg, "params"); /* an object: classified */
+	metric_inc(metric_child(
+		srv->m.rpc_requests,
+		(const char *[]){dispatch_method_label(r.method)}));
 	if (strcmp(r.method, "tools/call") == 0) {
 		bool answered;
 
@@ -758,16 +767,14 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 error:
 	if (r.code == 0)
 		rq_fail(&r, RPC_INTERNAL_ERROR, NULL, "internal error");
-	metric_inc(metric_child(srv->m.rpc_errors,
-				(const char *[]){r.code == RPC_METHOD_NOT_FOUND
-							 ? "-32601"
-						 : r.code == RPC_INVALID_PARAMS
-							 ? "-32602"
-						 : r.code == RPC_INVALID_REQUEST
-							 ? "-32600"
-						 : r.code == RPC_RESOURCE_NOT_FOUND
-							 ? "-32002"
-							 : "-32603"}));
+	metric_inc(metric_child(
+		srv->m.rpc_errors,
+		(const char *[]){r.code == RPC_METHOD_NOT_FOUND	 ? "-32601"
+				 : r.code == RPC_INVALID_PARAMS	 ? "-32602"
+				 : r.code == RPC_INVALID_REQUEST ? "-32600"
+				 : r.code == RPC_RESOURCE_NOT_FOUND
+					 ? "-32002"
+					 : "-32603"}));
 	exchange_send(ex, rpc_error(r.id, r.code, r.message, r.data), true);
 	(void)rc;
 	return STATUS_OK;
@@ -776,10 +783,10 @@ error:
 static json_t *
 server_capabilities(const char *version)
 {
-	json_t *caps = json_pack(
-		"{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}}", "tools",
-		"listChanged", 1, "resources", "subscribe", 1, "listChanged",
-		1, "prompts", "listChanged", 1, "logging");
+	json_t *caps = json_pack("{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}}",
+				 "tools", "listChanged", 1, "resources",
+				 "subscribe", 1, "listChanged", 1, "prompts",
+				 "listChanged", 1, "logging");
 
 	if (caps != NULL && strcmp(version, "2025-03-26") >= 0)
 		json_object_set_new(caps, "completions", json_object());
@@ -847,7 +854,8 @@ dispatch_initialize(struct server *srv, const json_t *msg, json_t **response,
 		session_release(s);
 		return STATUS_NOMEM;
 	}
-	log_info(&(struct log_fields){.session = s->id, .method = "initialize",
+	log_info(&(struct log_fields){.session = s->id,
+				      .method = "initialize",
 				      .duration_ms = -1},
 		 "session created: revision %s, client %s", version,
 		 json_string_value(json_object_get(info, "name"))
@@ -896,9 +904,9 @@ notify_updated(struct session *s, void *arg)
 	pthread_mutex_unlock(&s->mu);
 	if (subscribed)
 		dispatch_notify_session(
-			s, rpc_notification("notifications/resources/updated",
-					    json_pack("{s:s}", "uri",
-						      ctx->uri)));
+			s,
+			rpc_notification("notifications/resources/updated",
+					 json_pack("{s:s}", "uri", ctx->uri)));
 }
 
 void

@@ -39,8 +39,8 @@ int dispatch_initialize(struct server *srv, const json_t *msg,
  * (nothing was sent: the transport answers 503 or, in a batch, a busy
  * error); STATUS_OK otherwise.  msg: borrowed.
  */
-int dispatch_message(struct server *srv, struct session *s,
-		     struct exchange *ex, const json_t *msg) WUR;
+int dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
+		     const json_t *msg) WUR;
 
 /* A bounded label for metrics and logs: the method if this server knows
  * it, "other" otherwise (clients choose method names). */

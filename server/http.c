@@ -230,8 +230,8 @@ serve_metrics(struct req *r)
 		return http_reply(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "text/plain", "metrics unavailable\n", 20,
 				  NULL);
-	ret = http_reply(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text,
-			 len, NULL);
+	ret = http_reply(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, len,
+			 NULL);
 	free(text);
 	return ret;
 }
@@ -323,8 +323,8 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	if (route != ROUTE_MCP) {
 		if (r->method != HTTP_GET) {
 			*ret = http_reply_rpc_error(
-				r, MHD_HTTP_METHOD_NOT_ALLOWED,
-				RPC_SERVER_BUSY, "method not allowed: use GET",
+				r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_BUSY,
+				"method not allowed: use GET",
 				(const char *[]){"Allow", "GET", NULL});
 			return false;
 		}
@@ -397,10 +397,9 @@ body_too_large(struct req *r)
 		 "request body too large: the limit is %lld bytes "
 		 "(server.max_body_bytes)",
 		 (long long)r->srv->cfg->server.max_body_bytes);
-	return http_reply_rpc_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
-				    RPC_INVALID_REQUEST, msg,
-				    (const char *[]){"Connection", "close",
-						     NULL});
+	return http_reply_rpc_error(
+		r, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST, msg,
+		(const char *[]){"Connection", "close", NULL});
 }
 
 static struct req *
@@ -502,8 +501,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		struct log_fields f = {
 			.request_id = r->rid,
 			.session = r->session[0] != '\0' ? r->session : NULL,
-			.method = r->rpc_method[0] != '\0' ? r->rpc_method
-							   : NULL,
+			.method =
+				r->rpc_method[0] != '\0' ? r->rpc_method : NULL,
 			.duration_ms = ms,
 			.status = (int)r->status,
 		};
@@ -590,8 +589,9 @@ http_start(struct server *srv, char *err, size_t errlen)
 	hints.ai_flags = AI_PASSIVE;
 	rc = getaddrinfo(host[0] != '\0' ? host : NULL, NULL, &hints, &ai);
 	if (rc != 0) {
-		snprintf(err, errlen, "server.listen: cannot resolve \"%s\": %s",
-			 host, gai_strerror(rc));
+		snprintf(err, errlen,
+			 "server.listen: cannot resolve \"%s\": %s", host,
+			 gai_strerror(rc));
 		return STATUS_IO;
 	}
 	if (ai->ai_family == AF_INET6) {
@@ -608,7 +608,8 @@ http_start(struct server *srv, char *err, size_t errlen)
 	}
 	if (cfg->server.tls_cert[0] != '\0') {
 		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-			snprintf(err, errlen, "server.tls: this libmicrohttpd "
+			snprintf(err, errlen,
+				 "server.tls: this libmicrohttpd "
 				 "was built without TLS");
 			rc = STATUS_UNSUPPORTED;
 			goto out;
@@ -640,10 +641,11 @@ http_start(struct server *srv, char *err, size_t errlen)
 		(unsigned)cfg->server.connection_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)cfg->server.max_header_bytes,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_ARRAY,
-		tls, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
-		snprintf(err, errlen, "cannot listen on %s (address in use, or "
+		snprintf(err, errlen,
+			 "cannot listen on %s (address in use, or "
 			 "not an address of this machine?)",
 			 cfg->server.listen);
 		rc = STATUS_IO;

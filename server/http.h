@@ -22,16 +22,16 @@ struct server;
 struct req {
 	struct server *srv;
 	struct MHD_Connection *conn;
-	char rid[20];     /* request id for logs: 16 hex */
-	int64_t start_us; /* monotonic */
+	char rid[20];	   /* request id for logs: 16 hex */
+	int64_t start_us;  /* monotonic */
 	const char *route; /* metric label: "/mcp", "/healthz", ... */
-	int method;        /* enum http_method */
+	int method;	   /* enum http_method */
 	struct buf body;
 	bool body_too_large;
-	bool replied;      /* a response was queued */
-	unsigned status;   /* the HTTP status queued */
-	char rpc_method[40];    /* for the access log and metrics, or "" */
-	char session[40];       /* for the access log, may be "" */
+	bool replied;	     /* a response was queued */
+	unsigned status;     /* the HTTP status queued */
+	char rpc_method[40]; /* for the access log and metrics, or "" */
+	char session[40];    /* for the access log, may be "" */
 	/* Transport state, freed with the request (after MHD completes). */
 	void *tp;
 	void (*tp_free)(void *tp);

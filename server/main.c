@@ -28,38 +28,40 @@
 enum {
 	EXIT_OK = 0,
 	EXIT_RUNTIME = 1, /* could not start or failed while serving */
-	EXIT_USAGE = 2,   /* bad command line or invalid configuration */
+	EXIT_USAGE = 2,	  /* bad command line or invalid configuration */
 };
 
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sextant <command> [options]\n"
-		"\n"
-		"commands:\n"
-		"  serve [--config FILE]    serve MCP on the configured address\n"
-		"  check-config FILE        validate FILE and print the "
-		"effective config\n"
-		"                           (environment overrides applied, "
-		"secrets masked)\n"
-		"  hash-key [KEY]           print the sha256 hash of an API key "
-		"for [auth] keys\n"
-		"                           (reads KEY from standard input when "
-		"not given)\n"
-		"  example-config           print a config file documenting "
-		"every key\n"
-		"  --version                print the version\n"
-		"  --help                   print this help\n"
-		"\n"
-		"environment: SEXTANT_<TABLE>_<KEY> overrides any key (e.g. "
-		"SEXTANT_LOG_LEVEL=debug),\n"
-		"SEXTANT_LISTEN overrides server.listen, DATABASE_URL "
-		"database.url.\n"
-		"\n"
-		"exit status: 0 ok, 1 runtime failure (cannot listen, fatal "
-		"error), 2 usage or\n"
-		"configuration error.\n");
+	fprintf(f, "usage: sextant <command> [options]\n"
+		   "\n"
+		   "commands:\n"
+		   "  serve [--config FILE]    serve MCP on the configured "
+		   "address\n"
+		   "  check-config FILE        validate FILE and print the "
+		   "effective config\n"
+		   "                           (environment overrides applied, "
+		   "secrets masked)\n"
+		   "  hash-key [KEY]           print the sha256 hash of an API "
+		   "key "
+		   "for [auth] keys\n"
+		   "                           (reads KEY from standard input "
+		   "when "
+		   "not given)\n"
+		   "  example-config           print a config file documenting "
+		   "every key\n"
+		   "  --version                print the version\n"
+		   "  --help                   print this help\n"
+		   "\n"
+		   "environment: SEXTANT_<TABLE>_<KEY> overrides any key (e.g. "
+		   "SEXTANT_LOG_LEVEL=debug),\n"
+		   "SEXTANT_LISTEN overrides server.listen, DATABASE_URL "
+		   "database.url.\n"
+		   "\n"
+		   "exit status: 0 ok, 1 runtime failure (cannot listen, fatal "
+		   "error), 2 usage or\n"
+		   "configuration error.\n");
 }
 
 static int
@@ -110,7 +112,7 @@ cmd_hash_key(int argc, char **argv)
 	} else {
 		if (fgets(line, sizeof(line), stdin) == NULL) {
 			fprintf(stderr, "sextant: hash-key: no key on standard "
-				"input\n");
+					"input\n");
 			return EXIT_USAGE;
 		}
 		line[strcspn(line, "\r\n")] = '\0';
@@ -138,7 +140,8 @@ drain(struct server *srv)
 
 	atomic_store(&srv->draining, true);
 	http_quiesce(srv);
-	log_info(&f, "draining: no new connections, waiting up to %d s for "
+	log_info(&f,
+		 "draining: no new connections, waiting up to %d s for "
 		 "%d tool call(s)",
 		 srv->cfg->server.shutdown_grace_s,
 		 pool_busy(srv->pool) + pool_queue_depth(srv->pool));
@@ -177,7 +180,8 @@ cmd_serve(int argc, char **argv)
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			path = argv[++i];
 		else {
-			fprintf(stderr, "usage: sextant serve [--config FILE]\n");
+			fprintf(stderr,
+				"usage: sextant serve [--config FILE]\n");
 			return EXIT_USAGE;
 		}
 	}

@@ -43,7 +43,8 @@ rpc_classify(const json_t *msg, const char **why, const json_t **id)
 	if (method != NULL) {
 		const json_t *params = json_object_get(msg, "params");
 
-		if (!json_is_string(method) || json_string_length(method) == 0) {
+		if (!json_is_string(method) ||
+		    json_string_length(method) == 0) {
 			*why = "\"method\" must be a non-empty string";
 			return RPC_INVALID;
 		}
@@ -51,8 +52,7 @@ rpc_classify(const json_t *msg, const char **why, const json_t **id)
 			*why = "a request cannot carry \"result\" or \"error\"";
 			return RPC_INVALID;
 		}
-		if (params != NULL && !json_is_object(params) &&
-		    !json_is_array(params)) {
+		if (params != NULL && !json_is_object(params)) {
 			*why = "\"params\" must be an object";
 			return RPC_INVALID;
 		}

@@ -16,14 +16,14 @@ enum rpc_code {
 	RPC_METHOD_NOT_FOUND = -32601,
 	RPC_INVALID_PARAMS = -32602,
 	RPC_INTERNAL_ERROR = -32603,
-	RPC_SERVER_BUSY = -32000,      /* convention: transport-level */
+	RPC_SERVER_BUSY = -32000,	 /* convention: transport-level */
 	RPC_RESOURCE_NOT_FOUND = -32002, /* MCP resources/read */
 };
 
 enum rpc_kind {
-	RPC_REQUEST,      /* method + id */
+	RPC_REQUEST,	  /* method + id */
 	RPC_NOTIFICATION, /* method, no id */
-	RPC_RESPONSE,     /* id + result or error */
+	RPC_RESPONSE,	  /* id + result or error */
 	RPC_INVALID,
 };
 

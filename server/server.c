@@ -64,10 +64,10 @@ init_metrics(struct server *srv)
 	struct metrics *m = srv->metrics;
 	struct metric_family *f;
 
-	srv->m.http_requests = metrics_family(
-		m, METRIC_COUNTER, "sextant_http_requests_total",
-		"HTTP requests by route and status code", "route,code", NULL,
-		0);
+	srv->m.http_requests =
+		metrics_family(m, METRIC_COUNTER, "sextant_http_requests_total",
+			       "HTTP requests by route and status code",
+			       "route,code", NULL, 0);
 	srv->m.rpc_requests = metrics_family(
 		m, METRIC_COUNTER, "sextant_mcp_requests_total",
 		"MCP requests by JSON-RPC method", "method", NULL, 0);

@@ -24,14 +24,14 @@ struct MHD_Daemon;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
 struct server_metrics {
-	struct metric_family *http_requests;  /* route, code */
-	struct metric_family *rpc_requests;   /* method */
-	struct metric_family *rpc_duration;   /* method (histogram) */
-	struct metric_family *rpc_errors;     /* code */
-	struct metric_family *tool_calls;     /* tool, outcome */
-	struct metric_family *tool_duration;  /* tool (histogram) */
-	struct metric *inflight;              /* gauge */
-	struct metric *sse_streams;           /* gauge: open SSE connections */
+	struct metric_family *http_requests; /* route, code */
+	struct metric_family *rpc_requests;  /* method */
+	struct metric_family *rpc_duration;  /* method (histogram) */
+	struct metric_family *rpc_errors;    /* code */
+	struct metric_family *tool_calls;    /* tool, outcome */
+	struct metric_family *tool_duration; /* tool (histogram) */
+	struct metric *inflight;	     /* gauge */
+	struct metric *sse_streams;	     /* gauge: open SSE connections */
 	struct metric *reloads_ok, *reloads_failed;
 };
 
@@ -43,23 +43,23 @@ struct server {
 	struct metrics *metrics;
 	struct server_metrics m;
 	struct MHD_Daemon *daemon;
-	bool loopback; /* listening on a loopback address */
-	int64_t started_ms; /* monotonic */
-	char *last_status; /* the status resource as last seen (janitor) */
+	bool loopback;	      /* listening on a loopback address */
+	int64_t started_ms;   /* monotonic */
+	char *last_status;    /* the status resource as last seen (janitor) */
 	atomic_bool draining; /* SIGTERM: refuse new work */
 
 	/* Live settings, swapped on SIGHUP under live_lock (readers share). */
 	pthread_rwlock_t live_lock;
-	struct auth_keys *keys;   /* NULL or empty: no auth */
-	struct tools *tools;      /* enabled tool set */
+	struct auth_keys *keys; /* NULL or empty: no auth */
+	struct tools *tools;	/* enabled tool set */
 };
 
 /*
  * Builds everything but the HTTP daemon from cfg (taken: freed by
  * server_free).  On error returns a status with a message in err.
  */
-int server_init(struct server *srv, struct config *cfg,
-		const char *config_path, char *err, size_t errlen) WUR;
+int server_init(struct server *srv, struct config *cfg, const char *config_path,
+		char *err, size_t errlen) WUR;
 void server_free(struct server *srv);
 
 /* SIGHUP: re-reads the config file; applies log.level, tools.* and

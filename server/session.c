@@ -24,8 +24,8 @@ struct session_table {
 };
 
 static const char *const level_names[] = {
-	"debug", "info", "notice", "warning",
-	"error", "critical", "alert", "emergency",
+	"debug", "info",     "notice", "warning",
+	"error", "critical", "alert",  "emergency",
 };
 
 int
@@ -165,8 +165,8 @@ session_table_count(struct session_table *t)
 }
 
 int
-session_create(struct session_table *t, const char *version,
-	       const json_t *caps, const json_t *info, struct session **out)
+session_create(struct session_table *t, const char *version, const json_t *caps,
+	       const json_t *info, struct session **out)
 {
 	struct session *s;
 	size_t b;
@@ -185,7 +185,7 @@ session_create(struct session_table *t, const char *version,
 	s->client_info = info != NULL ? json_deep_copy(info) : json_object();
 	s->subscriptions = json_object();
 	pthread_mutex_init(&s->mu, NULL);
-	s->lim = &t->lim;
+	s->lim = t->lim;
 	s->log_level = MCP_LEVEL_INFO;
 	s->created_ms = s->last_active_ms = session_now_ms();
 	atomic_init(&s->refs, 2); /* the table's and the caller's */
@@ -336,19 +336,38 @@ struct sweep_ctx {
 	int64_t now;
 };
 
+/* Removes s if it is still idle, deciding under both locks so that a
+ * request acquiring it meanwhile keeps it alive.  True if removed. */
+static bool
+expire_if_idle(struct session_table *t, struct session *s, int64_t now)
+{
+	bool expire;
+
+	pthread_mutex_lock(&t->mu);
+	pthread_mutex_lock(&s->mu);
+	expire =
+		!s->closed && s->busy == 0 && s->live_streams == 0 &&
+		now - s->last_active_ms > (int64_t)t->lim.idle_timeout_s * 1000;
+	if (expire && table_unlink(t, s))
+		session_close_locked(s);
+	else
+		expire = false;
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&t->mu);
+	if (expire)
+		session_unref(s); /* the table's reference */
+	return expire;
+}
+
 static void
 sweep_one(struct session *s, void *arg)
 {
 	struct sweep_ctx *ctx = arg;
 	const struct session_limits *lim = &ctx->t->lim;
 	struct stream *st;
-	bool expire;
 
 	pthread_mutex_lock(&s->mu);
-	expire = !s->closed && s->busy == 0 && s->live_streams == 0 &&
-		 ctx->now - s->last_active_ms >
-			 (int64_t)lim->idle_timeout_s * 1000;
-	for (st = s->streams; st != NULL && !expire; st = st->next) {
+	for (st = s->streams; st != NULL; st = st->next) {
 		if (st->attached && !st->keepalive &&
 		    ctx->now - st->last_write_ms >=
 			    (int64_t)lim->keepalive_s * 1000) {
@@ -358,13 +377,11 @@ sweep_one(struct session *s, void *arg)
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (expire) {
+	if (expire_if_idle(ctx->t, s, ctx->now))
 		log_debug(&(struct log_fields){.session = s->id,
 					       .duration_ms = -1},
 			  "session expired after %d s idle",
 			  lim->idle_timeout_s);
-		session_delete(ctx->t, s->id);
-	}
 }
 
 void
@@ -400,7 +417,12 @@ stream_count(struct session *s)
 	return n;
 }
 
-/* Drops the oldest stream without a reader, finished ones first. */
+/*
+ * Drops the oldest stream without a reader that nothing will write to any
+ * more: finished ones first, then a detached standalone stream (only
+ * s->standalone points to it).  A POST stream still answering requests
+ * is never dropped: its exchange holds a pointer to it.
+ */
 static bool
 stream_evict_one(struct session *s)
 {
@@ -411,7 +433,8 @@ stream_evict_one(struct session *s)
 	for (pass = 0; pass < 2 && victim == NULL; pass++)
 		for (pp = &s->streams; *pp != NULL && victim == NULL;
 		     pp = &(*pp)->next)
-			if (!(*pp)->attached && (pass == 1 || (*pp)->done))
+			if (!(*pp)->attached &&
+			    (pass == 0 ? (*pp)->done : (*pp)->standalone))
 				victim = pp;
 	if (victim == NULL)
 		return false;
@@ -450,8 +473,7 @@ stream_append_encoded(struct stream *st, const char *data, size_t len,
 }
 
 int
-stream_open(struct session *s, bool standalone, bool prime,
-	    struct stream **out)
+stream_open(struct session *s, bool standalone, bool prime, struct stream **out)
 {
 	struct stream *st, **tail;
 	int rc;
@@ -466,15 +488,14 @@ stream_open(struct session *s, bool standalone, bool prime,
 	rc = auth_random_hex(st->id, sizeof(st->id), STREAM_ID_LEN / 2);
 	if (rc != STATUS_OK)
 		goto fail;
-	rc = sse_log_new(s->lim->replay_events, s->lim->replay_bytes,
-			 &st->log);
+	rc = sse_log_new(s->lim.replay_events, s->lim.replay_bytes, &st->log);
 	if (rc != STATUS_OK)
 		goto fail;
 	st->standalone = standalone;
 	st->sess = s;
 	st->last_write_ms = session_now_ms();
 	if (prime) {
-		rc = stream_append_encoded(st, "", 0, s->lim->retry_ms);
+		rc = stream_append_encoded(st, "", 0, s->lim.retry_ms);
 		if (rc != STATUS_OK)
 			goto fail;
 	}
@@ -546,7 +567,7 @@ stream_attach(struct stream *st, void (*wake)(void *), void *arg,
 	uint64_t first, last;
 
 	if (!st->attached) {
-		if (s->live_streams >= s->lim->max_streams)
+		if (s->live_streams >= s->lim.max_streams)
 			return STATUS_FULL;
 		s->live_streams++;
 	} else if (st->wake != NULL) {
@@ -587,8 +608,8 @@ stream_detach(struct stream *st, unsigned gen)
 }
 
 enum stream_state
-stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur,
-	    char *dst, size_t max, size_t *n)
+stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
+	    size_t max, size_t *n)
 {
 	static const char keepalive[] = ": keepalive\n\n";
 	bool gap;

@@ -32,7 +32,7 @@
 #include "status.h"
 
 #define SESSION_ID_LEN 32 /* 128 random bits as hex: visible ASCII */
-#define STREAM_ID_LEN 12  /* 48 random bits as hex, unique per session */
+#define STREAM_ID_LEN  12 /* 48 random bits as hex, unique per session */
 /* Streams a session keeps for replay (open or finished); the oldest
  * finished ones are dropped first.  Bounds memory per session. */
 #define SESSION_MAX_KEPT_STREAMS 64
@@ -71,12 +71,12 @@ struct session;
 
 struct stream {
 	char id[STREAM_ID_LEN + 1]; /* [const] */
-	bool standalone;            /* [const] the GET stream */
-	struct session *sess;       /* [const] borrowed: streams die with it */
+	bool standalone;	    /* [const] the GET stream */
+	struct session *sess;	    /* [const] borrowed: streams die with it */
 	struct sse_log *log;
 	uint64_t next_seq;
-	bool done;      /* no event will follow: end once drained */
-	bool drop;      /* end the current connection (SEP-1699 polling) */
+	bool done;	/* no event will follow: end once drained */
+	bool drop;	/* end the current connection (SEP-1699 polling) */
 	bool keepalive; /* a keep-alive comment is due */
 	/* The live connection: at most one; a new one replaces it. */
 	bool attached;
@@ -95,7 +95,7 @@ struct call; /* server/call.c */
 struct pending {
 	char id[32];
 	struct call *call; /* the waiter (its cond waits on s->mu) */
-	json_t *result;    /* set when answered: exactly one of these */
+	json_t *result;	   /* set when answered: exactly one of these */
 	json_t *error;
 	bool answered;
 	struct pending *next;
@@ -103,11 +103,11 @@ struct pending {
 
 struct session {
 	char id[SESSION_ID_LEN + 1]; /* [const] */
-	char version[16];            /* [const] negotiated revision */
-	json_t *client_caps;         /* [const] */
-	json_t *client_info;         /* [const] */
-	int64_t created_ms;          /* [const] */
-	const struct session_limits *lim; /* [const] borrowed from the table */
+	char version[16];	     /* [const] negotiated revision */
+	json_t *client_caps;	     /* [const] */
+	json_t *client_info;	     /* [const] */
+	int64_t created_ms;	     /* [const] */
+	struct session_limits lim;   /* [const] a copy: outlives the table */
 	atomic_int refs;
 	pthread_mutex_t mu;
 	bool closed; /* deleted or expired: no new work */
@@ -121,7 +121,7 @@ struct session {
 	struct pending *pending;
 	uint64_t next_request_id;
 	int64_t last_active_ms;
-	int busy; /* requests and jobs using it now: not idle */
+	int busy;	       /* requests and jobs using it now: not idle */
 	struct session *hnext; /* table chain */
 };
 
@@ -129,14 +129,16 @@ struct session_table;
 
 int session_table_new(const struct session_limits *lim,
 		      struct session_table **out) WUR;
-/* Closes every session (waking their streams) and frees the table once
- * the last reference to each session is gone.  Accepts NULL. */
+/* Closes every session (waking their streams) and frees the table.
+ * Sessions still referenced stay valid until their last unref.  Accepts
+ * NULL. */
 void session_table_free(struct session_table *t);
 int session_table_count(struct session_table *t);
 
 /*
  * Creates a session and adds it to the table.  caps and info: borrowed
- * (copied).  *out gets a reference (session_unref).  STATUS_FULL when the
+ * (copied).  *out gets a reference, marked busy like session_acquire's:
+ * give it back with session_release.  STATUS_FULL when the
  * table holds max_sessions, STATUS_IO when the CSPRNG fails.
  */
 int session_create(struct session_table *t, const char *version,
@@ -156,8 +158,7 @@ int session_delete(struct session_table *t, const char *id);
 void session_table_sweep(struct session_table *t, int64_t now_ms);
 /* Calls fn on every live session (with a reference held, s->mu not). */
 void session_table_foreach(struct session_table *t,
-			   void (*fn)(struct session *s, void *arg),
-			   void *arg);
+			   void (*fn)(struct session *s, void *arg), void *arg);
 /* Closes every session: no new work, streams end, calls see cancelled. */
 void session_table_close_all(struct session_table *t);
 

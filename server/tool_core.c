@@ -26,8 +26,8 @@ status_json(struct server *srv, bool with_uptime, char *text, size_t len)
 	long long uptime = (session_now_ms() - srv->started_ms) / 1000;
 	int sessions = session_table_count(srv->sessions);
 	int busy = pool_busy(srv->pool), queued = pool_queue_depth(srv->pool);
-	const char *store = cfg->database.url[0] != '\0' ? "configured"
-							  : "not configured";
+	const char *store =
+		cfg->database.url[0] != '\0' ? "configured" : "not configured";
 	size_t ntools;
 	json_t *sc;
 
@@ -68,9 +68,9 @@ get_server_status(struct call *call, const json_t *args, json_t **result)
 	sc = status_json(call_server(call), true, text, sizeof(text));
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_new(json_pack("[{s:s, s:s}]", "type", "text",
-					    "text", text),
-				  sc, false);
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", text), sc,
+		false);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 

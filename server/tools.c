@@ -20,8 +20,8 @@ extern const struct tooldef_src tooldef_srcs[];
 extern const size_t tooldef_src_count;
 
 /* Revisions whose Tool shapes differ, oldest first. */
-static const char *const revisions[] = {
-	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"};
+static const char *const revisions[] = {"2024-11-05", "2025-03-26",
+					"2025-06-18", "2025-11-25"};
 #define NREV (sizeof(revisions) / sizeof(revisions[0]))
 
 struct page {
@@ -127,23 +127,25 @@ tool_enabled(const struct tool_def *d, const struct config *cfg)
 }
 
 static int
-check_def(struct tool_def *d, const char *path, const char *text,
-	  char *err, size_t errlen)
+check_def(struct tool_def *d, const char *path, const char *text, char *err,
+	  size_t errlen)
 {
 	char set[64], fname[160], serr[256];
 	json_error_t jerr;
 	json_t *v;
 	const char *key;
 	static const char *const allowed[] = {
-		"name",        "title",       "description", "inputSchema",
-		"outputSchema", "annotations", "icons",       "execution",
-		"_meta",       NULL};
+		"name",		"title",       "description", "inputSchema",
+		"outputSchema", "annotations", "icons",	      "execution",
+		"_meta",	NULL};
 	size_t i;
 
 	if (split_path(path, set, sizeof(set), fname, sizeof(fname)) !=
 	    STATUS_OK) {
-		snprintf(err, errlen, "%s: a tool definition must be a .json "
-			 "file", path);
+		snprintf(err, errlen,
+			 "%s: a tool definition must be a .json "
+			 "file",
+			 path);
 		return STATUS_INVALID;
 	}
 	d->def = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
@@ -153,48 +155,57 @@ check_def(struct tool_def *d, const char *path, const char *text,
 		return STATUS_INVALID;
 	}
 	if (!json_is_object(d->def)) {
-		snprintf(err, errlen, "%s: expected a JSON object (an MCP Tool)",
-			 path);
+		snprintf(err, errlen,
+			 "%s: expected a JSON object (an MCP Tool)", path);
 		return STATUS_INVALID;
 	}
-	json_object_foreach(d->def, key, v) {
+	json_object_foreach(d->def, key, v)
+	{
 		for (i = 0; allowed[i] != NULL; i++)
 			if (strcmp(allowed[i], key) == 0)
 				break;
 		if (allowed[i] == NULL) {
-			snprintf(err, errlen, "%s: unknown field \"%s\" in a "
-				 "tool definition", path, key);
+			snprintf(err, errlen,
+				 "%s: unknown field \"%s\" in a "
+				 "tool definition",
+				 path, key);
 			return STATUS_INVALID;
 		}
 	}
 	d->name = json_string_value(json_object_get(d->def, "name"));
 	if (d->name == NULL || !valid_tool_name(d->name)) {
-		snprintf(err, errlen, "%s: \"name\" must be 1-128 characters "
-			 "of A-Z a-z 0-9 _ - .", path);
+		snprintf(err, errlen,
+			 "%s: \"name\" must be 1-128 characters "
+			 "of A-Z a-z 0-9 _ - .",
+			 path);
 		return STATUS_INVALID;
 	}
 	if (strcmp(d->name, fname) != 0) {
-		snprintf(err, errlen, "%s: the file name must be the tool name "
-			 "(\"%s.json\")", path, d->name);
+		snprintf(err, errlen,
+			 "%s: the file name must be the tool name "
+			 "(\"%s.json\")",
+			 path, d->name);
 		return STATUS_INVALID;
 	}
 	v = json_object_get(d->def, "description");
 	if (!json_is_string(v) || json_string_length(v) == 0) {
-		snprintf(err, errlen, "%s: \"description\" must be a non-empty "
-			 "string", path);
+		snprintf(err, errlen,
+			 "%s: \"description\" must be a non-empty "
+			 "string",
+			 path);
 		return STATUS_INVALID;
 	}
 	v = json_object_get(d->def, "inputSchema");
-	if (!json_is_object(v) ||
-	    !json_is_string(json_object_get(v, "type")) ||
+	if (!json_is_object(v) || !json_is_string(json_object_get(v, "type")) ||
 	    strcmp(json_string_value(json_object_get(v, "type")), "object") !=
 		    0) {
-		snprintf(err, errlen, "%s: \"inputSchema\" must be a JSON Schema "
-			 "object with \"type\": \"object\"", path);
+		snprintf(err, errlen,
+			 "%s: \"inputSchema\" must be a JSON Schema "
+			 "object with \"type\": \"object\"",
+			 path);
 		return STATUS_INVALID;
 	}
-	if (jsonschema_compile(v, &d->input, serr, sizeof(serr)) !=
-	    STATUS_OK) {
+	if (jsonschema_compile(v, &d->input, serr, sizeof(serr)) != STATUS_OK) {
 		snprintf(err, errlen, "%s: inputSchema: %s", path, serr);
 		return STATUS_INVALID;
 	}
@@ -204,8 +215,10 @@ check_def(struct tool_def *d, const char *path, const char *text,
 		    !json_is_string(json_object_get(v, "type")) ||
 		    strcmp(json_string_value(json_object_get(v, "type")),
 			   "object") != 0) {
-			snprintf(err, errlen, "%s: \"outputSchema\" must have "
-				 "\"type\": \"object\"", path);
+			snprintf(err, errlen,
+				 "%s: \"outputSchema\" must have "
+				 "\"type\": \"object\"",
+				 path);
 			return STATUS_INVALID;
 		}
 		if (jsonschema_compile(v, &d->output, serr, sizeof(serr)) !=
@@ -266,8 +279,7 @@ build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
 	if (start + t->page_size < t->nenabled) {
 		char cursor[32];
 
-		snprintf(cursor, sizeof(cursor), "p%zu",
-			 start + t->page_size);
+		snprintf(cursor, sizeof(cursor), "p%zu", start + t->page_size);
 		if (json_object_set_new(res, "nextCursor",
 					json_string(cursor)) != 0)
 			goto out;
@@ -289,9 +301,9 @@ build_pages(struct tools *t)
 	size_t rev, p;
 	int rc;
 
-	t->npages = t->nenabled == 0 ? 1
-				     : (t->nenabled + t->page_size - 1) /
-					       t->page_size;
+	t->npages = t->nenabled == 0
+			    ? 1
+			    : (t->nenabled + t->page_size - 1) / t->page_size;
 	for (rev = 0; rev < NREV; rev++) {
 		t->pages[rev] = calloc(t->npages, sizeof(struct page));
 		if (t->pages[rev] == NULL)
@@ -355,17 +367,20 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 			goto fail;
 		for (j = 0; j + 1 < t->nall; j++) {
 			if (strcmp(t->all[j].name, d->name) == 0) {
-				snprintf(err, errlen, "%s: tool \"%s\" is "
-					 "defined twice", tooldef_srcs[i].path,
-					 d->name);
+				snprintf(err, errlen,
+					 "%s: tool \"%s\" is "
+					 "defined twice",
+					 tooldef_srcs[i].path, d->name);
 				rc = STATUS_INVALID;
 				goto fail;
 			}
 		}
 		d->fn = find_handler(tables, d->name);
 		if (d->fn == NULL) {
-			snprintf(err, errlen, "%s: no handler is bound to tool "
-				 "\"%s\"", tooldef_srcs[i].path, d->name);
+			snprintf(err, errlen,
+				 "%s: no handler is bound to tool "
+				 "\"%s\"",
+				 tooldef_srcs[i].path, d->name);
 			rc = STATUS_INVALID;
 			goto fail;
 		}
@@ -373,14 +388,15 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 	for (i = 0; tables[i] != NULL; i++) {
 		for (j = 0; tables[i][j].name != NULL; j++) {
 			for (k = 0; k < t->nall; k++)
-				if (strcmp(t->all[k].name,
-					   tables[i][j].name) == 0)
+				if (strcmp(t->all[k].name, tables[i][j].name) ==
+				    0)
 					break;
 			if (k == t->nall) {
-				snprintf(err, errlen, "handler \"%s\" has no "
+				snprintf(err, errlen,
+					 "handler \"%s\" has no "
 					 "definition (add server/tools/<set>/"
-					 "%s.json)", tables[i][j].name,
-					 tables[i][j].name);
+					 "%s.json)",
+					 tables[i][j].name, tables[i][j].name);
 				rc = STATUS_INVALID;
 				goto fail;
 			}
@@ -460,8 +476,7 @@ tools_list_json(const struct tools *t, const char *version, size_t start,
 	for (i = 0; i < NREV; i++)
 		if (strcmp(revisions[i], version) == 0)
 			rev = i;
-	if (start % t->page_size != 0 ||
-	    start / t->page_size >= t->npages)
+	if (start % t->page_size != 0 || start / t->page_size >= t->npages)
 		return NULL;
 	*len = t->pages[rev][start / t->page_size].len;
 	return t->pages[rev][start / t->page_size].json;

@@ -26,9 +26,9 @@ struct jsonschema;
 struct tool_def {
 	const char *name; /* borrowed from def */
 	char set[64];
-	json_t *def;                 /* the MCP Tool object as listed */
-	struct jsonschema *input;    /* compiled inputSchema */
-	struct jsonschema *output;   /* compiled outputSchema or NULL */
+	json_t *def;		   /* the MCP Tool object as listed */
+	struct jsonschema *input;  /* compiled inputSchema */
+	struct jsonschema *output; /* compiled outputSchema or NULL */
 	tool_fn fn;
 };
 

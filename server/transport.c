@@ -44,8 +44,8 @@ struct http_exchange {
 	struct session *s;    /* reference */
 	struct MHD_Connection *conn;
 	/* under s->mu */
-	int outstanding;   /* requests not answered yet */
-	bool parked;       /* conn suspended until the answers are ready */
+	int outstanding; /* requests not answered yet */
+	bool parked;	 /* conn suspended until the answers are ready */
 	/* JSON mode: answers so far, in order, already serialized (the
 	 * tools/list page is spliced in as text: no re-encoding). */
 	struct text *answers;
@@ -168,10 +168,10 @@ ex_deliver(struct http_exchange *ex, char *text, size_t len, bool final)
 			rc = ex_keep_answer(ex, text, len);
 			text = NULL;
 			if (rc != STATUS_OK)
-				log_error(&(struct log_fields){.session = s->id,
-							       .duration_ms =
-								       -1},
-					  "answer dropped: out of memory");
+				log_error(
+					&(struct log_fields){.session = s->id,
+							     .duration_ms = -1},
+					"answer dropped: out of memory");
 		}
 		if (ex->outstanding == 0)
 			ex_unpark(ex);
@@ -354,8 +354,8 @@ reply_json(struct req *r, unsigned status, json_t *msg, const char *session_id)
 	json_decref(msg);
 	if (text == NULL)
 		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-					    RPC_INTERNAL_ERROR,
-					    "out of memory", NULL);
+					    RPC_INTERNAL_ERROR, "out of memory",
+					    NULL);
 	ret = reply_json_text(r, status, text, strlen(text), session_id);
 	free(text);
 	return ret;
@@ -422,9 +422,9 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 		/* Every request ended without an answer (cancelled): an empty
 		 * event stream says "done" without inventing a response. */
 		pthread_mutex_unlock(&s->mu);
-		return http_reply(r, MHD_HTTP_OK, "text/event-stream", "", 0,
-				  (const char *[]){"Mcp-Session-Id", sid,
-						   NULL});
+		return http_reply(
+			r, MHD_HTTP_OK, "text/event-stream", "", 0,
+			(const char *[]){"Mcp-Session-Id", sid, NULL});
 	}
 	if (!batch) {
 		body = ex->answers[0].p;
@@ -437,8 +437,8 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	pthread_mutex_unlock(&s->mu);
 	if (body == NULL)
 		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-					    RPC_INTERNAL_ERROR,
-					    "out of memory", NULL);
+					    RPC_INTERNAL_ERROR, "out of memory",
+					    NULL);
 	return http_reply_owned(r, MHD_HTTP_OK, "application/json", body, len,
 				(const char *[]){"Mcp-Session-Id", sid, NULL});
 }
@@ -576,8 +576,8 @@ post_first(struct req *r)
 	int requests = 0;
 	char msg[300];
 
-	body = json_loadb(r->body.data != NULL ? r->body.data : "",
-			  r->body.len, JSON_REJECT_DUPLICATES, &jerr);
+	body = json_loadb(r->body.data != NULL ? r->body.data : "", r->body.len,
+			  JSON_REJECT_DUPLICATES, &jerr);
 	if (body == NULL) {
 		snprintf(msg, sizeof(msg),
 			 "parse error: the body is not valid JSON (%s at line "
@@ -683,13 +683,14 @@ post_first(struct req *r)
 				busy = true;
 				break;
 			}
-			exchange_send(&ex->base,
-				      rpc_error(json_object_get(m, "id"),
-						RPC_SERVER_BUSY,
-						"server busy: the tool queue is "
-						"full, retry in a second",
-						NULL),
-				      true);
+			exchange_send(
+				&ex->base,
+				rpc_error(json_object_get(m, "id"),
+					  RPC_SERVER_BUSY,
+					  "server busy: the tool queue is "
+					  "full, retry in a second",
+					  NULL),
+				true);
 		}
 	}
 	if (busy) {
@@ -797,14 +798,14 @@ delete_session(struct req *r)
 	const char *id = http_header(r, "Mcp-Session-Id");
 
 	if (id == NULL)
-		return http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
-					    RPC_SERVER_BUSY,
-					    "missing Mcp-Session-Id header",
-					    NULL);
+		return http_reply_rpc_error(
+			r, MHD_HTTP_BAD_REQUEST, RPC_SERVER_BUSY,
+			"missing Mcp-Session-Id header", NULL);
 	if (session_delete(r->srv->sessions, id) != STATUS_OK)
 		return http_reply_rpc_error(r, MHD_HTTP_NOT_FOUND, -32001,
 					    "session not found", NULL);
-	log_info(&(struct log_fields){.request_id = r->rid, .session = id,
+	log_info(&(struct log_fields){.request_id = r->rid,
+				      .session = id,
 				      .duration_ms = -1},
 		 "session deleted by the client");
 	return http_reply(r, MHD_HTTP_OK, NULL, "", 0, NULL);

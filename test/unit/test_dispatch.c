@@ -381,7 +381,7 @@ count_method(const json_t *sent, const char *method, bool before_final)
 /* ---- group set-up: one server, fixtures on ---------------------------- */
 
 static int
-server_up(int threads, int queue)
+server_up(int threads, int queue, int page_size)
 {
 	struct config *cfg = NULL;
 	char err[512] = "";
@@ -392,6 +392,7 @@ server_up(int threads, int queue)
 	cfg->log.level = CONFIG_LOG_ERROR;
 	cfg->workers.threads = threads;
 	cfg->workers.queue_size = queue;
+	cfg->server.list_page_size = page_size;
 	if (server_init(&srv, cfg, NULL, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "server_init: %s\n", err);
 		server_free(&srv);
@@ -404,7 +405,7 @@ static int
 group_setup(void **state)
 {
 	(void)state;
-	return server_up(4, 64);
+	return server_up(4, 64, 100);
 }
 
 static int
@@ -1795,13 +1796,85 @@ test_set_level(void **state)
 	sess_done(s);
 }
 
-/* ---- a full queue ----------------------------------------------------- */
+/* ---- a small server: one worker, one queue slot, pages of 2 ----------- */
 
 static int
-busy_setup(void **state)
+small_setup(void **state)
 {
 	(void)state;
-	return server_up(1, 1);
+	return server_up(1, 1, 2);
+}
+
+/* Follows nextCursor from the first page; returns every item's key. */
+static json_t *
+collect_pages(struct session *s, const char *method, const char *member,
+	      const char *key, size_t *pages)
+{
+	json_t *all = json_array(), *resp;
+	char text[256], cursor[64] = "null";
+	const json_t *r, *item;
+	const char *next;
+	size_t i;
+
+	*pages = 0;
+	for (;;) {
+		snprintf(text, sizeof(text),
+			 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\","
+			 "\"params\":{\"cursor\":%s}}",
+			 method, cursor);
+		resp = request(s, text);
+		r = result_of(resp);
+		assert_true(json_array_size(json_object_get(r, member)) <= 2);
+		json_array_foreach(json_object_get(r, member), i, item)
+			json_array_append(all, json_object_get(item, key));
+		(*pages)++;
+		next = json_string_value(json_object_get(r, "nextCursor"));
+		if (next == NULL) {
+			json_decref(resp);
+			return all;
+		}
+		snprintf(cursor, sizeof(cursor), "\"%s\"", next);
+		json_decref(resp);
+		if (*pages > 20)
+			fail_msg("%s: cursors never end", method);
+	}
+}
+
+/* server.list_page_size pages every list method (A6.10). */
+static void
+test_pagination(void **state)
+{
+	struct session *s = sess_new("2025-11-25", NULL);
+	json_t *all;
+	size_t pages;
+
+	(void)state;
+	all = collect_pages(s, "tools/list", "tools", "name", &pages);
+	assert_int_equal(json_array_size(all), 15);
+	assert_int_equal(pages, 8);
+	assert_string_equal(json_string_value(json_array_get(all, 0)),
+			    "json_schema_2020_12_tool");
+	assert_string_equal(json_string_value(json_array_get(all, 14)),
+			    "test_tool_with_progress");
+	json_decref(all);
+	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
+	assert_json(all, "[\"test://static-text\",\"test://static-binary\","
+			 "\"test://watched-resource\"]");
+	assert_int_equal(pages, 2);
+	json_decref(all);
+	all = collect_pages(s, "prompts/list", "prompts", "name", &pages);
+	assert_json(all,
+		    "[\"test_simple_prompt\",\"test_prompt_with_arguments\","
+		    "\"test_prompt_with_embedded_resource\","
+		    "\"test_prompt_with_image\"]");
+	assert_int_equal(pages, 2);
+	json_decref(all);
+	all = collect_pages(s, "resources/templates/list", "resourceTemplates",
+			    "uriTemplate", &pages);
+	assert_int_equal(json_array_size(all), 1);
+	assert_int_equal(pages, 1);
+	json_decref(all);
+	sess_done(s);
 }
 
 /* With the worker busy and the queue full, tools/call is refused with
@@ -1889,14 +1962,15 @@ main(void)
 		cmocka_unit_test(test_completion),
 		cmocka_unit_test(test_set_level),
 	};
-	const struct CMUnitTest busy_tests[] = {
+	const struct CMUnitTest small_tests[] = {
 		cmocka_unit_test(test_queue_full),
+		cmocka_unit_test(test_pagination),
 	};
 	int failed;
 
 	failed = cmocka_run_group_tests_name("dispatch", tests, group_setup,
 					     group_teardown);
-	failed += cmocka_run_group_tests_name("full queue", busy_tests,
-					      busy_setup, group_teardown);
+	failed += cmocka_run_group_tests_name("small server", small_tests,
+					      small_setup, group_teardown);
 	return failed;
 }

@@ -311,8 +311,9 @@ test_list_unknown_version(void **state)
 static void
 test_list_cursor_offsets(void **state)
 {
-	static const size_t bad[] = {
-		1, 50, 99, TOOLS_PAGE_SIZE, 2 * TOOLS_PAGE_SIZE, (size_t)-1};
+	/* The default page (server.list_page_size 100) holds every fixture:
+	 * only offset 0 exists. */
+	static const size_t bad[] = {1, 50, 99, 100, 200, (size_t)-1};
 	struct tools *t = load("[conformance]\nenabled = true\n");
 	size_t i, len = 12345;
 
@@ -321,6 +322,47 @@ test_list_cursor_offsets(void **state)
 		if (tools_list_json(t, "2025-11-25", bad[i], &len) != NULL)
 			fail_msg("offset %zu accepted", bad[i]);
 	assert_non_null(tools_list_json(t, "2025-11-25", 0, &len));
+	tools_unref(t);
+}
+
+/* Small pages: following nextCursor visits every tool once, in order,
+ * and only the offsets the cursors name are pages. */
+static void
+test_list_pages(void **state)
+{
+	struct tools *t = load("[server]\nlist_page_size = 4\n"
+			       "[conformance]\nenabled = true\n");
+	size_t start = 0, seen = 0, pages = 0, len, i;
+
+	(void)state;
+	for (;;) {
+		json_t *pg = page(t, "2025-11-25", start);
+		const json_t *arr = json_object_get(pg, "tools"), *tool;
+		const char *next =
+			json_string_value(json_object_get(pg, "nextCursor"));
+		char want[32];
+
+		assert_true(json_array_size(arr) >= 1);
+		assert_true(json_array_size(arr) <= 4);
+		json_array_foreach(arr, i, tool) assert_string_equal(
+			json_string_value(json_object_get(tool, "name")),
+			fixture_names[seen + i]);
+		seen += json_array_size(arr);
+		pages++;
+		if (next == NULL) {
+			json_decref(pg);
+			break;
+		}
+		snprintf(want, sizeof(want), "p%zu", start + 4);
+		assert_string_equal(next, want);
+		start += 4;
+		json_decref(pg);
+	}
+	assert_int_equal(seen, NFIXTURES);
+	assert_int_equal(pages, (NFIXTURES + 3) / 4);
+	assert_null(tools_list_json(t, "2025-11-25", 2, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 16, &len));
+	assert_non_null(tools_list_json(t, "2024-11-05", 12, &len));
 	tools_unref(t);
 }
 
@@ -430,6 +472,7 @@ main(void)
 		cmocka_unit_test(test_schema_2020_12_verbatim),
 		cmocka_unit_test(test_list_unknown_version),
 		cmocka_unit_test(test_list_cursor_offsets),
+		cmocka_unit_test(test_list_pages),
 		cmocka_unit_test(test_same),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_handler_without_definition),
