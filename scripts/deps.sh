@@ -17,6 +17,8 @@ test | bench) want=$test ;;
 esac
 missing=""
 for p in $want; do
+	# npm may come with another Node package (NodeSource's nodejs).
+	[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 		grep -q "install ok installed"; then
 		missing="$missing $p"

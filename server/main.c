@@ -156,9 +156,13 @@ drain(struct server *srv)
 	session_table_close_all(srv->sessions);
 	if (pool_drain(srv->pool, 5000) != STATUS_OK)
 		log_warn(&f, "some tool calls ignored cancellation");
-	{
-		/* Let MHD flush the final events before it stops. */
-		struct timespec ts = {0, 200 * 1000000L};
+	/* Let the event streams flush their last events and end (each
+	 * reader ends once drained), bounded: a stalled client must not hold
+	 * the exit. */
+	deadline = session_now_ms() + 3000;
+	while (metric_value(srv->m.sse_streams) > 0 &&
+	       session_now_ms() < deadline) {
+		struct timespec ts = {0, 10 * 1000000L};
 
 		nanosleep(&ts, NULL);
 	}

@@ -615,8 +615,10 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 	bool gap;
 
 	*n = 0;
-	if (!st->attached || st->gen != gen || st->sess->closed)
+	if (!st->attached || st->gen != gen)
 		return STREAM_END;
+	/* A closed session still flushes what its streams hold (a drain
+	 * must not drop final responses), then ends them. */
 	*n = sse_log_read(st->log, cur, dst, max, &gap);
 	if (gap)
 		log_warn(&(struct log_fields){.session = st->sess->id,
@@ -624,7 +626,8 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 			 "stream %s: replay buffer overrun, events lost "
 			 "(raise server.sse_replay_events)",
 			 st->id);
-	if (*n == 0 && st->keepalive && max >= sizeof(keepalive) - 1) {
+	if (*n == 0 && st->keepalive && !st->sess->closed &&
+	    max >= sizeof(keepalive) - 1) {
 		memcpy(dst, keepalive, sizeof(keepalive) - 1);
 		*n = sizeof(keepalive) - 1;
 	}
@@ -635,7 +638,7 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 		st->last_write_ms = session_now_ms();
 		return STREAM_DATA;
 	}
-	if (st->drop) {
+	if (st->drop || st->sess->closed) {
 		st->drop = false;
 		return STREAM_END;
 	}

@@ -577,7 +577,7 @@ post_first(struct req *r)
 	char msg[300];
 
 	body = json_loadb(r->body.data != NULL ? r->body.data : "", r->body.len,
-			  JSON_REJECT_DUPLICATES, &jerr);
+			  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (body == NULL) {
 		snprintf(msg, sizeof(msg),
 			 "parse error: the body is not valid JSON (%s at line "
@@ -585,6 +585,15 @@ post_first(struct req *r)
 			 jerr.text, jerr.line, jerr.column);
 		return http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
 					    RPC_PARSE_ERROR, msg, NULL);
+	}
+	if (!json_is_object(body) && !json_is_array(body)) {
+		ret = http_reply_rpc_error(
+			r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+			"invalid request: the body must be a JSON-RPC message "
+			"(an object) or, on 2025-03-26 sessions, a batch (an "
+			"array)",
+			NULL);
+		goto out;
 	}
 	batch = json_is_array(body);
 	n = batch ? json_array_size(body) : 1;
