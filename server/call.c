@@ -318,7 +318,7 @@ call_cancelled(struct call *c)
 	bool v;
 
 	pthread_mutex_lock(&c->s->mu);
-	v = c->cancelled || c->s->closed || atomic_load(&c->srv->draining);
+	v = c->cancelled || c->s->closed;
 	pthread_mutex_unlock(&c->s->mu);
 	return v;
 }

@@ -183,11 +183,16 @@ set_opt_string(json_t *o, const char *key, const char *value)
 	return json_object_set_new(o, key, json_string(value));
 }
 
+/*
+ * One page of a list method: {key: [item(r, i) for the page], nextCursor
+ * when more follow}.  item returns a new object, NULL on ENOMEM.
+ */
 static json_t *
-do_resources_list(struct rq *r)
+list_page(struct rq *r, const char *key, size_t n,
+	  json_t *(*item)(const struct rq *r, size_t i))
 {
 	json_t *res, *arr;
-	size_t start, i, n = catalog_resource_count();
+	size_t start, i;
 
 	if (!page_start(r, &start))
 		return NULL;
@@ -196,21 +201,11 @@ do_resources_list(struct rq *r)
 			       "invalid cursor: past the end of the list");
 	res = json_object();
 	arr = json_array();
-	if (res == NULL || arr == NULL ||
-	    json_object_set(res, "resources", arr))
+	if (res == NULL || arr == NULL || json_object_set(res, key, arr))
 		goto nomem;
-	for (i = start; i < n && i < start + page_size(r); i++) {
-		const struct resource_def *d = catalog_resource_at(i);
-		json_t *o =
-			json_pack("{s:s, s:s}", "uri", d->uri, "name", d->name);
-
-		if (o == NULL || json_array_append_new(arr, o) ||
-		    (at_least(r->s, "2025-06-18") &&
-		     set_opt_string(o, "title", d->title)) ||
-		    set_opt_string(o, "description", d->description) ||
-		    set_opt_string(o, "mimeType", d->mime_type))
+	for (i = start; i < n && i < start + page_size(r); i++)
+		if (json_array_append_new(arr, item(r, i)) != 0)
 			goto nomem;
-	}
 	if (page_finish(r, res, start, n))
 		goto nomem;
 	json_decref(arr);
@@ -221,42 +216,56 @@ nomem:
 	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
 }
 
+/* Adds the optional fields every listed entry may carry (NULL on ENOMEM,
+ * o freed). */
+static json_t *
+with_details(const struct rq *r, json_t *o, const char *title,
+	     const char *description, const char *mime_type)
+{
+	if (o == NULL ||
+	    (at_least(r->s, "2025-06-18") &&
+	     set_opt_string(o, "title", title)) ||
+	    set_opt_string(o, "description", description) ||
+	    set_opt_string(o, "mimeType", mime_type)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *
+resource_item(const struct rq *r, size_t i)
+{
+	const struct resource_def *d = catalog_resource_at(i);
+
+	return with_details(
+		r, json_pack("{s:s, s:s}", "uri", d->uri, "name", d->name),
+		d->title, d->description, d->mime_type);
+}
+
+static json_t *
+template_item(const struct rq *r, size_t i)
+{
+	const struct resource_template_def *d = catalog_template_at(i);
+
+	return with_details(r,
+			    json_pack("{s:s, s:s}", "uriTemplate",
+				      d->uri_template, "name", d->name),
+			    d->title, d->description, d->mime_type);
+}
+
+static json_t *
+do_resources_list(struct rq *r)
+{
+	return list_page(r, "resources", catalog_resource_count(),
+			 resource_item);
+}
+
 static json_t *
 do_templates_list(struct rq *r)
 {
-	json_t *res, *arr;
-	size_t start, i, n = catalog_template_count();
-
-	if (!page_start(r, &start))
-		return NULL;
-	if (start > n)
-		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
-			       "invalid cursor: past the end of the list");
-	res = json_object();
-	arr = json_array();
-	if (res == NULL || arr == NULL ||
-	    json_object_set(res, "resourceTemplates", arr))
-		goto nomem;
-	for (i = start; i < n && i < start + page_size(r); i++) {
-		const struct resource_template_def *d = catalog_template_at(i);
-		json_t *o = json_pack("{s:s, s:s}", "uriTemplate",
-				      d->uri_template, "name", d->name);
-
-		if (o == NULL || json_array_append_new(arr, o) ||
-		    (at_least(r->s, "2025-06-18") &&
-		     set_opt_string(o, "title", d->title)) ||
-		    set_opt_string(o, "description", d->description) ||
-		    set_opt_string(o, "mimeType", d->mime_type))
-			goto nomem;
-	}
-	if (page_finish(r, res, start, n))
-		goto nomem;
-	json_decref(arr);
-	return res;
-nomem:
-	json_decref(arr);
-	json_decref(res);
-	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+	return list_page(r, "resourceTemplates", catalog_template_count(),
+			 template_item);
 }
 
 /* Resource URIs: bounded and printable, checked before any lookup. */
@@ -373,41 +382,24 @@ prompt_args_json(const struct prompt_def *d)
 }
 
 static json_t *
+prompt_item(const struct rq *r, size_t i)
+{
+	const struct prompt_def *d = catalog_prompt_at(i);
+	json_t *o = with_details(r, json_pack("{s:s}", "name", d->name),
+				 d->title, d->description, NULL);
+
+	if (o != NULL && d->args != NULL &&
+	    json_object_set_new(o, "arguments", prompt_args_json(d)) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *
 do_prompts_list(struct rq *r)
 {
-	json_t *res, *arr;
-	size_t start, i, n = catalog_prompt_count();
-
-	if (!page_start(r, &start))
-		return NULL;
-	if (start > n)
-		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
-			       "invalid cursor: past the end of the list");
-	res = json_object();
-	arr = json_array();
-	if (res == NULL || arr == NULL || json_object_set(res, "prompts", arr))
-		goto nomem;
-	for (i = start; i < n && i < start + page_size(r); i++) {
-		const struct prompt_def *d = catalog_prompt_at(i);
-		json_t *o = json_pack("{s:s}", "name", d->name);
-
-		if (o == NULL || json_array_append_new(arr, o) ||
-		    (at_least(r->s, "2025-06-18") &&
-		     set_opt_string(o, "title", d->title)) ||
-		    set_opt_string(o, "description", d->description))
-			goto nomem;
-		if (d->args != NULL &&
-		    json_object_set_new(o, "arguments", prompt_args_json(d)))
-			goto nomem;
-	}
-	if (page_finish(r, res, start, n))
-		goto nomem;
-	json_decref(arr);
-	return res;
-nomem:
-	json_decref(arr);
-	json_decref(res);
-	return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+	return list_page(r, "prompts", catalog_prompt_count(), prompt_item);
 }
 
 static json_t *

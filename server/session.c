@@ -210,6 +210,19 @@ session_create(struct session_table *t, const char *version, const json_t *caps,
 	return STATUS_OK;
 }
 
+/* The session with this id, or NULL (table lock held). */
+static struct session *
+table_find(struct session_table *t, const char *id)
+{
+	struct session *s;
+
+	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
+	     s = s->hnext)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
 int
 session_acquire(struct session_table *t, const char *id, struct session **out)
 {
@@ -217,10 +230,7 @@ session_acquire(struct session_table *t, const char *id, struct session **out)
 
 	*out = NULL;
 	pthread_mutex_lock(&t->mu);
-	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
-	     s = s->hnext)
-		if (strcmp(s->id, id) == 0)
-			break;
+	s = table_find(t, id);
 	if (s != NULL)
 		session_ref(s);
 	pthread_mutex_unlock(&t->mu);
@@ -273,10 +283,7 @@ session_delete(struct session_table *t, const char *id)
 	struct session *s;
 
 	pthread_mutex_lock(&t->mu);
-	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
-	     s = s->hnext)
-		if (strcmp(s->id, id) == 0)
-			break;
+	s = table_find(t, id);
 	if (s != NULL)
 		table_unlink(t, s);
 	pthread_mutex_unlock(&t->mu);

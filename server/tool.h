@@ -36,7 +36,11 @@ struct tool_handler {
 	tool_fn fn;
 };
 
-/* True once the client cancelled the call or the server is shutting down. */
+/*
+ * True once the client cancelled the call, it ran past
+ * workers.call_timeout_s, its session ended, or a shutdown's grace period
+ * ran out (calls in flight are otherwise let finish).
+ */
 bool call_cancelled(struct call *call);
 
 /*

@@ -288,3 +288,26 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		}
 	});
 });
+
+describe('SIGTERM drain of a long call', () => {
+	let srv;
+	before(async () => {
+		srv = await startServer({ name: 'drain-long' });
+	});
+	after(async () => srv && srv.kill());
+
+	test('a call still running at SIGTERM finishes within the grace period and is answered', async () => {
+		const s = new RawSession(srv.mcpUrl);
+		await s.initialize(LATEST);
+		const pending = s.call('tools/call', { name: 'test_cancellation', arguments: { duration_ms: 1500 } },
+			{ timeoutMs: 10000 });
+		await sleep(300);
+		const t0 = Date.now();
+		srv.terminate();
+		const r = await pending;
+		assert.equal(r.response?.result?.content?.[0]?.text, 'completed after 1500 ms', JSON.stringify(r.response));
+		await srv.stop();
+		assert.ok(Date.now() - t0 >= 1000, 'the server did not wait for the call');
+		assert.match(srv.stderr(), /draining/);
+	});
+});
