@@ -29,6 +29,18 @@ LDLIBS := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := lib/status.c lib/log.c lib/toml.c lib/config.c lib/jsonschema.c \
 	lib/pool.c lib/metrics.c lib/auth.c lib/sse.c lib/buf.c
+
+# ---- [pg] the PostgreSQL pool (lib/pg) -------------------------------------
+PG_SRC := lib/pg.c
+PG_TESTS :=
+# ---- [migrate] schema migrations (lib/migrate, migrations/*.sql) ----------
+MIGRATE_SRC := lib/migrate.c
+MIGRATE_TESTS :=
+# ---- [otlp] OTLP/HTTP payload decoding (lib/otlp*, proto/) ----------------
+OTLP_SRC := lib/otlp.c
+OTLP_TESTS :=
+# ---------------------------------------------------------------------------
+LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC)
 SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
 	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
 	server/tool_core.c server/tool_conformance.c \
@@ -37,7 +49,8 @@ MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
-LIB_TESTS := toml config jsonschema pool log metrics auth sse buf
+LIB_TESTS := toml config jsonschema pool log metrics auth sse buf \
+	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS)
 SERVER_TESTS := session rpc dispatch tools
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema

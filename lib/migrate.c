@@ -1,0 +1,1 @@
+/* migrate.c - placeholder until the module lands. */

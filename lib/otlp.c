@@ -1,0 +1,1 @@
+/* otlp.c - placeholder until the module lands. */

@@ -1,0 +1,1 @@
+/* pg.c - placeholder until the module lands. */
