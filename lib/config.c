@@ -49,6 +49,7 @@ struct key_def {
 
 static bool check_listen(const char *s, char *msg, size_t len);
 static bool check_key_hash(const char *s, char *msg, size_t len);
+static bool check_timescaledb(const char *s, char *msg, size_t len);
 
 #define OFF(f) offsetof(struct config, f)
 #define STR(t, n, f, def, fl, chk, doc)                                        \
@@ -153,6 +154,42 @@ static const struct key_def keys[] = {
 	    "Postgres statement_timeout for each query, in milliseconds."),
 	BOOL("database", "auto_migrate", database.auto_migrate, true,
 	     "Apply pending schema migrations at startup."),
+	INT("database", "retention_days", database.retention_days, 7, 1, 3650,
+	    "Days of spans and metric points kept; older ones are dropped."),
+	STR("database", "timescaledb", database.timescaledb, "auto", 0,
+	    check_timescaledb,
+	    "Store spans and metric points in TimescaleDB hypertables: "
+	    "\"auto\" (when CREATE EXTENSION timescaledb works), \"on\" "
+	    "(required) or \"off\" (native daily partitions).  Chosen "
+	    "when the store is created."),
+	INT("database", "partition_days_ahead", database.partition_days_ahead,
+	    3, 0, 366,
+	    "Daily partitions created ahead of today (without TimescaleDB)."),
+	INT("database", "maintain_interval_s", database.maintain_interval_s,
+	    3600, 60, 86400,
+	    "Seconds between partition upkeep runs (create upcoming days, "
+	    "drop expired ones) while serving."),
+	BOOL("ingest", "enabled", ingest.enabled, true,
+	     "Accept OTLP/HTTP (JSON or protobuf) on /v1/traces and "
+	     "/v1/metrics."),
+	LIST("ingest", "keys", ingest.keys, K_SECRET | K_RELOAD, check_key_hash,
+	     "Hashes of API keys accepted on the OTLP endpoints (separate "
+	     "from [auth] keys); empty = no key needed."),
+	INT64("ingest", "max_body_bytes", ingest.max_body_bytes, 16777216,
+	      1024, 1073741824,
+	      "Largest OTLP request body as sent, in bytes (413 beyond)."),
+	INT64("ingest", "max_decompressed_bytes",
+	      ingest.max_decompressed_bytes, 67108864, 1024, 4294967296LL,
+	      "Largest OTLP body after gzip, in bytes: stops gzip bombs."),
+	INT("ingest", "max_items", ingest.max_items, 200000, 1, 10000000,
+	    "Spans or data points in one OTLP request."),
+	LIST("ingest", "ebpf_sdk_names", ingest.ebpf_sdk_names, 0, NULL,
+	     "telemetry.sdk.name values that mark spans as seen by eBPF; "
+	     "empty = \"beyla\", \"opentelemetry-ebpf-instrumentation\"."),
+	LIST("ingest", "ebpf_scope_prefixes", ingest.ebpf_scope_prefixes, 0,
+	     NULL,
+	     "Scope-name prefixes that mark eBPF spans; empty = "
+	     "\"github.com/grafana/beyla\", \"go.opentelemetry.io/obi\"."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -387,6 +424,19 @@ check_key_hash(const char *s, char *msg, size_t len)
 			 "expected \"sha256:\" followed by 64 lowercase hex "
 			 "digits; produce one with `sextant hash-key`");
 	return ok;
+}
+
+static bool
+check_timescaledb(const char *s, char *msg, size_t len)
+{
+	char shown[128];
+
+	if (strcmp(s, "auto") == 0 || strcmp(s, "on") == 0 ||
+	    strcmp(s, "off") == 0)
+		return true;
+	snprintf(msg, len, "expected \"auto\", \"on\" or \"off\", got \"%s\"",
+		 printable(s, 100, shown, sizeof(shown)));
+	return false;
 }
 
 /* "an integer between 1 and 1024": what the key accepts. */

@@ -82,7 +82,20 @@ struct config {
 		int pool_size;
 		int statement_timeout_ms;
 		bool auto_migrate;
+		int retention_days; /* spans and metric points kept (days) */
+		char *timescaledb;  /* "auto" | "on" | "off" */
+		int partition_days_ahead; /* day partitions made past today */
+		int maintain_interval_s;  /* partition upkeep period in serve */
 	} database;
+	struct {
+		bool enabled;              /* OTLP/HTTP on /v1/traces, /v1/metrics */
+		struct strlist keys;       /* API key hashes for ingestion; empty = open */
+		int64_t max_body_bytes;    /* body as sent; 413 beyond */
+		int64_t max_decompressed_bytes; /* after gzip; 413 beyond */
+		int max_items;             /* spans or points per request */
+		struct strlist ebpf_sdk_names;      /* empty = built-in list */
+		struct strlist ebpf_scope_prefixes; /* empty = built-in list */
+	} ingest;
 };
 
 /* Error detail: file:line:column, the key, and a message (lowercase). */

@@ -1,22 +1,101 @@
 #!/bin/sh
-# run.sh - what `make run` does after building: serve on 127.0.0.1:8080
+# run.sh - what `make run` does after building: unless DATABASE_URL is set,
+# start a private PostgreSQL under ./var/pg (scripts/pg.sh), apply the
+# migrations when the binary has `migrate`, then serve on 127.0.0.1:8080
 # (SEXTANT_LISTEN to change it) with ./sextant.toml when present, and print
-# how to connect.  Ctrl-C stops it.
+# how to connect.  Ctrl-C (or SIGTERM) stops the gateway, then the private
+# database; the next run reuses its data.
+#
+# Environment: DATABASE_URL (use that database as is), SEXTANT_LISTEN,
+# SEXTANT_PG_DIR (the private cluster, default var/pg, relative to the
+# repository), SEXTANT_BIN (the binary, default build/sextant).
 set -eu
 cd "$(dirname "$0")/.."
-conf=""
-[ -f sextant.toml ] && conf="--config sextant.toml"
+set --
+[ -f sextant.toml ] && set -- --config sextant.toml
+bin=${SEXTANT_BIN:-build/sextant}
 listen=${SEXTANT_LISTEN:-127.0.0.1:8080}
+pgdir=${SEXTANT_PG_DIR:-var/pg}
+
+gateway= # pid of the running gateway
+own_pg=0 # 1 while the private cluster may be running
+rc=0
+
+# Stops the gateway (SIGTERM: it drains) and then the private database;
+# safe to call twice.  rc becomes the gateway's exit status.
+stop_all() {
+	if [ -n "$gateway" ]; then
+		kill -TERM "$gateway" 2>/dev/null || true
+		rc=0
+		wait "$gateway" || rc=$?
+		gateway=
+	fi
+	if [ "$own_pg" = 1 ]; then
+		own_pg=0
+		sh scripts/pg.sh stop "$pgdir" || rc=1
+	fi
+}
+
+# A terminal's Ctrl-C reaches the gateway too; the second signal is harmless
+# (it is already draining).  Further signals are ignored so the database
+# is always stopped cleanly.
+# shellcheck disable=SC2317 # invoked by the traps below
+on_signal() {
+	trap '' INT TERM
+	rc=$1
+	[ -n "$gateway" ] && rc=0
+	stop_all
+	exit "$rc"
+}
+trap stop_all EXIT
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+
+if [ -z "${DATABASE_URL:-}" ]; then
+	own_pg=1
+	out=$(sh scripts/pg.sh start "$pgdir") || {
+		echo "run.sh: could not start the private PostgreSQL in $pgdir (set DATABASE_URL to use another database)" >&2
+		exit 1
+	}
+	DATABASE_URL=$(printf '%s\n' "$out" | tail -n 1)
+	export DATABASE_URL
+	database="$DATABASE_URL
+                (private cluster in $pgdir, log $pgdir/postgres.log)"
+	stops="the gateway and the private database"
+else
+	# Never printed: it may hold a password.
+	database="DATABASE_URL from the environment"
+	stops="the gateway"
+fi
+
+if "$bin" --help 2>/dev/null | grep -Eq '^[[:space:]]+migrate([[:space:]]|$)'; then
+	"$bin" migrate "$@" || {
+		echo "run.sh: sextant migrate failed" >&2
+		exit 1
+	}
+fi
+
 cat <<EOM
 Sextant is starting on http://$listen/mcp
 
   MCP endpoint  http://$listen/mcp   (Streamable HTTP, revisions 2025-03-26 .. 2025-11-25)
+  OTLP/HTTP     http://$listen/v1/traces   http://$listen/v1/metrics
   health        http://$listen/healthz   metrics  http://$listen/metrics
+  database      $database
 
 Try it:
   curl -si http://$listen/mcp -H 'Content-Type: application/json' \\
     -H 'Accept: application/json, text/event-stream' \\
     -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
 
+Ctrl-C stops $stops.
+
 EOM
-SEXTANT_LISTEN=$listen exec build/sextant serve $conf
+# In the background so that a signal to this script (not only a terminal's
+# Ctrl-C to the whole group) reaches the trap at once and is forwarded.
+SEXTANT_LISTEN=$listen "$bin" serve "$@" </dev/null &
+gateway=$!
+wait "$gateway" || rc=$?
+gateway=
+stop_all
+exit "$rc"

@@ -24,7 +24,9 @@
 
 #include "auth.h"
 #include "log.h"
+#include "ingest.h"
 #include "metrics.h"
+#include "pg.h"
 #include "pool.h"
 #include "rpc.h"
 #include "server.h"
@@ -241,11 +243,16 @@ serve_health(struct req *r, bool ready)
 {
 	static const char ok[] = "{\"status\":\"ok\"}";
 	static const char draining[] = "{\"status\":\"draining\"}";
+	static const char nodb[] = "{\"status\":\"database unavailable\"}";
 
 	if (ready && atomic_load(&r->srv->draining))
 		return http_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "application/json", draining,
 				  sizeof(draining) - 1, NULL);
+	if (ready && r->srv->pg != NULL && !pg_pool_ready(r->srv->pg))
+		return http_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "application/json", nodb, sizeof(nodb) - 1,
+				  NULL);
 	return http_reply(r, MHD_HTTP_OK, "application/json", ok,
 			  sizeof(ok) - 1, NULL);
 }
@@ -255,11 +262,14 @@ enum route {
 	ROUTE_HEALTHZ,
 	ROUTE_READYZ,
 	ROUTE_METRICS,
+	ROUTE_TRACES,
+	ROUTE_METRIC_POINTS,
 	ROUTE_NONE,
 };
 
-static const char *const route_labels[] = {"/mcp", "/healthz", "/readyz",
-					   "/metrics", "other"};
+static const char *const route_labels[] = {
+	"/mcp",	      "/healthz",    "/readyz", "/metrics",
+	"/v1/traces", "/v1/metrics", "other"};
 
 static enum route
 route_of(const char *url)
@@ -272,6 +282,10 @@ route_of(const char *url)
 		return ROUTE_READYZ;
 	if (strcmp(url, "/metrics") == 0)
 		return ROUTE_METRICS;
+	if (strcmp(url, "/v1/traces") == 0)
+		return ROUTE_TRACES;
+	if (strcmp(url, "/v1/metrics") == 0)
+		return ROUTE_METRIC_POINTS;
 	return ROUTE_NONE;
 }
 
@@ -315,10 +329,21 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	if (route == ROUTE_NONE) {
 		*ret = http_reply_rpc_error(
 			r, MHD_HTTP_NOT_FOUND, RPC_SERVER_BUSY,
-			"not found: the MCP endpoint is /mcp; /healthz, "
-			"/readyz and /metrics serve operators",
+			"not found: the MCP endpoint is /mcp; OTLP/HTTP goes "
+			"to /v1/traces and /v1/metrics; /healthz, /readyz and "
+			"/metrics serve operators",
 			NULL);
 		return false;
+	}
+	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS) {
+		if (atomic_load(&srv->draining)) {
+			*ret = http_reply(
+				r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+				"shutting down\n", 14,
+				(const char *[]){"Retry-After", "2", NULL});
+			return false;
+		}
+		return ingest_gate(r, route == ROUTE_TRACES, ret);
 	}
 	if (route != ROUTE_MCP) {
 		if (r->method != HTTP_GET) {
@@ -470,6 +495,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	case ROUTE_HEALTHZ: return serve_health(r, false);
 	case ROUTE_READYZ: return serve_health(r, true);
 	case ROUTE_METRICS: return serve_metrics(r);
+	case ROUTE_TRACES: return ingest_handle(r, true);
+	case ROUTE_METRIC_POINTS: return ingest_handle(r, false);
 	case ROUTE_NONE: break;
 	}
 	return MHD_NO;

@@ -131,6 +131,39 @@ cmd_hash_key(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static int
+cmd_migrate(int argc, char **argv)
+{
+	struct config *cfg = NULL;
+	const char *path = NULL;
+	char err[1024];
+	int rc, applied = 0;
+
+	if (argc == 4 && strcmp(argv[2], "--config") == 0)
+		path = argv[3];
+	else if (argc != 2) {
+		fprintf(stderr, "usage: sextant migrate [--config FILE]\n");
+		return EXIT_USAGE;
+	}
+	rc = load_config(path, &cfg);
+	if (rc != EXIT_OK)
+		return rc;
+	if (cfg->database.url[0] == '\0') {
+		fprintf(stderr, "sextant: migrate: no database: set "
+				"DATABASE_URL or [database] url\n");
+		config_free(cfg);
+		return EXIT_USAGE;
+	}
+	rc = server_migrate(cfg, &applied, err, sizeof(err));
+	config_free(cfg);
+	if (rc != STATUS_OK) {
+		fprintf(stderr, "sextant: migrate: %s\n", err);
+		return EXIT_RUNTIME;
+	}
+	printf("%d migration(s) applied\n", applied);
+	return EXIT_OK;
+}
+
 static void
 drain(struct server *srv)
 {
@@ -200,6 +233,17 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
+		int applied = 0;
+
+		/* A database that is down now is not fatal: /readyz says so
+		 * and ingestion answers 503 until it is back. */
+		if (server_migrate(cfg, &applied, err, sizeof(err)) !=
+		    STATUS_OK)
+			log_error(&f, "migrations not applied: %s", err);
+		else if (applied > 0)
+			log_info(&f, "%d migration(s) applied", applied);
+	}
 	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
 		server_free(&srv);
@@ -272,6 +316,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc, argv);
+	if (strcmp(argv[1], "migrate") == 0)
+		return cmd_migrate(argc, argv);
 	if (strcmp(argv[1], "check-config") == 0)
 		return cmd_check_config(argc, argv);
 	if (strcmp(argv[1], "hash-key") == 0)

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "status.h"
 
 struct session_table;
@@ -21,6 +22,7 @@ struct pool;
 struct tools;
 struct auth_keys;
 struct MHD_Daemon;
+struct pg_pool;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
 struct server_metrics {
@@ -33,6 +35,7 @@ struct server_metrics {
 	struct metric *inflight;	     /* gauge */
 	struct metric *sse_streams;	     /* gauge: open SSE connections */
 	struct metric *reloads_ok, *reloads_failed;
+	struct metric_family *ingest_items; /* signal, outcome */
 };
 
 struct server {
@@ -43,15 +46,20 @@ struct server {
 	struct metrics *metrics;
 	struct server_metrics m;
 	struct MHD_Daemon *daemon;
-	bool loopback;	      /* listening on a loopback address */
-	int64_t started_ms;   /* monotonic */
-	char *last_status;    /* the status resource as last seen (janitor) */
-	atomic_bool draining; /* SIGTERM: refuse new work */
+	bool loopback;	    /* listening on a loopback address */
+	int64_t started_ms; /* monotonic */
+	char *last_status;  /* the status resource as last seen (janitor) */
+	struct pg_pool *pg; /* NULL without [database] url */
+	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
+	int64_t next_maintain_ms; /* janitor: next partition upkeep */
+	atomic_bool draining;	  /* SIGTERM: refuse new work */
 
 	/* Live settings, swapped on SIGHUP under live_lock (readers share). */
 	pthread_rwlock_t live_lock;
 	struct auth_keys *keys; /* NULL or empty: no auth */
-	struct tools *tools;	/* enabled tool set */
+	struct auth_keys
+		*ingest_keys; /* the same for /v1/traces, /v1/metrics */
+	struct tools *tools;  /* enabled tool set */
 };
 
 /*
@@ -61,6 +69,12 @@ struct server {
 int server_init(struct server *srv, struct config *cfg, const char *config_path,
 		char *err, size_t errlen) WUR;
 void server_free(struct server *srv);
+
+/* Applies the migrations on a connection of its own (serve with
+ * database.auto_migrate, and `sextant migrate`).  STATUS_IO when the
+ * database cannot be reached; err says why. */
+int server_migrate(const struct config *cfg, int *applied, char *err,
+		   size_t errlen) WUR;
 
 /* SIGHUP: re-reads the config file; applies log.level, tools.* and
  * auth.keys; keeps the old settings (and logs why) when it is invalid. */

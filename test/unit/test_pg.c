@@ -1,0 +1,1064 @@
+/*
+ * test_pg.c - unit tests for lib/pg against a real throwaway PostgreSQL
+ * (test/unit/pgtest.h): bound parameters, timeouts, cancellation, two
+ * connections at once, acquire limits, COPY, transactions, and the pool
+ * riding out a database restart.  The cluster is removed by the group
+ * teardown whatever happens.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pg.h"
+#include "pgtest.h"
+
+static struct pgtest_cluster cluster;
+
+static const char UNAVAILABLE[] =
+	"the telemetry database is unavailable; try again later";
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	return pgtest_start(&cluster);
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	pgtest_destroy(&cluster);
+	return 0;
+}
+
+static struct pg_pool *
+new_pool_with(const char *conninfo, int size, int timeout_ms)
+{
+	struct pg_pool_config cfg = {
+		.conninfo = conninfo,
+		.size = size,
+		.statement_timeout_ms = timeout_ms,
+		.connect_timeout_s = 5,
+		.acquire_timeout_ms = 2000,
+		.reconnect_max_ms = 400,
+	};
+	struct pg_pool *p = NULL;
+	struct pg_error err;
+
+	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
+	assert_non_null(p);
+	if (pg_pool_wait_ready(p, 10000, &err) != STATUS_OK) {
+		fprintf(stderr, "pool not ready: %s\n", err.detail);
+		fail();
+	}
+	/* All connections open, so that tests start from a known state. */
+	for (long deadline = pgtest_now_ms() + 10000;;) {
+		struct pg_stats st;
+
+		pg_pool_stats(p, &st);
+		if (st.idle == size)
+			break;
+		assert_true(pgtest_now_ms() < deadline);
+		pgtest_sleep_ms(10);
+	}
+	return p;
+}
+
+static struct pg_pool *
+new_pool(int size, int timeout_ms)
+{
+	return new_pool_with(cluster.conninfo, size, timeout_ms);
+}
+
+static struct pg_conn *
+acquire(struct pg_pool *p)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	int rc = pg_acquire(p, NULL, 2000, &c, &err);
+
+	if (rc != STATUS_OK)
+		fprintf(stderr, "acquire: %s / %s\n", err.client, err.detail);
+	assert_int_equal(rc, STATUS_OK);
+	assert_non_null(c);
+	return c;
+}
+
+/* Runs sql with params and returns the text of row 0, column 0 (caller
+ * frees), asserting success. */
+static char *
+query_value(struct pg_conn *c, const char *sql, int n,
+	    const char *const *values)
+{
+	PGresult *res = NULL;
+	struct pg_error err;
+	char *v;
+	int rc = pg_query(c, sql, n, values, &res, &err);
+
+	if (rc != STATUS_OK)
+		fprintf(stderr, "query %s: %s / %s\n", sql, err.client,
+			err.detail);
+	assert_int_equal(rc, STATUS_OK);
+	assert_non_null(res);
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	assert_true(PQntuples(res) >= 1);
+	v = strdup(PQgetvalue(res, 0, 0));
+	assert_non_null(v);
+	PQclear(res);
+	return v;
+}
+
+static void
+exec_ok(struct pg_conn *c, const char *sql)
+{
+	struct pg_error err;
+	int rc = pg_query(c, sql, 0, NULL, NULL, &err);
+
+	if (rc != STATUS_OK)
+		fprintf(stderr, "exec %s: %s / %s\n", sql, err.client,
+			err.detail);
+	assert_int_equal(rc, STATUS_OK);
+}
+
+static long
+backend_pid(struct pg_conn *c)
+{
+	char *v = query_value(c, "SELECT pg_backend_pid()", 0, NULL);
+	long pid = strtol(v, NULL, 10);
+
+	free(v);
+	return pid;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+static void
+test_config_invalid(void **state)
+{
+	static const struct {
+		const char *conninfo;
+		int size, timeout, connect, acquire, reconnect;
+		const char *client; /* substring of the client message */
+		const char *detail; /* substring of the detail */
+	} cases[] = {
+		{NULL, 2, 1000, 0, 0, 0, "connection string is missing", ""},
+		{"host=x", 0, 1000, 0, 0, 0, "pool size 0", "expected 1"},
+		{"host=x", PG_POOL_SIZE_MAX + 1, 1000, 0, 0, 0, "pool size",
+		 "to 256"},
+		{"host=x", 2, 0, 0, 0, 0, "statement timeout (ms) 0", ""},
+		{"host=x", 2, -5, 0, 0, 0, "statement timeout", ""},
+		{"host=x", 2, 1000, -1, 0, 0, "connect timeout", ""},
+		{"host=x", 2, 1000, 0, -1, 0, "acquire timeout", ""},
+		{"host=x", 2, 1000, 0, 0, 5, "reconnect backoff cap", ""},
+		{"host=127.0.0.1 bogus_option=1", 2, 1000, 0, 0, 0,
+		 "connection string is invalid", "bogus_option"},
+		{"postgresql://u@h/db?nosuchparam=1", 2, 1000, 0, 0, 0,
+		 "connection string is invalid", "nosuchparam"},
+		{"host=a port", 2, 1000, 0, 0, 0,
+		 "connection string is invalid",
+		 "missing \"...\" after \"...\""},
+		/* libpq quotes the whole URI here; the password stays out. */
+		{"postgresql://u:hunter2@[::1/db", 2, 1000, 0, 0, 0,
+		 "connection string is invalid", "IPv6"},
+		{"host=a password hunter2", 2, 1000, 0, 0, 0,
+		 "connection string is invalid", "missing"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pg_pool_config cfg = {
+			.conninfo = cases[i].conninfo,
+			.size = cases[i].size,
+			.statement_timeout_ms = cases[i].timeout,
+			.connect_timeout_s = cases[i].connect,
+			.acquire_timeout_ms = cases[i].acquire,
+			.reconnect_max_ms = cases[i].reconnect,
+		};
+		struct pg_pool *p = (struct pg_pool *)&cfg; /* not NULL */
+		struct pg_error err;
+		int rc = pg_pool_new(&cfg, &p, &err);
+
+		if (rc != STATUS_INVALID || p != NULL ||
+		    strstr(err.client, cases[i].client) == NULL ||
+		    strstr(err.detail, cases[i].detail) == NULL)
+			fprintf(stderr,
+				"case %zu: rc %d client '%s' detail '%s'\n", i,
+				rc, err.client, err.detail);
+		assert_int_equal(rc, STATUS_INVALID);
+		assert_null(p);
+		assert_non_null(strstr(err.client, cases[i].client));
+		assert_non_null(strstr(err.detail, cases[i].detail));
+		assert_null(strstr(err.detail, "hunter2"));
+		assert_null(strstr(err.client, "hunter2"));
+	}
+	assert_int_equal(pg_pool_new(NULL, NULL, NULL), STATUS_INVALID);
+}
+
+static void
+test_null_arguments(void **state)
+{
+	struct pg_conn *c = (struct pg_conn *)&c;
+	struct pg_error err;
+	PGresult *res = (PGresult *)&res;
+
+	(void)state;
+	pg_pool_free(NULL);
+	pg_release(NULL);
+	pg_cancel(NULL);
+	pg_cancel_token_free(NULL);
+	assert_false(pg_pool_ready(NULL));
+	assert_false(pg_cancel_requested(NULL));
+	assert_int_equal(pg_acquire(NULL, NULL, 0, &c, &err), STATUS_INVALID);
+	assert_null(c);
+	assert_int_equal(pg_query(NULL, "SELECT 1", 0, NULL, &res, &err),
+			 STATUS_INVALID);
+	assert_null(res);
+	assert_int_equal(pg_copy_end(NULL, NULL, &err), STATUS_INVALID);
+	assert_int_equal(pg_cancel_token_new(NULL), STATUS_INVALID);
+}
+
+/* A valid conninfo where nothing listens: the pool starts, is not ready,
+ * and acquire fails at once with the client message. */
+static void
+test_unreachable(void **state)
+{
+	char conninfo[200];
+	struct pg_pool_config cfg = {.size = 2,
+				     .statement_timeout_ms = 1000,
+				     .reconnect_max_ms = 200};
+	struct pg_pool *p = NULL;
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	struct pg_stats st;
+	long t0;
+	int port = pgtest_free_port();
+
+	(void)state;
+	snprintf(conninfo, sizeof(conninfo),
+		 "host=127.0.0.1 port=%d dbname=x user=y password=hunter2 "
+		 "sslmode=disable",
+		 port);
+	cfg.conninfo = conninfo;
+	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
+	assert_int_equal(pg_pool_wait_ready(p, 1000, &err), STATUS_TIMEOUT);
+	assert_false(pg_pool_ready(p));
+	assert_string_equal(err.client, UNAVAILABLE);
+	assert_non_null(strstr(err.detail, "refused"));
+
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_acquire(p, NULL, 5000, &c, &err), STATUS_IO);
+	assert_true(pgtest_now_ms() - t0 < 1000);
+	assert_null(c);
+	assert_string_equal(err.client, UNAVAILABLE);
+	assert_non_null(strstr(err.detail, "refused"));
+	assert_null(strstr(err.detail, "hunter2"));
+
+	pg_pool_last_error(p, &err);
+	assert_non_null(strstr(err.detail, "refused"));
+	/* The backoff keeps retrying meanwhile. */
+	pgtest_sleep_ms(700);
+	pg_pool_stats(p, &st);
+	assert_true(st.connect_failures >= 3);
+	assert_int_equal(st.connects, 0);
+	assert_false(st.ready);
+	pg_pool_free(p);
+}
+
+/* A server that accepts TCP but never answers: the attempt ends at
+ * connect_timeout_s, and pg_pool_free does not wait for an attempt in
+ * progress. */
+static void
+test_connect_timeout_and_free(void **state)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	char conninfo[200];
+	struct pg_pool_config cfg = {.conninfo = conninfo,
+				     .size = 1,
+				     .statement_timeout_ms = 1000,
+				     .connect_timeout_s = 1};
+	struct pg_pool *p = NULL;
+	struct pg_error err;
+	long t0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)state;
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(conninfo, sizeof(conninfo),
+		 "host=127.0.0.1 port=%d dbname=x user=y sslmode=disable",
+		 ntohs(sa.sin_port));
+	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
+	assert_int_equal(pg_pool_wait_ready(p, 1600, &err), STATUS_TIMEOUT);
+	assert_string_equal(err.client, UNAVAILABLE);
+	assert_non_null(strstr(err.detail, "timed out after 1 s"));
+	/* The second attempt is under way now (backoff 100 ms). */
+	pgtest_sleep_ms(100);
+	t0 = pgtest_now_ms();
+	pg_pool_free(p);
+	assert_true(pgtest_now_ms() - t0 < 300);
+	close(fd);
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+static void
+test_bound_parameters(void **state)
+{
+	static const char *const tricky[] = {
+		"O'Reilly said \"hi\"",
+		"x'); DROP TABLE pg_t_inj; --",
+		"'; SELECT pg_sleep(10); --",
+		"back\\slash $1 $$ dollar",
+		"", /* empty string is not NULL */
+	};
+	struct pg_pool *p = new_pool(2, 5000);
+	struct pg_conn *c = acquire(p);
+	PGresult *res = NULL;
+	struct pg_error err;
+	char *v;
+
+	(void)state;
+	exec_ok(c, "DROP TABLE IF EXISTS pg_t_inj");
+	exec_ok(c, "CREATE TABLE pg_t_inj (x text)");
+	for (size_t i = 0; i < sizeof(tricky) / sizeof(tricky[0]); i++) {
+		const char *vals[1] = {tricky[i]};
+
+		assert_int_equal(pg_query(c, "INSERT INTO pg_t_inj VALUES ($1)",
+					  1, vals, NULL, &err),
+				 STATUS_OK);
+		v = query_value(c, "SELECT $1::text", 1, vals);
+		assert_string_equal(v, tricky[i]);
+		free(v);
+		v = query_value(c, "SELECT count(*) FROM pg_t_inj WHERE x = $1",
+				1, vals);
+		assert_string_equal(v, "1");
+		free(v);
+	}
+	/* The table survived and holds the data as data. */
+	v = query_value(c, "SELECT count(*) FROM pg_t_inj", 0, NULL);
+	assert_string_equal(v, "5");
+	free(v);
+
+	{
+		const char *vals[2] = {"40", "2"};
+
+		v = query_value(c, "SELECT $1::int + $2::int", 2, vals);
+		assert_string_equal(v, "42");
+		free(v);
+	}
+	{
+		const char *vals[1] = {NULL};
+
+		assert_int_equal(pg_query(c,
+					  "SELECT $1::text IS NULL, $1::text",
+					  1, vals, &res, &err),
+				 STATUS_OK);
+		assert_string_equal(PQgetvalue(res, 0, 0), "t");
+		assert_true(PQgetisnull(res, 0, 1));
+		PQclear(res);
+	}
+	/* Two statements in one string are refused by the protocol. */
+	{
+		const char *vals[1] = {"1"};
+
+		res = (PGresult *)&res;
+		assert_int_equal(pg_query(c,
+					  "SELECT $1::int; DROP TABLE pg_t_inj",
+					  1, vals, &res, &err),
+				 STATUS_IO);
+		assert_null(res);
+		assert_string_equal(err.sqlstate, "42601");
+	}
+	exec_ok(c, "DROP TABLE pg_t_inj");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* The client message never carries SQL or the server's text. */
+static void
+test_error_messages(void **state)
+{
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	const char *bad[1] = {"abc"};
+	char *v;
+
+	(void)state;
+	assert_int_equal(
+		pg_query(c, "SELEC secret_column FROM t", 0, NULL, NULL, &err),
+		STATUS_IO);
+	assert_string_equal(err.sqlstate, "42601");
+	assert_string_equal(err.client,
+			    "the telemetry database could not run the query");
+	assert_null(strstr(err.client, "SELEC"));
+	assert_non_null(strstr(err.detail, "sqlstate 42601"));
+	assert_non_null(strstr(err.detail, "syntax error"));
+	assert_null(strchr(err.detail, '\n'));
+
+	assert_int_equal(pg_query(c, "SELECT $1::int", 1, bad, NULL, &err),
+			 STATUS_INVALID);
+	assert_string_equal(err.sqlstate, "22P02");
+	assert_string_equal(
+		err.client,
+		"the telemetry database rejected a value in the request");
+	assert_null(strstr(err.client, "abc"));
+
+	assert_int_equal(pg_query(c, "SELECT * FROM no_such_table_xyz", 0, NULL,
+				  NULL, &err),
+			 STATUS_IO);
+	assert_string_equal(err.sqlstate, "42P01");
+	assert_null(strstr(err.client, "no_such_table"));
+
+	/* Errors leave the connection usable. */
+	v = query_value(c, "SELECT 7", 0, NULL);
+	assert_string_equal(v, "7");
+	free(v);
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+static void
+test_statement_timeout(void **state)
+{
+	struct pg_pool *p = new_pool(1, 200);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	struct pg_stats st;
+	long t0, took, pid;
+	char *v;
+
+	(void)state;
+	v = query_value(c, "SHOW statement_timeout", 0, NULL);
+	assert_string_equal(v, "200ms");
+	free(v);
+	pid = backend_pid(c);
+
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_query(c, "SELECT pg_sleep(5)", 0, NULL, NULL, &err),
+			 STATUS_TIMEOUT);
+	took = pgtest_now_ms() - t0;
+	assert_true(took >= 150 && took < 2000);
+	assert_string_equal(err.client, "query timed out after 200 ms");
+	assert_string_equal(err.sqlstate, "57014");
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.timeouts, 1);
+
+	/* The same session goes on. */
+	assert_int_equal(backend_pid(c), pid);
+
+	/* A longer timeout for one lease, restored on release. */
+	assert_int_equal(pg_set_timeout(c, 3000, &err), STATUS_OK);
+	exec_ok(c, "SELECT pg_sleep(0.4)");
+	pg_release(c);
+	c = acquire(p);
+	assert_int_equal(backend_pid(c), pid);
+	v = query_value(c, "SHOW statement_timeout", 0, NULL);
+	assert_string_equal(v, "200ms");
+	free(v);
+	assert_int_equal(pg_set_timeout(c, 0, &err), STATUS_INVALID);
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* A server that stops answering (here: its backend stopped with SIGSTOP,
+ * so it cannot enforce the timeout) is given up on by the client's own
+ * deadline, and the connection is replaced. */
+static void
+test_client_deadline(void **state)
+{
+	struct pg_pool *p = new_pool(1, 200);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	long pid = backend_pid(c), t0, took;
+
+	(void)state;
+	assert_int_equal(kill((pid_t)pid, SIGSTOP), 0);
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_query(c, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_TIMEOUT);
+	took = pgtest_now_ms() - t0;
+	kill((pid_t)pid, SIGCONT);
+	/* 200 ms of statement timeout + the minimum grace of 1 s. */
+	assert_true(took >= 1150 && took < 3000);
+	assert_string_equal(err.client, "query timed out after 200 ms");
+	assert_non_null(strstr(err.detail, "closing the connection"));
+	/* The lease is over for this connection. */
+	assert_int_equal(pg_query(c, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_IO);
+	pg_release(c);
+	c = acquire(p);
+	assert_int_not_equal(backend_pid(c), pid);
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+struct canceller {
+	struct pg_cancel_token *token;
+	long delay_ms;
+};
+
+static void *
+cancel_later(void *arg)
+{
+	struct canceller *k = arg;
+
+	pgtest_sleep_ms(k->delay_ms);
+	pg_cancel(k->token);
+	return NULL;
+}
+
+static void
+test_cancel_from_thread(void **state)
+{
+	struct pg_pool *p = new_pool(1, 30000);
+	struct pg_cancel_token *token = NULL;
+	struct pg_conn *c = NULL, *c2 = NULL;
+	struct canceller k;
+	struct pg_error err;
+	struct pg_stats st0, st;
+	pthread_t th;
+	long t0, took, pid;
+
+	(void)state;
+	assert_int_equal(pg_cancel_token_new(&token), STATUS_OK);
+	assert_int_equal(pg_acquire(p, token, 1000, &c, &err), STATUS_OK);
+	pid = backend_pid(c);
+	k = (struct canceller){.token = token, .delay_ms = 300};
+	assert_int_equal(pthread_create(&th, NULL, cancel_later, &k), 0);
+	t0 = pgtest_now_ms();
+	assert_int_equal(
+		pg_query(c, "SELECT pg_sleep(20)", 0, NULL, NULL, &err),
+		STATUS_CANCELLED);
+	took = pgtest_now_ms() - t0;
+	pthread_join(th, NULL);
+	assert_true(took >= 250 && took < 5000);
+	assert_string_equal(err.client, "the query was cancelled");
+	assert_string_equal(err.sqlstate, "57014");
+	assert_true(pg_cancel_requested(token));
+
+	/* Later statements of the cancelled call are not even sent. */
+	pg_pool_stats(p, &st0);
+	assert_int_equal(pg_query(c, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_CANCELLED);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.queries, st0.queries);
+	assert_true(st.cancels >= 2);
+	pg_release(c);
+
+	/* No new connection for a cancelled call. */
+	assert_int_equal(pg_acquire(p, token, 1000, &c2, &err),
+			 STATUS_CANCELLED);
+	assert_null(c2);
+	pg_cancel_token_free(token);
+
+	/* A cancel during COPY ends it; nothing is written. */
+	assert_int_equal(pg_cancel_token_new(&token), STATUS_OK);
+	assert_int_equal(pg_acquire(p, token, 1000, &c, &err), STATUS_OK);
+	exec_ok(c, "CREATE TEMP TABLE pg_t_cc (a int)");
+	assert_int_equal(pg_copy_begin(c, "COPY pg_t_cc FROM STDIN", &err),
+			 STATUS_OK);
+	assert_int_equal(pg_copy_put(c, "1\n2\n", 4, &err), STATUS_OK);
+	pg_cancel(token);
+	assert_int_equal(pg_copy_put(c, "3\n", 2, &err), STATUS_CANCELLED);
+	assert_string_equal(err.client, "the query was cancelled");
+	assert_int_equal(pg_copy_end(c, NULL, &err), STATUS_INVALID);
+	pg_release(c);
+	pg_cancel_token_free(token);
+
+	/* The cancelled backend is not reused: a late cancel request could
+	 * hit the next caller's statement. */
+	c = acquire(p);
+	assert_int_not_equal(backend_pid(c), pid);
+	exec_ok(c, "SELECT pg_sleep(0.3)");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* A cancel of a call that holds two connections reaches both. */
+static void
+test_cancel_two_connections(void **state)
+{
+	struct pg_pool *p = new_pool(2, 30000);
+	struct pg_cancel_token *token = NULL;
+	struct pg_conn *a = NULL, *b = NULL;
+	struct canceller k;
+	struct pg_error err;
+	pthread_t th;
+	long t0;
+
+	(void)state;
+	assert_int_equal(pg_cancel_token_new(&token), STATUS_OK);
+	assert_int_equal(pg_acquire(p, token, 1000, &a, &err), STATUS_OK);
+	assert_int_equal(pg_acquire(p, token, 1000, &b, &err), STATUS_OK);
+	assert_int_equal(pg_send(a, "SELECT pg_sleep(20)", 0, NULL, &err),
+			 STATUS_OK);
+	assert_int_equal(pg_send(b, "SELECT pg_sleep(20)", 0, NULL, &err),
+			 STATUS_OK);
+	k = (struct canceller){.token = token, .delay_ms = 200};
+	t0 = pgtest_now_ms();
+	assert_int_equal(pthread_create(&th, NULL, cancel_later, &k), 0);
+	assert_int_equal(pg_result(a, NULL, &err), STATUS_CANCELLED);
+	assert_int_equal(pg_result(b, NULL, &err), STATUS_CANCELLED);
+	assert_true(pgtest_now_ms() - t0 < 5000);
+	pthread_join(th, NULL);
+	pg_release(a);
+	pg_release(b);
+	pg_cancel_token_free(token);
+	pg_pool_free(p);
+}
+
+static void
+test_two_connections_one_thread(void **state)
+{
+	struct pg_pool *p = new_pool(2, 5000);
+	struct pg_conn *a = acquire(p), *b = acquire(p);
+	PGresult *ra = NULL, *rb = NULL;
+	struct pg_error err;
+	long t0, took;
+
+	(void)state;
+	assert_ptr_not_equal(a, b);
+	assert_int_not_equal(backend_pid(a), backend_pid(b));
+	t0 = pgtest_now_ms();
+	assert_int_equal(
+		pg_send(a, "SELECT 1 FROM pg_sleep(0.6)", 0, NULL, &err),
+		STATUS_OK);
+	assert_int_equal(
+		pg_send(b, "SELECT 2 FROM pg_sleep(0.6)", 0, NULL, &err),
+		STATUS_OK);
+	/* One statement per connection at a time. */
+	assert_int_equal(pg_send(a, "SELECT 3", 0, NULL, &err), STATUS_INVALID);
+	assert_int_equal(pg_result(a, &ra, &err), STATUS_OK);
+	assert_int_equal(pg_result(b, &rb, &err), STATUS_OK);
+	took = pgtest_now_ms() - t0;
+	/* In parallel: one sleep's time, not two. */
+	assert_true(took >= 550 && took < 1100);
+	assert_string_equal(PQgetvalue(ra, 0, 0), "1");
+	assert_string_equal(PQgetvalue(rb, 0, 0), "2");
+	PQclear(ra);
+	PQclear(rb);
+	/* No statement pending: nothing to wait for. */
+	assert_int_equal(pg_result(a, &ra, &err), STATUS_INVALID);
+	assert_null(ra);
+	pg_release(a);
+	pg_release(b);
+	pg_pool_free(p);
+}
+
+struct releaser {
+	struct pg_conn *c;
+	long delay_ms;
+};
+
+static void *
+release_later(void *arg)
+{
+	struct releaser *r = arg;
+
+	pgtest_sleep_ms(r->delay_ms);
+	pg_release(r->c);
+	return NULL;
+}
+
+static void
+test_acquire_timeout(void **state)
+{
+	struct pg_pool *p = new_pool(2, 5000);
+	struct pg_conn *a = acquire(p), *b = acquire(p), *c = NULL;
+	struct pg_error err;
+	struct pg_stats st;
+	struct releaser r;
+	pthread_t th;
+	long t0, took;
+
+	(void)state;
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.in_use, 2);
+	assert_int_equal(st.idle, 0);
+
+	/* The caller holds both and asks for a third: a timeout, not a
+	 * deadlock. */
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_acquire(p, NULL, 200, &c, &err), STATUS_TIMEOUT);
+	took = pgtest_now_ms() - t0;
+	assert_true(took >= 190 && took < 1500);
+	assert_null(c);
+	assert_string_equal(
+		err.client,
+		"all telemetry database connections are busy; try again later");
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_acquire(p, NULL, 0, &c, &err), STATUS_TIMEOUT);
+	assert_true(pgtest_now_ms() - t0 < 100);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.acquire_timeouts, 2);
+
+	/* A waiter gets the connection another thread releases. */
+	r = (struct releaser){.c = b, .delay_ms = 200};
+	assert_int_equal(pthread_create(&th, NULL, release_later, &r), 0);
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_acquire(p, NULL, 3000, &c, &err), STATUS_OK);
+	took = pgtest_now_ms() - t0;
+	pthread_join(th, NULL);
+	assert_ptr_equal(c, b);
+	assert_true(took >= 150 && took < 2000);
+	exec_ok(c, "SELECT 1");
+	pg_release(c);
+	pg_release(a);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.in_use, 0);
+	assert_int_equal(st.idle, 2);
+	pg_pool_free(p);
+}
+
+/* ---- COPY -------------------------------------------------------------- */
+
+#define COPY_ROWS 20000
+
+static char *
+copy_rows(size_t *len)
+{
+	size_t cap = (size_t)COPY_ROWS * 48, n = 0;
+	char *buf = malloc(cap);
+
+	assert_non_null(buf);
+	for (int i = 1; i <= COPY_ROWS; i++) {
+		int w = snprintf(buf + n, cap - n, "%d\tname\\t%d\\\\x\t%d.5\n",
+				 i, i, i);
+
+		assert_true(w > 0 && (size_t)w < cap - n);
+		n += (size_t)w;
+	}
+	*len = n;
+	return buf;
+}
+
+static void
+test_copy(void **state)
+{
+	struct pg_pool *p = new_pool(1, 10000);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	size_t len;
+	char *data = copy_rows(&len);
+	const char *id[1] = {"777"};
+	int64_t rows = -1;
+	char *v;
+
+	(void)state;
+	exec_ok(c, "DROP TABLE IF EXISTS pg_t_copy");
+	exec_ok(c, "CREATE TABLE pg_t_copy (id int, name text, v float8)");
+
+	/* One buffer. */
+	assert_int_equal(pg_copy_in(c, "COPY pg_t_copy FROM STDIN", data, len,
+				    &rows, &err),
+			 STATUS_OK);
+	assert_int_equal(rows, COPY_ROWS);
+	v = query_value(c, "SELECT count(*) || ' ' || sum(id) FROM pg_t_copy",
+			0, NULL);
+	assert_string_equal(v, "20000 200010000");
+	free(v);
+	v = query_value(c, "SELECT name FROM pg_t_copy WHERE id = $1", 1, id);
+	assert_string_equal(v, "name\t777\\x");
+	free(v);
+
+	/* Streamed in pieces that split rows. */
+	assert_int_equal(pg_copy_begin(c, "COPY pg_t_copy FROM STDIN", &err),
+			 STATUS_OK);
+	for (size_t off = 0; off < len; off += 4093) {
+		size_t n = len - off < 4093 ? len - off : 4093;
+
+		assert_int_equal(pg_copy_put(c, data + off, n, &err),
+				 STATUS_OK);
+	}
+	/* Nothing else runs on the connection meanwhile. */
+	assert_int_equal(pg_query(c, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_INVALID);
+	assert_int_equal(pg_copy_end(c, &rows, &err), STATUS_OK);
+	assert_int_equal(rows, COPY_ROWS);
+	v = query_value(c, "SELECT count(*) FROM pg_t_copy", 0, NULL);
+	assert_string_equal(v, "40000");
+	free(v);
+
+	/* A bad row fails the whole COPY and the connection goes on. */
+	{
+		static const char bad[] = "1\ta\t1\nnot_a_number\tb\t2\n";
+
+		assert_int_equal(pg_copy_in(c, "COPY pg_t_copy FROM STDIN", bad,
+					    sizeof(bad) - 1, &rows, &err),
+				 STATUS_INVALID);
+		assert_string_equal(err.sqlstate, "22P02");
+		assert_string_equal(err.client, "the telemetry database "
+						"rejected a value in the "
+						"request");
+	}
+	/* Abandoned: nothing written. */
+	assert_int_equal(pg_copy_begin(c, "COPY pg_t_copy FROM STDIN", &err),
+			 STATUS_OK);
+	assert_int_equal(pg_copy_put(c, data, len, &err), STATUS_OK);
+	assert_int_equal(pg_copy_abort(c, &err), STATUS_OK);
+	v = query_value(c, "SELECT count(*) FROM pg_t_copy", 0, NULL);
+	assert_string_equal(v, "40000");
+	free(v);
+
+	/* Not a COPY FROM STDIN, and a COPY through pg_query. */
+	assert_int_equal(pg_copy_begin(c, "COPY nope FROM STDIN", &err),
+			 STATUS_IO);
+	assert_string_equal(err.sqlstate, "42P01");
+	assert_int_equal(pg_copy_put(c, "x", 1, &err), STATUS_INVALID);
+	exec_ok(c, "DROP TABLE pg_t_copy");
+	free(data);
+	pg_release(c);
+
+	c = acquire(p);
+	assert_int_equal(
+		pg_query(c, "COPY (SELECT 1) TO STDOUT", 0, NULL, NULL, &err),
+		STATUS_INVALID);
+	pg_release(c); /* dropped and replaced */
+	c = acquire(p);
+	exec_ok(c, "SELECT 1");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* ---- transactions and scripts ------------------------------------------ */
+
+static void
+test_transactions(void **state)
+{
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	char *v;
+
+	(void)state;
+	exec_ok(c, "DROP TABLE IF EXISTS pg_t_tx");
+	exec_ok(c, "CREATE TABLE pg_t_tx (a int)");
+
+	assert_int_equal(pg_begin(c, &err), STATUS_OK);
+	exec_ok(c, "INSERT INTO pg_t_tx VALUES (1)");
+	assert_int_equal(pg_rollback(c, &err), STATUS_OK);
+	assert_int_equal(pg_begin(c, &err), STATUS_OK);
+	exec_ok(c, "INSERT INTO pg_t_tx VALUES (2)");
+	assert_int_equal(pg_commit(c, &err), STATUS_OK);
+	v = query_value(c, "SELECT string_agg(a::text, ',') FROM pg_t_tx", 0,
+			NULL);
+	assert_string_equal(v, "2");
+	free(v);
+
+	/* COMMIT of a failed transaction is an error, not a success. */
+	assert_int_equal(pg_begin(c, &err), STATUS_OK);
+	exec_ok(c, "INSERT INTO pg_t_tx VALUES (3)");
+	assert_int_equal(pg_query(c, "SELECT 1/0", 0, NULL, NULL, &err),
+			 STATUS_INVALID);
+	assert_string_equal(err.sqlstate, "22012");
+	assert_int_equal(pg_commit(c, &err), STATUS_IO);
+	assert_string_equal(err.client,
+			    "the transaction was rolled back; try again");
+
+	/* A lease ended inside a transaction is rolled back. */
+	assert_int_equal(pg_begin(c, &err), STATUS_OK);
+	exec_ok(c, "INSERT INTO pg_t_tx VALUES (4)");
+	pg_release(c);
+	c = acquire(p);
+	v = query_value(c, "SELECT count(*) FROM pg_t_tx", 0, NULL);
+	assert_string_equal(v, "1");
+	free(v);
+	exec_ok(c, "DROP TABLE pg_t_tx");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+static void
+test_script(void **state)
+{
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	char *v;
+
+	(void)state;
+	assert_int_equal(pg_exec_script(c,
+					"CREATE TABLE pg_t_s1 (a int);\n"
+					"INSERT INTO pg_t_s1 VALUES (1), (2);\n"
+					"CREATE INDEX ON pg_t_s1 (a);\n",
+					&err),
+			 STATUS_OK);
+	v = query_value(c, "SELECT sum(a) FROM pg_t_s1", 0, NULL);
+	assert_string_equal(v, "3");
+	free(v);
+	/* One implicit transaction: a failure undoes the whole script. */
+	assert_int_equal(pg_exec_script(c,
+					"CREATE TABLE pg_t_s2 (a int);"
+					"SELECT 1/0;",
+					&err),
+			 STATUS_INVALID);
+	assert_string_equal(err.sqlstate, "22012");
+	v = query_value(c, "SELECT to_regclass('pg_t_s2') IS NULL", 0, NULL);
+	assert_string_equal(v, "t");
+	free(v);
+	exec_ok(c, "DROP TABLE pg_t_s1");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* The same database over the Unix socket and as a URI. */
+static void
+test_conninfo_forms(void **state)
+{
+	char conninfo[300];
+	struct pg_pool *p;
+	struct pg_conn *c;
+	char *v;
+
+	(void)state;
+	snprintf(conninfo, sizeof(conninfo),
+		 "host=%s port=%d dbname=postgres user=postgres", cluster.dir,
+		 cluster.port);
+	p = new_pool_with(conninfo, 1, 5000);
+	c = acquire(p);
+	v = query_value(c, "SELECT inet_server_addr() IS NULL", 0, NULL);
+	assert_string_equal(v, "t"); /* a Unix socket has no address */
+	free(v);
+	v = query_value(c, "SELECT current_setting('application_name')", 0,
+			NULL);
+	assert_string_equal(v, "sextant");
+	free(v);
+	pg_release(c);
+	pg_pool_free(p);
+
+	snprintf(conninfo, sizeof(conninfo),
+		 "postgresql://postgres@127.0.0.1:%d/postgres?sslmode=disable&"
+		 "application_name=mine",
+		 cluster.port);
+	p = new_pool_with(conninfo, 1, 5000);
+	c = acquire(p);
+	v = query_value(c, "SELECT current_setting('application_name')", 0,
+			NULL);
+	assert_string_equal(v, "mine"); /* the conninfo wins over defaults */
+	free(v);
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* ---- restart: last, it stops and starts the cluster -------------------- */
+
+static bool
+wait_ready_is(struct pg_pool *p, bool want, long within_ms)
+{
+	long deadline = pgtest_now_ms() + within_ms;
+
+	while (pgtest_now_ms() < deadline) {
+		if (pg_pool_ready(p) == want)
+			return true;
+		pgtest_sleep_ms(20);
+	}
+	return pg_pool_ready(p) == want;
+}
+
+static void
+test_restart(void **state)
+{
+	struct pg_pool *p = new_pool(3, 5000);
+	struct pg_conn *held = acquire(p), *c = NULL;
+	struct pg_error err;
+	struct pg_stats st;
+	long t0, took;
+	char *v;
+
+	(void)state;
+	assert_true(pg_pool_ready(p));
+	t0 = pgtest_now_ms();
+	pgtest_stop_server(&cluster);
+	fprintf(stderr, "pg_ctl stop -m fast took %ld ms\n",
+		pgtest_now_ms() - t0);
+	assert_true(wait_ready_is(p, false, 5000));
+	took = pgtest_now_ms() - t0;
+	fprintf(stderr, "ready went false %ld ms after the stop began\n", took);
+
+	/* Calls fail fast with the client message while it is down. */
+	t0 = pgtest_now_ms();
+	assert_int_equal(pg_acquire(p, NULL, 3000, &c, &err), STATUS_IO);
+	assert_true(pgtest_now_ms() - t0 < 500);
+	assert_string_equal(err.client, UNAVAILABLE);
+	assert_int_equal(pg_query(held, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_IO);
+	assert_string_equal(err.client, UNAVAILABLE);
+	assert_int_equal(pg_query(held, "SELECT 1", 0, NULL, NULL, &err),
+			 STATUS_IO);
+	pg_release(held); /* broken: closed, to be replaced */
+
+	assert_int_equal(pgtest_start_server(&cluster), 0);
+	t0 = pgtest_now_ms();
+	assert_true(wait_ready_is(p, true, 5000));
+	took = pgtest_now_ms() - t0;
+	fprintf(stderr, "ready went true %ld ms after the start\n", took);
+
+	/* Every connection is replaced: all three work at once. */
+	{
+		struct pg_conn *cs[3];
+
+		for (int i = 0; i < 3; i++) {
+			cs[i] = NULL;
+			assert_int_equal(
+				pg_acquire(p, NULL, 5000, &cs[i], &err),
+				STATUS_OK);
+			v = query_value(cs[i], "SELECT 'back'", 0, NULL);
+			assert_string_equal(v, "back");
+			free(v);
+		}
+		for (int i = 0; i < 3; i++)
+			pg_release(cs[i]);
+	}
+	pg_pool_stats(p, &st);
+	assert_true(st.ready);
+	assert_true(st.reconnects >= 3);
+	assert_true(st.connect_failures >= 1);
+	assert_true(st.errors >= 2);
+	assert_int_equal(st.in_use, 0);
+	pg_pool_free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_invalid),
+		cmocka_unit_test(test_null_arguments),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_connect_timeout_and_free),
+		cmocka_unit_test(test_bound_parameters),
+		cmocka_unit_test(test_error_messages),
+		cmocka_unit_test(test_statement_timeout),
+		cmocka_unit_test(test_client_deadline),
+		cmocka_unit_test(test_cancel_from_thread),
+		cmocka_unit_test(test_cancel_two_connections),
+		cmocka_unit_test(test_two_connections_one_thread),
+		cmocka_unit_test(test_acquire_timeout),
+		cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_transactions),
+		cmocka_unit_test(test_script),
+		cmocka_unit_test(test_conninfo_forms),
+		cmocka_unit_test(test_restart),
+	};
+
+	/* PGTEST_DEBUG=1 shows the pool's own log lines. */
+	log_set_level(getenv("PGTEST_DEBUG") != NULL ? LOG_LEVEL_DEBUG
+						     : LOG_LEVEL_ERROR);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
