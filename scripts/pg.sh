@@ -29,6 +29,8 @@ PORT_TRIES=10
 # directory is ".s.PGSQL.<port>", 15 bytes with the slash.
 SOCKDIR_MAX=92
 START_TIMEOUT_S=60
+# Longest wait for the processes of a killed server to go away.
+EXIT_WAIT_S=30
 STOP_TIMEOUT_S=60
 
 me=pg.sh
@@ -345,8 +347,10 @@ pick_sockdir() {
 
 # ready SOCKDIR PORT: waits until the server accepts connections.
 ready() {
-	"$bindir/pg_isready" -q -h "$1" -p "$2" -d postgres -t "$START_TIMEOUT_S" ||
-		as_pg "$bindir/pg_isready" -q -h "$1" -p "$2" -d postgres -t 5
+	"$bindir/pg_isready" -q -h "$1" -p "$2" -U "$SUPERUSER" -d postgres \
+		-t "$START_TIMEOUT_S" ||
+		as_pg "$bindir/pg_isready" -q -h "$1" -p "$2" -U "$SUPERUSER" \
+			-d postgres -t 5
 }
 
 # finish SOCKDIR PORT: creates the database, records and prints the URL.
@@ -389,9 +393,9 @@ do_start() {
 	sock=$(pick_sockdir)
 	port=$(conf_get port)
 	[ -n "$port" ] || port=$(random_port)
-	tries=0
+	port_tries=0
+	waits=0
 	while :; do
-		tries=$((tries + 1))
 		write_conf "$sock" "$port"
 		before=$(wc -c <"$log")
 		note "starting PostgreSQL on $sock and 127.0.0.1:$port (log $log)"
@@ -404,21 +408,28 @@ do_start() {
 			break
 		fi
 		new=$(tail -c +"$((before + 1))" "$log")
-		if [ "$tries" -lt "$PORT_TRIES" ]; then
-			case "$new" in
-			*"Address already in use"* | *"could not create any TCP/IP sockets"*)
+		case "$new" in
+		*"Address already in use"* | *"could not create any TCP/IP sockets"*)
+			port_tries=$((port_tries + 1))
+			if [ "$port_tries" -lt "$PORT_TRIES" ]; then
 				note "port $port is taken: trying another"
 				port=$(random_port)
 				continue
-				;;
-			*"shared memory block is still in use"* | *"lock file"*"already exists"*)
-				# Backends of a killed postmaster exit once they notice.
-				note "processes of a previous server are still exiting: retrying"
+			fi
+			;;
+		*"shared memory block is still in use"* | *"lock file"*"already exists"*)
+			# Backends of a killed postmaster exit once they notice, and
+			# the postmaster's pid stays taken until its parent reaps it.
+			waits=$((waits + 1))
+			if [ "$waits" -le "$EXIT_WAIT_S" ]; then
+				[ "$waits" -eq 1 ] && note "processes of a previous server are still exiting: waiting up to ${EXIT_WAIT_S}s"
 				sleep 1
 				continue
-				;;
-			esac
-		fi
+			fi
+			printf '%s\n' "$new" | tail -n 20 >&2
+			die "PostgreSQL did not start: if no server runs from $data, the pid in its postmaster.pid now belongs to another process of ${pguser:-$(id -un)}; remove that file and retry"
+			;;
+		esac
 		printf '%s\n' "$new" | tail -n 20 >&2
 		die "PostgreSQL did not start (log above and in $log)"
 	done

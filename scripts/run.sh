@@ -17,6 +17,11 @@ bin=${SEXTANT_BIN:-build/sextant}
 listen=${SEXTANT_LISTEN:-127.0.0.1:8080}
 pgdir=${SEXTANT_PG_DIR:-var/pg}
 
+[ -x "$bin" ] || {
+	echo "run.sh: $bin is missing: build it with make" >&2
+	exit 1
+}
+
 gateway= # pid of the running gateway
 own_pg=0 # 1 while the private cluster may be running
 rc=0

@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "demo.h"
 #include "http.h"
 #include "log.h"
 #include "pool.h"
@@ -318,6 +319,8 @@ main(int argc, char **argv)
 		return cmd_serve(argc, argv);
 	if (strcmp(argv[1], "migrate") == 0)
 		return cmd_migrate(argc, argv);
+	if (strcmp(argv[1], "demo-data") == 0)
+		return demo_data_main(argc, argv);
 	if (strcmp(argv[1], "check-config") == 0)
 		return cmd_check_config(argc, argv);
 	if (strcmp(argv[1], "hash-key") == 0)

@@ -238,8 +238,8 @@ test('pg.sh: status and stop without a cluster, usage errors', async (t) => {
 // Runs scripts/run.sh with the ASan binary on a free port; its output is
 // also written to LOG_DIR so that test/run.sh checks it for sanitizer
 // reports.
-async function startRun(env) {
-	const port = await freePort();
+async function startRun(env, port = null) {
+	port ??= await freePort();
 	fs.mkdirSync(LOG_DIR, { recursive: true });
 	const logPath = path.join(LOG_DIR, `run-sh-${port}-${Date.now()}.stderr`);
 	const proc = spawn('sh', [RUN_SH], {
@@ -355,6 +355,28 @@ test('run.sh: private database, gateway, SIGINT stops both, the next run reuses 
 	await lifecycle(runs, pgdir, 'SIGTERM', async (url) => {
 		assert.equal(await psql(url, 'SELECT note FROM marker'), 'first run');
 	});
+});
+
+test('run.sh: a gateway that cannot listen stops the private database too', async (t) => {
+	const base = tmpDir('sextant-run-busy-');
+	const pgdir = path.join(base, 'pg');
+	const busy = net.createServer();
+	let run = null;
+	guardCluster(pgdir, base);
+	t.after(async () => {
+		await killRun(run, pgdir);
+		busy.close();
+		fs.rmSync(base, { recursive: true, force: true });
+		unguardCluster(pgdir);
+	});
+	await new Promise((resolve) => busy.listen(0, '127.0.0.1', resolve));
+
+	run = await startRun({ SEXTANT_PG_DIR: pgdir }, busy.address().port);
+	const st = await waitExit(run);
+	assert.equal(st.code, 1, `run.sh should exit 1 when the gateway cannot listen; output:\n${run.text}`);
+	assert.match(run.text, /stopping PostgreSQL/);
+	assert.equal((await pgSh('status', pgdir)).code, PG_STOPPED);
+	assert.deepEqual(processes({ dir: pgdir }), []);
 });
 
 test('run.sh with DATABASE_URL: uses it and leaves the private cluster alone', async (t) => {
