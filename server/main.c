@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,8 +139,9 @@ cmd_hash_key(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* migrate and maintain: load the config, need a database, run one step. */
 static int
-cmd_migrate(int argc, char **argv)
+cmd_database(int argc, char **argv, bool maintain)
 {
 	struct config *cfg = NULL;
 	const char *path = NULL;
@@ -149,25 +151,31 @@ cmd_migrate(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[2], "--config") == 0)
 		path = argv[3];
 	else if (argc != 2) {
-		fprintf(stderr, "usage: sextant migrate [--config FILE]\n");
+		fprintf(stderr, "usage: sextant %s [--config FILE]\n", argv[1]);
 		return EXIT_USAGE;
 	}
 	rc = load_config(path, &cfg);
 	if (rc != EXIT_OK)
 		return rc;
 	if (cfg->database.url[0] == '\0') {
-		fprintf(stderr, "sextant: migrate: no database: set "
-				"DATABASE_URL or [database] url\n");
+		fprintf(stderr,
+			"sextant: %s: no database: set DATABASE_URL or "
+			"[database] url\n",
+			argv[1]);
 		config_free(cfg);
 		return EXIT_USAGE;
 	}
-	rc = server_migrate(cfg, &applied, err, sizeof(err));
+	rc = maintain ? server_maintain(cfg, err, sizeof(err))
+		      : server_migrate(cfg, &applied, err, sizeof(err));
 	config_free(cfg);
 	if (rc != STATUS_OK) {
-		fprintf(stderr, "sextant: migrate: %s\n", err);
+		fprintf(stderr, "sextant: %s: %s\n", argv[1], err);
 		return EXIT_RUNTIME;
 	}
-	printf("%d migration(s) applied\n", applied);
+	if (maintain)
+		printf("partitions up to date\n");
+	else
+		printf("%d migration(s) applied\n", applied);
 	return EXIT_OK;
 }
 
@@ -324,7 +332,9 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc, argv);
 	if (strcmp(argv[1], "migrate") == 0)
-		return cmd_migrate(argc, argv);
+		return cmd_database(argc, argv, false);
+	if (strcmp(argv[1], "maintain") == 0)
+		return cmd_database(argc, argv, true);
 	if (strcmp(argv[1], "demo-data") == 0)
 		return demo_data_main(argc, argv);
 	if (strcmp(argv[1], "check-config") == 0)

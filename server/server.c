@@ -184,22 +184,30 @@ server_migrate(const struct config *cfg, int *applied, char *err, size_t errlen)
 	return rc;
 }
 
+int
+server_maintain(const struct config *cfg, char *err, size_t errlen)
+{
+	PGconn *conn = db_connect(cfg, err, errlen);
+	int rc;
+
+	if (conn == NULL)
+		return STATUS_IO;
+	rc = migrate_maintain(conn, cfg->database.retention_days,
+			      cfg->database.partition_days_ahead, err, errlen);
+	PQfinish(conn);
+	return rc;
+}
+
 /* Partition upkeep on plain PostgreSQL (janitor, every
  * database.maintain_interval_s). */
 static void
 maintain(struct server *srv)
 {
-	const struct config *cfg = srv->cfg;
 	struct log_fields f = {.duration_ms = -1};
 	char err[512];
-	PGconn *conn;
 
-	conn = db_connect(cfg, err, sizeof(err));
-	if (conn == NULL || migrate_maintain(conn, cfg->database.retention_days,
-					     cfg->database.partition_days_ahead,
-					     err, sizeof(err)) != STATUS_OK)
+	if (server_maintain(srv->cfg, err, sizeof(err)) != STATUS_OK)
 		log_warn(&f, "partition upkeep failed: %s", err);
-	PQfinish(conn);
 }
 
 int

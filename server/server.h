@@ -76,6 +76,10 @@ void server_free(struct server *srv);
 int server_migrate(const struct config *cfg, int *applied, char *err,
 		   size_t errlen) WUR;
 
+/* Partition upkeep once, on a connection of its own (`sextant maintain`
+ * and the janitor): creates upcoming day partitions, drops expired ones. */
+int server_maintain(const struct config *cfg, char *err, size_t errlen) WUR;
+
 /* SIGHUP: re-reads the config file; applies log.level, tools.* and
  * auth.keys; keeps the old settings (and logs why) when it is invalid. */
 void server_reload(struct server *srv);
