@@ -167,6 +167,12 @@ pg_ticks() {
 		done
 	} | awk '{ s += $1 } END { print s + 0 }'
 }
+# Busy and total ticks of all CPUs (/proc/stat: idle and iowait are idle).
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
+busy_pct() { # "BUSY0 TOTAL0" "BUSY1 TOTAL1"
+	awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
+		printf "%d", ((y[2] > x[2]) ? 100 * (y[1] - x[1]) / (y[2] - x[2]) : 0) }'
+}
 cores() { # TICKS SECONDS
 	awk -v t="$1" -v s="$2" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", (s > 0 ? t / hz / s : 0) }'
 }
@@ -274,11 +280,12 @@ mkdir -p "$OUT/slices"
 split -n "l/$CONC" -d -a 3 "$OUT/spans.copy" "$OUT/slices/part."
 
 copy_run() { # LABEL CLIENTS: TRUNCATE, then \copy with CLIENTS psql processes
-	local t0 t1 p0 p1 pids=() f rc=0
+	local t0 t1 p0 p1 m0 m1 pids=() f rc=0
 	sql 'TRUNCATE spans' >/dev/null
 	sql CHECKPOINT >/dev/null
 	note "psql \\copy of $COPY_ROWS rows, $2 client(s)"
 	p0=$(pg_ticks)
+	m0=$(machine_ticks)
 	t0=$(now)
 	if [ "$2" = 1 ]; then
 		bounded "$SQL_S" "$PSQL" -X -q -v ON_ERROR_STOP=1 -d "$PG_URL" \
@@ -294,6 +301,7 @@ copy_run() { # LABEL CLIENTS: TRUNCATE, then \copy with CLIENTS psql processes
 		CHILDREN=""
 	fi
 	t1=$(now)
+	m1=$(machine_ticks)
 	p1=$(pg_ticks)
 	[ "$rc" = 0 ] || {
 		echo "ingest.sh: $1: a psql \\copy failed" >&2
@@ -301,17 +309,20 @@ copy_run() { # LABEL CLIENTS: TRUNCATE, then \copy with CLIENTS psql processes
 	}
 	COPY_S=$(elapsed "$t0" "$t1")
 	COPY_PG_CORES=$(cores $((p1 - p0)) "$COPY_S")
-	printf '%s\t%s\t%s\t%s\n' "$1" "$COPY_ROWS" "$COPY_S" "$COPY_PG_CORES" >>"$OUT/copy.tsv"
+	COPY_BUSY=$(busy_pct "$m0" "$m1")
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$COPY_ROWS" "$COPY_S" "$COPY_PG_CORES" "$COPY_BUSY" >>"$OUT/copy.tsv"
 }
 
-printf 'run\trows\tseconds\tpostgres_cores\n' >"$OUT/copy.tsv"
+printf 'run\trows\tseconds\tpostgres_cores\tmachine_busy_pct\n' >"$OUT/copy.tsv"
 copy_run copy1 1
 COPY1_S=$COPY_S
 COPY1_PG=$COPY_PG_CORES
+COPY1_BUSY=$COPY_BUSY
 check_rows ROWS_COPY1 $((2 * SPANS)) "after \\copy, 1 client"
 copy_run copyN "$CONC"
 COPYN_S=$COPY_S
 COPYN_PG=$COPY_PG_CORES
+COPYN_BUSY=$COPY_BUSY
 check_rows ROWS_COPYN $((2 * SPANS)) "after \\copy, $CONC clients"
 rm -rf "$OUT/spans.copy" "$OUT/slices"
 
@@ -402,7 +413,7 @@ JSON_R=$(ratio "$JSON_RATE")
 	echo "CPU during each run (cores of 2):"
 	echo "- protobuf: $(cpu_of "$OUT/load-pb.json"); busiest gateway threads: $(threads_of "$OUT/load-pb.json")"
 	echo "- JSON: $(cpu_of "$OUT/load-json.json"); busiest gateway threads: $(threads_of "$OUT/load-json.json")"
-	echo "- \\copy: postgres $COPY1_PG (1 client), $COPYN_PG ($CONC clients)"
+	echo "- \\copy: postgres $COPY1_PG cores, machine $COPY1_BUSY% busy (1 client); postgres $COPYN_PG cores, machine $COPYN_BUSY% busy ($CONC clients)"
 	echo "- sustained: $(cpu_of "$OUT/load-sustained.json") (top: $OUT/top-sustained.txt)"
 } >"$OUT/results.md"
 cat "$OUT/results.md"

@@ -7,6 +7,8 @@
 # database; the next run reuses its data.
 #
 # Environment: DATABASE_URL (use that database as is), SEXTANT_LISTEN,
+# SEXTANT_DEMO_SPANS (demo spans loaded into an empty private store,
+# default 200000, 0 = none),
 # SEXTANT_PG_DIR (the private cluster, default var/pg, relative to the
 # repository), SEXTANT_BIN (the binary, default build/sextant).
 set -eu
@@ -76,6 +78,19 @@ fi
 if "$bin" --help 2>/dev/null | grep -Eq '^[[:space:]]+migrate([[:space:]]|$)'; then
 	"$bin" migrate "$@" || {
 		echo "run.sh: sextant migrate failed" >&2
+		exit 1
+	}
+fi
+
+# A private store that is still empty gets the demo dataset, so that the
+# tools have something to answer from (SEXTANT_DEMO_SPANS=0 skips it; a
+# database given in DATABASE_URL is never touched).
+demo_spans=${SEXTANT_DEMO_SPANS:-200000}
+if [ "$own_pg" = 1 ] && [ "$demo_spans" != 0 ] && command -v psql >/dev/null 2>&1 &&
+	[ "$(psql -X -w -At -d "$DATABASE_URL" -c 'SELECT NOT EXISTS (SELECT 1 FROM spans)' 2>/dev/null)" = t ]; then
+	echo "run.sh: the store is empty: loading $demo_spans demo spans (sextant demo-data)" >&2
+	"$bin" demo-data --spans "$demo_spans" "$@" || {
+		echo "run.sh: sextant demo-data failed" >&2
 		exit 1
 	}
 fi

@@ -243,7 +243,7 @@ async function startRun(env, port = null) {
 	fs.mkdirSync(LOG_DIR, { recursive: true });
 	const logPath = path.join(LOG_DIR, `run-sh-${port}-${Date.now()}.stderr`);
 	const proc = spawn('sh', [RUN_SH], {
-		env: serverEnv({ SEXTANT_BIN: BIN, SEXTANT_SERVER_SHUTDOWN_GRACE_S: '5', ...env, SEXTANT_LISTEN: `127.0.0.1:${port}` }),
+		env: serverEnv({ SEXTANT_BIN: BIN, SEXTANT_SERVER_SHUTDOWN_GRACE_S: '5', SEXTANT_DEMO_SPANS: '2000', ...env, SEXTANT_LISTEN: `127.0.0.1:${port}` }),
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	const run = { proc, port, url: `http://127.0.0.1:${port}`, text: '', status: null };
@@ -350,10 +350,14 @@ test('run.sh: private database, gateway, SIGINT stops both, the next run reuses 
 	});
 
 	await lifecycle(runs, pgdir, 'SIGINT', async (url) => {
+		// the empty private store got the demo dataset (SEXTANT_DEMO_SPANS)
+		assert.equal(await psql(url, 'SELECT count(*) FROM spans'), '2000');
 		await psql(url, "CREATE TABLE marker (note text); INSERT INTO marker VALUES ('first run')");
 	});
 	await lifecycle(runs, pgdir, 'SIGTERM', async (url) => {
 		assert.equal(await psql(url, 'SELECT note FROM marker'), 'first run');
+		// not loaded twice
+		assert.equal(await psql(url, 'SELECT count(*) FROM spans'), '2000');
 	});
 });
 
