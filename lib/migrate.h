@@ -62,7 +62,7 @@ size_t migrate_count(void);
  *   5. applies each migration not yet recorded, in version order, each in
  *      its own transaction together with its schema_migrations row
  *      (statement_timeout off inside it: DDL on a large table may be slow);
- *   6. creates the day partitions for today .. today + days_ahead and sets
+ *   6. creates the day partitions for yesterday .. today + days_ahead and sets
  *      the TimescaleDB retention policy to retention_days (no-ops where
  *      they do not apply).  It never drops data itself.
  * *applied: migrations applied by this call, also on failure (those stay
@@ -78,7 +78,7 @@ int migrate_apply(PGconn *conn, const struct migrate_opts *opts, int *applied,
 
 /*
  * Partition upkeep, run periodically (`sextant maintain`, a task in
- * `serve`).  Plain PostgreSQL: creates the day partitions for today ..
+ * `serve`).  Plain PostgreSQL: creates the day partitions for yesterday ..
  * today + days_ahead (0..366) and drops those wholly older than
  * now - retention_days (1..3650), deleting rows that old from the DEFAULT
  * partitions; each step in its own transaction with a lock_timeout

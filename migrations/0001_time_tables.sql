@@ -116,8 +116,10 @@ SET TimeZone = 'UTC' SET DateStyle = 'ISO, YMD' AS $$
 	  AND b.expr <> 'DEFAULT'
 $$;
 
--- Creates the day partitions of every plain time table for today (UTC) and
--- the days_ahead days after it, skipping days a partition already covers.
+-- Creates the day partitions of every plain time table for yesterday and
+-- today (UTC) and the days_ahead days after today, skipping days a
+-- partition already covers.  Yesterday: spans arrive late around midnight,
+-- and a fresh store gets the last 24 hours (demo data, replays).
 -- Rows of a new day that are already in the DEFAULT partition are moved
 -- into the new partition, so it can be attached.  Returns the number of
 -- partitions created; 0 with TimescaleDB (chunks are made on insert).
@@ -151,7 +153,7 @@ BEGIN
 		SELECT nullif(p.partdefid, 0::oid)::regclass INTO def
 		FROM pg_partitioned_table p
 		WHERE p.partrelid = t.table_name::regclass;
-		FOR i IN 0 .. days_ahead LOOP
+		FOR i IN -1 .. days_ahead LOOP
 			d := today + i;
 			lo_text := to_char(d, 'YYYY-MM-DD') || ' 00:00:00+00';
 			hi_text := to_char(d + 1, 'YYYY-MM-DD') || ' 00:00:00+00';

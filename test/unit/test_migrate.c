@@ -233,11 +233,12 @@ test_apply_empty(void **state)
 			 buf, sizeof(buf)),
 		"metric_points_default,spans_default");
 
-	/* day partitions for today and days_ahead (2) more, no further */
-	assert_int_equal(sql_int(c, DAY_PARTITIONS("spans", "0", "2")), 3);
-	assert_int_equal(sql_int(c, DAY_PARTITIONS("metric_points", "0", "2")),
-			 3);
-	assert_int_equal(sql_int(c, DAY_PARTITIONS("spans", "-1", "-1")), 0);
+	/* day partitions for yesterday, today and days_ahead (2) more, no
+	 * further */
+	assert_int_equal(sql_int(c, DAY_PARTITIONS("spans", "-1", "2")), 4);
+	assert_int_equal(sql_int(c, DAY_PARTITIONS("metric_points", "-1", "2")),
+			 4);
+	assert_int_equal(sql_int(c, DAY_PARTITIONS("spans", "-2", "-2")), 0);
 	assert_int_equal(sql_int(c, DAY_PARTITIONS("spans", "3", "3")), 0);
 	/* a day partition covers exactly its UTC day */
 	assert_true(sql_bool(
