@@ -331,13 +331,15 @@ rm -rf "$OUT/spans.copy" "$OUT/slices"
 # now, and still go through decoding, COPY and ON CONFLICT DO NOTHING.
 note "sustained load for $RSS_DURATION s, RSS every $RSS_INTERVAL s"
 RSS_BEFORE=$(rss_kb "$SEXTANT_PID")
+# Samples at INTERVAL, 2 INTERVAL, ... strictly before the load ends: one
+# taken as it ends would see the in-flight requests' memory already freed.
 (
 	trap 'exit 0' TERM
-	t=0
-	while :; do
+	t=$RSS_INTERVAL
+	while [ "$t" -lt "$RSS_DURATION" ]; do
 		sleep "$RSS_INTERVAL"
-		t=$((t + RSS_INTERVAL))
 		printf '%s\t%s\n' "$t" "$(rss_kb "$SEXTANT_PID")"
+		t=$((t + RSS_INTERVAL))
 	done
 ) >"$OUT/rss.tsv" &
 SAMPLER_PID=$!
@@ -381,7 +383,12 @@ threads_of() { # FILE: the busiest gateway threads
 	jget "$1" 'r.cpu_cores.sextant_threads.slice(0, 4).map((t) => t.comm + "/" + t.tid + " " + t.cores).join(", ")'
 }
 
+[ -s "$OUT/rss.tsv" ] || die "no RSS sample: BENCH_RSS_DURATION must exceed BENCH_RSS_INTERVAL"
 read -r RSS_MIN RSS_MAX RSS_N < <(awk '{ if (NR == 1 || $2 < mn) mn = $2; if ($2 > mx) mx = $2 } END { print mn + 0, mx + 0, NR }' "$OUT/rss.tsv")
+# Drift: the mean of the last third of the samples against the first third.
+RSS_DRIFT=$(awk '{ v[NR] = $2 } END { k = int(NR / 3); if (k < 1) { print "n/a"; exit }
+	for (i = 1; i <= k; i++) { a += v[i]; b += v[NR - k + i] }
+	printf "%+.1f%%", (b - a) * 100 / a }' "$OUT/rss.tsv")
 RSS_GROWTH=$(awk -v a="$RSS_MIN" -v b="$RSS_MAX" 'BEGIN { printf "%.1f", (a > 0 ? (b - a) * 100 / a : 0) }')
 RSS_FLAT=$(awk -v g="$RSS_GROWTH" -v t="$RSS_FLAT_PCT" 'BEGIN { print ((g + 0 < t + 0) ? "flat" : "**NOT flat**") }')
 PB_R=$(ratio "$PB_RATE")
@@ -403,7 +410,7 @@ JSON_R=$(ratio "$JSON_RATE")
 	echo
 	echo "Gateway RSS under a ${RSS_DURATION} s sustained load ($(jget "$OUT/load-sustained.json" r.ok_requests) requests," \
 		"$(jget "$OUT/load-sustained.json" r.spans_per_s) spans/s, all duplicates), $RSS_N samples every $RSS_INTERVAL s:" \
-		"min $(mib "$RSS_MIN") MiB, max $(mib "$RSS_MAX") MiB, (max - min) / min = $RSS_GROWTH%: $RSS_FLAT (< $RSS_FLAT_PCT%)." \
+		"min $(mib "$RSS_MIN") MiB, max $(mib "$RSS_MAX") MiB, (max - min) / min = $RSS_GROWTH%: $RSS_FLAT (< $RSS_FLAT_PCT%); mean of the last third of the samples against the first third: $RSS_DRIFT." \
 		"At start-up $(mib "$RSS_START") MiB, before the sustained load $(mib "$RSS_BEFORE") MiB, 2 s after it $(mib "$RSS_AFTER") MiB."
 	echo
 	echo "Rows in spans: $ROWS_WARM after the warm-up ($CONC protobuf and $CONC JSON requests, not measured; TRUNCATE after it), $ROWS_PB after protobuf, $ROWS_JSON after JSON, $ROWS_COPY1 and $ROWS_COPYN after each \\copy" \
