@@ -143,7 +143,7 @@ FZ := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
 $(FZ)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -Wno-unknown-warning-option -c $< -o $@
+	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -Wno-unknown-warning-option -Wno-string-concatenation -c $< -o $@
 $(FZ)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@

@@ -146,6 +146,12 @@ struct otlp_span {
 	const char *attributes_json;
 	const char *resource_json;
 	const char *events_json;
+	/* [{"trace_id","span_id","attributes"}], NULL when the span has no
+	 * links */
+	const char *links_json;
+	const char *trace_state; /* W3C tracestate, NULL when empty */
+	/* url.path, else the path of http.target (query removed) */
+	const char *url_path;
 };
 
 enum otlp_point_type {

@@ -623,6 +623,82 @@ events_json(struct rows *r, const pb_span *s, const char **out)
 	return arena_copy(r, r->js.data, r->js.len, out);
 }
 
+static int
+put_hex(struct rows *r, const ProtobufCBinaryData *id)
+{
+	static const char hex[] = "0123456789abcdef";
+	int rc = buf_append(&r->js, "\"", 1);
+
+	for (size_t i = 0; rc == STATUS_OK && i < id->len; i++) {
+		char two[2] = {hex[id->data[i] >> 4], hex[id->data[i] & 15]};
+
+		rc = buf_append(&r->js, two, 2);
+	}
+	return rc == STATUS_OK ? buf_append(&r->js, "\"", 1) : rc;
+}
+
+/* The span's links as JSON; NULL when there are none. */
+static int
+links_json(struct rows *r, const pb_span *s, const char **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (s->n_links == 0)
+		return STATUS_OK;
+	buf_reset(&r->js);
+	rc = buf_append(&r->js, "[", 1);
+	for (size_t i = 0; rc == STATUS_OK && i < s->n_links; i++) {
+		const pb_span_link *l = s->links[i];
+
+		rc = buf_puts(&r->js,
+			      i > 0 ? ",{\"trace_id\":" : "{\"trace_id\":");
+		if (rc == STATUS_OK)
+			rc = put_hex(r, &l->trace_id);
+		if (rc == STATUS_OK)
+			rc = buf_puts(&r->js, ",\"span_id\":");
+		if (rc == STATUS_OK)
+			rc = put_hex(r, &l->span_id);
+		if (rc == STATUS_OK)
+			rc = buf_puts(&r->js, ",\"attributes\":");
+		if (rc == STATUS_OK)
+			rc = put_kvs(r, l->attributes, l->n_attributes, 0);
+		if (rc == STATUS_OK)
+			rc = buf_append(&r->js, "}", 1);
+	}
+	if (rc == STATUS_OK)
+		rc = buf_append(&r->js, "]", 1);
+	if (rc != STATUS_OK)
+		return fail_mem(r, rc);
+	return arena_copy(r, r->js.data, r->js.len, out);
+}
+
+/* url.path, else the path of http.target: the request's own path, where
+ * http_route may hold a template. */
+static int
+url_path(struct rows *r, const pb_span *s, const char **out)
+{
+	const pb_any_value *target = NULL;
+
+	*out = NULL;
+	for (size_t i = 0; i < s->n_attributes; i++) {
+		const pb_any_value *v = s->attributes[i]->value;
+
+		if (v == NULL ||
+		    v->value_case !=
+			    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
+			continue;
+		if (strcmp(s->attributes[i]->key, "url.path") == 0)
+			return text(r, v->string_value, out);
+		if (strcmp(s->attributes[i]->key, "http.target") == 0)
+			target = v;
+	}
+	if (target == NULL)
+		return STATUS_OK;
+	return text_n(r, target->string_value,
+		      strcspn(target->string_value, "?#"), out);
+}
+
 /* ---- resource and scope -------------------------------------------------- */
 
 struct res_ctx {
@@ -889,7 +965,10 @@ span_row(struct rows *r, const struct res_ctx *rc, const struct scope_ctx *sc,
 	if ((st = text(r, s->name, &o->name)) || (st = span_columns(r, s, o)) ||
 	    (st = attrs_json(r, s->attributes, s->n_attributes,
 			     &o->attributes_json)) ||
-	    (st = events_json(r, s, &o->events_json)))
+	    (st = events_json(r, s, &o->events_json)) ||
+	    (st = links_json(r, s, &o->links_json)) ||
+	    (st = text(r, s->trace_state, &o->trace_state)) ||
+	    (st = url_path(r, s, &o->url_path)))
 		return st;
 	r->b->n_spans++;
 	return STATUS_OK;

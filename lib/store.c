@@ -31,7 +31,8 @@ static const char spans_copy[] =
 	"rpc_grpc_status_code, db_system, db_operation, db_table, session_id, "
 	"gen_ai_provider, gen_ai_operation, gen_ai_request_model, "
 	"gen_ai_response_model, gen_ai_input_tokens, gen_ai_output_tokens, "
-	"attributes, resource_attributes, events) FROM STDIN";
+	"attributes, resource_attributes, events, links, trace_state, "
+	"url_path) FROM STDIN";
 
 static const char spans_insert[] =
 	"INSERT INTO spans SELECT * FROM sextant_spans_in "
@@ -186,10 +187,13 @@ span_row(struct buf *b, const struct otlp_span *s)
 	FIELD(store_copy_text(b, s->resource_json != NULL ? s->resource_json
 							  : "{}"));
 	/* no events is NULL, not [] (docs/schema.md) */
-	LAST(store_copy_text(
+	FIELD(store_copy_text(
 		b, s->events_json != NULL && strcmp(s->events_json, "[]") != 0
 			   ? s->events_json
 			   : NULL));
+	FIELD(store_copy_text(b, s->links_json));
+	FIELD(store_copy_text(b, s->trace_state));
+	LAST(store_copy_text(b, s->url_path));
 	return STATUS_OK;
 }
 

@@ -396,7 +396,8 @@ demo_data_main(int argc, char **argv)
 	char msg[1024];
 	int i, applied = 0, rc;
 
-	for (i = 2; i < argc; i++) {
+	/* every option but --help takes a value: two words a step */
+	for (i = 2; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -427,7 +428,6 @@ demo_data_main(int argc, char **argv)
 			usage(stderr);
 			return EXIT_USAGE;
 		}
-		i++;
 	}
 	if (config_load(path, NULL, &cfg, &cerr) != STATUS_OK) {
 		config_error_format(&cerr, msg, sizeof(msg));
