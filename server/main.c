@@ -248,6 +248,8 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+	bool migrated = false;
+
 	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
 		int applied = 0;
 
@@ -256,14 +258,19 @@ cmd_serve(int argc, char **argv)
 		if (server_migrate(cfg, &applied, err, sizeof(err)) !=
 		    STATUS_OK)
 			log_error(&f, "migrations not applied: %s", err);
-		else if (applied > 0)
-			log_info(&f, "%d migration(s) applied", applied);
+		else {
+			migrated = true;
+			if (applied > 0)
+				log_info(&f, "%d migration(s) applied",
+					 applied);
+		}
 	}
 	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
 		server_free(&srv);
 		return EXIT_USAGE;
 	}
+	srv.migrated = migrated;
 	if (http_start(&srv, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "%s", err);
 		server_free(&srv);

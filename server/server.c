@@ -414,7 +414,23 @@ server_tick(struct server *srv)
 	session_table_sweep(srv->sessions, session_now_ms());
 	session_table_foreach(srv->sessions, tick_session, srv);
 	watch_status(srv);
-	if (srv->pg != NULL && session_now_ms() >= srv->next_maintain_ms) {
+	/* A database that was down at start-up gets its migrations when it
+	 * comes back, without a restart. */
+	if (srv->pg != NULL && !srv->migrated &&
+	    srv->cfg->database.auto_migrate && pg_pool_ready(srv->pg)) {
+		char err[512];
+		int applied = 0;
+
+		if (server_migrate(srv->cfg, &applied, err, sizeof(err)) ==
+		    STATUS_OK) {
+			srv->migrated = true;
+			log_info(&(struct log_fields){.duration_ms = -1},
+				 "database back: %d migration(s) applied",
+				 applied);
+		}
+	}
+	if (srv->pg != NULL && srv->migrated && pg_pool_ready(srv->pg) &&
+	    session_now_ms() >= srv->next_maintain_ms) {
 		maintain(srv);
 		srv->next_maintain_ms =
 			session_now_ms() +

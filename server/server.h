@@ -52,7 +52,8 @@ struct server {
 	struct pg_pool *pg; /* NULL without [database] url */
 	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
 	int64_t next_maintain_ms; /* janitor: next partition upkeep */
-	atomic_bool draining;	  /* SIGTERM: refuse new work */
+	bool migrated;	      /* auto_migrate done (retried by the janitor) */
+	atomic_bool draining; /* SIGTERM: refuse new work */
 
 	/* Live settings, swapped on SIGHUP under live_lock (readers share). */
 	pthread_rwlock_t live_lock;
