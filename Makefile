@@ -69,7 +69,7 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 	build/test/test_otlp build/asan/test/test_otlp \
 	build/fuzz/fuzz_otlp: $(OTLP_GEN_H)
 # ---------------------------------------------------------------------------
-LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c
+LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c
 SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
 	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
 	server/ingest.c server/demo.c server/tool_core.c server/tool_conformance.c \
@@ -79,10 +79,10 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store \
-	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo
+	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge
 SERVER_TESTS := session rpc dispatch tools
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
-FUZZERS := toml jsonrpc jsonschema otlp
+FUZZERS := toml jsonrpc jsonschema otlp merge
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build
