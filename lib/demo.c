@@ -1818,23 +1818,6 @@ static void
 attrs_grpc(struct demo *d, const struct node *x, enum otlp_source src,
 	   struct tw *w)
 {
-	static const char *const code_names[] = {"OK",
-						 "CANCELLED",
-						 "UNKNOWN",
-						 "INVALID_ARGUMENT",
-						 "DEADLINE_EXCEEDED",
-						 "NOT_FOUND",
-						 "ALREADY_EXISTS",
-						 "PERMISSION_DENIED",
-						 "RESOURCE_EXHAUSTED",
-						 "FAILED_PRECONDITION",
-						 "ABORTED",
-						 "OUT_OF_RANGE",
-						 "UNIMPLEMENTED",
-						 "INTERNAL",
-						 "UNAVAILABLE",
-						 "DATA_LOSS",
-						 "UNAUTHENTICATED"};
 	const struct rpc *r = &rpcs[x->what];
 	bool old = old_names(x, src);
 	int peer = x->op == OP_GRPC_SERVER ? x->svc : x->peer;
@@ -1848,7 +1831,7 @@ attrs_grpc(struct demo *d, const struct node *x, enum otlp_source src,
 	kv_i(w, old ? "net.peer.port" : "server.port", 9090);
 	if (src == OTLP_SOURCE_OTLP && x->code > 0 &&
 	    (x->op == OP_GRPC_CLIENT || x->status == 2))
-		kv_s(w, "error.type", code_names[x->code]);
+		kv_s(w, "error.type", otlp_grpc_code_name(x->code));
 }
 
 static void

@@ -163,6 +163,10 @@ enum otlp_point_type {
 /* "gauge", "sum" or "histogram". */
 const char *otlp_point_type_name(enum otlp_point_type t);
 
+/* "OK", "CANCELLED", ... "UNAUTHENTICATED" for a gRPC status code;
+ * "UNKNOWN" outside 0..16. */
+const char *otlp_grpc_code_name(int code);
+
 /* OTLP AggregationTemporality. */
 enum otlp_temporality {
 	OTLP_TEMPORALITY_UNSPECIFIED = 0,

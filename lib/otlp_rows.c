@@ -820,6 +820,15 @@ route_text(struct rows *r, const pb_any_value *v, int rank, const char **out)
 	return text_n(r, s, (size_t)(end - s), out);
 }
 
+const char *
+otlp_grpc_code_name(int code)
+{
+	if (code < 0 ||
+	    (size_t)code >= sizeof(grpc_codes) / sizeof(grpc_codes[0]))
+		return "UNKNOWN";
+	return grpc_codes[code];
+}
+
 static int
 grpc_code(const pb_any_value *v, int rank, const char *rpc_system)
 {
