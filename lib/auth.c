@@ -14,6 +14,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "hex.h"
+
 #define SHA256_LEN    32
 #define HASH_PREFIX   "sha256:"
 #define HASH_PREFIX_N (sizeof(HASH_PREFIX) - 1)
@@ -39,18 +41,6 @@ to_hex(char *out, const unsigned char *p, size_t n)
 		out[2 * i + 1] = hex_digits[p[i] & 0xf];
 	}
 	out[2 * n] = '\0';
-}
-
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static int
@@ -128,7 +118,7 @@ parse_hash(const char *s, size_t i, size_t n, unsigned char out[SHA256_LEN],
 		return STATUS_INVALID;
 	}
 	for (j = 0; j < SHA256_LEN; j++) {
-		int hi = hex_value(s[2 * j]), lo = hex_value(s[2 * j + 1]);
+		int hi = hex_digit(s[2 * j]), lo = hex_digit(s[2 * j + 1]);
 
 		if (hi < 0 || lo < 0) {
 			set_err(err, errlen,

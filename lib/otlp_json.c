@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "otlp_internal.h"
 
 /* JSON arrays and objects nest at most this deep, known keys or not: an
@@ -167,18 +168,6 @@ expect(struct jp *j, char c)
 	return syntax(j, j->p, what);
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * At '"': checks the string (escapes, no raw control characters) and moves
  * past it.  raw and n give the text between the quotes, esc whether it holds
@@ -209,9 +198,9 @@ str_scan(struct jp *j, const char **raw, size_t *n, bool *esc)
 		if (q + 1 >= j->end)
 			return syntax(j, j->p, "unterminated string");
 		if (q[1] == 'u') {
-			if (j->end - q < 6 || hexval(q[2]) < 0 ||
-			    hexval(q[3]) < 0 || hexval(q[4]) < 0 ||
-			    hexval(q[5]) < 0)
+			if (j->end - q < 6 || hex_digit(q[2]) < 0 ||
+			    hex_digit(q[3]) < 0 || hex_digit(q[4]) < 0 ||
+			    hex_digit(q[5]) < 0)
 				return syntax(j, q, "bad \\u escape");
 			q += 6;
 		} else if (strchr("\"\\/bfnrt", q[1]) && q[1] != '\0') {
@@ -229,8 +218,8 @@ str_scan(struct jp *j, const char **raw, size_t *n, bool *esc)
 static unsigned
 hex4(const char *s)
 {
-	return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 |
-			  hexval(s[2]) << 4 | hexval(s[3]));
+	return (unsigned)(hex_digit(s[0]) << 12 | hex_digit(s[1]) << 8 |
+			  hex_digit(s[2]) << 4 | hex_digit(s[3]));
 }
 
 static size_t
@@ -603,7 +592,7 @@ json_id(const char *s, size_t n, uint8_t *d, ProtobufCBinaryData *out)
 	out->data = d;
 	if (n % 2 == 0) {
 		for (i = 0; i < n; i += 2) {
-			int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+			int hi = hex_digit(s[i]), lo = hex_digit(s[i + 1]);
 
 			if (hi < 0 || lo < 0)
 				break;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
+
 /* Table flags: how a table came to exist decides what may extend it. */
 enum {
 	F_EXPLICIT = 1 << 0, /* defined by a [header] */
@@ -514,18 +516,6 @@ skip_ws_nl(struct parser *p)
 /* ---- strings ----------------------------------------------------------- */
 
 static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 put_utf8(struct sbuf *b, unsigned long cp)
 {
 	char u[4];
@@ -608,7 +598,7 @@ parse_escape(struct parser *p, struct sbuf *b, bool multiline)
 	}
 	adv(p);
 	for (i = 0; i < ndig; i++) {
-		int h = hexval(peek(p));
+		int h = hex_digit(peek(p));
 
 		if (h < 0)
 			return fail(p, line, col, STATUS_INVALID,
@@ -829,8 +819,8 @@ digits_ok(const char *s, size_t n, int base)
 				return false;
 			continue;
 		}
-		if (hexval((unsigned char)s[i]) < 0 ||
-		    hexval((unsigned char)s[i]) >= base)
+		if (hex_digit((unsigned char)s[i]) < 0 ||
+		    hex_digit((unsigned char)s[i]) >= base)
 			return false;
 	}
 	return true;
@@ -882,7 +872,7 @@ parse_integer(struct parser *p, const char *tok, size_t n, int line, int col,
 
 		if (s[i] == '_')
 			continue;
-		d = (uint64_t)hexval((unsigned char)s[i]);
+		d = (uint64_t)hex_digit((unsigned char)s[i]);
 		if (acc > (limit - d) / (uint64_t)base)
 			return fail(p, line, col, STATUS_INVALID,
 				    "integer \"%s\" is out of range: integers "
