@@ -69,20 +69,22 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 	build/test/test_otlp build/asan/test/test_otlp \
 	build/fuzz/fuzz_otlp: $(OTLP_GEN_H)
 # ---------------------------------------------------------------------------
-LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c
+LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c \
+	lib/timerange.c lib/rollup.c lib/spanquery.c lib/render.c lib/pointquery.c
 SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
 	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
 	server/ingest.c server/demo.c server/tool_core.c server/tool_conformance.c \
-	server/conformance_fixtures.c
+	server/conformance_fixtures.c server/tool_query.c server/tool_telemetry.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store \
-	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge
+	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge timerange rollup \
+	pointquery spanquery render
 SERVER_TESTS := session rpc dispatch tools
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
-FUZZERS := toml jsonrpc jsonschema otlp merge
+FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -142,6 +142,10 @@ static const struct key_def keys[] = {
 	     "Tool sets to enable; empty = every set but \"conformance\"."),
 	LIST("tools", "disabled", tools.disabled, K_RELOAD, NULL,
 	     "Tool names to disable."),
+	{"tools", "deprecated_aliases", KT_BOOL, OFF(tools.deprecated_aliases),
+	 NULL, 0, 0, 1, K_RELOAD, NULL,
+	 "Also list the deprecated tool names (query_beyla_*) of older "
+	 "releases; they work either way."},
 	BOOL("conformance", "enabled", conformance.enabled, false,
 	     "Register the MCP conformance-suite fixtures (test runs only)."),
 	STR("database", "url", database.url, "", K_SECRET, NULL,

@@ -73,6 +73,7 @@ struct config {
 		struct strlist
 			enabled_sets; /* tool sets enabled; empty = all but "conformance" */
 		struct strlist disabled; /* tool names disabled */
+		bool deprecated_aliases; /* list the "deprecated" set too */
 	} tools;
 	struct {
 		bool enabled; /* register the conformance-suite fixtures */

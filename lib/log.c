@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "utf8.h"
+
 static _Atomic int log_level = LOG_LEVEL_INFO;
 static _Atomic(FILE *) log_out; /* NULL = stderr, which is not a constant */
 
@@ -48,40 +50,6 @@ static bool
 line_puts(struct line *l, const char *s)
 {
 	return line_put(l, s, strlen(s));
-}
-
-/*
- * Length of the well-formed UTF-8 sequence at s (Unicode 15, table 3-7:
- * no overlongs, no surrogates, nothing past U+10FFFF), or 0 if ill-formed.
- */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t len;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
 }
 
 /*

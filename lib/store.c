@@ -38,6 +38,20 @@ static const char spans_insert[] =
 	"INSERT INTO spans SELECT * FROM sextant_spans_in "
 	"ON CONFLICT DO NOTHING";
 
+/*
+ * The hours these spans fall in now need their rollup recomputed
+ * (lib/rollup, docs/schema.md): marked in the same transaction, so a
+ * refresh either sees the spans or the mark survives it.  The slot comes
+ * from this statement's start, not the transaction's: a refresh deletes
+ * a mark only 60 s past its slot, and COMMIT follows this statement at
+ * once however long the COPY before it took.
+ */
+static const char spans_mark_dirty[] =
+	"INSERT INTO span_rollup_dirty (period, slot) "
+	"SELECT DISTINCT date_trunc('hour', start_time, 'UTC'), "
+	"floor(extract(epoch FROM statement_timestamp()) / 10)::bigint "
+	"FROM sextant_spans_in ON CONFLICT DO NOTHING";
+
 static const char points_staging[] =
 	"CREATE TEMP TABLE IF NOT EXISTS sextant_points_in "
 	"(LIKE metric_points INCLUDING DEFAULTS) ON COMMIT DELETE ROWS";
@@ -294,11 +308,13 @@ fail(struct pg_error *err, int rc, const char *client, const char *detail)
 	return rc;
 }
 
-/* Staging table, COPY, insert, commit: all or nothing. */
+/* Staging table, COPY, insert, then after_sql (when not NULL), commit: all
+ * or nothing. */
 static int
 write_rows(struct pg_conn *c, const char *staging, const char *copy_sql,
-	   const char *insert_sql, const void *items, size_t size, size_t n,
-	   row_fn row, int64_t *inserted, struct pg_error *err)
+	   const char *insert_sql, const char *after_sql, const void *items,
+	   size_t size, size_t n, row_fn row, int64_t *inserted,
+	   struct pg_error *err)
 {
 	PGresult *res = NULL;
 	struct buf b;
@@ -354,6 +370,9 @@ write_rows(struct pg_conn *c, const char *staging, const char *copy_sql,
 	*inserted = strtoll(PQcmdTuples(res), NULL, 10);
 	PQclear(res);
 	res = NULL;
+	if (after_sql != NULL &&
+	    (rc = pg_query(c, after_sql, 0, NULL, NULL, err)) != STATUS_OK)
+		goto out;
 	rc = pg_commit(c, err);
 out:
 	if (rc != STATUS_OK) {
@@ -373,16 +392,16 @@ int
 store_write_spans(struct pg_conn *c, const struct otlp_batch *b,
 		  int64_t *inserted, struct pg_error *err)
 {
-	return write_rows(c, spans_staging, spans_copy, spans_insert, b->spans,
-			  sizeof(*b->spans), b->n_spans, span_row_fn, inserted,
-			  err);
+	return write_rows(c, spans_staging, spans_copy, spans_insert,
+			  spans_mark_dirty, b->spans, sizeof(*b->spans),
+			  b->n_spans, span_row_fn, inserted, err);
 }
 
 int
 store_write_points(struct pg_conn *c, const struct otlp_batch *b,
 		   int64_t *inserted, struct pg_error *err)
 {
-	return write_rows(c, points_staging, points_copy, points_insert,
+	return write_rows(c, points_staging, points_copy, points_insert, NULL,
 			  b->points, sizeof(*b->points), b->n_points,
 			  point_row_fn, inserted, err);
 }

@@ -19,7 +19,9 @@
 #include "status.h"
 
 /*
- * Writes the spans of b and commits.  *inserted: rows new to the table
+ * Writes the spans of b and commits.  In the same transaction the hours
+ * the spans fall in are marked dirty for the rollups (span_rollup_dirty,
+ * see rollup.h), so a rollup never hides a late span.  *inserted: rows new to the table
  * (duplicates of stored spans are not counted).  On failure nothing is
  * written (rolled back) and err says why (err->client is safe to send).
  */

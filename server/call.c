@@ -21,6 +21,7 @@
 #include "exchange.h"
 #include "jsonschema.h"
 #include "log.h"
+#include "pg.h"
 #include "pool.h"
 #include "rpc.h"
 #include "server.h"
@@ -41,6 +42,8 @@ struct call {
 	pthread_cond_t cond; /* waits on s->mu */
 	bool cancelled;
 	bool timed_out;
+	/* fired with the cancellation: stops the call's database queries */
+	struct pg_cancel_token *pg_cancel;
 	double last_progress;
 	int64_t start_ms;
 	struct call *next; /* s->calls */
@@ -73,6 +76,7 @@ static void
 call_free(struct call *c)
 {
 	pthread_cond_destroy(&c->cond);
+	pg_cancel_token_free(c->pg_cancel);
 	json_decref(c->id);
 	json_decref(c->progress_token);
 	json_decref(c->args);
@@ -231,6 +235,8 @@ call_start(struct server *srv, struct session *s, struct exchange *ex,
 	c->tools = srv->tools;
 	tools_ref(c->tools);
 	server_live_unlock(srv);
+	if ((rc = pg_cancel_token_new(&c->pg_cancel)) != STATUS_OK)
+		goto fail;
 
 	pthread_mutex_lock(&s->mu);
 	if (s->closed) {
@@ -265,6 +271,9 @@ void
 call_cancel_locked(struct call *c)
 {
 	c->cancelled = true;
+	/* a few ms for the cancel request; the database is reachable or the
+	 * query would not be running */
+	pg_cancel(c->pg_cancel);
 	pthread_cond_broadcast(&c->cond);
 }
 
@@ -311,6 +320,12 @@ call_expire_session(struct session *s, int timeout_s, int64_t now_ms)
 }
 
 /* --- the handler API (tool.h) ---------------------------------------- */
+
+struct pg_cancel_token *
+call_pg_cancel(struct call *c)
+{
+	return c->pg_cancel;
+}
 
 bool
 call_cancelled(struct call *c)

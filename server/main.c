@@ -54,6 +54,9 @@ usage(FILE *f)
 		"not given)\n"
 		"  migrate [--config FILE]  apply the database migrations and "
 		"exit\n"
+		"  maintain [--config FILE] create and drop day partitions, "
+		"prune and recompute\n"
+		"                           the hourly rollups, and exit\n"
 		"  demo-data [--spans N] [--seed S] [--config FILE]\n"
 		"                           load a deterministic demo dataset "
 		"(last 24 hours)\n"
@@ -173,7 +176,7 @@ cmd_database(int argc, char **argv, bool maintain)
 		return EXIT_RUNTIME;
 	}
 	if (maintain)
-		printf("partitions up to date\n");
+		printf("partitions and rollups up to date\n");
 	else
 		printf("%d migration(s) applied\n", applied);
 	return EXIT_OK;

@@ -77,8 +77,10 @@ void server_free(struct server *srv);
 int server_migrate(const struct config *cfg, int *applied, char *err,
 		   size_t errlen) WUR;
 
-/* Partition upkeep once, on a connection of its own (`sextant maintain`
- * and the janitor): creates upcoming day partitions, drops expired ones. */
+/* `sextant maintain`, on connections of its own: creates upcoming day
+ * partitions, drops expired ones, prunes expired rollups and recomputes
+ * every settled rollup hour still marked dirty.  (While serving, the
+ * janitor does the same in the background.) */
 int server_maintain(const struct config *cfg, char *err, size_t errlen) WUR;
 
 /* SIGHUP: re-reads the config file; applies log.level, tools.* and

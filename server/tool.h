@@ -93,6 +93,15 @@ int call_request(struct call *call, const char *method, json_t *params,
  */
 int call_drop_connection(struct call *call);
 
+/*
+ * The call's database cancel token: pass it to pg_acquire for every
+ * connection the handler leases, and a cancellation (client, timeout,
+ * session end, shutdown) cancels the statements running on them.
+ * Borrowed; release the connections before returning.
+ */
+struct pg_cancel_token;
+struct pg_cancel_token *call_pg_cancel(struct call *call);
+
 /* The negotiated protocol revision, e.g. "2025-11-25".  Borrowed. */
 const char *call_protocol_version(struct call *call);
 

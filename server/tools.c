@@ -117,7 +117,10 @@ tool_enabled(const struct tool_def *d, const struct config *cfg)
 		return false;
 	if (strcmp(d->set, "conformance") == 0)
 		return cfg->conformance.enabled;
-	if (cfg->tools.enabled_sets.n == 0)
+	/* old names stay callable (tools_find) but are listed on request */
+	if (strcmp(d->set, "deprecated") == 0)
+		set_on = cfg->tools.deprecated_aliases;
+	else if (cfg->tools.enabled_sets.n == 0)
 		set_on = true;
 	else
 		set_on = strlist_has(&cfg->tools.enabled_sets, d->set);
@@ -402,9 +405,21 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 			}
 		}
 	}
-	for (i = 0; i < t->nall; i++)
-		if (tool_enabled(&t->all[i], cfg))
-			t->enabled[t->nenabled++] = &t->all[i];
+	for (i = 0; i < t->nall; i++) {
+		struct tool_def *d = &t->all[i];
+
+		if (tool_enabled(d, cfg))
+			t->enabled[t->nenabled++] = d;
+		else
+			/* the aliases stand for the query set's tools */
+			d->unlisted_callable =
+				strcmp(d->set, "deprecated") == 0 &&
+				!cfg->conformance.enabled &&
+				!strlist_has(&cfg->tools.disabled, d->name) &&
+				(cfg->tools.enabled_sets.n == 0 ||
+				 strlist_has(&cfg->tools.enabled_sets,
+					     "query"));
+	}
 	rc = build_pages(t);
 	if (rc != STATUS_OK)
 		goto fail;
@@ -438,6 +453,10 @@ tools_find(const struct tools *t, const char *name)
 	for (i = 0; i < t->nenabled; i++)
 		if (strcmp(t->enabled[i]->name, name) == 0)
 			return t->enabled[i];
+	for (i = 0; i < t->nall; i++)
+		if (t->all[i].unlisted_callable &&
+		    strcmp(t->all[i].name, name) == 0)
+			return &t->all[i];
 	return NULL;
 }
 

@@ -30,6 +30,8 @@ struct tool_def {
 	struct jsonschema *input;  /* compiled inputSchema */
 	struct jsonschema *output; /* compiled outputSchema or NULL */
 	tool_fn fn;
+	/* callable though not listed: a deprecated alias, unless disabled */
+	bool unlisted_callable;
 };
 
 struct tools;
@@ -45,7 +47,9 @@ int tools_load(const struct tool_handler *const *tables,
 void tools_ref(struct tools *t);
 void tools_unref(struct tools *t); /* accepts NULL */
 
-/* Enabled tools only.  NULL when unknown or disabled. */
+/* Enabled tools, and the unlisted deprecated aliases ("deprecated" set,
+ * unless disabled by name or the "query" set is off).  NULL when unknown
+ * or disabled. */
 const struct tool_def *tools_find(const struct tools *t, const char *name);
 size_t tools_count(const struct tools *t);
 const struct tool_def *tools_at(const struct tools *t, size_t i);

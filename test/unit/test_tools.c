@@ -18,6 +18,8 @@
 #include "config.h"
 #include "conformance.h"
 #include "tool_core.h"
+#include "tool_query.h"
+#include "tool_telemetry.h"
 #include "tools.h"
 
 /* Every family's table, as server.c binds them; a new family is added
@@ -25,6 +27,8 @@
 static const struct tool_handler *const tables[] = {
 	core_tool_handlers,
 	conformance_tool_handlers,
+	query_tool_handlers,
+	telemetry_tool_handlers,
 	NULL,
 };
 
@@ -210,6 +214,42 @@ test_disabled_and_sets(void **state)
 }
 
 /* What each revision's Tool carries (MCP-DIGEST 0.1, A6.2). */
+/* Deprecated aliases: callable always, listed only on request. */
+static void
+test_deprecated_aliases(void **state)
+{
+	struct tools *t;
+	size_t n;
+	json_t *pg;
+
+	(void)state;
+	t = load("");
+	n = tools_count(t);
+	assert_non_null(tools_find(t, "query_metrics"));
+	assert_non_null(tools_find(t, "query_beyla_http_metrics"));
+	pg = page(t, "2025-11-25", 0);
+	assert_null(listed(pg, "query_beyla_http_metrics"));
+	assert_non_null(listed(pg, "query_ebpf_http_metrics"));
+	json_decref(pg);
+	tools_unref(t);
+
+	t = load("[tools]\ndeprecated_aliases = true\n");
+	assert_int_equal(tools_count(t), n + 4);
+	pg = page(t, "2025-11-25", 0);
+	assert_non_null(listed(pg, "query_beyla_traces"));
+	json_decref(pg);
+	tools_unref(t);
+
+	/* disabled by name, or the query set off: gone */
+	t = load("[tools]\ndisabled = [\"query_beyla_traces\"]\n");
+	assert_null(tools_find(t, "query_beyla_traces"));
+	assert_non_null(tools_find(t, "query_beyla_sql_metrics"));
+	tools_unref(t);
+	t = load("[tools]\nenabled_sets = [\"core\"]\n");
+	assert_null(tools_find(t, "query_beyla_sql_metrics"));
+	tools_unref(t);
+}
+
 static void
 test_list_per_revision(void **state)
 {
@@ -424,8 +464,9 @@ static void
 test_handler_without_definition(void **state)
 {
 	const struct tool_handler *const with_extra[] = {
-		core_tool_handlers, conformance_tool_handlers, extra_handlers,
-		NULL};
+		core_tool_handlers,  conformance_tool_handlers,
+		query_tool_handlers, telemetry_tool_handlers,
+		extra_handlers,	     NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
 	struct tools *t = (struct tools *)1;
 	char err[512] = "";
@@ -468,6 +509,7 @@ main(void)
 		cmocka_unit_test(test_fixtures_enabled),
 		cmocka_unit_test(test_fixtures_disabled),
 		cmocka_unit_test(test_disabled_and_sets),
+		cmocka_unit_test(test_deprecated_aliases),
 		cmocka_unit_test(test_list_per_revision),
 		cmocka_unit_test(test_schema_2020_12_verbatim),
 		cmocka_unit_test(test_list_unknown_version),

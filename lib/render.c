@@ -1,0 +1,145 @@
+/*
+ * render.c - number, duration and trace-tree text for tool answers (see
+ * render.h).
+ */
+#include "render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t
+render_count(uint64_t v, char *buf, size_t cap)
+{
+	char digits[24], out[32];
+	int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
+	size_t o = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	return (size_t)snprintf(buf, cap, "%s", out);
+}
+
+size_t
+render_ms(double ms, char *buf, size_t cap)
+{
+	char n[32];
+
+	/* branches on the value as printed: 9.96 is "10ms", not "10.0ms" */
+	if (!(ms > 0)) /* NaN and -0 too */
+		ms = 0;
+	if (ms >= 9999.5)
+		return (size_t)snprintf(buf, cap, "%.1fs", ms / 1000);
+	if (ms >= 999.5) {
+		render_count((uint64_t)(ms + 0.5), n, sizeof(n));
+		return (size_t)snprintf(buf, cap, "%sms", n);
+	}
+	if (ms >= 9.95)
+		return (size_t)snprintf(buf, cap, "%.0fms", ms);
+	if (ms >= 0.995)
+		return (size_t)snprintf(buf, cap, "%.1fms", ms);
+	return (size_t)snprintf(buf, cap, "%.2fms", ms);
+}
+
+const char *
+render_source_label(int source)
+{
+	switch (source) {
+	case MERGE_SOURCE_OTLP: return "[OTLP]";
+	case MERGE_SOURCE_EBPF: return "[eBPF]";
+	default: return "[?]";
+	}
+}
+
+/* Drops what was appended past len. */
+static void
+cut(struct buf *b, size_t len)
+{
+	b->len = len;
+	if (b->data != NULL)
+		b->data[len] = '\0';
+}
+
+/* "│  " / "   " per ancestor level, then "├─ " / "└─ ". */
+static int
+tree_prefix(struct buf *b, const bool *more, const struct merge_node *node)
+{
+	size_t d = node->depth, levels = d;
+	int rc = STATUS_OK;
+
+	if (d == 0)
+		return STATUS_OK;
+	if (levels > RENDER_MAX_INDENT)
+		levels = RENDER_MAX_INDENT;
+	for (size_t l = 1; l < levels && rc == STATUS_OK; l++)
+		rc = buf_puts(b, more[l] ? "│  " : "   ");
+	if (rc == STATUS_OK && d > levels)
+		rc = buf_printf(b, "(depth %zu) ", d);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b,
+			      node->next_sibling != MERGE_NONE ? "├─ " : "└─ ");
+	return rc;
+}
+
+/* the "N more not shown" line with its newline, and a little slack */
+#define NOTICE_ROOM (MERGE_NOTICE_MAX + 4)
+
+int
+render_trace_tree(struct buf *b, const struct merge_trace *t,
+		  render_label_fn label, void *arg, size_t max_chars,
+		  size_t *shown)
+{
+	bool more[RENDER_MAX_INDENT + 1] = {false};
+	char notice[MERGE_NOTICE_MAX + 8];
+	size_t i, hidden, start = b->len, *ends;
+	int rc = STATUS_OK;
+
+	/* draw every line, remembering where each ends; then keep what
+	 * fits: the whole tree if it does, else a prefix and the notice */
+	ends = malloc((t->n_nodes + 1) * sizeof(*ends));
+	if (ends == NULL)
+		return STATUS_NOMEM;
+	for (i = 0; i < t->n_nodes; i++) {
+		const struct merge_node *node = &t->nodes[i];
+		size_t mark = b->len;
+
+		if (node->depth <= RENDER_MAX_INDENT)
+			more[node->depth] = node->next_sibling != MERGE_NONE;
+		rc = tree_prefix(b, more, node);
+		if (rc == STATUS_OK)
+			rc = label(b, node, arg);
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, "\n");
+		if (rc != STATUS_OK) {
+			cut(b, mark);
+			if (rc != STATUS_LIMIT)
+				goto out;
+			rc = STATUS_OK;
+			break; /* the buffer is full: keep what is drawn */
+		}
+		ends[i] = b->len;
+		if (max_chars > 0 && b->len - start > max_chars)
+			break; /* past the budget whatever happens */
+	}
+	if (max_chars > 0 &&
+	    (i < t->span_count || b->len - start > max_chars)) {
+		while (i > 0 && ends[i - 1] - start + NOTICE_ROOM > max_chars)
+			i--;
+		cut(b, i > 0 ? ends[i - 1] : start);
+	}
+	if (shown != NULL)
+		*shown = i;
+	hidden = t->span_count - i;
+	if (hidden > 0) {
+		merge_notice(notice, sizeof(notice), hidden);
+		rc = buf_printf(b, "%s\n", notice);
+	}
+out:
+	free(ends);
+	return rc;
+}

@@ -1,0 +1,570 @@
+/*
+ * rollup.c - duration buckets, histograms summed from rollup rows, and the
+ * refresh and pruning of span_rollup (contracts in rollup.h, tables in
+ * migrations/0005_span_rollup.sql and docs/schema.md).
+ */
+#include "rollup.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migrate.h"
+
+/* Extra buckets allocated beyond the ones asked for when a histogram
+ * grows, so rows arriving in ascending bucket order reallocate rarely. */
+#define HIST_SLACK 64
+
+/* "SEXTANT" 0x03 (lib/migrate holds 0x01, the partition functions 0x02). */
+#define REFRESH_LOCK "pg_try_advisory_xact_lock(6000299197437203459)"
+
+/* Periods fetched per candidate query when max_periods is 0 or large. */
+#define CANDIDATE_BATCH 64
+
+/* A dirty row's slot is floor(epoch / 10) of the statement that marked
+ * it (lib/store); slot s is old once 10 (s + 1) + 60 <= now, i.e.
+ * s < floor(now / 10) - 6: a writer that found the row there has
+ * committed by then (its statement began inside slot s, and COMMIT
+ * follows it at once). */
+#define OLD_SLOT_SQL "(floor(extract(epoch FROM now()) / 10)::bigint - 6)"
+
+struct rollup_hist {
+	int64_t *counts; /* counts[i] is bucket lo + i */
+	int lo;		 /* first bucket covered */
+	int n;		 /* buckets covered: lo .. lo + n - 1 */
+	int64_t total;
+};
+
+static double
+gamma_value(void)
+{
+	return (1.0 + ROLLUP_ALPHA) / (1.0 - ROLLUP_ALPHA);
+}
+
+int
+rollup_bucket(int64_t duration_ns)
+{
+	double i;
+
+	if (duration_ns <= 0)
+		return 0;
+	/* the same float8 operations as sextant_duration_bucket(): ln() is
+	 * the C library's log() in PostgreSQL as here */
+	i = ceil(log((double)duration_ns) / log(gamma_value()));
+	if (i < 1)
+		return 1;
+	return i > ROLLUP_BUCKET_MAX ? ROLLUP_BUCKET_MAX : (int)i;
+}
+
+double
+rollup_bucket_value(int bucket)
+{
+	double g = gamma_value();
+
+	if (bucket <= 0)
+		return 0;
+	return 2.0 * pow(g, bucket) / (g + 1.0);
+}
+
+struct rollup_hist *
+rollup_hist_new(void)
+{
+	return calloc(1, sizeof(struct rollup_hist));
+}
+
+void
+rollup_hist_free(struct rollup_hist *h)
+{
+	if (h == NULL)
+		return;
+	free(h->counts);
+	free(h);
+}
+
+/* Makes buckets first..last (within 0..ROLLUP_BUCKET_MAX) addressable. */
+static int
+hist_cover(struct rollup_hist *h, int first, int last)
+{
+	int lo = first, hi = last, have_hi = h->lo + h->n - 1;
+	int64_t *counts;
+
+	if (h->n > 0) {
+		if (first >= h->lo && last <= have_hi)
+			return STATUS_OK;
+		if (h->lo < lo)
+			lo = h->lo;
+		if (have_hi > hi)
+			hi = have_hi;
+		/* grow on the side that ran out, with room for more */
+		if (first < h->lo)
+			lo -= HIST_SLACK + (hi - lo) / 2;
+		if (last > have_hi)
+			hi += HIST_SLACK + (hi - lo) / 2;
+	} else {
+		hi += HIST_SLACK;
+	}
+	if (lo < 0)
+		lo = 0;
+	if (hi > ROLLUP_BUCKET_MAX)
+		hi = ROLLUP_BUCKET_MAX;
+	counts = calloc((size_t)(hi - lo + 1), sizeof(*counts));
+	if (counts == NULL)
+		return STATUS_NOMEM;
+	if (h->n > 0)
+		memcpy(counts + (h->lo - lo), h->counts,
+		       (size_t)h->n * sizeof(*counts));
+	free(h->counts);
+	h->counts = counts;
+	h->lo = lo;
+	h->n = hi - lo + 1;
+	return STATUS_OK;
+}
+
+int
+rollup_hist_add(struct rollup_hist *h, int bucket, int64_t count)
+{
+	int rc;
+
+	if (h == NULL || bucket < 0 || bucket > ROLLUP_BUCKET_MAX || count < 0)
+		return STATUS_INVALID;
+	if (count > INT64_MAX - h->total)
+		return STATUS_LIMIT;
+	if (count == 0)
+		return STATUS_OK;
+	if ((rc = hist_cover(h, bucket, bucket)) != STATUS_OK)
+		return rc;
+	h->counts[bucket - h->lo] += count;
+	h->total += count;
+	return STATUS_OK;
+}
+
+/*
+ * One non-negative decimal integer at *p (digits only, at most max),
+ * advancing *p past it.  Hand-written rather than strtoll: this runs for
+ * every bucket of every rollup row a query sums (hundreds of thousands per
+ * query), and the input is PostgreSQL's own output, so no sign, space or
+ * locale handling is wanted.  19 digits cannot overflow a uint64_t.
+ */
+static bool
+parse_uint(const char **p, uint64_t max, int64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int digits = 0;
+
+	while (*s >= '0' && *s <= '9') {
+		if (++digits > 19)
+			return false;
+		v = v * 10 + (uint64_t)(*s++ - '0');
+	}
+	if (digits == 0 || v > max)
+		return false;
+	*p = s;
+	*out = (int64_t)v;
+	return true;
+}
+
+/* Reads the elements of an array literal ("{1,2,3}", "{}", or a bare
+ * "5") one at a time. */
+struct cursor {
+	const char *p;
+	bool braces;
+	bool done; /* past the last element */
+};
+
+static void
+cursor_init(struct cursor *cu, const char *text)
+{
+	cu->braces = *text == '{';
+	cu->p = text + cu->braces;
+	cu->done = cu->braces && *cu->p == '}';
+	if (cu->done)
+		cu->p++;
+}
+
+/* The next element, up to max; false when the text is malformed there. */
+static bool
+cursor_next(struct cursor *cu, uint64_t max, int64_t *v)
+{
+	if (cu->done || !parse_uint(&cu->p, max, v))
+		return false;
+	if (cu->braces) {
+		if (*cu->p == ',') {
+			cu->p++;
+			return true;
+		}
+		if (*cu->p != '}')
+			return false;
+		cu->p++;
+	}
+	cu->done = true;
+	return true;
+}
+
+/* Takes back the first n elements added from buckets and counts (text
+ * already read once, so known good). */
+static void
+hist_undo(struct rollup_hist *h, const char *buckets, const char *counts,
+	  int64_t n)
+{
+	struct cursor cb, cc;
+
+	cursor_init(&cb, buckets);
+	cursor_init(&cc, counts);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t b = 0, c = 0;
+
+		(void)cursor_next(&cb, ROLLUP_BUCKET_MAX, &b);
+		(void)cursor_next(&cc, INT64_MAX, &c);
+		h->counts[b - h->lo] -= c;
+		h->total -= c;
+	}
+}
+
+int
+rollup_hist_add_text(struct rollup_hist *h, const char *buckets,
+		     const char *counts)
+{
+	struct cursor cb, cc;
+	int64_t n = 0;
+	int rc = STATUS_OK;
+
+	if (h == NULL || buckets == NULL || counts == NULL)
+		return STATUS_INVALID;
+	/* one pass (the common case is well-formed text), added as read;
+	 * a failure part-way takes back what was added */
+	cursor_init(&cb, buckets);
+	cursor_init(&cc, counts);
+	while (!cb.done && !cc.done) {
+		int64_t b = 0, c = 0;
+
+		if (!cursor_next(&cb, ROLLUP_BUCKET_MAX, &b) ||
+		    !cursor_next(&cc, INT64_MAX, &c)) {
+			rc = STATUS_INVALID;
+			break;
+		}
+		if (c > INT64_MAX - h->total) {
+			rc = STATUS_LIMIT;
+			break;
+		}
+		if ((b < h->lo || b >= h->lo + h->n) &&
+		    (rc = hist_cover(h, (int)b, (int)b)) != STATUS_OK)
+			break;
+		h->counts[b - h->lo] += c;
+		h->total += c;
+		n++;
+	}
+	/* both arrays ended together, and nothing follows */
+	if (rc == STATUS_OK &&
+	    (!cb.done || !cc.done || *cb.p != '\0' || *cc.p != '\0'))
+		rc = STATUS_INVALID;
+	if (rc != STATUS_OK)
+		hist_undo(h, buckets, counts, n);
+	return rc;
+}
+
+int64_t
+rollup_hist_count(const struct rollup_hist *h)
+{
+	return h != NULL ? h->total : 0;
+}
+
+double
+rollup_hist_quantile(const struct rollup_hist *h, double q)
+{
+	int64_t rank0, cum = 0;
+	double pos, frac, v0 = 0;
+	bool have0 = false;
+
+	if (h == NULL || h->total == 0)
+		return 0;
+	if (!(q > 0)) /* also NaN */
+		q = 0;
+	if (q > 1)
+		q = 1;
+	/* percentile_cont: rows first_row and first_row + 1 (0-based) of
+	 * the sorted values, weighted by the fraction (PostgreSQL's
+	 * orderedsetaggs.c does the same double arithmetic) */
+	pos = q * (double)(h->total - 1);
+	/* near 2^63 the double rounds up past INT64_MAX: clamp first */
+	if (pos >= (double)(h->total - 1)) {
+		rank0 = h->total - 1;
+		frac = 0;
+	} else {
+		rank0 = (int64_t)floor(pos);
+		frac = pos - (double)rank0;
+	}
+	for (int i = 0; i < h->n; i++) {
+		if (h->counts[i] == 0)
+			continue;
+		cum += h->counts[i];
+		if (!have0 && cum > rank0) {
+			v0 = rollup_bucket_value(h->lo + i);
+			have0 = true;
+			if (frac <= 0)
+				return v0;
+		}
+		if (have0 && cum > rank0 + 1) {
+			double v1 = rollup_bucket_value(h->lo + i);
+
+			return v0 + frac * (v1 - v0);
+		}
+	}
+	return v0;
+}
+
+/* ---- refresh and pruning ------------------------------------------------ */
+
+static int
+bad_args(struct pg_error *err, const char *what)
+{
+	if (err != NULL) {
+		snprintf(err->client, sizeof(err->client),
+			 "the rollup maintenance was called wrongly");
+		snprintf(err->detail, sizeof(err->detail), "rollup: %s", what);
+		err->sqlstate[0] = '\0';
+	}
+	return STATUS_INVALID;
+}
+
+static int
+unexpected(struct pg_error *err, const char *what, const char *value)
+{
+	if (err != NULL) {
+		snprintf(err->client, sizeof(err->client),
+			 "the database gave an unexpected answer");
+		snprintf(err->detail, sizeof(err->detail),
+			 "rollup: unexpected %s \"%.64s\"", what, value);
+		err->sqlstate[0] = '\0';
+	}
+	return STATUS_IO;
+}
+
+/* A bigint column value. */
+static bool
+parse_bigint(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0')
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+/*
+ * Periods travel between statements as text in UTC ("2026-11-22
+ * 20:00:00.000000+00"), which reads back exactly whatever the session's
+ * DateStyle and TimeZone.
+ */
+#define PERIOD_TEXT                                                            \
+	"to_char(period AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || "   \
+	"'+00'"
+
+/*
+ * Settled periods (ended ROLLUP_SETTLE_S ago) after $1 (NULL: from the
+ * oldest) whose dirty rows are all old, oldest first, at most $4.
+ */
+static const char candidates_sql[] =
+	"SELECT " PERIOD_TEXT " FROM span_rollup_dirty "
+	"WHERE period < now() - make_interval(secs => $2::integer + "
+	"$3::integer) AND ($1::timestamptz IS NULL OR period > "
+	"$1::timestamptz) "
+	"GROUP BY period HAVING max(slot) < " OLD_SLOT_SQL " "
+	"ORDER BY period LIMIT $4";
+
+/* Whether another refresher holds the lock, and whether the period has a
+ * young dirty row (written in the last 60 s) as of this transaction. */
+static const char check_sql[] =
+	"SELECT NOT " REFRESH_LOCK ", EXISTS (SELECT 1 FROM "
+	"span_rollup_dirty WHERE period = $1::timestamptz AND slot "
+	">= " OLD_SLOT_SQL ")";
+
+static const char clear_dirty_sql[] =
+	"DELETE FROM span_rollup_dirty WHERE period = $1::timestamptz "
+	"AND slot < " OLD_SLOT_SQL;
+
+static const char clear_rollup_sql[] =
+	"DELETE FROM span_rollup WHERE period = $1::timestamptz";
+
+/* The calls of one period per key, with their histogram: counts per
+ * bucket first, then one row per key with the buckets ascending. */
+static const char aggregate_sql[] =
+	"INSERT INTO span_rollup (period, service_name, source, protocol, k1, "
+	"k2, status, requests, buckets, counts) "
+	"SELECT $1::timestamptz, service_name, source, protocol, k1, k2, "
+	"status, sum(n)::bigint, array_agg(b ORDER BY b), "
+	"array_agg(n ORDER BY b) "
+	"FROM (SELECT service_name, source, protocol, k1, k2, status, "
+	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
+	"FROM span_calls WHERE start_time >= $1::timestamptz "
+	"AND start_time < $1::timestamptz + make_interval(secs => "
+	"$2::integer) AND protocol IS NOT NULL "
+	"GROUP BY service_name, source, protocol, k1, k2, status, b) g "
+	"GROUP BY service_name, source, protocol, k1, k2, status";
+
+static const char pending_sql[] =
+	"SELECT count(DISTINCT period) FROM span_rollup_dirty "
+	"WHERE period < now() - make_interval(secs => $1::integer + "
+	"$2::integer)";
+
+/*
+ * One period in one transaction.  *refreshed: whether it was (false when
+ * a young row appeared since it was picked); *locked_out: another
+ * refresher holds the lock.
+ */
+static int
+refresh_one(struct pg_conn *c, const char *period, bool *refreshed,
+	    bool *locked_out, struct pg_error *err)
+{
+	char len[16];
+	const char *one[] = {period}, *two[] = {period, len};
+	PGresult *res = NULL;
+	int rc;
+
+	*refreshed = false;
+	*locked_out = false;
+	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	if ((rc = pg_begin(c, err)) != STATUS_OK)
+		return rc;
+	if ((rc = pg_query(c, check_sql, 1, one, &res, err)) != STATUS_OK)
+		goto out;
+	*locked_out = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	if (*locked_out || strcmp(PQgetvalue(res, 0, 1), "t") == 0)
+		goto out; /* rolled back below: nothing was changed */
+	PQclear(res);
+	res = NULL;
+	if ((rc = pg_query(c, clear_dirty_sql, 1, one, NULL, err)) !=
+		    STATUS_OK ||
+	    (rc = pg_query(c, clear_rollup_sql, 1, one, NULL, err)) !=
+		    STATUS_OK ||
+	    (rc = pg_query(c, aggregate_sql, 2, two, NULL, err)) != STATUS_OK)
+		goto out;
+	if ((rc = pg_commit(c, err)) == STATUS_OK)
+		*refreshed = true;
+out:
+	PQclear(res);
+	if (!*refreshed) {
+		struct pg_error ignored;
+
+		(void)!pg_rollback(c, &ignored);
+	}
+	return rc;
+}
+
+static int
+count_pending(struct pg_conn *c, int *pending, struct pg_error *err)
+{
+	char len[16], settle[16];
+	const char *params[] = {len, settle};
+	PGresult *res = NULL;
+	int64_t v = 0;
+	int rc;
+
+	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
+	rc = pg_query(c, pending_sql, 2, params, &res, err);
+	if (rc == STATUS_OK) {
+		if (PQntuples(res) != 1)
+			rc = unexpected(err, "pending count", "no row");
+		else if (!parse_bigint(PQgetvalue(res, 0, 0), &v) || v < 0 ||
+			 v > INT32_MAX)
+			rc = unexpected(err, "pending count",
+					PQgetvalue(res, 0, 0));
+		else
+			*pending = (int)v;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+rollup_refresh(struct pg_conn *c, int max_periods, int *done, int *pending,
+	       struct pg_error *err)
+{
+	char after[64] = "", len[16], settle[16], limit[16];
+	const char *params[] = {NULL, len, settle, limit};
+	PGresult *res = NULL;
+	bool stop = false;
+	int rc = STATUS_OK, n = 0;
+
+	if (pending != NULL)
+		*pending = 0;
+	if (done != NULL)
+		*done = 0;
+	if (c == NULL || done == NULL || max_periods < 0)
+		return bad_args(err, "no connection or result given, or "
+				     "max_periods below 0");
+	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
+	while (!stop && (max_periods == 0 || n < max_periods)) {
+		int want = CANDIDATE_BATCH, rows;
+
+		if (max_periods > 0 && max_periods - n < want)
+			want = max_periods - n;
+		snprintf(limit, sizeof(limit), "%d", want);
+		params[0] = after[0] != '\0' ? after : NULL;
+		if ((rc = pg_query(c, candidates_sql, 4, params, &res, err)) !=
+		    STATUS_OK)
+			break;
+		rows = PQntuples(res);
+		if (rows == 0)
+			break;
+		for (int i = 0; i < rows && !stop; i++) {
+			const char *period = PQgetvalue(res, i, 0);
+			bool refreshed, locked_out;
+
+			if (strlen(period) >= sizeof(after)) {
+				rc = unexpected(err, "period", period);
+				stop = true;
+				break;
+			}
+			snprintf(after, sizeof(after), "%s", period);
+			rc = refresh_one(c, period, &refreshed, &locked_out,
+					 err);
+			if (rc != STATUS_OK || locked_out)
+				stop = true;
+			else if (refreshed)
+				n++;
+		}
+		PQclear(res);
+		res = NULL;
+		if (rows < want)
+			break;
+	}
+	PQclear(res);
+	*done = n;
+	if (rc == STATUS_OK && pending != NULL)
+		rc = count_pending(c, pending, err);
+	return rc;
+}
+
+int
+rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
+{
+	static const char *const sql[] = {
+		"DELETE FROM span_rollup WHERE period <= now() - "
+		"make_interval(days => $1::integer, secs => $2::integer)",
+		"DELETE FROM span_rollup_dirty WHERE period <= now() - "
+		"make_interval(days => $1::integer, secs => $2::integer)",
+	};
+	char days[16], len[16];
+	const char *params[] = {days, len};
+	int rc = STATUS_OK;
+
+	if (c == NULL || retention_days < MIGRATE_RETENTION_DAYS_MIN ||
+	    retention_days > MIGRATE_RETENTION_DAYS_MAX)
+		return bad_args(err, "no connection, or retention_days out of "
+				     "range (1..3650)");
+	snprintf(days, sizeof(days), "%d", retention_days);
+	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && !rc; i++)
+		rc = pg_query(c, sql[i], 2, params, NULL, err);
+	return rc;
+}

@@ -1,0 +1,116 @@
+/*
+ * rollup.h - span duration histograms and the hourly rollup of calls
+ * (span_rollup, migrations/0005_span_rollup.sql): the bucket math shared
+ * with the SQL function sextant_duration_bucket(), a histogram to sum
+ * rollup rows into and read percentiles from, and the refresh and pruning
+ * of the rollup table.  Schema and rules: docs/schema.md.
+ */
+#ifndef SEXTANT_ROLLUP_H
+#define SEXTANT_ROLLUP_H
+
+#include <stdint.h>
+
+#include "pg.h"
+#include "status.h"
+
+/* Relative accuracy of a bucket's value (DDSketch alpha). */
+#define ROLLUP_ALPHA 0.005
+/* A rollup period: one hour, starting on the hour (UTC). */
+#define ROLLUP_PERIOD_S 3600
+/* A period is refreshed only once it ended this long ago (late spans). */
+#define ROLLUP_SETTLE_S 120
+/* Highest bucket index: the bucket of INT64_MAX ns is 4367, so every
+ * duration fits. */
+#define ROLLUP_BUCKET_MAX 4400
+
+/*
+ * Bucket index of a duration in ns: 0 for <= 0, else
+ * max(1, ceil(ln(d) / ln(gamma))) with gamma = (1 + ALPHA) / (1 - ALPHA),
+ * computed in double precision exactly as sextant_duration_bucket() does.
+ * Always 0..ROLLUP_BUCKET_MAX.
+ */
+int rollup_bucket(int64_t duration_ns);
+
+/* A bucket's value in ns: 0 for bucket 0 (and below), else
+ * 2 gamma^i / (gamma + 1), within ALPHA (relative) of every duration in
+ * the bucket. */
+double rollup_bucket_value(int bucket);
+
+/*
+ * A histogram being summed: bucket -> count.  Memory covers the range of
+ * buckets used so far (at most ROLLUP_BUCKET_MAX + 1 counts), so a sum of
+ * thousands of rollup rows costs a few array additions per bucket.  Not
+ * thread-safe: one thread at a time per histogram.
+ */
+struct rollup_hist;
+
+/* An empty histogram; NULL on ENOMEM.  Free with rollup_hist_free. */
+struct rollup_hist *rollup_hist_new(void);
+void rollup_hist_free(struct rollup_hist *h); /* accepts NULL */
+
+/*
+ * Adds count calls to bucket.  STATUS_INVALID for a NULL h, bucket < 0 or
+ * > ROLLUP_BUCKET_MAX, count < 0; STATUS_LIMIT when the total would pass
+ * INT64_MAX; STATUS_NOMEM.  On error h is unchanged.
+ */
+int rollup_hist_add(struct rollup_hist *h, int bucket, int64_t count) WUR;
+
+/*
+ * Adds a rollup row's arrays in PostgreSQL's text form: buckets "{1,5,9}"
+ * and counts "{3,1,2}" (PostgreSQL's output for integer[] and bigint[]:
+ * no spaces, no NULL elements; "{}" is empty).  A bare integer ("5") is
+ * taken as a one-element array, so the rows of a GROUP BY on
+ * sextant_duration_bucket() can be added as they come.  STATUS_INVALID on
+ * NULL or malformed text, unequal lengths, or an element out of range (as
+ * rollup_hist_add); STATUS_LIMIT, STATUS_NOMEM as rollup_hist_add.  All or
+ * nothing: on error h is unchanged.
+ */
+int rollup_hist_add_text(struct rollup_hist *h, const char *buckets,
+			 const char *counts) WUR;
+
+/* Calls in the histogram (0 for NULL). */
+int64_t rollup_hist_count(const struct rollup_hist *h);
+
+/*
+ * Continuous percentile in ns, like PostgreSQL's percentile_cont (linear
+ * interpolation between the closest ranks), over the bucket values; q is
+ * clamped to [0, 1] (NaN counts as 0).  0 when empty.  Within ROLLUP_ALPHA
+ * (relative) of percentile_cont over the raw durations: the k-th smallest
+ * bucket value is within ALPHA of the k-th smallest duration, and the
+ * interpolation keeps that bound.
+ */
+double rollup_hist_quantile(const struct rollup_hist *h, double q);
+
+/*
+ * Recomputes the dirty periods (rows of span_rollup_dirty) that are
+ * settled, P + 1 h + ROLLUP_SETTLE_S < now(), and whose dirty rows are all
+ * older than 60 s (one written later holds P back for a later call),
+ * oldest first, at most max_periods per call (0 = no limit).  Each period
+ * in its own transaction: delete P's dirty rows, delete P's span_rollup
+ * rows, insert the aggregate of span_calls over [P, P + 1 h).  A
+ * transaction advisory lock (key "SEXTANT" 0x03, 6000299197437203459)
+ * keeps two refreshers (two gateways) from working at once: the one that
+ * finds it taken stops, with STATUS_OK.
+ *
+ * *done: periods refreshed by this call, also on failure.  *pending (may
+ * be NULL): settled dirty periods left afterwards, those held back by a
+ * young row included; 0 on failure.  c (borrowed) must be idle (not in a
+ * transaction) and is left idle.  Statements run under c's statement
+ * timeout: one period's aggregate scans that hour of spans, so callers
+ * refreshing a large store raise it with pg_set_timeout.
+ * Errors: STATUS_INVALID (bad arguments), those of pg_query (err says why;
+ * a store not migrated to 0005 fails with STATUS_IO).
+ */
+int rollup_refresh(struct pg_conn *c, int max_periods, int *done, int *pending,
+		   struct pg_error *err) WUR;
+
+/*
+ * Deletes the span_rollup and span_rollup_dirty rows of periods that
+ * ended before now() - retention_days (1..3650), the cutoff of
+ * sextant_drop_expired().  Called by partition upkeep.  c (borrowed) idle.
+ * Errors: STATUS_INVALID (bad arguments), those of pg_query.
+ */
+int rollup_prune(struct pg_conn *c, int retention_days,
+		 struct pg_error *err) WUR;
+
+#endif

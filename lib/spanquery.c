@@ -1,0 +1,833 @@
+/*
+ * spanquery.c - span metrics, trace and service queries for the unified
+ * tools (see spanquery.h).  Every value is a bound parameter; the SQL text
+ * is static, and PostgreSQL plans each statement with the values known, so
+ * "$n IS NULL OR ..." filters cost nothing when unused.
+ */
+#include "spanquery.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "hex.h"
+#include "rollup.h"
+
+#define HOUR_MS (3600LL * 1000)
+
+static const char *const protocol_names[SPANQUERY_PROTOCOLS] = {"http", "grpc",
+								"sql"};
+
+const char *
+spanquery_protocol_name(int protocol)
+{
+	if (protocol < 0 || protocol >= SPANQUERY_PROTOCOLS)
+		return NULL;
+	return protocol_names[protocol];
+}
+
+int
+spanquery_protocol_parse(const char *name)
+{
+	for (int i = 0; name != NULL && i < SPANQUERY_PROTOCOLS; i++)
+		if (strcmp(name, protocol_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+/*
+ * Parameters shared by both metrics statements:
+ * $1 service, $2 source, $3 from, $4 to, $5 protocols (text[]),
+ * $6 http route, $7 http method, $8 / $9 http status range,
+ * $10 grpc method, $11 grpc status, $12 sql operation, $13 table;
+ * the rollup statement adds $14 / $15, the whole settled hours.
+ * A filter of one protocol leaves the rows of the others alone.
+ */
+#define FILTERS                                                                \
+	" AND protocol = ANY ($5::text[])"                                     \
+	" AND (protocol <> 'http' OR (($6::text IS NULL OR k1 = $6)"           \
+	" AND ($7::text IS NULL OR k2 = upper($7))"                            \
+	" AND ($8::int IS NULL OR status BETWEEN $8 AND $9)))"                 \
+	" AND (protocol <> 'grpc' OR (($10::text IS NULL OR k1 = ltrim($10, "  \
+	"'/')) AND ($11::int IS NULL OR status = $11)))"                       \
+	" AND (protocol <> 'sql' OR (($12::text IS NULL OR k1 = upper($12))"   \
+	" AND ($13::text IS NULL OR k2 = $13)))"
+
+#define RAW_WHERE " service_name = $1 AND source = $2" FILTERS
+
+static const char metrics_exact_sql[] =
+	"SELECT protocol, k1, k2, count(*), count(*) FILTER (WHERE is_error), "
+	"percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
+	"(ORDER BY duration_ns) "
+	"FROM span_calls WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $4::timestamptz"
+	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 2001";
+
+/*
+ * Rollup rows for the clean settled hours in [$14, $15), and raw spans,
+ * bucketed the same way, for the rest: the head [$3, $14), the tail
+ * [$15, $4) and the hours still marked dirty.  Each raw part is its own
+ * range scan so that the (service_name, start_time) index serves it.
+ */
+#define RAW_HIST                                                               \
+	"SELECT protocol, k1, k2, status, "                                    \
+	"sextant_duration_bucket(duration_ns) "                                \
+	"AS b, count(*) AS n FROM span_calls "
+
+static const char metrics_rollup_sql[] =
+	"WITH dirty AS (SELECT DISTINCT period FROM span_rollup_dirty "
+	"WHERE period >= $14::timestamptz AND period < $15::timestamptz), "
+	"raw AS (" RAW_HIST "WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $14::timestamptz"
+	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST "WHERE" RAW_WHERE
+	" AND start_time >= $15::timestamptz AND start_time < $4::timestamptz"
+	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST
+	"JOIN dirty d ON start_time >= d.period AND "
+	"start_time < d.period + interval '1 hour' WHERE" RAW_WHERE
+	" GROUP BY 1, 2, 3, 4, 5) "
+	"SELECT protocol, k1, k2, status, buckets::text, counts::text "
+	"FROM span_rollup WHERE" RAW_WHERE
+	" AND period >= $14::timestamptz AND period < $15::timestamptz"
+	" AND period NOT IN (SELECT period FROM dirty) "
+	"UNION ALL SELECT protocol, k1, k2, status, "
+	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
+	"FROM (SELECT protocol, k1, k2, status, b, sum(n) AS n FROM raw "
+	"GROUP BY 1, 2, 3, 4, 5) r GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3";
+
+/* Unix ms as a timestamptz literal PostgreSQL reads in any TimeZone. */
+static void
+format_ts(int64_t ms, char *buf, size_t cap)
+{
+	time_t s = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+	int frac = (int)(ms - (int64_t)s * 1000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	/* the year fits 5 digits (timerange bounds it), all else 2 or 3 */
+	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00",
+		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
+		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+		 tm.tm_sec % 100, frac % 1000);
+}
+
+static int64_t
+floor_hour(int64_t ms)
+{
+	int64_t r = ms % HOUR_MS;
+
+	return ms - (r < 0 ? r + HOUR_MS : r);
+}
+
+static bool
+is_error(int protocol, long status)
+{
+	/* mirrors span_calls.is_error for the status the rollup keeps */
+	switch (protocol) {
+	case SPANQUERY_HTTP: return status >= 500;
+	case SPANQUERY_GRPC: return status != 0 && status != -1;
+	default: return status == 2;
+	}
+}
+
+int
+spanquery_metrics_send(struct pg_conn *c, const char *source,
+		       const struct spanquery_filter *f, int64_t now_ms,
+		       bool *rollup, struct pg_error *err)
+{
+	char from[48], to[48], bfrom[48], bto[48], smin[16], smax[16],
+		gstat[16], protos[32];
+	const char *v[15];
+	int64_t body_from, body_to;
+	size_t len = 0;
+
+	*rollup = false;
+	if (f->service == NULL || f->from_ms >= f->to_ms) {
+		snprintf(err->client, sizeof(err->client),
+			 "a service and a non-empty time range are required");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	protos[len++] = '{';
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		if (f->protocols != 0 && !(f->protocols & (1u << p)))
+			continue;
+		len += (size_t)snprintf(protos + len, sizeof(protos) - len,
+					"%s%s", len > 1 ? "," : "",
+					protocol_names[p]);
+	}
+	snprintf(protos + len, sizeof(protos) - len, "}");
+	format_ts(f->from_ms, from, sizeof(from));
+	format_ts(f->to_ms, to, sizeof(to));
+	snprintf(smin, sizeof(smin), "%d", f->http_status_min);
+	snprintf(smax, sizeof(smax), "%d", f->http_status_max);
+	snprintf(gstat, sizeof(gstat), "%d", f->grpc_status);
+	v[0] = f->service;
+	v[1] = source;
+	v[2] = from;
+	v[3] = to;
+	v[4] = protos;
+	v[5] = f->http_route;
+	v[6] = f->http_method;
+	v[7] = f->http_status_min || f->http_status_max ? smin : NULL;
+	v[8] = f->http_status_min || f->http_status_max ? smax : NULL;
+	v[9] = f->grpc_method;
+	v[10] = f->grpc_status >= 0 ? gstat : NULL;
+	v[11] = f->sql_operation;
+	v[12] = f->table_name;
+
+	/* whole hours inside the range that have settled (see rollup.h) */
+	body_from = floor_hour(f->from_ms + HOUR_MS - 1);
+	body_to = floor_hour(f->to_ms);
+	if (body_to > floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL))
+		body_to = floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL);
+	if (body_to - body_from < HOUR_MS)
+		return pg_send(c, metrics_exact_sql, 13, v, err);
+	format_ts(body_from, bfrom, sizeof(bfrom));
+	format_ts(body_to, bto, sizeof(bto));
+	v[13] = bfrom;
+	v[14] = bto;
+	*rollup = true;
+	return pg_send(c, metrics_rollup_sql, 15, v, err);
+}
+
+struct metrics_priv {
+	PGresult *res;
+};
+
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-')
+		return STATUS_INVALID;
+	*out = v;
+	return STATUS_OK;
+}
+
+/* "{1.5,20,33.25}" -> three doubles (ns) */
+static int
+parse_percentiles(const char *s, double out[3])
+{
+	if (*s++ != '{')
+		return STATUS_INVALID;
+	for (int i = 0; i < 3; i++) {
+		char *end;
+
+		errno = 0;
+		out[i] = strtod(s, &end);
+		if (errno != 0 || end == s || *end != (i < 2 ? ',' : '}'))
+			return STATUS_INVALID;
+		s = end + 1;
+	}
+	return *s == '\0' ? STATUS_OK : STATUS_INVALID;
+}
+
+static void
+bad_result(struct pg_error *err, const char *what)
+{
+	snprintf(err->client, sizeof(err->client),
+		 "the telemetry store returned an unexpected %s", what);
+	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
+	err->sqlstate[0] = '\0';
+}
+
+static int
+exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
+{
+	int n = PQntuples(res);
+
+	for (int i = 0; i < n; i++) {
+		struct spanquery_row *r;
+		double pct[3];
+
+		if (m->n == SPANQUERY_MAX_KEYS) {
+			m->truncated = true;
+			break;
+		}
+		r = &m->rows[m->n];
+		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
+		r->k1 = PQgetvalue(res, i, 1);
+		r->k2 = PQgetvalue(res, i, 2);
+		if (r->protocol < 0 ||
+		    parse_u64(PQgetvalue(res, i, 3), &r->requests) ||
+		    parse_u64(PQgetvalue(res, i, 4), &r->errors) ||
+		    parse_percentiles(PQgetvalue(res, i, 5), pct)) {
+			bad_result(err, "metrics row");
+			return STATUS_IO;
+		}
+		r->p50_ms = pct[0] / 1e6;
+		r->p95_ms = pct[1] / 1e6;
+		r->p99_ms = pct[2] / 1e6;
+		m->n++;
+	}
+	return STATUS_OK;
+}
+
+static bool
+same_key(PGresult *res, int a, int b)
+{
+	for (int col = 0; col < 3; col++)
+		if (strcmp(PQgetvalue(res, a, col), PQgetvalue(res, b, col)) !=
+		    0)
+			return false;
+	return true;
+}
+
+/* Rows of one key are adjacent (ORDER BY 1, 2, 3): sum their histograms. */
+static int
+rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
+{
+	int n = PQntuples(res), rc = STATUS_OK;
+	struct rollup_hist *h = NULL;
+
+	for (int i = 0, j; i < n; i = j) {
+		struct spanquery_row *r;
+
+		if (m->n == SPANQUERY_MAX_KEYS) {
+			m->truncated = true;
+			break;
+		}
+		r = &m->rows[m->n];
+		memset(r, 0, sizeof(*r));
+		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
+		r->k1 = PQgetvalue(res, i, 1);
+		r->k2 = PQgetvalue(res, i, 2);
+		if (r->protocol < 0)
+			goto bad;
+		rollup_hist_free(h);
+		if ((h = rollup_hist_new()) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		for (j = i; j < n && same_key(res, i, j); j++) {
+			int64_t before = rollup_hist_count(h);
+			char *end;
+			long status;
+
+			errno = 0;
+			status = strtol(PQgetvalue(res, j, 3), &end, 10);
+			if (errno != 0 || *end != '\0' ||
+			    rollup_hist_add_text(h, PQgetvalue(res, j, 4),
+						 PQgetvalue(res, j, 5)) !=
+				    STATUS_OK)
+				goto bad;
+			if (is_error(r->protocol, status))
+				r->errors += (uint64_t)(rollup_hist_count(h) -
+							before);
+		}
+		r->requests = (uint64_t)rollup_hist_count(h);
+		r->p50_ms = rollup_hist_quantile(h, 0.50) / 1e6;
+		r->p95_ms = rollup_hist_quantile(h, 0.95) / 1e6;
+		r->p99_ms = rollup_hist_quantile(h, 0.99) / 1e6;
+		m->n++;
+	}
+	goto out;
+bad:
+	bad_result(err, "rollup row");
+	rc = STATUS_IO;
+out:
+	rollup_hist_free(h);
+	return rc;
+}
+
+int
+spanquery_metrics_recv(struct pg_conn *c, bool rollup,
+		       struct spanquery_metrics **out, struct pg_error *err)
+{
+	struct spanquery_metrics *m = NULL;
+	struct metrics_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	priv = calloc(1, sizeof(*priv));
+	if (m == NULL || priv == NULL ||
+	    (m->rows = calloc((size_t)PQntuples(res) + 1, sizeof(*m->rows))) ==
+		    NULL) {
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	m->rollup = rollup;
+	priv->res = res;
+	m->priv_ = priv;
+	priv = NULL;
+	res = NULL;
+	rc = rollup ? rollup_rows(((struct metrics_priv *)m->priv_)->res, m,
+				  err)
+		    : exact_rows(((struct metrics_priv *)m->priv_)->res, m,
+				 err);
+	if (rc != STATUS_OK)
+		goto fail;
+	*out = m;
+	return STATUS_OK;
+fail:
+	if (rc == STATUS_NOMEM) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+	}
+	spanquery_metrics_free(m);
+	free(priv);
+	PQclear(res);
+	return rc;
+}
+
+void
+spanquery_metrics_free(struct spanquery_metrics *m)
+{
+	struct metrics_priv *priv;
+
+	if (m == NULL)
+		return;
+	priv = m->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(m->rows);
+	free(m);
+}
+
+/* ---- traces ------------------------------------------------------------- */
+
+#define TRACE_WHERE                                                            \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz "                                                     \
+	"AND ($3::text IS NULL OR service_name = $3) "                         \
+	"AND ($4::bigint IS NULL OR duration_ns >= $4) AND source = $6 "
+
+/* The newest (or longest) 20,000 spans bound the work on a busy range;
+ * the traces they belong to are plenty to pick max_traces from. */
+static const char trace_ids_recent_sql[] =
+	"SELECT encode(trace_id, 'hex'), "
+	"(extract(epoch FROM max(start_time)) * 1000000)::bigint, "
+	"count(*) OVER () FROM "
+	"(SELECT trace_id, start_time FROM spans " TRACE_WHERE
+	"ORDER BY start_time DESC LIMIT 20000) s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5";
+
+static const char trace_ids_slowest_sql[] =
+	"SELECT encode(trace_id, 'hex'), max(duration_ns), count(*) OVER () "
+	"FROM "
+	"(SELECT trace_id, duration_ns FROM spans " TRACE_WHERE
+	"ORDER BY duration_ns DESC LIMIT 20000) s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5";
+
+static int
+hex_bytes(const char *s, uint8_t *out, size_t n)
+{
+	if (strlen(s) != n * 2)
+		return STATUS_INVALID;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return STATUS_INVALID;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return STATUS_OK;
+}
+
+static int parse_i64(const char *s, int64_t *out);
+
+int
+spanquery_trace_ids_send(struct pg_conn *c, const char *source,
+			 const struct spanquery_trace_filter *f,
+			 struct pg_error *err)
+{
+	char from[48], to[48], mind[24], lim[16];
+	const char *v[6];
+
+	if (f->max_traces < 1 || f->max_traces > SPANQUERY_MAX_TRACES ||
+	    f->from_ms >= f->to_ms) {
+		snprintf(err->client, sizeof(err->client),
+			 "max_traces must be 1..%d and the range non-empty",
+			 SPANQUERY_MAX_TRACES);
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	format_ts(f->from_ms, from, sizeof(from));
+	format_ts(f->to_ms, to, sizeof(to));
+	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
+	snprintf(lim, sizeof(lim), "%d", SPANQUERY_MAX_IDS);
+	v[0] = from;
+	v[1] = to;
+	v[2] = f->service;
+	v[3] = f->min_duration_ns >= 0 ? mind : NULL;
+	v[4] = lim;
+	v[5] = source;
+	return pg_send(
+		c, f->slowest ? trace_ids_slowest_sql : trace_ids_recent_sql, 6,
+		v, err);
+}
+
+int
+spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+			 int64_t *keys, size_t *n, int64_t *matched,
+			 struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*n = 0;
+	*matched = 0;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	for (int i = 0; i < PQntuples(res) && *n < cap; i++) {
+		if (hex_bytes(PQgetvalue(res, i, 0), ids[*n], 16) !=
+			    STATUS_OK ||
+		    parse_i64(PQgetvalue(res, i, 1), &keys[*n]) != STATUS_OK ||
+		    parse_i64(PQgetvalue(res, i, 2), matched) != STATUS_OK) {
+			bad_result(err, "trace id");
+			rc = STATUS_IO;
+			break;
+		}
+		(*n)++;
+	}
+	PQclear(res);
+	if (rc != STATUS_OK) {
+		*n = 0;
+		*matched = 0;
+	}
+	return rc;
+}
+
+static const char spans_sql[] =
+	"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), "
+	"encode(parent_span_id, 'hex'), sextant_unix_nano(start_time, "
+	"start_nanos), duration_ns, kind, status_code, service_name, name, "
+	"status_message FROM spans WHERE trace_id = ANY ($1::bytea[]) "
+	"AND source = $2 ORDER BY trace_id, start_time LIMIT 50001";
+
+int
+spanquery_spans_send(struct pg_conn *c, const char *source,
+		     const uint8_t (*ids)[16], size_t n, struct pg_error *err)
+{
+	/* {"\\x<32 hex>",...}: 39 bytes per id */
+	char arr[2 + SPANQUERY_MAX_TRACES * 40 + 1];
+	const char *v[2];
+	size_t len = 0;
+
+	if (n > SPANQUERY_MAX_TRACES) {
+		snprintf(err->client, sizeof(err->client),
+			 "too many traces asked at once");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	arr[len++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		len += (size_t)snprintf(arr + len, sizeof(arr) - len,
+					"%s\"\\\\x", i > 0 ? "," : "");
+		for (size_t k = 0; k < 16; k++)
+			len += (size_t)snprintf(arr + len, sizeof(arr) - len,
+						"%02x", ids[i][k]);
+		len += (size_t)snprintf(arr + len, sizeof(arr) - len, "\"");
+	}
+	snprintf(arr + len, sizeof(arr) - len, "}");
+	v[0] = arr;
+	v[1] = source;
+	return pg_send(c, spans_sql, 2, v, err);
+}
+
+struct spans_priv {
+	PGresult *res;
+};
+
+static int
+parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0')
+		return STATUS_INVALID;
+	*out = v;
+	return STATUS_OK;
+}
+
+int
+spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
+		     struct pg_error *err)
+{
+	struct spanquery_spans *s = NULL;
+	struct spans_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc, n;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	n = PQntuples(res);
+	s = calloc(1, sizeof(*s));
+	priv = calloc(1, sizeof(*priv));
+	if (s == NULL || priv == NULL ||
+	    (s->spans = calloc((size_t)n + 1, sizeof(*s->spans))) == NULL) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	if (n > SPANQUERY_MAX_SPANS) {
+		s->truncated = true;
+		n = SPANQUERY_MAX_SPANS;
+	}
+	for (int i = 0; i < n; i++) {
+		struct spanquery_span *sp = &s->spans[i];
+		int64_t start, dur, kind, status;
+
+		if (hex_bytes(PQgetvalue(res, i, 0), sp->trace_id, 16) ||
+		    hex_bytes(PQgetvalue(res, i, 1), sp->span_id, 8) ||
+		    parse_i64(PQgetvalue(res, i, 3), &start) ||
+		    parse_i64(PQgetvalue(res, i, 4), &dur) ||
+		    parse_i64(PQgetvalue(res, i, 5), &kind) ||
+		    parse_i64(PQgetvalue(res, i, 6), &status) || start < 0 ||
+		    dur < 0) {
+			bad_result(err, "span row");
+			rc = STATUS_IO;
+			goto fail;
+		}
+		if (!PQgetisnull(res, i, 2)) {
+			if (hex_bytes(PQgetvalue(res, i, 2), sp->parent_span_id,
+				      8)) {
+				bad_result(err, "span row");
+				rc = STATUS_IO;
+				goto fail;
+			}
+			sp->has_parent = true;
+		}
+		sp->start_ns = (uint64_t)start;
+		sp->duration_ns = (uint64_t)dur;
+		sp->kind = (int)kind;
+		sp->status = (int)status;
+		sp->service = PQgetvalue(res, i, 7);
+		sp->name = PQgetvalue(res, i, 8);
+		sp->status_message =
+			PQgetisnull(res, i, 9) ? NULL : PQgetvalue(res, i, 9);
+	}
+	s->n = (size_t)n;
+	priv->res = res;
+	s->priv_ = priv;
+	*out = s;
+	return STATUS_OK;
+fail:
+	if (s != NULL)
+		free(s->spans);
+	free(s);
+	free(priv);
+	PQclear(res);
+	return rc;
+}
+
+void
+spanquery_spans_free(struct spanquery_spans *s)
+{
+	struct spans_priv *priv;
+
+	if (s == NULL)
+		return;
+	priv = s->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(s->spans);
+	free(s);
+}
+
+/* ---- services ----------------------------------------------------------- */
+
+/* A loose index scan over (service_name, start_time): one index probe
+ * per distinct name instead of reading every span. */
+static const char services_sql[] =
+	"WITH RECURSIVE s(n) AS (SELECT min(service_name) FROM spans "
+	"UNION ALL SELECT (SELECT min(service_name) FROM spans "
+	"WHERE service_name > s.n) FROM s WHERE s.n IS NOT NULL) "
+	"SELECT n FROM s WHERE n IS NOT NULL LIMIT 10000";
+
+struct names_priv {
+	PGresult *res;
+};
+
+int
+spanquery_services(struct pg_conn *c, struct spanquery_names **out,
+		   struct pg_error *err)
+{
+	struct spanquery_names *nm = NULL;
+	struct names_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc, n;
+
+	*out = NULL;
+	if ((rc = pg_query(c, services_sql, 0, NULL, &res, err)) != STATUS_OK)
+		return rc;
+	n = PQntuples(res);
+	nm = calloc(1, sizeof(*nm));
+	priv = calloc(1, sizeof(*priv));
+	if (nm == NULL || priv == NULL ||
+	    (nm->names = calloc((size_t)n + 1, sizeof(*nm->names))) == NULL) {
+		if (nm != NULL)
+			free(nm->names);
+		free(nm);
+		free(priv);
+		PQclear(res);
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_NOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		nm->names[i] = PQgetvalue(res, i, 0);
+	nm->n = (size_t)n;
+	priv->res = res;
+	nm->priv_ = priv;
+	*out = nm;
+	return STATUS_OK;
+}
+
+void
+spanquery_names_free(struct spanquery_names *nm)
+{
+	struct names_priv *priv;
+
+	if (nm == NULL)
+		return;
+	priv = nm->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(nm->names);
+	free(nm);
+}
+
+/* names longer than this are compared on their first SUGGEST_LEN bytes */
+#define SUGGEST_LEN 128
+
+/* Case-insensitive Levenshtein distance over at most SUGGEST_LEN bytes. */
+static size_t
+distance(const char *a, const char *b)
+{
+	size_t la = strnlen(a, SUGGEST_LEN), lb = strnlen(b, SUGGEST_LEN);
+	size_t row[SUGGEST_LEN + 1];
+
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost =
+				tolower((unsigned char)a[i - 1]) ==
+						tolower((unsigned char)b[j - 1])
+					? 0
+					: 1;
+			size_t best = diag + cost;
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+static bool
+contains_ci(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	/* "a" is in most names: containment counts from 3 bytes on */
+	if (n < 3)
+		return false;
+	for (; *hay != '\0'; hay++)
+		if (strncasecmp(hay, needle, n) == 0)
+			return true;
+	return false;
+}
+
+static size_t
+common_prefix_ci(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] != '\0' &&
+	       tolower((unsigned char)a[i]) == tolower((unsigned char)b[i]))
+		i++;
+	return i;
+}
+
+size_t
+spanquery_suggest(const char *name, const char *const *names, size_t n,
+		  const char **out, size_t max)
+{
+	/* score: lower is closer; a candidate is kept when its distance is
+	 * at most a third of the longer name (at least 1), or one name
+	 * contains the other, or they share a 4-byte prefix */
+	double scores[8];
+	size_t got = 0, len = strnlen(name, SUGGEST_LEN);
+	char expanded[SUGGEST_LEN + 8] = "";
+
+	if (max > 8)
+		max = 8;
+	if (len >= 3 && len + 4 < SUGGEST_LEN &&
+	    (strcasecmp(name + len - 3, "svc") == 0 ||
+	     strcasecmp(name + len - 3, "srv") == 0))
+		snprintf(expanded, sizeof(expanded), "%.*sservice",
+			 (int)(len - 3), name);
+	for (size_t i = 0; i < n && max > 0; i++) {
+		size_t ln = strnlen(names[i], SUGGEST_LEN);
+		size_t d = distance(name, names[i]);
+
+		/* "svc" / "srv" are how people abbreviate "service" */
+		if (expanded[0] != '\0') {
+			size_t e = distance(expanded, names[i]);
+
+			if (e < d)
+				d = e;
+		}
+		size_t longer = len > ln ? len : ln;
+		size_t prefix = common_prefix_ci(name, names[i]);
+		bool contains = contains_ci(names[i], name) ||
+				contains_ci(name, names[i]);
+		size_t limit = longer / 3 > 1 ? longer / 3 : 1;
+		double score;
+		size_t k;
+
+		if (d == 0 && strcmp(name, names[i]) == 0)
+			continue;
+		if (d > limit && !contains && prefix < 4)
+			continue;
+		score = (double)d - (contains ? 1.5 : 0) -
+			(prefix >= 4 ? 0.5 + (double)prefix / 100 : 0);
+		for (k = got; k > 0 && scores[k - 1] > score; k--)
+			;
+		if (k >= max)
+			continue;
+		if (got < max)
+			got++;
+		memmove(&scores[k + 1], &scores[k],
+			(got - 1 - k) * sizeof(scores[0]));
+		memmove(&out[k + 1], &out[k], (got - 1 - k) * sizeof(out[0]));
+		scores[k] = score;
+		out[k] = names[i];
+	}
+	return got;
+}

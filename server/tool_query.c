@@ -1,0 +1,1452 @@
+/*
+ * tool_query.c - the "query" tool family: the unified tools query_metrics
+ * and query_traces, which ask every span source (eBPF, OTLP) at once on
+ * two connections and merge the answers with lib/merge, and their
+ * source-specific plumbing (query_ebpf_*) and deprecated aliases
+ * (query_beyla_*).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "buf.h"
+#include "call.h"
+#include "hex.h"
+#include "merge.h"
+#include "pg.h"
+#include "render.h"
+#include "server.h"
+#include "session.h"
+#include "spanquery.h"
+#include "timerange.h"
+#include "tool.h"
+#include "tool_query.h"
+
+/* Text answers stay below this: more is unreadable for a model and costs
+ * its context; structured content carries the same rows. */
+#define TEXT_MAX (64 * 1024)
+/* per trace, unless max_spans says otherwise */
+#define DEFAULT_MAX_SPANS 200
+
+/* The span sources, in the order they are shown. */
+enum {
+	SRC_EBPF,
+	SRC_OTLP,
+	NSRC
+};
+
+static const struct {
+	const char *name;  /* column value and structured name */
+	const char *label; /* in text */
+	int merge;	   /* enum merge_source */
+} srcs[NSRC] = {
+	[SRC_EBPF] = {"ebpf", "eBPF", MERGE_SOURCE_EBPF},
+	[SRC_OTLP] = {"otlp", "OTLP", MERGE_SOURCE_OTLP},
+};
+
+static int
+src_of_merge(int merge)
+{
+	return merge == MERGE_SOURCE_EBPF ? SRC_EBPF : SRC_OTLP;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *
+arg_str(const json_t *args, const char *key)
+{
+	const char *s = json_string_value(json_object_get(args, key));
+
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* ---- connections, one per source -------------------------------------- */
+
+struct conns {
+	struct pg_conn *c[NSRC];
+	char why[320]; /* when none could be had */
+};
+
+/*
+ * Leases a connection per source under the call's cancel token.  The
+ * second is only taken when free at once: under load both sources run one
+ * after the other on the first.  STATUS_OK with at least c[0]; otherwise
+ * an isError result is due, why says what.
+ */
+static int
+conns_get(struct call *call, struct conns *k)
+{
+	struct server *srv = call_server(call);
+	struct pg_error err;
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	if (srv->pg == NULL) {
+		snprintf(k->why, sizeof(k->why),
+			 "no telemetry store is configured: set [database] "
+			 "url (or DATABASE_URL) and restart");
+		return STATUS_UNSUPPORTED;
+	}
+	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, &k->c[0], &err);
+	if (rc != STATUS_OK) {
+		snprintf(k->why, sizeof(k->why),
+			 "telemetry store unavailable: %s", err.client);
+		return rc;
+	}
+	if (pg_acquire(srv->pg, call_pg_cancel(call), 0, &k->c[1], &err) !=
+	    STATUS_OK)
+		k->c[1] = NULL;
+	return STATUS_OK;
+}
+
+static void
+conns_put(struct conns *k)
+{
+	for (int i = 0; i < NSRC; i++)
+		pg_release(k->c[i]);
+	memset(k->c, 0, sizeof(k->c));
+}
+
+/* The connection for source i: its own, or the first. */
+static struct pg_conn *
+conn_for(struct conns *k, int i)
+{
+	return k->c[i] != NULL ? k->c[i] : k->c[0];
+}
+
+static void
+unavailable(char *status, size_t cap, int rc, const struct pg_error *err)
+{
+	if (rc == STATUS_TIMEOUT)
+		snprintf(status, cap, "unavailable: %s",
+			 err->client[0] != '\0' ? err->client
+						: "the query timed out");
+	else
+		snprintf(status, cap, "unavailable: %s",
+			 err->client[0] != '\0' ? err->client
+						: "the query failed");
+}
+
+/* ---- shared argument handling ------------------------------------------ */
+
+/* time_range / from / to against now (ms), which the caller keeps for
+ * describing the range: "last 1h" needs the same now */
+static int
+parse_range(const json_t *args, int64_t now, struct timerange *tr, char *err,
+	    size_t len)
+{
+	const char *range =
+		json_string_value(json_object_get(args, "time_range"));
+
+	return timerange_parse(range != NULL ? range : "1h",
+			       arg_str(args, "from"), arg_str(args, "to"), now,
+			       tr, err, len);
+}
+
+static json_t *
+range_json(const struct timerange *tr)
+{
+	char from[40], to[40];
+
+	timerange_format(tr->from_ms, from, sizeof(from));
+	timerange_format(tr->to_ms, to, sizeof(to));
+	return json_pack("{s:s, s:s}", "from", from, "to", to);
+}
+
+/* "Did you mean a, b?" for a service with no spans at all, into out. */
+static bool
+unknown_service(struct pg_conn *c, const char *service, char *out, size_t cap)
+{
+	struct spanquery_names *names = NULL;
+	struct pg_error err;
+	const char *best[3];
+	size_t n, len = 0;
+	bool unknown = true;
+
+	if (c == NULL || spanquery_services(c, &names, &err) != STATUS_OK)
+		return false;
+	for (size_t i = 0; i < names->n; i++)
+		if (strcmp(names->names[i], service) == 0)
+			unknown = false;
+	if (unknown) {
+		n = spanquery_suggest(service, names->names, names->n, best, 3);
+		len = (size_t)snprintf(out, cap,
+				       "Service \"%s\" has no spans in the "
+				       "telemetry store",
+				       service);
+		for (size_t i = 0; i < n && len < cap; i++)
+			len += (size_t)snprintf(
+				out + len, cap - len, "%s%s",
+				i == 0 ? "; did you mean " : " or ", best[i]);
+		if (n > 0 && len < cap)
+			snprintf(out + len, cap - len, "?");
+		else if (len < cap)
+			snprintf(out + len, cap - len,
+				 "; %zu services have spans (call "
+				 "query_traces without a service to see "
+				 "some)",
+				 names->n);
+	}
+	spanquery_names_free(names);
+	return unknown;
+}
+
+/* ---- query_metrics ------------------------------------------------------ */
+
+struct metrics_req {
+	unsigned sources;   /* bits 1 << SRC_* */
+	unsigned protocols; /* bits 1 << SPANQUERY_*; 0 = auto */
+	const char *note;   /* a deprecation note, or NULL */
+};
+
+static const char *const proto_titles[SPANQUERY_PROTOCOLS] = {"HTTP", "gRPC",
+							      "SQL"};
+
+/* Fills f from args; an error message in err for the model when bad. */
+static int
+metrics_filter(const json_t *args, const struct metrics_req *req,
+	       struct spanquery_filter *f, char *err, size_t len)
+{
+	const char *proto = arg_str(args, "protocol");
+	const char *range = arg_str(args, "status_code_range");
+	const json_t *gs = json_object_get(args, "grpc_status_code");
+	unsigned implied = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->service = arg_str(args, "service");
+	f->grpc_status = -1;
+	f->http_route = arg_str(args, "http_route");
+	f->http_method = arg_str(args, "http_method");
+	f->grpc_method = arg_str(args, "grpc_method");
+	f->sql_operation = arg_str(args, "sql_operation");
+	f->table_name = arg_str(args, "table_name");
+	if (f->service == NULL) {
+		snprintf(err, len,
+			 "service is required: the service.name to report on "
+			 "(e.g. \"checkout\")");
+		return STATUS_INVALID;
+	}
+	if (range != NULL) {
+		if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
+		    strcasecmp(range + 1, "xx") != 0) {
+			snprintf(err, len,
+				 "status_code_range must be one of \"2xx\", "
+				 "\"3xx\", \"4xx\", \"5xx\"");
+			return STATUS_INVALID;
+		}
+		f->http_status_min = (range[0] - '0') * 100;
+		f->http_status_max = f->http_status_min + 99;
+	}
+	if (json_is_integer(gs))
+		f->grpc_status = (int)json_integer_value(gs);
+	if (f->http_route || f->http_method || range)
+		implied |= 1u << SPANQUERY_HTTP;
+	if (f->grpc_method || f->grpc_status >= 0)
+		implied |= 1u << SPANQUERY_GRPC;
+	if (f->sql_operation || f->table_name)
+		implied |= 1u << SPANQUERY_SQL;
+	if (req->protocols != 0) {
+		f->protocols = req->protocols;
+	} else if (proto != NULL && strcmp(proto, "auto") != 0) {
+		int p = spanquery_protocol_parse(proto);
+
+		if (p < 0) {
+			snprintf(err, len,
+				 "protocol must be \"auto\", \"http\", "
+				 "\"grpc\" or \"sql\"");
+			return STATUS_INVALID;
+		}
+		f->protocols = 1u << p;
+	} else {
+		/* auto: every protocol, unless the filters name some */
+		f->protocols = implied;
+	}
+	if (implied != 0 && (f->protocols & implied) == 0) {
+		snprintf(err, len,
+			 "the filters given apply to another protocol than "
+			 "\"%s\": drop them or change protocol",
+			 proto != NULL ? proto : "the tool's");
+		return STATUS_INVALID;
+	}
+	return STATUS_OK;
+}
+
+static void
+describe_filters(struct buf *b, const json_t *args)
+{
+	static const char *const keys[] = {
+		"protocol",	     "http_route",  "http_method",
+		"status_code_range", "grpc_method", "grpc_status_code",
+		"sql_operation",     "table_name",
+	};
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const json_t *v = json_object_get(args, keys[i]);
+		int rc;
+
+		if (json_is_string(v) && strcmp(keys[i], "protocol") == 0 &&
+		    strcmp(json_string_value(v), "auto") == 0)
+			continue;
+		if (json_is_string(v))
+			rc = buf_printf(b, "%s%s=%s", any ? ", " : " (",
+					keys[i], json_string_value(v));
+		else if (json_is_integer(v))
+			rc = buf_printf(b, "%s%s=%" JSON_INTEGER_FORMAT,
+					any ? ", " : " (", keys[i],
+					json_integer_value(v));
+		else
+			continue;
+		any = rc == STATUS_OK;
+	}
+	if (any)
+		(void)!buf_puts(b, ")");
+}
+
+static double
+error_pct(const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+
+	return q->requests > 0 ? 100.0 * (double)q->errors / (double)q->requests
+			       : 0;
+}
+
+/* "Route: /a (GET)" / "Method: pkg.Svc/Call" / "Operation: SELECT, Table: t" */
+static int
+key_text(struct buf *b, const struct spanquery_row *q)
+{
+	switch (q->protocol) {
+	case SPANQUERY_HTTP:
+		return buf_printf(b, "Route: %s (%s)",
+				  q->k1[0] ? q->k1 : "(no route)", q->k2);
+	case SPANQUERY_GRPC:
+		return buf_printf(b, "Method: %s",
+				  q->k1[0] ? q->k1 : "(unknown)");
+	default:
+		return buf_printf(b, "Operation: %s, Table: %s",
+				  q->k1[0] ? q->k1 : "(unknown)",
+				  q->k2[0] ? q->k2 : "(none)");
+	}
+}
+
+/* the key alone, for the analysis line */
+static int
+key_short(struct buf *b, const struct spanquery_row *q)
+{
+	switch (q->protocol) {
+	case SPANQUERY_HTTP: return buf_printf(b, "%s %s", q->k2, q->k1);
+	case SPANQUERY_GRPC: return buf_printf(b, "gRPC %s", q->k1);
+	default: return buf_printf(b, "%s %s", q->k1, q->k2);
+	}
+}
+
+static int
+metric_line(struct buf *b, const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	char n[32], p50[24], p95[24], p99[24];
+	int rc;
+
+	render_count(q->requests, n, sizeof(n));
+	render_ms(q->p50_ms, p50, sizeof(p50));
+	render_ms(q->p95_ms, p95, sizeof(p95));
+	render_ms(q->p99_ms, p99, sizeof(p99));
+	if ((rc = key_text(b, q)) != STATUS_OK)
+		return rc;
+	return buf_printf(b,
+			  ", Requests: %s, P50: %s, P95: %s, P99: %s, "
+			  "Errors: %.1f%%\n",
+			  n, p50, p95, p99, error_pct(r));
+}
+
+static json_t *
+metric_json(const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	json_t *o;
+
+	o = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "source",
+		      srcs[src_of_merge(r->source)].name, "requests",
+		      (json_int_t)q->requests, "p50_ms", q->p50_ms, "p95_ms",
+		      q->p95_ms, "p99_ms", q->p99_ms, "error_rate_pct",
+		      error_pct(r));
+	if (o == NULL)
+		return NULL;
+	switch (q->protocol) {
+	case SPANQUERY_HTTP:
+		json_object_set_new(o, "route", json_string(q->k1));
+		json_object_set_new(o, "method", json_string(q->k2));
+		break;
+	case SPANQUERY_GRPC:
+		json_object_set_new(o, "method", json_string(q->k1));
+		break;
+	default:
+		json_object_set_new(o, "operation", json_string(q->k1));
+		json_object_set_new(o, "table", json_string(q->k2));
+		break;
+	}
+	return o;
+}
+
+/*
+ * "Analysis:" names the worst error rate, the slowest key (P95), and keys
+ * on which the two sources disagree by much (requests off by more than
+ * 10 %, or P95 by more than 25 % and 1 ms): usually one side is sampling,
+ * or instrumenting a different hop.
+ */
+static int
+analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
+{
+	const struct merge_metric_row *worst = NULL, *slowest = NULL;
+	size_t disagree = 0;
+	int rc;
+
+	for (size_t i = 0; i < ng; i++)
+		for (int s = 0; s < MERGE_SOURCE_COUNT; s++) {
+			const struct merge_metric_row *r = g[i].row[s];
+
+			if (r == NULL)
+				continue;
+			if (error_pct(r) > 0 &&
+			    (worst == NULL || error_pct(r) > error_pct(worst)))
+				worst = r;
+			if (slowest == NULL || r->p95_ms > slowest->p95_ms)
+				slowest = r;
+		}
+	if ((rc = buf_puts(b, "\nAnalysis: ")) != STATUS_OK)
+		return rc;
+	if (worst != NULL) {
+		rc = buf_puts(b, "highest error rate ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, worst->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(
+				b, " at %.1f%% [%s]", error_pct(worst),
+				srcs[src_of_merge(worst->source)].label);
+	} else {
+		rc = buf_puts(b, "no errors");
+	}
+	if (rc == STATUS_OK && slowest != NULL) {
+		char p95[24];
+
+		render_ms(slowest->p95_ms, p95, sizeof(p95));
+		rc = buf_puts(b, "; slowest ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, slowest->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(
+				b, " (P95 %s) [%s]", p95,
+				srcs[src_of_merge(slowest->source)].label);
+	}
+	for (size_t i = 0; i < ng && rc == STATUS_OK; i++) {
+		const struct merge_metric_row *e = g[i].row[MERGE_SOURCE_EBPF];
+		const struct merge_metric_row *o = g[i].row[MERGE_SOURCE_OTLP];
+		double rq, lat;
+
+		if (e == NULL || o == NULL)
+			continue;
+		rq = fabs((double)e->requests - (double)o->requests) /
+		     fmax((double)e->requests, (double)o->requests);
+		lat = fabs(e->p95_ms - o->p95_ms);
+		if (rq <= 0.10 &&
+		    (lat <= 1 || lat / fmax(e->p95_ms, o->p95_ms) <= 0.25))
+			continue;
+		if (disagree++ >= 3)
+			continue;
+		rc = buf_puts(b,
+			      disagree == 1 ? "; sources disagree on " : ", ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, e->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(b,
+					" (eBPF %" PRIu64 " req, P95 %.1fms vs "
+					"OTLP %" PRIu64 " req, P95 %.1fms)",
+					e->requests, e->p95_ms, o->requests,
+					o->p95_ms);
+	}
+	if (rc == STATUS_OK && disagree > 3)
+		rc = buf_printf(b, " and %zu more", disagree - 3);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	return rc;
+}
+
+static int
+metrics_call(struct call *call, const json_t *args, json_t **result,
+	     const struct metrics_req *req)
+{
+	struct spanquery_metrics *m[NSRC] = {NULL};
+	char status[NSRC][300], err[512], rdesc[128];
+	struct merge_metric_row *rows = NULL;
+	struct merge_metric_group *groups = NULL;
+	struct spanquery_filter f;
+	struct timerange tr;
+	struct conns k = {0};
+	bool rollup[NSRC] = {false}, any_rollup = false, truncated = false;
+	size_t nrows = 0, ng = 0;
+	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
+	struct buf b;
+	int rc = STATUS_OK, asked = 0;
+	int64_t now = now_ms();
+
+	buf_init(&b, TEXT_MAX + 4096);
+	*result = NULL;
+	if (metrics_filter(args, req, &f, err, sizeof(err)) != STATUS_OK ||
+	    parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto out;
+	}
+	f.from_ms = tr.from_ms;
+	f.to_ms = tr.to_ms;
+	if (conns_get(call, &k) != STATUS_OK) {
+		*result = tool_result_error("%s", k.why);
+		goto out;
+	}
+	(void)call_progress(call, 1, 3, "querying the span sources");
+
+	/* both statements out before either answer is read */
+	for (int i = 0; i < NSRC; i++) {
+		struct pg_error pe;
+		bool shared = k.c[i] == NULL && i > 0;
+
+		if (!(req->sources & (1u << i)))
+			continue;
+		asked++;
+		snprintf(status[i], sizeof(status[i]), "ok");
+		if (shared)
+			continue; /* sent after the first is read */
+		rc = spanquery_metrics_send(conn_for(&k, i), srcs[i].name, &f,
+					    now, &rollup[i], &pe);
+		if (rc != STATUS_OK)
+			unavailable(status[i], sizeof(status[i]), rc, &pe);
+		else
+			status[i][0] = '\0'; /* pending */
+	}
+	for (int i = 0; i < NSRC; i++) {
+		struct pg_error pe;
+
+		if (!(req->sources & (1u << i)))
+			continue;
+		if (k.c[i] == NULL && i > 0) {
+			rc = spanquery_metrics_send(conn_for(&k, i),
+						    srcs[i].name, &f, now,
+						    &rollup[i], &pe);
+			if (rc != STATUS_OK) {
+				unavailable(status[i], sizeof(status[i]), rc,
+					    &pe);
+				continue;
+			}
+			status[i][0] = '\0';
+		}
+		if (status[i][0] != '\0')
+			continue;
+		rc = spanquery_metrics_recv(conn_for(&k, i), rollup[i], &m[i],
+					    &pe);
+		if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+			rc = STATUS_CANCELLED;
+			goto out;
+		}
+		if (rc == STATUS_NOMEM)
+			goto out;
+		if (rc != STATUS_OK) {
+			unavailable(status[i], sizeof(status[i]), rc, &pe);
+			continue;
+		}
+		snprintf(status[i], sizeof(status[i]), "%s",
+			 m[i]->n > 0 ? "ok" : "no_data");
+		nrows += m[i]->n;
+		any_rollup |= m[i]->rollup && m[i]->n > 0;
+		truncated |= m[i]->truncated;
+	}
+	rc = STATUS_OK;
+	(void)call_progress(call, 2, 3, "merging");
+
+	rows = calloc(nrows + 1, sizeof(*rows));
+	groups = calloc(nrows + 1, sizeof(*groups));
+	if (rows == NULL || groups == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	nrows = 0;
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; m[i] != NULL && j < m[i]->n; j++) {
+			const struct spanquery_row *q = &m[i]->rows[j];
+			struct merge_metric_row *r = &rows[nrows++];
+
+			/* the protocol is the first key part: one merge */
+			r->key[0] = spanquery_protocol_name(q->protocol);
+			r->key[1] = q->k1;
+			r->key[2] = q->k2;
+			r->source = srcs[i].merge;
+			r->requests = q->requests;
+			r->p50_ms = q->p50_ms;
+			r->p95_ms = q->p95_ms;
+			r->p99_ms = q->p99_ms;
+			r->user = q;
+			r->error_rate_pct =
+				q->requests > 0 ? 100.0 * (double)q->errors /
+							  (double)q->requests
+						: 0;
+		}
+	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,
+				NULL)) != STATUS_OK)
+		goto out;
+
+	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+	if (req->note != NULL)
+		(void)!buf_printf(&b, "%s\n\n", req->note);
+	for (int i = 0; i < NSRC; i++)
+		if ((req->sources & (1u << i)) &&
+		    strncmp(status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
+					  status[i]);
+	if (ng == 0) {
+		char why[512];
+		bool unknown = false;
+		int failed = 0;
+
+		for (int i = 0; i < NSRC; i++)
+			failed += (req->sources & (1u << i)) &&
+				  strncmp(status[i], "unavailable", 11) == 0;
+		if (failed < asked)
+			unknown = unknown_service(k.c[0], f.service, why,
+						  sizeof(why));
+		if (unknown) {
+			*result =
+				tool_result_error("No metrics found: %s", why);
+			goto out;
+		}
+		(void)!buf_printf(&b,
+				  "No metrics found for service \"%s\" in %s",
+				  f.service, rdesc);
+		describe_filters(&b, args);
+		(void)!buf_puts(&b, "\n");
+	} else {
+		(void)!buf_printf(&b, "Metrics for %s, %s%s\n", f.service,
+				  rdesc,
+				  any_rollup ? " (hourly rollups: percentiles "
+					       "within 0.5%)"
+					     : "");
+	}
+	/* one section per protocol and source, keys by traffic */
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		for (int i = 0; i < NSRC; i++) {
+			bool header = false;
+
+			for (size_t j = 0; j < ng; j++) {
+				const struct merge_metric_row *r =
+					groups[j].row[srcs[i].merge];
+
+				if (r == NULL ||
+				    ((const struct spanquery_row *)r->user)
+						    ->protocol != p)
+					continue;
+				if (!header) {
+					(void)!buf_printf(
+						&b, "\n%s Metrics [%s]:\n",
+						proto_titles[p], srcs[i].label);
+					header = true;
+				}
+				if (metric_line(&b, r) != STATUS_OK) {
+					truncated = true;
+					break;
+				}
+			}
+		}
+	if (ng > 0 && analysis(&b, groups, ng) != STATUS_OK)
+		truncated = true;
+	if (truncated)
+		(void)!buf_puts(&b, "(answer cut: too many keys; narrow the "
+				    "filters)\n");
+
+	/* structured: every row, by protocol, in the same order */
+	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", f.service,
+		       "time_range", range_json(&tr), "sources", "rollup",
+		       any_rollup);
+	if (sc == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < NSRC; i++)
+		if (req->sources & (1u << i))
+			json_object_set_new(json_object_get(sc, "sources"),
+					    srcs[i].name,
+					    json_string(status[i]));
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		arr[p] = json_array();
+		if (arr[p] == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	}
+	for (size_t j = 0; j < ng; j++)
+		for (int i = 0; i < NSRC; i++) {
+			const struct merge_metric_row *r =
+				groups[j].row[srcs[i].merge];
+
+			if (r != NULL)
+				json_array_append_new(
+					arr[((const struct spanquery_row *)
+						     r->user)
+						    ->protocol],
+					metric_json(r));
+		}
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		json_object_set_new(sc, spanquery_protocol_name(p), arr[p]);
+		arr[p] = NULL;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s%}]", "type", "text", "text",
+			  b.data != NULL ? b.data : "", b.len),
+		sc, false);
+	sc = NULL;
+	if (*result == NULL)
+		rc = STATUS_NOMEM;
+out:
+	conns_put(&k);
+	for (int i = 0; i < NSRC; i++)
+		spanquery_metrics_free(m[i]);
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		json_decref(arr[p]);
+	json_decref(sc);
+	free(rows);
+	free(groups);
+	buf_free(&b);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+#define BOTH ((1u << SRC_EBPF) | (1u << SRC_OTLP))
+#define EBPF (1u << SRC_EBPF)
+
+static int
+query_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {BOTH, 0, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_http_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_HTTP, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_grpc_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_GRPC, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_sql_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_SQL, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+#define DEPRECATED(old, new)                                                   \
+	"Note: " old                                                           \
+	" is deprecated and will be removed; call " new " (same arguments) "   \
+							"or query_metrics / "  \
+							"query_traces "        \
+							"instead."
+
+static int
+query_beyla_http_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_HTTP,
+					DEPRECATED("query_beyla_http_metrics",
+						   "query_ebpf_http_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_beyla_grpc_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_GRPC,
+					DEPRECATED("query_beyla_grpc_metrics",
+						   "query_ebpf_grpc_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_beyla_sql_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_SQL,
+					DEPRECATED("query_beyla_sql_metrics",
+						   "query_ebpf_sql_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+/* ---- query_traces ------------------------------------------------------- */
+
+struct traces_req {
+	unsigned sources;
+	const char *note;
+};
+
+static void
+hex_text(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int
+parse_trace_id(const char *s, uint8_t out[16])
+{
+	bool nonzero = false;
+
+	if (strlen(s) != 32)
+		return STATUS_INVALID;
+	for (int i = 0; i < 16; i++) {
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return STATUS_INVALID;
+		out[i] = (uint8_t)(hi << 4 | lo);
+		nonzero |= out[i] != 0;
+	}
+	return nonzero ? STATUS_OK : STATUS_INVALID;
+}
+
+static const char *
+status_name(int status)
+{
+	return status == 2 ? "error" : status == 1 ? "ok" : "unset";
+}
+
+static int
+span_label(struct buf *b, const struct merge_node *node, void *arg)
+{
+	const struct spanquery_span *s = node->span->user;
+	char dur[24];
+	int rc;
+
+	(void)arg;
+	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
+	rc = buf_printf(b, "%s %s: %s (%s)",
+			render_source_label(node->span->source), s->service,
+			s->name, dur);
+	if (rc == STATUS_OK && node->also_seen_by != 0)
+		rc = buf_puts(b, " (also seen by eBPF)");
+	if (rc == STATUS_OK && s->status == 2)
+		rc = buf_printf(b, " ERROR%s%.120s",
+				s->status_message ? ": " : "",
+				s->status_message ? s->status_message : "");
+	if (rc == STATUS_OK && node->orphan)
+		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->slow)
+		rc = buf_puts(b, " ← SLOW");
+	return rc;
+}
+
+static json_t *
+node_json(const struct merge_node *node)
+{
+	const struct spanquery_span *s = node->span->user;
+	char sid[17], pid[17], start[40];
+	json_t *o, *seen = json_array();
+
+	hex_text(s->span_id, 8, sid);
+	hex_text(s->parent_span_id, 8, pid);
+	timerange_format((int64_t)(s->start_ns / 1000000), start,
+			 sizeof(start));
+	for (int m = 0; seen != NULL && m < MERGE_SOURCE_COUNT; m++)
+		if (node->also_seen_by & MERGE_SOURCE_BIT(m))
+			json_array_append_new(
+				seen, json_string(srcs[src_of_merge(m)].name));
+	o = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:o, s:s, s:f, s:s, s:b, "
+		      "s:[]}",
+		      "span_id", sid, "parent_span_id",
+		      s->has_parent ? pid : NULL, "service", s->service, "name",
+		      s->name, "source",
+		      srcs[src_of_merge(node->span->source)].name,
+		      "also_seen_by", seen, "start", start, "duration_ms",
+		      (double)s->duration_ns / 1e6, "status",
+		      status_name(s->status), "slow", node->slow, "children");
+	return o;
+}
+
+/* The trace as {"trace_id", ..., "spans": [roots with children]}. */
+static json_t *
+trace_json(const struct merge_trace *t)
+{
+	char tid[33], start[40];
+	json_t *o = NULL, **made = NULL, *roots = json_array();
+
+	if (roots == NULL)
+		return NULL;
+	made = calloc(t->n_nodes + 1, sizeof(*made));
+	if (made == NULL)
+		goto fail;
+	/* preorder: a parent is made before its children */
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct merge_node *node = &t->nodes[i];
+		json_t *parent;
+
+		if ((made[i] = node_json(node)) == NULL)
+			goto fail;
+		parent = node->parent == MERGE_NONE
+				 ? roots
+				 : json_object_get(made[node->parent],
+						   "children");
+		if (json_array_append(parent, made[i]) != 0)
+			goto fail;
+	}
+	hex_text(t->trace_id, 16, tid);
+	timerange_format((int64_t)(t->start_ns / 1000000), start,
+			 sizeof(start));
+	o = json_pack("{s:s, s:s, s:f, s:I, s:I, s:O}", "trace_id", tid,
+		      "start", start, "duration_ms",
+		      (double)(t->end_ns - t->start_ns) / 1e6, "span_count",
+		      (json_int_t)t->span_count, "spans_not_shown",
+		      (json_int_t)t->not_shown, "spans", roots);
+fail:
+	for (size_t i = 0; made != NULL && i < t->n_nodes; i++)
+		json_decref(made[i]);
+	free(made);
+	json_decref(roots);
+	return o;
+}
+
+/* The slowest span of the trace (largest self time among the slow). */
+static const struct merge_node *
+trace_culprit(const struct merge_trace *t)
+{
+	const struct merge_node *best = NULL;
+
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].slow &&
+		    (best == NULL || t->nodes[i].self_ns > best->self_ns))
+			best = &t->nodes[i];
+	return best;
+}
+
+static int
+traces_analysis(struct buf *b, const struct merge_result *res,
+		const size_t *order)
+{
+	const struct merge_node *top = NULL;
+	const struct merge_trace *top_t = NULL;
+	size_t errors = 0, orphans = 0, dups = 0;
+	int rc;
+
+	for (size_t i = 0; i < res->n_traces; i++) {
+		const struct merge_trace *t = &res->traces[order[i]];
+		const struct merge_node *c = trace_culprit(t);
+		bool err = false;
+
+		for (size_t j = 0; j < t->n_nodes; j++) {
+			const struct spanquery_span *s = t->nodes[j].span->user;
+
+			err |= s->status == 2;
+			orphans += t->nodes[j].orphan;
+		}
+		errors += err;
+		dups += t->duplicates;
+		if (c != NULL && (top == NULL || c->self_ns > top->self_ns)) {
+			top = c;
+			top_t = t;
+		}
+	}
+	rc = buf_puts(b, "\nAnalysis: ");
+	if (rc == STATUS_OK && top != NULL) {
+		const struct spanquery_span *s = top->span->user;
+		uint64_t dur = top_t->end_ns - top_t->start_ns;
+		char self[24];
+
+		render_ms((double)top->self_ns / 1e6, self, sizeof(self));
+		rc = buf_printf(b,
+				"the largest latency contributor is %s: %s "
+				"(self time %s, %.0f%% of its trace)",
+				s->service, s->name, self,
+				dur > 0 ? 100.0 * (double)top->self_ns /
+						  (double)dur
+					: 0);
+	} else if (rc == STATUS_OK) {
+		rc = buf_puts(b, "no span dominates the latency");
+	}
+	if (rc == STATUS_OK)
+		rc = buf_printf(b, "; %zu of %zu traces have error spans",
+				errors, res->n_traces);
+	if (rc == STATUS_OK && dups > 0)
+		rc = buf_printf(b,
+				"; %zu spans were seen by both eBPF and OTLP "
+				"(OTLP shown)",
+				dups);
+	if (rc == STATUS_OK && orphans > 0)
+		rc = buf_printf(b,
+				"; %zu span%s a parent not in the store "
+				"(shown as roots)",
+				orphans, orphans == 1 ? " has" : "s have");
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	return rc;
+}
+
+struct idkey {
+	uint8_t id[16];
+	int64_t key;
+};
+
+static int
+by_id(const void *a, const void *b)
+{
+	return memcmp(((const struct idkey *)a)->id,
+		      ((const struct idkey *)b)->id, 16);
+}
+
+static int
+by_key_desc(const void *a, const void *b)
+{
+	const struct idkey *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return memcmp(x->id, y->id, 16);
+}
+
+/* Folds equal ids (keeping the larger key) and orders by key, best
+ * first; returns how many remain.  On ENOMEM keeps the input as is. */
+static size_t
+union_ids(uint8_t (*ids)[16], int64_t *keys, size_t n)
+{
+	struct idkey *v = calloc(n + 1, sizeof(*v));
+	size_t m = 0;
+
+	if (v == NULL)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(v[i].id, ids[i], 16);
+		v[i].key = keys[i];
+	}
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 0; i < n; i++) {
+		if (m > 0 && memcmp(v[m - 1].id, v[i].id, 16) == 0) {
+			if (v[i].key > v[m - 1].key)
+				v[m - 1].key = v[i].key;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	qsort(v, m, sizeof(*v), by_key_desc);
+	for (size_t i = 0; i < m; i++) {
+		memcpy(ids[i], v[i].id, 16);
+		keys[i] = v[i].key;
+	}
+	free(v);
+	return m;
+}
+
+static int
+traces_call(struct call *call, const json_t *args, json_t **result,
+	    const struct traces_req *req)
+{
+	struct spanquery_spans *sp[NSRC] = {NULL};
+	struct spanquery_trace_filter tf = {0};
+	struct merge_result *res = NULL;
+	struct merge_span *spans = NULL;
+	struct conns k = {0};
+	struct timerange tr = {0};
+	struct buf b;
+	char status[NSRC][300], err[512];
+	uint8_t(*ids)[16] = NULL, one_id[16];
+	int64_t *keys = NULL;
+	size_t nids = 0, nspans = 0, *order = NULL, more_traces = 0;
+	const char *trace_id = arg_str(args, "trace_id");
+	const json_t *md = json_object_get(args, "min_duration_ms");
+	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
+	json_t *sc = NULL, *list = NULL;
+	int rc = STATUS_OK;
+	int64_t now = now_ms();
+
+	buf_init(&b, TEXT_MAX + 4096);
+	*result = NULL;
+	if (json_is_integer(json_object_get(args, "max_traces")))
+		max_traces =
+			json_integer_value(json_object_get(args, "max_traces"));
+	if (json_is_integer(json_object_get(args, "max_spans")))
+		max_spans =
+			json_integer_value(json_object_get(args, "max_spans"));
+	if (trace_id != NULL) {
+		if (parse_trace_id(trace_id, one_id) != STATUS_OK) {
+			*result = tool_result_error(
+				"trace_id must be 32 hex digits, not all zero "
+				"(e.g. \"4bf92f3577b34da6a3ce929d0e0e4736\"), "
+				"got \"%.40s\"",
+				trace_id);
+			goto out;
+		}
+	} else if (parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto out;
+	}
+	tf.service = arg_str(args, "service");
+	tf.from_ms = tr.from_ms;
+	tf.to_ms = tr.to_ms;
+	tf.min_duration_ns = json_is_number(md)
+				     ? (int64_t)(json_number_value(md) * 1e6)
+				     : -1;
+	tf.max_traces = (size_t)max_traces;
+	tf.slowest = arg_str(args, "sort") != NULL &&
+		     strcmp(arg_str(args, "sort"), "slowest") == 0;
+	if (conns_get(call, &k) != STATUS_OK) {
+		*result = tool_result_error("%s", k.why);
+		goto out;
+	}
+	for (int i = 0; i < NSRC; i++)
+		snprintf(status[i], sizeof(status[i]), "%s",
+			 req->sources & (1u << i) ? "" : "not asked");
+	(void)call_progress(call, 1, 4, "finding traces");
+
+	/* 1. which traces: each source's candidates, then the best overall */
+	ids = calloc(NSRC * SPANQUERY_MAX_IDS, sizeof(*ids));
+	keys = calloc(NSRC * SPANQUERY_MAX_IDS, sizeof(*keys));
+	if (ids == NULL || keys == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (trace_id != NULL) {
+		memcpy(ids[0], one_id, 16);
+		nids = 1;
+	} else {
+		size_t got[NSRC] = {0};
+		int64_t matched[NSRC] = {0}, most = 0;
+
+		/* pass 0 sends on each source's own connection, pass 1 reads
+		 * the answers (a source sharing the first connection is sent
+		 * and read in pass 1, after the first is free again) */
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < NSRC; i++) {
+				struct pg_conn *c = conn_for(&k, i);
+				bool own = k.c[i] != NULL || i == 0;
+				struct pg_error pe;
+
+				if (!(req->sources & (1u << i)) ||
+				    status[i][0] != '\0' || (pass == 0 && !own))
+					continue;
+				rc = STATUS_OK;
+				if (own ? pass == 0 : pass == 1)
+					rc = spanquery_trace_ids_send(
+						c, srcs[i].name, &tf, &pe);
+				if (rc == STATUS_OK && pass == 1)
+					rc = spanquery_trace_ids_recv(
+						c, SPANQUERY_MAX_IDS,
+						ids + nids, keys + nids,
+						&got[i], &matched[i], &pe);
+				if (rc == STATUS_CANCELLED ||
+				    call_cancelled(call)) {
+					rc = STATUS_CANCELLED;
+					goto out;
+				}
+				if (rc != STATUS_OK)
+					unavailable(status[i],
+						    sizeof(status[i]), rc, &pe);
+				else if (pass == 1)
+					nids += got[i];
+			}
+		rc = STATUS_OK;
+		/* union by id (a trace both sources saw counts once), then
+		 * the best key first */
+		nids = union_ids(ids, keys, nids);
+		/* matching traces: exact unless a source had more than
+		 * SPANQUERY_MAX_IDS, then a lower bound */
+		most = (int64_t)nids;
+		for (int i = 0; i < NSRC; i++)
+			if (matched[i] > most)
+				most = matched[i];
+		if (nids > tf.max_traces)
+			nids = tf.max_traces;
+		more_traces = (size_t)most - nids;
+	}
+
+	/* 2. their spans, from each source */
+	(void)call_progress(call, 2, 4, "fetching spans");
+	for (int pass = 0; pass < 2 && nids > 0; pass++)
+		for (int i = 0; i < NSRC; i++) {
+			struct pg_conn *c = conn_for(&k, i);
+			bool own = k.c[i] != NULL || i == 0;
+			struct pg_error pe;
+
+			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
+				continue;
+			if (pass == 0 && !own)
+				continue;
+			rc = STATUS_OK;
+			if (pass == 0 || !own)
+				rc = spanquery_spans_send(
+					c, srcs[i].name,
+					(const uint8_t(*)[16])ids, nids, &pe);
+			if (rc == STATUS_OK && pass == 1)
+				rc = spanquery_spans_recv(c, &sp[i], &pe);
+			if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+				rc = STATUS_CANCELLED;
+				goto out;
+			}
+			if (rc == STATUS_NOMEM)
+				goto out;
+			if (rc != STATUS_OK)
+				unavailable(status[i], sizeof(status[i]), rc,
+					    &pe);
+			else if (pass == 1)
+				nspans += sp[i]->n;
+		}
+	rc = STATUS_OK;
+	for (int i = 0; i < NSRC; i++)
+		if ((req->sources & (1u << i)) && status[i][0] == '\0')
+			snprintf(status[i], sizeof(status[i]), "%s",
+				 sp[i] != NULL && sp[i]->n > 0 ? "ok"
+							       : "no_data");
+
+	/* 3. one tree per trace */
+	(void)call_progress(call, 3, 4, "merging");
+	spans = calloc(nspans + 1, sizeof(*spans));
+	if (spans == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	nspans = 0;
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
+			const struct spanquery_span *s = &sp[i]->spans[j];
+			struct merge_span *m = &spans[nspans++];
+
+			memcpy(m->trace_id, s->trace_id, 16);
+			memcpy(m->span_id, s->span_id, 8);
+			memcpy(m->parent_span_id, s->parent_span_id, 8);
+			m->has_parent = s->has_parent;
+			m->start_ns = s->start_ns;
+			m->end_ns = s->start_ns + s->duration_ns;
+			m->source = srcs[i].merge;
+			m->user = s;
+		}
+	{
+		struct merge_opts opts = {.max_spans = (size_t)max_spans,
+					  .max_traces =
+						  SPANQUERY_MAX_TRACES + 1};
+
+		if ((rc = merge_traces(spans, nspans, &opts, &res)) !=
+		    STATUS_OK)
+			goto out;
+	}
+	/* shown in the order the traces were picked (recent / slowest) */
+	order = calloc(res->n_traces + 1, sizeof(*order));
+	if (order == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	{
+		size_t o = 0;
+
+		for (size_t i = 0; i < nids; i++)
+			for (size_t t = 0; t < res->n_traces; t++)
+				if (memcmp(res->traces[t].trace_id, ids[i],
+					   16) == 0)
+					order[o++] = t;
+	}
+
+	/* 4. text and structured content */
+	if (req->note != NULL)
+		(void)!buf_printf(&b, "%s\n\n", req->note);
+	for (int i = 0; i < NSRC; i++)
+		if (strncmp(status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
+					  status[i]);
+	list = json_array();
+	if (list == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (res->n_traces == 0) {
+		char why[512], rdesc[128];
+
+		if (trace_id != NULL) {
+			(void)!buf_printf(&b,
+					  "No traces found with trace_id %s\n",
+					  trace_id);
+		} else {
+			if (tf.service != NULL &&
+			    unknown_service(k.c[0], tf.service, why,
+					    sizeof(why))) {
+				*result = tool_result_error(
+					"No traces found: %s", why);
+				goto out;
+			}
+			timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+			(void)!buf_printf(&b, "No traces found in %s", rdesc);
+			if (tf.service != NULL)
+				(void)!buf_printf(&b, " for service \"%s\"",
+						  tf.service);
+			if (tf.min_duration_ns >= 0) {
+				char least[24];
+
+				render_ms((double)tf.min_duration_ns / 1e6,
+					  least, sizeof(least));
+				(void)!buf_printf(&b,
+						  " with a span of at least %s",
+						  least);
+			}
+			(void)!buf_puts(&b, "\n");
+		}
+	}
+	for (size_t i = 0; i < res->n_traces; i++) {
+		const struct merge_trace *t = &res->traces[order[i]];
+		char tid[33], start[40], dur[24];
+		size_t room = b.len < TEXT_MAX ? TEXT_MAX - b.len : 0;
+		size_t left = res->n_traces - i;
+
+		hex_text(t->trace_id, 16, tid);
+		timerange_format((int64_t)(t->start_ns / 1000000), start,
+				 sizeof(start));
+		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
+			  sizeof(dur));
+		if (room < 200) {
+			(void)!buf_printf(&b,
+					  "\n(%zu more traces not shown: the "
+					  "answer is full; ask for fewer)\n",
+					  left);
+			break;
+		}
+		(void)!buf_printf(&b, "%sTrace %s (%s, %s, %zu span%s)\n",
+				  i > 0 || b.len > 0 ? "\n" : "", tid, dur,
+				  start, t->span_count,
+				  t->span_count == 1 ? "" : "s");
+		rc = render_trace_tree(&b, t, span_label, NULL, room / left,
+				       NULL);
+		if (rc != STATUS_OK && rc != STATUS_LIMIT)
+			goto out;
+		rc = STATUS_OK;
+		if (json_array_append_new(list, trace_json(t)) != 0) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	}
+	if (more_traces > 0)
+		(void)!buf_printf(&b,
+				  "\n%zu more matching trace%s not shown: "
+				  "narrow the time range or raise max_traces "
+				  "(up to %d).\n",
+				  more_traces, more_traces == 1 ? "" : "s",
+				  SPANQUERY_MAX_TRACES);
+	for (int i = 0; i < NSRC; i++)
+		if (sp[i] != NULL && sp[i]->truncated)
+			(void)!buf_printf(&b,
+					  "(%s: only the first %d spans were "
+					  "read)\n",
+					  srcs[i].label, SPANQUERY_MAX_SPANS);
+	if (res->n_traces > 0)
+		(void)traces_analysis(&b, res, order);
+
+	sc = json_pack("{s:o, s:{}, s:I}", "traces", list, "sources",
+		       "traces_not_shown", (json_int_t)more_traces);
+	list = NULL;
+	if (sc == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (trace_id == NULL)
+		json_object_set_new(sc, "time_range", range_json(&tr));
+	for (int i = 0; i < NSRC; i++)
+		if (req->sources & (1u << i))
+			json_object_set_new(json_object_get(sc, "sources"),
+					    srcs[i].name,
+					    json_string(status[i]));
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s%}]", "type", "text", "text",
+			  b.data != NULL ? b.data : "", b.len),
+		sc, false);
+	sc = NULL;
+	if (*result == NULL)
+		rc = STATUS_NOMEM;
+out:
+	conns_put(&k);
+	merge_result_free(res);
+	for (int i = 0; i < NSRC; i++)
+		spanquery_spans_free(sp[i]);
+	free(spans);
+	free(order);
+	free(ids);
+	free(keys);
+	json_decref(list);
+	json_decref(sc);
+	buf_free(&b);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+static int
+query_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {BOTH, NULL};
+
+	return traces_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {EBPF, NULL};
+
+	return traces_call(call, args, result, &req);
+}
+
+static int
+query_beyla_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {
+		EBPF, DEPRECATED("query_beyla_traces", "query_ebpf_traces")};
+
+	return traces_call(call, args, result, &req);
+}
+
+const struct tool_handler query_tool_handlers[] = {
+	{"query_metrics", query_metrics},
+	{"query_traces", query_traces},
+	{"query_ebpf_http_metrics", query_ebpf_http_metrics},
+	{"query_ebpf_grpc_metrics", query_ebpf_grpc_metrics},
+	{"query_ebpf_sql_metrics", query_ebpf_sql_metrics},
+	{"query_ebpf_traces", query_ebpf_traces},
+	{"query_beyla_http_metrics", query_beyla_http_metrics},
+	{"query_beyla_grpc_metrics", query_beyla_grpc_metrics},
+	{"query_beyla_sql_metrics", query_beyla_sql_metrics},
+	{"query_beyla_traces", query_beyla_traces},
+	{NULL, NULL},
+};

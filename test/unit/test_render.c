@@ -1,0 +1,736 @@
+/*
+ * test_render.c - unit tests for lib/render: thousands separators, the
+ * short duration format on every branch and boundary, source labels, and
+ * trace trees drawn from lib/merge results (prefixes, deep chains, budgets,
+ * failing labels).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "merge.h"
+#include "render.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- numbers ----------------------------------------------------------- */
+
+static const struct {
+	uint64_t v;
+	const char *want;
+} count_cases[] = {
+	{0, "0"},
+	{7, "7"},
+	{999, "999"},
+	{1000, "1,000"},
+	{1234, "1,234"},
+	{99999, "99,999"},
+	{100000, "100,000"},
+	{999999, "999,999"},
+	{1000000, "1,000,000"},
+	{1234567, "1,234,567"},
+	{UINT64_MAX, "18,446,744,073,709,551,615"},
+};
+
+static void
+test_count(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(count_cases); i++) {
+		char buf[64];
+		size_t n = render_count(count_cases[i].v, buf, sizeof(buf));
+
+		if (strcmp(buf, count_cases[i].want) != 0)
+			fail_msg("%llu: got \"%s\", want \"%s\"",
+				 (unsigned long long)count_cases[i].v, buf,
+				 count_cases[i].want);
+		assert_int_equal(n, strlen(count_cases[i].want));
+	}
+}
+
+/* Like snprintf: the length needed, the text cut and NUL-terminated. */
+static void
+test_count_small_buffer(void **state)
+{
+	char buf[4] = "xxx";
+
+	(void)state;
+	assert_int_equal(render_count(1234567, buf, sizeof(buf)), 9);
+	assert_string_equal(buf, "1,2");
+	assert_int_equal(render_count(1234567, NULL, 0), 9);
+	buf[0] = 'x';
+	assert_int_equal(render_count(5, buf, 1), 1);
+	assert_string_equal(buf, "");
+}
+
+/* ---- durations --------------------------------------------------------- */
+
+static const struct {
+	double ms;
+	const char *want;
+} ms_cases[] = {
+	/* below 1 ms: two decimals; negative and NaN read as 0 */
+	{0, "0.00ms"},
+	{-5, "0.00ms"},
+	{-INFINITY, "0.00ms"},
+	{0.004, "0.00ms"},
+	{0.006, "0.01ms"},
+	{0.42, "0.42ms"},
+	{0.994, "0.99ms"},
+	/* 1 to 10 ms: one decimal */
+	{1, "1.0ms"},
+	{4.2, "4.2ms"},
+	{9.94, "9.9ms"},
+	/* 10 to 1000 ms: whole ms */
+	{10, "10ms"},
+	{23.4, "23ms"},
+	{23.6, "24ms"},
+	{999.4, "999ms"},
+	/* 1 to 10 s: whole ms with separators, rounded half up */
+	{1000, "1,000ms"},
+	{1234.4, "1,234ms"},
+	{1234.5, "1,235ms"},
+	{9999.4, "9,999ms"},
+	/* 10 s and more: seconds with one decimal */
+	{10000, "10.0s"},
+	{12345, "12.3s"},
+	{3600000, "3600.0s"},
+};
+
+static void
+test_ms(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(ms_cases); i++) {
+		size_t n = render_ms(ms_cases[i].ms, buf, sizeof(buf));
+
+		if (strcmp(buf, ms_cases[i].want) != 0)
+			fail_msg("%g: got \"%s\", want \"%s\"", ms_cases[i].ms,
+				 buf, ms_cases[i].want);
+		assert_int_equal(n, strlen(ms_cases[i].want));
+	}
+	assert_int_equal(render_ms(NAN, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "0.00ms");
+	/* a small buffer: cut, and the length it needed */
+	assert_int_equal(render_ms(1234, buf, 4), 7);
+	assert_string_equal(buf, "1,2");
+	assert_int_equal(render_ms(12345, buf, 3), 5);
+	assert_string_equal(buf, "12");
+}
+
+/*
+ * A value just below a branch boundary that rounds up to it should read
+ * like the boundary itself: "1000ms" lacks the separator every other
+ * value of that size has, "10,000ms" is what the seconds branch starts
+ * at.  And -0 is 0, like every other negative.  All mismatches are listed
+ * before the test fails.
+ */
+static void
+test_ms_rounding_boundaries(void **state)
+{
+	static const struct {
+		double ms;
+		const char *want;
+	} cases[] = {
+		{-0.0, "0.00ms"},   {0.996, "1.0ms"},  {9.96, "10ms"},
+		{999.6, "1,000ms"}, {9999.6, "10.0s"},
+	};
+	size_t bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char buf[64];
+
+		render_ms(cases[i].ms, buf, sizeof(buf));
+		if (strcmp(buf, cases[i].want) != 0) {
+			print_error("render_ms(%g): got \"%s\", want \"%s\"\n",
+				    cases[i].ms, buf, cases[i].want);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void
+test_source_label(void **state)
+{
+	(void)state;
+	assert_string_equal(render_source_label(MERGE_SOURCE_OTLP), "[OTLP]");
+	assert_string_equal(render_source_label(MERGE_SOURCE_EBPF), "[eBPF]");
+	assert_string_equal(render_source_label(MERGE_SOURCE_COUNT), "[?]");
+	assert_string_equal(render_source_label(-1), "[?]");
+	assert_string_equal(render_source_label(1000), "[?]");
+}
+
+/* ---- trace trees ------------------------------------------------------- */
+
+/* A span in shorthand: ids are small numbers, parent 0 means none. */
+struct sp {
+	unsigned id, parent;
+	uint64_t start, end;
+	int source;
+	const char *name;
+};
+
+#define O MERGE_SOURCE_OTLP
+#define E MERGE_SOURCE_EBPF
+
+static void
+set_id(uint8_t *id, size_t len, unsigned v)
+{
+	memset(id, 0, len);
+	id[len - 1] = (uint8_t)v;
+	id[len - 2] = (uint8_t)(v >> 8);
+}
+
+static void
+make_span(struct merge_span *s, const struct sp *p)
+{
+	memset(s, 0, sizeof(*s));
+	set_id(s->trace_id, sizeof(s->trace_id), 1);
+	set_id(s->span_id, sizeof(s->span_id), p->id);
+	if (p->parent != 0) {
+		s->has_parent = true;
+		set_id(s->parent_span_id, sizeof(s->parent_span_id), p->parent);
+	}
+	s->start_ns = p->start;
+	s->end_ns = p->end;
+	s->source = p->source;
+	s->user = p->name;
+}
+
+/* "[OTLP] name" */
+static int
+label_name(struct buf *b, const struct merge_node *node, void *arg)
+{
+	(void)arg;
+	return buf_printf(b, "%s %s", render_source_label(node->span->source),
+			  (const char *)node->span->user);
+}
+
+/* Merges sp[0..n) (one trace); *spans is the caller's to free. */
+static struct merge_result *
+merge_sp(const struct sp *sp, size_t n, const struct merge_opts *opts,
+	 struct merge_span **spans)
+{
+	struct merge_result *r = NULL;
+
+	*spans = calloc(n, sizeof(**spans));
+	assert_non_null(*spans);
+	for (size_t i = 0; i < n; i++)
+		make_span(&(*spans)[i], &sp[i]);
+	assert_int_equal(merge_traces(*spans, n, opts, &r), STATUS_OK);
+	assert_int_equal(r->n_traces, 1);
+	return r;
+}
+
+/* Two roots (the second an orphan), siblings, and a column that ends. */
+static const struct sp simple_tree[] = {
+	{1, 0, 0, 100, O, "checkout: POST /api/checkout"},
+	{2, 1, 10, 40, E, "payments: POST /pay"},
+	{4, 2, 15, 20, O, "db: SELECT"},
+	{6, 2, 21, 30, O, "db: INSERT"},
+	{3, 1, 50, 90, O, "stock: GET /reserve"},
+	{7, 3, 55, 60, E, "db: UPDATE"},
+	{5, 99, 200, 210, O, "orphan: late"}, /* parent not in set */
+};
+
+static void
+test_tree_simple(void **state)
+{
+	static const char want[] = "[OTLP] checkout: POST /api/checkout\n"
+				   "├─ [eBPF] payments: POST /pay\n"
+				   "│  ├─ [OTLP] db: SELECT\n"
+				   "│  └─ [OTLP] db: INSERT\n"
+				   "└─ [OTLP] stock: GET /reserve\n"
+				   "   └─ [eBPF] db: UPDATE\n"
+				   "[OTLP] orphan: late\n";
+	struct merge_span *spans;
+	struct merge_result *r =
+		merge_sp(simple_tree, ARRAY_LEN(simple_tree), NULL, &spans);
+	struct buf b;
+	size_t shown = 0;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   0, &shown),
+			 STATUS_OK);
+	assert_string_equal(b.data, want);
+	assert_int_equal(shown, 7);
+	/* a budget far above it changes nothing */
+	buf_reset(&b);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   strlen(want) + MERGE_NOTICE_MAX + 4,
+					   &shown),
+			 STATUS_OK);
+	assert_string_equal(b.data, want);
+	assert_int_equal(shown, 7);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* The tree goes after what b already holds; the budget counts only what
+ * the tree adds. */
+static void
+test_tree_appends(void **state)
+{
+	static const struct sp sp[] = {
+		{1, 0, 0, 100, O, "a"},
+		{2, 1, 10, 40, O, "b"},
+	};
+	struct merge_span *spans;
+	struct merge_result *r = merge_sp(sp, ARRAY_LEN(sp), NULL, &spans);
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	assert_int_equal(buf_puts(&b, "Trace x\n"), STATUS_OK);
+	assert_int_equal(
+		render_trace_tree(&b, &r->traces[0], label_name, NULL, 0, NULL),
+		STATUS_OK);
+	assert_string_equal(b.data, "Trace x\n[OTLP] a\n└─ [OTLP] b\n");
+	/* the tree's 25 bytes fit a budget of 25 after the 8 there */
+	buf_reset(&b);
+	assert_int_equal(buf_puts(&b, "Trace x\n"), STATUS_OK);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   25, NULL),
+			 STATUS_OK);
+	assert_string_equal(b.data, "Trace x\n[OTLP] a\n└─ [OTLP] b\n");
+	/* one byte less: the notice alone */
+	buf_reset(&b);
+	assert_int_equal(buf_puts(&b, "Trace x\n"), STATUS_OK);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   24, NULL),
+			 STATUS_OK);
+	assert_string_equal(b.data, "Trace x\n2 more not shown\n");
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* Line i of s (0-based) into out, without its newline; false past the end. */
+static bool
+nth_line(const char *s, size_t i, char *out, size_t cap)
+{
+	const char *end;
+
+	for (; i > 0; i--) {
+		s = strchr(s, '\n');
+		if (s == NULL)
+			return false;
+		s++;
+	}
+	if (*s == '\0')
+		return false;
+	end = strchr(s, '\n');
+	assert_non_null(end);
+	assert_true((size_t)(end - s) < cap);
+	memcpy(out, s, (size_t)(end - s));
+	out[end - s] = '\0';
+	return true;
+}
+
+static void
+test_tree_deep_chain(void **state)
+{
+	enum {
+		N = 100
+	};
+	static char names[N][8];
+	struct sp sp[N];
+	struct merge_span *spans;
+	struct merge_result *r;
+	struct buf b;
+	char line[512], want[512];
+	size_t shown = 0, i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "s%zu", i);
+		sp[i] = (struct sp){(unsigned)(i + 1), (unsigned)i, i,
+				    1000 - i,	       O,	    names[i]};
+	}
+	r = merge_sp(sp, N, NULL, &spans);
+	buf_init(&b, 1 << 20);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   0, &shown),
+			 STATUS_OK);
+	assert_int_equal(shown, N);
+	for (i = 0; i < N; i++) {
+		size_t len = 0,
+		       indent = i < RENDER_MAX_INDENT ? i : RENDER_MAX_INDENT;
+
+		assert_true(nth_line(b.data, i, line, sizeof(line)));
+		/* ancestors' columns: one per level above, capped */
+		for (size_t l = 1; l < indent; l++)
+			len += (size_t)snprintf(want + len, sizeof(want) - len,
+						"   ");
+		if (i > RENDER_MAX_INDENT)
+			len += (size_t)snprintf(want + len, sizeof(want) - len,
+						"(depth %zu) ", i);
+		if (i > 0)
+			len += (size_t)snprintf(want + len, sizeof(want) - len,
+						"└─ ");
+		snprintf(want + len, sizeof(want) - len, "[OTLP] s%zu", i);
+		if (strcmp(line, want) != 0)
+			fail_msg("depth %zu: got \"%s\", want \"%s\"", i, line,
+				 want);
+	}
+	assert_false(nth_line(b.data, N, line, sizeof(line)));
+	/* the last line is depth 99, as flat as depth 25 */
+	assert_non_null(strstr(b.data, "(depth 99) └─ [OTLP] s99\n"));
+	assert_null(strstr(b.data, "(depth 24)"));
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* A root with n children "child-NN" (labels of equal length). */
+static struct merge_result *
+wide_tree(size_t n, const struct merge_opts *opts, struct merge_span **spans)
+{
+	static char names[64][16];
+	struct sp sp[64];
+
+	assert_true(n + 1 <= ARRAY_LEN(sp));
+	sp[0] = (struct sp){1, 0, 0, 1000, O, "root"};
+	for (size_t i = 1; i <= n; i++) {
+		snprintf(names[i], sizeof(names[i]), "child-%02zu", i);
+		sp[i] = (struct sp){(unsigned)(i + 1), 1, i, i + 1, O,
+				    names[i]};
+	}
+	return merge_sp(sp, n + 1, opts, spans);
+}
+
+static void
+test_tree_budget(void **state)
+{
+	/* "[OTLP] root\n" is 12 bytes, "├─ [OTLP] child-NN\n" 23 (the
+	 * box-drawing characters are 3 bytes each) */
+	static const struct {
+		size_t max_chars, shown;
+	} cases[] = {
+		{0, 51},  /* no limit */
+		{56, 1},  /* 12 + 44 */
+		{55, 0},  /* not even the root: only the notice */
+		{200, 7}, /* 12 + 6 * 23 + 44 = 194 */
+		{216, 7}, /* one byte short of the 8th line */
+		{217, 8},
+	};
+	struct merge_span *spans;
+	struct merge_result *r = wide_tree(50, NULL, &spans);
+
+	(void)state;
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+		struct buf b;
+		size_t shown = 999;
+		char want[64], line[128];
+
+		buf_init(&b, 1 << 16);
+		assert_int_equal(render_trace_tree(&b, &r->traces[0],
+						   label_name, NULL,
+						   cases[c].max_chars, &shown),
+				 STATUS_OK);
+		if (shown != cases[c].shown)
+			fail_msg("max_chars %zu: shown %zu, want %zu",
+				 cases[c].max_chars, shown, cases[c].shown);
+		if (cases[c].max_chars > 0)
+			assert_true(b.len <= cases[c].max_chars);
+		if (shown == 51) {
+			assert_null(strstr(b.data, "not shown"));
+			assert_true(nth_line(b.data, 50, line, sizeof(line)));
+			assert_string_equal(line, "└─ [OTLP] child-50");
+		} else {
+			/* whole lines, then the notice */
+			snprintf(want, sizeof(want), "%zu more not shown",
+				 51 - shown);
+			assert_true(
+				nth_line(b.data, shown, line, sizeof(line)));
+			assert_string_equal(line, want);
+			assert_false(nth_line(b.data, shown + 1, line,
+					      sizeof(line)));
+			assert_int_equal(b.data[b.len - 1], '\n');
+			if (shown > 1) {
+				assert_true(nth_line(b.data, shown - 1, line,
+						     sizeof(line)));
+				snprintf(want, sizeof(want),
+					 "├─ [OTLP] child-%02zu", shown - 1);
+				assert_string_equal(line, want);
+			}
+		}
+		buf_free(&b);
+	}
+	merge_result_free(r);
+	free(spans);
+}
+
+/* Spans merge already left out are counted in the notice too. */
+static void
+test_tree_merge_not_shown(void **state)
+{
+	struct merge_opts opts = {.max_spans = 4};
+	struct merge_span *spans;
+	struct merge_result *r = wide_tree(20, &opts, &spans);
+	struct buf b;
+	size_t shown = 0;
+
+	(void)state;
+	assert_int_equal(r->traces[0].n_nodes, 4);
+	assert_int_equal(r->traces[0].span_count, 21);
+	buf_init(&b, 1 << 16);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_name, NULL,
+					   0, &shown),
+			 STATUS_OK);
+	assert_int_equal(shown, 4);
+	/* child-03 is the last shown child: the notice follows it */
+	assert_string_equal(b.data, "[OTLP] root\n"
+				    "├─ [OTLP] child-01\n"
+				    "├─ [OTLP] child-02\n"
+				    "└─ [OTLP] child-03\n"
+				    "17 more not shown\n");
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+static const char long_name[] =
+	"a-very-long-span-name-that-takes-up-most-of-the-budget-"
+	"on-its-own-and-then-some-more";
+
+static const struct sp edge_one[] = {{1, 0, 0, 10, O, long_name}};
+
+static const struct sp edge_four[] = {
+	{1, 0, 0, 100, O, "r"},
+	{2, 1, 10, 20, O, "a"},
+	{3, 1, 30, 40, O, long_name},
+	{4, 1, 50, 60, O, "b"},
+};
+
+struct edge_case {
+	const char *name;
+	const struct sp *sp;
+	size_t n, merge_max_spans, max_chars;
+	const char *want;
+};
+
+/* Renders each case; lists every mismatch, then fails if there was one. */
+static void
+run_edge_cases(const struct edge_case *cases, size_t n_cases)
+{
+	size_t bad = 0;
+
+	for (size_t c = 0; c < n_cases; c++) {
+		struct merge_opts opts = {.max_spans =
+						  cases[c].merge_max_spans};
+		struct merge_span *spans;
+		struct merge_result *r =
+			merge_sp(cases[c].sp, cases[c].n, &opts, &spans);
+		struct buf b;
+
+		buf_init(&b, 1 << 16);
+		assert_int_equal(render_trace_tree(&b, &r->traces[0],
+						   label_name, NULL,
+						   cases[c].max_chars, NULL),
+				 STATUS_OK);
+		if (strcmp(b.data, cases[c].want) != 0) {
+			print_error("%s (max_chars %zu): got %zu bytes:\n%s"
+				    "want:\n%s",
+				    cases[c].name, cases[c].max_chars, b.len,
+				    b.data, cases[c].want);
+			bad++;
+		}
+		buf_free(&b);
+		merge_result_free(r);
+		free(spans);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * "Stops before b would pass max_chars" holds for the last shown line
+ * too, whether or not a notice follows it.
+ */
+static void
+test_tree_budget_last_line(void **state)
+{
+	static const struct edge_case cases[] = {
+		{"one line longer than the budget", edge_one,
+		 ARRAY_LEN(edge_one), 0, 60, "1 more not shown\n"},
+		{"last line merge kept, then the notice", edge_four,
+		 ARRAY_LEN(edge_four), 3, 100,
+		 "[OTLP] r\n├─ [OTLP] a\n2 more not shown\n"},
+	};
+
+	(void)state;
+	run_edge_cases(cases, ARRAY_LEN(cases));
+}
+
+/*
+ * A tree that fits whole in max_chars needs no notice, so none of it is
+ * cut to make room for one (merge_fit keeps that room back only "when
+ * not all fit").
+ */
+static void
+test_tree_budget_fits_exactly(void **state)
+{
+	static const struct edge_case cases[] = {
+		{"whole tree fits exactly", simple_tree, ARRAY_LEN(simple_tree),
+		 0, 212,
+		 "[OTLP] checkout: POST /api/checkout\n"
+		 "├─ [eBPF] payments: POST /pay\n"
+		 "│  ├─ [OTLP] db: SELECT\n"
+		 "│  └─ [OTLP] db: INSERT\n"
+		 "└─ [OTLP] stock: GET /reserve\n"
+		 "   └─ [eBPF] db: UPDATE\n"
+		 "[OTLP] orphan: late\n"},
+	};
+
+	(void)state;
+	run_edge_cases(cases, ARRAY_LEN(cases));
+}
+
+/*
+ * A budget below the notice itself: no span line fits, and the notice is
+ * written anyway (render.h: saying that spans are hidden wins over the
+ * budget), so the answer is exactly the notice.
+ */
+static void
+test_tree_budget_below_notice(void **state)
+{
+	static const size_t budgets[] = {1, 10, 16};
+	struct merge_span *spans;
+	struct merge_result *r = wide_tree(2, NULL, &spans);
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(budgets); i++) {
+		struct buf b;
+		size_t shown = 99;
+
+		buf_init(&b, 1 << 16);
+		assert_int_equal(render_trace_tree(&b, &r->traces[0],
+						   label_name, NULL, budgets[i],
+						   &shown),
+				 STATUS_OK);
+		assert_int_equal(shown, 0);
+		assert_string_equal(b.data, "3 more not shown\n");
+		buf_free(&b);
+	}
+	merge_result_free(r);
+	free(spans);
+}
+
+/* A label that fails on its nth call (arg: the counter). */
+struct fail_arg {
+	size_t calls, fail_at;
+	int rc;
+};
+
+static int
+label_failing(struct buf *b, const struct merge_node *node, void *arg)
+{
+	struct fail_arg *f = arg;
+
+	if (++f->calls == f->fail_at) {
+		/* half-written text must not stay behind */
+		if (buf_puts(b, "partial") != STATUS_OK)
+			return STATUS_NOMEM;
+		return f->rc;
+	}
+	return label_name(b, node, NULL);
+}
+
+static void
+test_tree_label_fails(void **state)
+{
+	struct merge_span *spans;
+	struct merge_result *r = wide_tree(5, NULL, &spans);
+	struct fail_arg f = {0, 3, STATUS_IO};
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	assert_int_equal(buf_puts(&b, "head\n"), STATUS_OK);
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_failing, &f,
+					   0, NULL),
+			 STATUS_IO);
+	assert_int_equal(f.calls, 3);
+	/* the lines before stay, the failed one is cut, no notice */
+	assert_string_equal(b.data, "head\n"
+				    "[OTLP] root\n"
+				    "├─ [OTLP] child-01\n");
+	assert_int_equal(b.len, strlen(b.data));
+	/* failing on the first line leaves b as it was */
+	buf_reset(&b);
+	f = (struct fail_arg){0, 1, STATUS_NOMEM};
+	assert_int_equal(render_trace_tree(&b, &r->traces[0], label_failing, &f,
+					   0, NULL),
+			 STATUS_NOMEM);
+	assert_int_equal(b.len, 0);
+	assert_true(b.data == NULL || b.data[0] == '\0');
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* A buffer whose hard maximum is reached ends the tree like a budget,
+ * as long as the notice still fits; never past max. */
+static void
+test_tree_buffer_max(void **state)
+{
+	struct merge_span *spans;
+	struct merge_result *r = wide_tree(10, NULL, &spans);
+	struct buf b;
+	size_t shown = 0;
+	int rc;
+
+	(void)state;
+	/* root 12 + 2 lines of 23 = 58; the third would reach 81 */
+	buf_init(&b, 80);
+	rc = render_trace_tree(&b, &r->traces[0], label_name, NULL, 0, &shown);
+	assert_int_equal(rc, STATUS_OK);
+	assert_int_equal(shown, 3);
+	assert_true(b.len <= 80);
+	assert_string_equal(b.data, "[OTLP] root\n"
+				    "├─ [OTLP] child-01\n"
+				    "├─ [OTLP] child-02\n"
+				    "8 more not shown\n");
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_count),
+		cmocka_unit_test(test_count_small_buffer),
+		cmocka_unit_test(test_ms),
+		cmocka_unit_test(test_ms_rounding_boundaries),
+		cmocka_unit_test(test_source_label),
+		cmocka_unit_test(test_tree_simple),
+		cmocka_unit_test(test_tree_appends),
+		cmocka_unit_test(test_tree_deep_chain),
+		cmocka_unit_test(test_tree_budget),
+		cmocka_unit_test(test_tree_merge_not_shown),
+		cmocka_unit_test(test_tree_budget_last_line),
+		cmocka_unit_test(test_tree_budget_fits_exactly),
+		cmocka_unit_test(test_tree_budget_below_notice),
+		cmocka_unit_test(test_tree_label_fails),
+		cmocka_unit_test(test_tree_buffer_max),
+	};
+
+	return cmocka_run_group_tests_name("render", tests, NULL, NULL);
+}
