@@ -142,6 +142,10 @@ static const struct key_def keys[] = {
 	     "Tool sets to enable; empty = every set but \"conformance\"."),
 	LIST("tools", "disabled", tools.disabled, K_RELOAD, NULL,
 	     "Tool names to disable."),
+	INT("tools", "max_answer_chars", tools.max_answer_chars, 16000, 1000,
+	    1000000,
+	    "Most characters of text a tool answer carries; tools fit their "
+	    "answers to it (\"N more\", cursors) and anything longer is cut."),
 	{"tools", "deprecated_aliases", KT_BOOL, OFF(tools.deprecated_aliases),
 	 NULL, 0, 0, 1, K_RELOAD, NULL,
 	 "Also list the deprecated tool names (query_beyla_*) of older "

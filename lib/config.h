@@ -74,6 +74,7 @@ struct config {
 			enabled_sets; /* tool sets enabled; empty = all but "conformance" */
 		struct strlist disabled; /* tool names disabled */
 		bool deprecated_aliases; /* list the "deprecated" set too */
+		int max_answer_chars;	 /* text budget of one tool answer */
 	} tools;
 	struct {
 		bool enabled; /* register the conformance-suite fixtures */

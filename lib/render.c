@@ -56,6 +56,69 @@ render_source_label(int source)
 	}
 }
 
+static int
+md_cell(struct buf *b, const char *s)
+{
+	size_t n = 0;
+	int rc = STATUS_OK;
+
+	for (; *s != '\0' && rc == STATUS_OK; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (n >= RENDER_MD_CELL_MAX && (c & 0xc0) != 0x80)
+			return buf_puts(b, "…");
+		if (c == '|')
+			rc = buf_puts(b, "\\|");
+		else if (c == '\n' || c == '\r' || c == '\t')
+			rc = buf_puts(b, " ");
+		else if (c >= 0x20 && c != 0x7f)
+			rc = buf_append(b, s, 1);
+		n++;
+	}
+	return rc;
+}
+
+int
+render_md_row(struct buf *b, const char *const *cells, size_t n)
+{
+	size_t mark = b->len;
+	int rc = buf_puts(b, "|");
+
+	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
+		rc = buf_puts(b, " ");
+		if (rc == STATUS_OK)
+			rc = md_cell(b, cells[i] != NULL ? cells[i] : "");
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, " |");
+	}
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	if (rc != STATUS_OK) {
+		b->len = mark;
+		if (b->data != NULL)
+			b->data[mark] = '\0';
+	}
+	return rc;
+}
+
+int
+render_md_rule(struct buf *b, size_t n)
+{
+	size_t mark = b->len;
+	int rc = buf_puts(b, "|");
+
+	for (size_t i = 0; i < n && rc == STATUS_OK; i++)
+		rc = buf_puts(b, "---|");
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	if (rc != STATUS_OK) {
+		b->len = mark;
+		if (b->data != NULL)
+			b->data[mark] = '\0';
+	}
+	return rc;
+}
+
 /* Drops what was appended past len. */
 static void
 cut(struct buf *b, size_t len)

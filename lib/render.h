@@ -23,6 +23,17 @@ size_t render_ms(double ms, char *buf, size_t cap);
 /* "[eBPF]", "[OTLP]" for enum merge_source; "[?]" otherwise. */
 const char *render_source_label(int source);
 
+/*
+ * Markdown tables: render_md_row appends "| a | b | c |\n" with each cell
+ * escaped (| as \|, newlines and tabs as spaces, other control bytes
+ * dropped) and cut to RENDER_MD_CELL_MAX bytes with "…" (never inside a
+ * UTF-8 sequence); render_md_rule appends "|---|---|...|\n" for n columns.
+ * STATUS_LIMIT / STATUS_NOMEM from the buffer (the row is then not added).
+ */
+#define RENDER_MD_CELL_MAX 120
+int render_md_row(struct buf *b, const char *const *cells, size_t n) WUR;
+int render_md_rule(struct buf *b, size_t n) WUR;
+
 /* Deeper trees are drawn flat past this depth, each line saying its depth:
  * a 1,000-level trace stays readable and its lines short. */
 #define RENDER_MAX_INDENT 24

@@ -121,6 +121,42 @@ check_output(struct call *c, json_t *result)
 				 c->tool->name);
 }
 
+/* Cuts text content past the budget at a UTF-8 boundary, with a note: a
+ * handler that overran it must not flood the model's context. */
+static void
+fit_text(struct call *c, json_t *result)
+{
+	size_t budget = call_text_budget(c), i;
+	json_t *item;
+
+	json_array_foreach(json_object_get(result, "content"), i, item)
+	{
+		const char *text =
+			json_string_value(json_object_get(item, "text"));
+		size_t len = json_string_length(json_object_get(item, "text"));
+		char *cut;
+		size_t keep = budget > 200 ? budget - 200 : budget / 2;
+
+		if (text == NULL || len <= budget)
+			continue;
+		while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
+			keep--;
+		if (asprintf(&cut,
+			     "%.*s\n\n[answer cut at %zu of %zu characters "
+			     "(tools.max_answer_chars): ask for less, e.g. a "
+			     "smaller limit or time range]",
+			     (int)keep, text, keep, len) < 0)
+			continue;
+		json_object_set_new(item, "text", json_string(cut));
+		free(cut);
+		log_warn(&(struct log_fields){.request_id = c->idtext,
+					      .tool = c->tool->name,
+					      .duration_ms = -1},
+			 "tool answer of %zu characters cut to the budget",
+			 len);
+	}
+}
+
 static void
 call_run(struct pool_job *job)
 {
@@ -154,6 +190,7 @@ call_run(struct pool_job *job)
 	switch (outcome) {
 	case OUT_OK:
 		result = check_output(c, result);
+		fit_text(c, result);
 		if (json_is_true(json_object_get(result, "isError")))
 			outcome = OUT_ERROR;
 		shape_result(s, result);
@@ -320,6 +357,13 @@ call_expire_session(struct session *s, int timeout_s, int64_t now_ms)
 }
 
 /* --- the handler API (tool.h) ---------------------------------------- */
+
+size_t
+call_text_budget(struct call *c)
+{
+	/* not reloadable: the config read at start-up holds */
+	return (size_t)c->srv->cfg->tools.max_answer_chars;
+}
 
 struct pg_cancel_token *
 call_pg_cancel(struct call *c)

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "status.h"
 
@@ -101,6 +102,13 @@ int call_drop_connection(struct call *call);
  */
 struct pg_cancel_token;
 struct pg_cancel_token *call_pg_cancel(struct call *call);
+
+/*
+ * The most characters of text the answer may carry ([tools]
+ * max_answer_chars).  Handlers fit their text to it ("N more", cursors);
+ * text past it is cut by the caller with a note, as a safety net.
+ */
+size_t call_text_budget(struct call *call);
 
 /* The negotiated protocol revision, e.g. "2025-11-25".  Borrowed. */
 const char *call_protocol_version(struct call *call);

@@ -26,9 +26,10 @@
 #include "tool.h"
 #include "tool_query.h"
 
-/* Text answers stay below this: more is unreadable for a model and costs
- * its context; structured content carries the same rows. */
-#define TEXT_MAX (64 * 1024)
+/* Text kept back from the budget ([tools] max_answer_chars) for the lines
+ * that close an answer (notes, Analysis:); structured content carries
+ * every row regardless. */
+#define TAIL_ROOM 768
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
 
@@ -501,7 +502,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	int rc = STATUS_OK, asked = 0;
 	int64_t now = now_ms();
 
-	buf_init(&b, TEXT_MAX + 4096);
+	buf_init(&b, call_text_budget(call));
 	*result = NULL;
 	if (metrics_filter(args, req, &f, err, sizeof(err)) != STATUS_OK ||
 	    parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
@@ -659,7 +660,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 						proto_titles[p], srcs[i].label);
 					header = true;
 				}
-				if (metric_line(&b, r) != STATUS_OK) {
+				if (b.len + TAIL_ROOM > b.max ||
+				    metric_line(&b, r) != STATUS_OK) {
 					truncated = true;
 					break;
 				}
@@ -668,8 +670,9 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	if (ng > 0 && analysis(&b, groups, ng) != STATUS_OK)
 		truncated = true;
 	if (truncated)
-		(void)!buf_puts(&b, "(answer cut: too many keys; narrow the "
-				    "filters)\n");
+		(void)!buf_puts(&b, "(more rows than fit in this answer: they "
+				    "are all in the structured content; narrow "
+				    "the filters to read them here)\n");
 
 	/* structured: every row, by protocol, in the same order */
 	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", f.service,
@@ -1093,7 +1096,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	int rc = STATUS_OK;
 	int64_t now = now_ms();
 
-	buf_init(&b, TEXT_MAX + 4096);
+	buf_init(&b, call_text_budget(call));
 	*result = NULL;
 	if (json_is_integer(json_object_get(args, "max_traces")))
 		max_traces =
@@ -1325,7 +1328,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	for (size_t i = 0; i < res->n_traces; i++) {
 		const struct merge_trace *t = &res->traces[order[i]];
 		char tid[33], start[40], dur[24];
-		size_t room = b.len < TEXT_MAX ? TEXT_MAX - b.len : 0;
+		size_t room = b.len + TAIL_ROOM < b.max
+				      ? b.max - TAIL_ROOM - b.len
+				      : 0;
 		size_t left = res->n_traces - i;
 
 		hex_text(t->trace_id, 16, tid);
