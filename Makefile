@@ -71,10 +71,20 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 # ---------------------------------------------------------------------------
 LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c \
 	lib/timerange.c lib/rollup.c lib/spanquery.c lib/render.c lib/pointquery.c
+LIB_SRC += lib/redact.c
+LIB_SRC += lib/servicequery.c
+LIB_SRC += lib/spanstore.c
+LIB_SRC += lib/genai.c
+LIB_SRC += lib/promql.c lib/grafana.c
 SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
 	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
 	server/ingest.c server/demo.c server/tool_core.c server/tool_conformance.c \
 	server/conformance_fixtures.c server/tool_query.c server/tool_telemetry.c
+SERVER_SRC += server/stdio_mcp.c server/legacy_sse.c
+SERVER_SRC += server/tool_spans.c
+SERVER_SRC += server/tool_genai.c
+SERVER_SRC += server/tool_services.c server/tool_common.c
+SERVER_SRC += server/tool_grafana.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
@@ -82,9 +92,17 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store \
 	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge timerange rollup \
 	pointquery spanquery render
+LIB_TESTS += redact
+LIB_TESTS += servicequery
+LIB_TESTS += spanstore
+LIB_TESTS += genai
+LIB_TESTS += promql grafana
 SERVER_TESTS := session rpc dispatch tools
+SERVER_TESTS += stdio_mcp legacy_sse
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
+FUZZERS += redact
+FUZZERS += grafana
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "redact.h"
 #include "toml.h"
 
 enum key_type {
@@ -50,6 +51,8 @@ struct key_def {
 static bool check_listen(const char *s, char *msg, size_t len);
 static bool check_key_hash(const char *s, char *msg, size_t len);
 static bool check_timescaledb(const char *s, char *msg, size_t len);
+static bool check_regex(const char *s, char *msg, size_t len);
+static bool check_redact_key(const char *s, char *msg, size_t len);
 
 #define OFF(f) offsetof(struct config, f)
 #define STR(t, n, f, def, fl, chk, doc)                                        \
@@ -71,6 +74,11 @@ static bool check_timescaledb(const char *s, char *msg, size_t len);
 #define LIST(t, n, f, fl, chk, doc)                                            \
 	{                                                                      \
 		t, n, KT_LIST, OFF(f), NULL, 0, 0, 0, fl, chk, doc             \
+	}
+/* A list with a default: its items comma-separated in def. */
+#define LISTD(t, n, f, def, fl, chk, doc)                                      \
+	{                                                                      \
+		t, n, KT_LIST, OFF(f), def, 0, 0, 0, fl, chk, doc              \
 	}
 
 /* Keys of one table are contiguous: printing emits a header per run. */
@@ -150,6 +158,21 @@ static const struct key_def keys[] = {
 	 NULL, 0, 0, 1, K_RELOAD, NULL,
 	 "Also list the deprecated tool names (query_beyla_*) of older "
 	 "releases; they work either way."},
+	LISTD("redact", "keys", redact.keys,
+	      "authorization,password,passwd,secret,token,api_key,cookie,"
+	      "set-cookie",
+	      0, check_redact_key,
+	      "Attributes whose keys contain one of these show their values "
+	      "as [REDACTED] in every tool answer: case-insensitive, '-' and "
+	      "'_' alike (\"api_key\" hides X-Api-Key and openai.api_key)."),
+	LIST("redact", "values", redact.values, 0, check_regex,
+	     "POSIX extended regular expressions (case-insensitive) whose "
+	     "matches inside span values and messages show as [REDACTED], "
+	     "e.g. \"sk-[a-z0-9]{20,}\"; start each with literal text to keep "
+	     "matching fast.  The environment form splits at commas."),
+	BOOL("redact", "emails", redact.emails, true,
+	     "Also show e-mail addresses inside span values and messages as "
+	     "[REDACTED]."),
 	BOOL("conformance", "enabled", conformance.enabled, false,
 	     "Register the MCP conformance-suite fixtures (test runs only)."),
 	STR("database", "url", database.url, "", K_SECRET, NULL,
@@ -434,6 +457,42 @@ check_key_hash(const char *s, char *msg, size_t len)
 	return ok;
 }
 
+/* One [redact] pattern, checked by lib/redact itself: a key pattern when
+ * key, else a regex compiled the way the server compiles it at start-up. */
+static bool
+check_redact(const char *s, bool key, char *msg, size_t len)
+{
+	const char *one[] = {s};
+	const char *prefix = key ? "keys item 1: " : "values item 1: ";
+	struct redact *r = NULL;
+	char why[512];
+	int rc = key ? redact_new(one, 1, NULL, 0, false, &r, why, sizeof(why))
+		     : redact_new(NULL, 0, one, 1, false, &r, why, sizeof(why));
+
+	if (rc == STATUS_OK) {
+		redact_free(r);
+		return true;
+	}
+	/* the caller names the item */
+	snprintf(msg, len, "%s",
+		 strncmp(why, prefix, strlen(prefix)) == 0
+			 ? why + strlen(prefix)
+			 : why);
+	return false;
+}
+
+static bool
+check_regex(const char *s, char *msg, size_t len)
+{
+	return check_redact(s, false, msg, len);
+}
+
+static bool
+check_redact_key(const char *s, char *msg, size_t len)
+{
+	return check_redact(s, true, msg, len);
+}
+
 static bool
 check_timescaledb(const char *s, char *msg, size_t len)
 {
@@ -558,6 +617,27 @@ set_list(struct config *cfg, const struct key_def *k, char **items, size_t n)
 	strlist_clear(l);
 	*l = nl;
 	return STATUS_OK;
+}
+
+/* The list's default: the comma-separated items of k->def_s. */
+static int
+set_list_default(struct config *cfg, const struct key_def *k)
+{
+	char *copy = strdup(k->def_s), *items[64], *p;
+	size_t n = 0;
+	int rc;
+
+	if (!copy)
+		return STATUS_NOMEM;
+	for (p = copy; p && n < sizeof(items) / sizeof(items[0]); n++) {
+		items[n] = p;
+		p = strchr(p, ',');
+		if (p)
+			*p++ = '\0';
+	}
+	rc = set_list(cfg, k, items, n);
+	free(copy);
+	return rc;
 }
 
 static int
@@ -746,6 +826,327 @@ suggest(const char *dotted, bool want_table, char *buf, size_t len)
 	return best == SIZE_MAX ? NULL : buf;
 }
 
+/* ---- metrics instances: [grafana.<name>], [prometheus.<name>] ----------
+ *
+ * Named tables of the same shape, any number up to
+ * CONFIG_MAX_METRICS_INSTANCES, so their keys have a table of their own
+ * (offsets into struct config_metrics_instance) beside the fixed one. */
+
+enum {
+	K_GRAFANA_ONLY = 1 << 2, /* not in a [prometheus.*] table */
+};
+
+#define IOFF(f) offsetof(struct config_metrics_instance, f)
+#define ISTR(n, f, fl, doc)                                                    \
+	{                                                                      \
+		"", n, KT_STRING, IOFF(f), "", 0, 0, 0, fl, NULL, doc          \
+	}
+#define IINT(n, f, def, lo, hi, doc)                                           \
+	{                                                                      \
+		"", n, KT_INT, IOFF(f), NULL, def, lo, hi, 0, NULL, doc        \
+	}
+#define IINT64(n, f, def, lo, hi, doc)                                         \
+	{                                                                      \
+		"", n, KT_INT64, IOFF(f), NULL, def, lo, hi, 0, NULL, doc      \
+	}
+
+static const struct key_def instance_keys[] = {
+	ISTR("url", url, 0,
+	     "Base URL of Grafana (\"https://grafana.example.com\") or of a "
+	     "Prometheus HTTP API (\"http://127.0.0.1:9090\"); required."),
+	ISTR("datasource_uid", datasource_uid, K_GRAFANA_ONLY,
+	     "Grafana only: uid of the Prometheus data source that queries go "
+	     "through (/api/datasources/proxy/uid/<uid>/api/v1/...); set "
+	     "this or datasource_name."),
+	ISTR("datasource_name", datasource_name, K_GRAFANA_ONLY,
+	     "Grafana only: the data source by name instead, looked up once "
+	     "(/api/datasources/name/<name>)."),
+	ISTR("token", token, K_SECRET,
+	     "Bearer token sent as Authorization (for Grafana a "
+	     "service-account token); prefer token_file."),
+	ISTR("token_file", token_file, 0,
+	     "File holding the bearer token, read again whenever it changes "
+	     "(rotation needs no restart)."),
+	ISTR("ca_file", ca_file, 0,
+	     "PEM CA bundle that verifies the server's certificate; empty = "
+	     "the system store.  Verification is always on."),
+	IINT("connect_timeout_ms", connect_timeout_ms, 3000, 100, 60000,
+	     "Milliseconds to establish a connection."),
+	IINT("timeout_ms", timeout_ms, 30000, 100, 600000,
+	     "Milliseconds one attempt may take, connection included; a "
+	     "slower answer fails."),
+	IINT64("max_response_bytes", max_response_bytes, 33554432, 1024,
+	       1073741824,
+	       "Largest answer accepted, after decompression; a larger one "
+	       "fails."),
+	IINT("max_concurrent", max_concurrent, 5, 1, 100,
+	     "Requests sent to the instance at once; more wait for a slot."),
+	IINT("queue_timeout_ms", queue_timeout_ms, 10000, 0, 600000,
+	     "Milliseconds a request waits for a free slot before it fails."),
+	IINT("retries", retries, 2, 0, 10,
+	     "Retries after a connection error or a 5xx answer (never after "
+	     "a 4xx), with exponential backoff and jitter."),
+	IINT("retry_base_ms", retry_base_ms, 200, 0, 60000,
+	     "Backoff before the first retry; it doubles each time, half of "
+	     "it random."),
+	IINT("breaker_failures", breaker_failures, 5, 1, 1000,
+	     "Consecutive failed requests that open the circuit breaker; "
+	     "while open, requests fail at once."),
+	IINT("breaker_cooldown_s", breaker_cooldown_s, 30, 1, 3600,
+	     "Seconds the breaker stays open before one trial request is let "
+	     "through."),
+	IINT("names_ttl_s", names_ttl_s, 300, 0, 86400,
+	     "Seconds the list of metric names is cached."),
+	IINT("metadata_ttl_s", metadata_ttl_s, 3600, 0, 604800,
+	     "Seconds a metric's metadata (type, unit, help) is cached."),
+};
+#define NINSTKEYS (sizeof(instance_keys) / sizeof(instance_keys[0]))
+
+static const char *const kind_names[] = {
+	[CONFIG_METRICS_GRAFANA] = "grafana",
+	[CONFIG_METRICS_PROMETHEUS] = "prometheus",
+};
+
+static void *
+ifield(const struct config_metrics_instance *in, const struct key_def *k)
+{
+	return (char *)in + k->off;
+}
+
+static void
+instance_clear(struct config_metrics_instance *in)
+{
+	free(in->name);
+	for (size_t i = 0; i < NINSTKEYS; i++)
+		if (instance_keys[i].type == KT_STRING)
+			free(*(char **)ifield(in, &instance_keys[i]));
+	memset(in, 0, sizeof(*in));
+}
+
+static int
+instance_defaults(struct config_metrics_instance *in, const char *name,
+		  enum config_metrics_kind kind, int line)
+{
+	memset(in, 0, sizeof(*in));
+	in->kind = kind;
+	in->line = line;
+	in->name = strdup(name);
+	if (in->name == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < NINSTKEYS; i++) {
+		const struct key_def *k = &instance_keys[i];
+
+		if (k->type == KT_STRING) {
+			char *d = strdup(k->def_s);
+
+			if (d == NULL)
+				return STATUS_NOMEM;
+			*(char **)ifield(in, k) = d;
+		} else if (k->type == KT_INT) {
+			*(int *)ifield(in, k) = (int)k->def_i;
+		} else {
+			*(int64_t *)ifield(in, k) = k->def_i;
+		}
+	}
+	return STATUS_OK;
+}
+
+static bool
+instance_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int
+load_instance(struct loader *L, struct config_metrics_instance *in,
+	      const struct toml_value *t, const char *prefix)
+{
+	for (size_t i = 0; i < toml_table_count(t); i++) {
+		const char *name = toml_table_key_at(t, i);
+		const struct toml_value *v = toml_table_value_at(t, i);
+		const struct key_def *k = NULL;
+		char dotted[360], shown[128], exp[96], got[160];
+		int line, col;
+
+		toml_table_key_pos(t, i, &line, &col);
+		snprintf(dotted, sizeof(dotted), "%s.%s", prefix,
+			 printable(name, 100, shown, sizeof(shown)));
+		for (size_t j = 0; j < NINSTKEYS; j++)
+			if (strcmp(instance_keys[j].name, name) == 0)
+				k = &instance_keys[j];
+		if (k == NULL) {
+			const char *best = NULL;
+			size_t bd = 3;
+
+			for (size_t j = 0; j < NINSTKEYS; j++) {
+				size_t d =
+					distance(name, instance_keys[j].name);
+
+				if (d < bd) {
+					bd = d;
+					best = instance_keys[j].name;
+				}
+			}
+			return set_err(L->err, L->file, line, col, dotted,
+				       "unknown key \"%s\"%s%s%s", dotted,
+				       best ? "; did you mean \"" : "",
+				       best ? best : "", best ? "\"?" : "");
+		}
+		if ((k->flags & K_GRAFANA_ONLY) &&
+		    in->kind == CONFIG_METRICS_PROMETHEUS)
+			return set_err(L->err, L->file, line, col, dotted,
+				       "%s is for [grafana.*] instances: a "
+				       "[prometheus.*] url is queried "
+				       "directly",
+				       k->name);
+		line = toml_line(v);
+		col = toml_column(v);
+		if (k->type == KT_STRING) {
+			char *d;
+
+			if (toml_type(v) != TOML_STRING)
+				goto wrong_type;
+			if (strlen(toml_string(v)) != toml_string_len(v))
+				return set_err(L->err, L->file, line, col,
+					       dotted,
+					       "strings must not contain "
+					       "U+0000");
+			d = strdup(toml_string(v));
+			if (d == NULL)
+				return nomem(L->err);
+			free(*(char **)ifield(in, k));
+			*(char **)ifield(in, k) = d;
+			continue;
+		}
+		if (toml_type(v) != TOML_INT || toml_int(v) < k->min ||
+		    toml_int(v) > k->max)
+			goto wrong_type;
+		if (k->type == KT_INT)
+			*(int *)ifield(in, k) = (int)toml_int(v);
+		else
+			*(int64_t *)ifield(in, k) = toml_int(v);
+		continue;
+wrong_type:
+		return set_err(
+			L->err, L->file, line, col, dotted,
+			"expected %s, got %s", expected(k, exp, sizeof(exp)),
+			received(v, k->flags & K_SECRET, got, sizeof(got)));
+	}
+	if (strncmp(in->url, "http://", 7) != 0 &&
+	    strncmp(in->url, "https://", 8) != 0)
+		return set_err(L->err, L->file, in->line, 1, prefix,
+			       "url is required and must start with http:// "
+			       "or https:// (e.g. url = \"%s\")",
+			       in->kind == CONFIG_METRICS_GRAFANA
+				       ? "https://grafana.example.com"
+				       : "http://127.0.0.1:9090");
+	if (strlen(in->url) > 400 || strpbrk(in->url, " \t\r\n?#") != NULL)
+		return set_err(L->err, L->file, in->line, 1, prefix,
+			       "url must be a base URL of at most 400 bytes "
+			       "without spaces, query or fragment");
+	if (in->kind == CONFIG_METRICS_GRAFANA &&
+	    !in->datasource_uid[0] == !in->datasource_name[0])
+		return set_err(L->err, L->file, in->line, 1, prefix,
+			       "set exactly one of datasource_uid and "
+			       "datasource_name: the Prometheus data source "
+			       "the queries go through");
+	if (in->token[0] && in->token_file[0])
+		return set_err(L->err, L->file, in->line, 1, prefix,
+			       "set token or token_file, not both");
+	for (const char *c = in->token; *c; c++)
+		if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e)
+			return set_err(L->err, L->file, in->line, 1, prefix,
+				       "token must be printable ASCII without "
+				       "spaces");
+	return STATUS_OK;
+}
+
+/* [grafana] or [prometheus]: a table of named instance tables. */
+static int
+load_instances(struct loader *L, const char *kind_name,
+	       const struct toml_value *t, int line, int col)
+{
+	enum config_metrics_kind kind = strcmp(kind_name, "grafana") == 0
+						? CONFIG_METRICS_GRAFANA
+						: CONFIG_METRICS_PROMETHEUS;
+	char got[64], shown[128], prefix[200];
+
+	if (toml_type(t) != TOML_TABLE)
+		return set_err(L->err, L->file, line, col, kind_name,
+			       "expected a table of named instances such as "
+			       "[%s.main], got %s",
+			       kind_name,
+			       toml_array_is_tables(t)
+				       ? "an array of tables"
+				       : received(t, false, got, sizeof(got)));
+	for (size_t i = 0; i < toml_table_count(t); i++) {
+		const char *name = toml_table_key_at(t, i);
+		const struct toml_value *v = toml_table_value_at(t, i);
+		struct config_metrics_instance *grown, *in;
+		int rc;
+
+		toml_table_key_pos(t, i, &line, &col);
+		snprintf(prefix, sizeof(prefix), "%s.%s", kind_name,
+			 printable(name, 100, shown, sizeof(shown)));
+		if (!instance_name_ok(name))
+			return set_err(L->err, L->file, line, col, prefix,
+				       "instance names are 1 to 64 letters, "
+				       "digits, '_' or '-'");
+		if (toml_type(v) != TOML_TABLE)
+			return set_err(L->err, L->file, line, col, prefix,
+				       "expected a table: write [%s] with url "
+				       "= \"...\" under it",
+				       prefix);
+		for (size_t j = 0; j < L->cfg->metrics.n; j++)
+			if (strcmp(L->cfg->metrics.v[j].name, name) == 0)
+				return set_err(
+					L->err, L->file, line, col, prefix,
+					"instance name \"%s\" is already used "
+					"by [%s.%s]: names must be unique",
+					name,
+					kind_names[L->cfg->metrics.v[j].kind],
+					name);
+		if (L->cfg->metrics.n >= CONFIG_MAX_METRICS_INSTANCES)
+			return set_err(L->err, L->file, line, col, prefix,
+				       "more than %d metrics instances",
+				       CONFIG_MAX_METRICS_INSTANCES);
+		grown = realloc(L->cfg->metrics.v,
+				(L->cfg->metrics.n + 1) * sizeof(*grown));
+		if (grown == NULL)
+			return nomem(L->err);
+		L->cfg->metrics.v = grown;
+		in = &grown[L->cfg->metrics.n++];
+		rc = instance_defaults(in, name, kind, toml_line(v));
+		if (rc != STATUS_OK)
+			return nomem(L->err);
+		rc = load_instance(L, in, v, prefix);
+		if (rc != STATUS_OK)
+			return rc;
+	}
+	/* file order across both tables: the first is the default */
+	for (size_t i = 1; i < L->cfg->metrics.n; i++)
+		for (size_t j = i; j > 0 && L->cfg->metrics.v[j - 1].line >
+						    L->cfg->metrics.v[j].line;
+		     j--) {
+			struct config_metrics_instance tmp =
+				L->cfg->metrics.v[j];
+
+			L->cfg->metrics.v[j] = L->cfg->metrics.v[j - 1];
+			L->cfg->metrics.v[j - 1] = tmp;
+		}
+	return STATUS_OK;
+}
+
 static int
 load_table(struct loader *L, const struct toml_value *t, const char *prefix,
 	   int depth)
@@ -760,6 +1161,13 @@ load_table(struct loader *L, const struct toml_value *t, const char *prefix,
 		bool table = toml_type(v) == TOML_TABLE;
 
 		toml_table_key_pos(t, i, &line, &col);
+		if (!prefix[0] && (strcmp(name, "grafana") == 0 ||
+				   strcmp(name, "prometheus") == 0)) {
+			rc = load_instances(L, name, v, line, col);
+			if (rc)
+				return rc;
+			continue;
+		}
 		/* a quoted key holding a dot is one key, never a path */
 		snprintf(dotted, sizeof(dotted), "%s%s%s%s%s", prefix,
 			 prefix[0] ? "." : "", strchr(name, '.') ? "\"" : "",
@@ -987,7 +1395,12 @@ config_defaults(struct config **out)
 		case KT_INT:
 		case KT_INT64: set_int(cfg, k, k->def_i); break;
 		case KT_BOOL: *(bool *)field(cfg, k) = k->def_i != 0; break;
-		case KT_LIST: break;
+		case KT_LIST:
+			if (k->def_s && set_list_default(cfg, k)) {
+				config_free(cfg);
+				return STATUS_NOMEM;
+			}
+			break;
 		case KT_LOGLEVEL:
 			*(enum config_log_level *)field(cfg, k) =
 				config_log_level_parse(k->def_s);
@@ -1009,6 +1422,9 @@ config_free(struct config *cfg)
 		else if (keys[i].type == KT_LIST)
 			strlist_clear(field(cfg, &keys[i]));
 	}
+	for (size_t i = 0; i < cfg->metrics.n; i++)
+		instance_clear(&cfg->metrics.v[i]);
+	free(cfg->metrics.v);
 	free(cfg);
 }
 
@@ -1141,6 +1557,26 @@ print_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Columns print_string takes for s. */
+static size_t
+string_width(const char *s)
+{
+	size_t w = 2;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\' || c == '\n' || c == '\t' ||
+		    c == '\r')
+			w += 2;
+		else if (c < 0x20 || c == 0x7F)
+			w += 6;
+		else
+			w++;
+	}
+	return w;
+}
+
 /* "key = value" as TOML; secrets print as "****" unless empty. */
 static void
 print_value(FILE *f, const struct config *cfg, const struct key_def *k,
@@ -1163,14 +1599,37 @@ print_value(FILE *f, const struct config *cfg, const struct key_def *k,
 	case KT_BOOL: fputs(*(const bool *)p ? "true" : "false", f); break;
 	case KT_LIST: {
 		const struct strlist *l = p;
+		size_t width = strlen(k->name) + 5, col = 4;
 
-		fputc('[', f);
-		for (size_t i = 0; i < l->n; i++) {
-			if (i)
-				fputs(", ", f);
-			print_string(f, mask ? "****" : l->v[i]);
+		for (size_t i = 0; i < l->n; i++)
+			width += string_width(mask ? "****" : l->v[i]) + 2;
+		if (width < 80) {
+			fputc('[', f);
+			for (size_t i = 0; i < l->n; i++) {
+				if (i)
+					fputs(", ", f);
+				print_string(f, mask ? "****" : l->v[i]);
+			}
+			fputc(']', f);
+			break;
 		}
-		fputc(']', f);
+		/* one line would pass 79 columns: items wrapped, indented */
+		fputs("[\n    ", f);
+		for (size_t i = 0; i < l->n; i++) {
+			size_t w = string_width(mask ? "****" : l->v[i]) + 1;
+
+			if (i > 0 && col + w + 1 >= 80) {
+				fputs("\n    ", f);
+				col = 4;
+			} else if (i > 0) {
+				fputc(' ', f);
+				col++;
+			}
+			print_string(f, mask ? "****" : l->v[i]);
+			fputc(',', f);
+			col += w;
+		}
+		fputs("\n]", f);
 		break;
 	}
 	case KT_LOGLEVEL:
@@ -1179,6 +1638,38 @@ print_value(FILE *f, const struct config *cfg, const struct key_def *k,
 		break;
 	}
 	fputc('\n', f);
+}
+
+/* Each [grafana.<name>] / [prometheus.<name>] with every key. */
+static void
+print_instances(FILE *f, const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->metrics.n; i++) {
+		const struct config_metrics_instance *in = &cfg->metrics.v[i];
+
+		fprintf(f, "\n[%s.%s]\n", kind_names[in->kind], in->name);
+		for (size_t j = 0; j < NINSTKEYS; j++) {
+			const struct key_def *k = &instance_keys[j];
+			const void *p = ifield(in, k);
+
+			if ((k->flags & K_GRAFANA_ONLY) &&
+			    in->kind != CONFIG_METRICS_GRAFANA)
+				continue;
+			fprintf(f, "%s = ", k->name);
+			if (k->type == KT_STRING)
+				print_string(
+					f, (k->flags &
+					    K_SECRET) && (*(char *const *)p)[0]
+						   ? "****"
+						   : *(char *const *)p);
+			else if (k->type == KT_INT)
+				fprintf(f, "%d", *(const int *)p);
+			else
+				fprintf(f, "%lld",
+					(long long)*(const int64_t *)p);
+			fputc('\n', f);
+		}
+	}
 }
 
 void
@@ -1196,6 +1687,7 @@ config_print(const struct config *cfg, FILE *f)
 		}
 		print_value(f, cfg, k, k->flags & K_SECRET);
 	}
+	print_instances(f, cfg);
 }
 
 /* Writes text as "# " comment lines wrapped before 80 columns. */
@@ -1239,6 +1731,53 @@ example_kind(const struct key_def *k, char *buf, size_t len)
 	}
 }
 
+/* The metrics instances: none by default, so a commented example and
+ * every key of an instance table with its default and doc line. */
+static void
+print_instances_example(FILE *f)
+{
+	char kind[96], line[256];
+
+	fputs("\n# ---- Metrics instances (query_grafana_metrics) ----\n#\n",
+	      f);
+	print_comment(
+		f, "None by default.  Each [grafana.<name>] table is a Grafana "
+		   "whose Prometheus data source is queried through Grafana's "
+		   "data source proxy; each [prometheus.<name>] table is a "
+		   "Prometheus queried directly.  <name> (letters, digits, "
+		   "'_', '-') is what the tool's instance argument takes; the "
+		   "first table in the file is the default.  These keys have "
+		   "no environment overrides and need a restart to change.  "
+		   "For example:");
+	fputs("#\n"
+	      "# [grafana.main]\n"
+	      "# url = \"https://grafana.example.com\"\n"
+	      "# datasource_uid = \"prometheus\"\n"
+	      "# token_file = \"/etc/sextant/grafana-token\"\n"
+	      "#\n"
+	      "# [prometheus.local]\n"
+	      "# url = \"http://127.0.0.1:9090\"\n"
+	      "#\n"
+	      "# The keys of an instance table, with their defaults:\n",
+	      f);
+	for (size_t i = 0; i < NINSTKEYS; i++) {
+		const struct key_def *k = &instance_keys[i];
+
+		example_kind(k, kind, sizeof(kind));
+		snprintf(line, sizeof(line), "%s%s%s", kind,
+			 k->flags & K_SECRET ? "; secret" : "",
+			 k->flags & K_GRAFANA_ONLY ? "; [grafana.*] only" : "");
+		fputs("#\n", f);
+		print_comment(f, k->doc);
+		print_comment(f, line);
+		if (k->type == KT_STRING)
+			fprintf(f, "# %s = \"\"\n", k->name);
+		else
+			fprintf(f, "# %s = %lld\n", k->name,
+				(long long)k->def_i);
+	}
+}
+
 void
 config_print_example(FILE *f)
 {
@@ -1277,6 +1816,7 @@ config_print_example(FILE *f)
 		print_value(f, def, k, false);
 	}
 	config_free(def);
+	print_instances_example(f);
 }
 
 /* ---- reload ------------------------------------------------------------ */
@@ -1318,6 +1858,34 @@ same_value(const struct config *a, const struct config *b,
 	return false;
 }
 
+static bool
+instances_same(const struct config *a, const struct config *b)
+{
+	if (a->metrics.n != b->metrics.n)
+		return false;
+	for (size_t i = 0; i < a->metrics.n; i++) {
+		const struct config_metrics_instance *x = &a->metrics.v[i],
+						     *y = &b->metrics.v[i];
+
+		if (x->kind != y->kind || strcmp(x->name, y->name) != 0)
+			return false;
+		for (size_t j = 0; j < NINSTKEYS; j++) {
+			const struct key_def *k = &instance_keys[j];
+			const void *p = ifield(x, k), *q = ifield(y, k);
+
+			if (k->type == KT_STRING
+				    ? strcmp(*(char *const *)p,
+					     *(char *const *)q) != 0
+			    : k->type == KT_INT
+				    ? *(const int *)p != *(const int *)q
+				    : *(const int64_t *)p !=
+					      *(const int64_t *)q)
+				return false;
+		}
+	}
+	return true;
+}
+
 size_t
 config_diff_nonreloadable(const struct config *a, const struct config *b,
 			  char *out, size_t len)
@@ -1336,6 +1904,13 @@ config_diff_nonreloadable(const struct config *a, const struct config *b,
 				 count ? ", " : "", name);
 			used = strlen(out);
 		}
+		count++;
+	}
+	if (!instances_same(a, b)) {
+		if (out && used < len)
+			snprintf(out + used, len - used, "%s%s",
+				 count ? ", " : "",
+				 "[grafana.*]/[prometheus.*]");
 		count++;
 	}
 	return count;

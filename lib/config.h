@@ -31,6 +31,40 @@ enum config_log_level {
 	CONFIG_LOG_ERROR = 3,
 };
 
+/*
+ * One [grafana.<name>] or [prometheus.<name>] table: a metrics instance
+ * query_grafana_metrics asks (lib/grafana).  Its keys have their own table
+ * in config.c (same types, defaults, bounds and docs as the others); they
+ * have no environment overrides and need a restart to change.
+ */
+enum config_metrics_kind {
+	CONFIG_METRICS_GRAFANA,	   /* Grafana's API and data source proxy */
+	CONFIG_METRICS_PROMETHEUS, /* a Prometheus HTTP API, directly */
+};
+#define CONFIG_MAX_METRICS_INSTANCES 16
+struct config_metrics_instance {
+	char *name; /* the table's key, what the tool's instance takes */
+	enum config_metrics_kind kind;
+	int line; /* of its table in the file: instances keep file order */
+	char *url;
+	char *datasource_uid;  /* grafana only */
+	char *datasource_name; /* grafana only */
+	char *token;	       /* secret: masked when printed */
+	char *token_file;
+	char *ca_file;
+	int connect_timeout_ms;
+	int timeout_ms;
+	int64_t max_response_bytes;
+	int max_concurrent;
+	int queue_timeout_ms;
+	int retries;
+	int retry_base_ms;
+	int breaker_failures;
+	int breaker_cooldown_s;
+	int names_ttl_s;
+	int metadata_ttl_s;
+};
+
 struct config {
 	struct {
 		char *listen; /* "127.0.0.1:8080"; "[::1]:8080" for v6 */
@@ -77,6 +111,11 @@ struct config {
 		int max_answer_chars;	 /* text budget of one tool answer */
 	} tools;
 	struct {
+		struct strlist keys;   /* attribute key substrings hidden */
+		struct strlist values; /* regexes hidden inside values */
+		bool emails; /* also hide e-mail addresses in values */
+	} redact;
+	struct {
 		bool enabled; /* register the conformance-suite fixtures */
 	} conformance;
 	struct {
@@ -99,6 +138,12 @@ struct config {
 		struct strlist ebpf_sdk_names; /* empty = built-in list */
 		struct strlist ebpf_scope_prefixes; /* empty = built-in list */
 	} ingest;
+	struct {
+		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
+		 * default instance */
+		struct config_metrics_instance *v;
+		size_t n;
+	} metrics;
 };
 
 /* Error detail: file:line:column, the key, and a message (lowercase). */

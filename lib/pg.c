@@ -1632,6 +1632,12 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 	p->values[k++] = "10";
 	p->keywords[k] = "keepalives_count";
 	p->values[k++] = "3";
+	/* No JIT: Sextant's statements are index range scans feeding small
+	 * aggregates, and JIT compilation (started by the planner's row
+	 * estimates on a large spans table) was measured at 0.3 to 8 s,
+	 * many times the query.  A conninfo "options" overrides this. */
+	p->keywords[k] = "options";
+	p->values[k++] = "-c jit=off";
 	p->keywords[k] = "dbname";
 	p->values[k++] = p->conninfo;
 	p->keywords[k] = NULL;

@@ -206,3 +206,159 @@ out:
 	free(ends);
 	return rc;
 }
+
+/* ---- folding repeated siblings ------------------------------------------ */
+
+static uint64_t
+span_ns(const struct merge_node *n)
+{
+	const struct merge_span *s = n->span;
+
+	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+}
+
+int
+render_fold(const struct merge_trace *t, render_same_fn same, void *arg,
+	    size_t min_repeat, struct render_fold **out)
+{
+	const struct merge_node *nodes = t->nodes;
+	size_t n = t->n_nodes, *sub_end = NULL;
+	struct render_fold *f = NULL;
+	int rc = STATUS_NOMEM;
+
+	*out = NULL;
+	if (min_repeat == 0)
+		min_repeat = RENDER_FOLD_MIN_REPEAT;
+	if (min_repeat < 2)
+		min_repeat = 2;
+	f = calloc(1, sizeof(*f));
+	sub_end = malloc((n + 1) * sizeof(*sub_end));
+	if (f == NULL || sub_end == NULL ||
+	    (f->lines = calloc(n + 1, sizeof(*f->lines))) == NULL)
+		goto out;
+	/* where each subtree ends in preorder: children come after their
+	 * parent, so one backward pass carries the ends up */
+	for (size_t i = 0; i < n; i++)
+		sub_end[i] = i + 1;
+	for (size_t i = n; i-- > 0;) {
+		size_t p = nodes[i].parent;
+
+		if (p != MERGE_NONE && p < i && sub_end[i] > sub_end[p])
+			sub_end[p] = sub_end[i];
+	}
+	for (size_t i = 0; i < n;) {
+		struct render_fold_line *l = &f->lines[f->n++];
+		size_t last = i, count = 1;
+
+		for (size_t s = nodes[i].next_sibling;
+		     s != MERGE_NONE && s < n &&
+		     same(&nodes[i], &nodes[s], arg);
+		     s = nodes[s].next_sibling) {
+			last = s;
+			count++;
+		}
+		l->node = i;
+		if (count < min_repeat) {
+			l->last = i;
+			l->end = i + 1;
+			l->count = 1;
+			l->min_ns = l->max_ns = l->sum_ns = span_ns(&nodes[i]);
+			i++;
+			continue;
+		}
+		l->last = last;
+		l->end = sub_end[last];
+		l->count = count;
+		l->min_ns = UINT64_MAX;
+		for (size_t s = i;; s = nodes[s].next_sibling) {
+			uint64_t d = span_ns(&nodes[s]);
+
+			l->min_ns = d < l->min_ns ? d : l->min_ns;
+			l->max_ns = d > l->max_ns ? d : l->max_ns;
+			l->sum_ns += d;
+			if (s == last)
+				break;
+		}
+		f->runs++;
+		f->folded += l->end - l->node;
+		i = l->end;
+	}
+	*out = f;
+	f = NULL;
+	rc = STATUS_OK;
+out:
+	render_fold_free(f);
+	free(sub_end);
+	return rc;
+}
+
+void
+render_fold_free(struct render_fold *f)
+{
+	if (f == NULL)
+		return;
+	free(f->lines);
+	free(f);
+}
+
+int
+render_trace_tree_folded(struct buf *b, const struct merge_trace *t,
+			 const struct render_fold *f, render_label_fn label,
+			 render_run_fn run, void *arg, size_t max_chars,
+			 size_t *shown)
+{
+	bool more[RENDER_MAX_INDENT + 1] = {false};
+	char notice[MERGE_NOTICE_MAX + 8];
+	size_t i, hidden, covered = 0, start = b->len, *ends;
+	int rc = STATUS_OK;
+
+	ends = malloc((f->n + 1) * sizeof(*ends));
+	if (ends == NULL)
+		return STATUS_NOMEM;
+	for (i = 0; i < f->n; i++) {
+		const struct render_fold_line *l = &f->lines[i];
+		const struct merge_node *node = &t->nodes[l->node];
+		const struct merge_node *last = &t->nodes[l->last];
+		size_t mark = b->len;
+
+		if (node->depth <= RENDER_MAX_INDENT)
+			more[node->depth] = last->next_sibling != MERGE_NONE;
+		/* the last member has the run's depth and its successor */
+		rc = tree_prefix(b, more, last);
+		if (rc == STATUS_OK)
+			rc = l->count > 1 ? run(b, t, l, arg)
+					  : label(b, node, arg);
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, "\n");
+		if (rc != STATUS_OK) {
+			cut(b, mark);
+			if (rc != STATUS_LIMIT)
+				goto out;
+			rc = STATUS_OK;
+			break;
+		}
+		ends[i] = b->len;
+		if (max_chars > 0 && b->len - start > max_chars)
+			break;
+	}
+	for (size_t k = 0; k < i; k++)
+		covered += f->lines[k].end - f->lines[k].node;
+	if (max_chars > 0 &&
+	    (covered < t->span_count || b->len - start > max_chars)) {
+		while (i > 0 && ends[i - 1] - start + NOTICE_ROOM > max_chars) {
+			i--;
+			covered -= f->lines[i].end - f->lines[i].node;
+		}
+		cut(b, i > 0 ? ends[i - 1] : start);
+	}
+	if (shown != NULL)
+		*shown = i;
+	hidden = t->span_count - covered;
+	if (hidden > 0) {
+		merge_notice(notice, sizeof(notice), hidden);
+		rc = buf_printf(b, "%s\n", notice);
+	}
+out:
+	free(ends);
+	return rc;
+}

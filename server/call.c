@@ -371,6 +371,12 @@ call_pg_cancel(struct call *c)
 	return c->pg_cancel;
 }
 
+const struct redact *
+call_redact(struct call *c)
+{
+	return c->srv->redact;
+}
+
 bool
 call_cancelled(struct call *c)
 {

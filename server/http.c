@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "log.h"
 #include "ingest.h"
+#include "legacy_sse.h"
 #include "metrics.h"
 #include "pg.h"
 #include "pool.h"
@@ -259,6 +260,8 @@ serve_health(struct req *r, bool ready)
 
 enum route {
 	ROUTE_MCP,
+	ROUTE_SSE,	/* 2024-11-05 HTTP+SSE: the stream */
+	ROUTE_MESSAGES, /* 2024-11-05 HTTP+SSE: client messages */
 	ROUTE_HEALTHZ,
 	ROUTE_READYZ,
 	ROUTE_METRICS,
@@ -268,14 +271,18 @@ enum route {
 };
 
 static const char *const route_labels[] = {
-	"/mcp",	      "/healthz",    "/readyz", "/metrics",
-	"/v1/traces", "/v1/metrics", "other"};
+	"/mcp",	    "/sse",	  "/messages",	 "/healthz", "/readyz",
+	"/metrics", "/v1/traces", "/v1/metrics", "other"};
 
 static enum route
 route_of(const char *url)
 {
 	if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0)
 		return ROUTE_MCP;
+	if (strcmp(url, "/sse") == 0)
+		return ROUTE_SSE;
+	if (strcmp(url, "/messages") == 0 || strcmp(url, "/messages/") == 0)
+		return ROUTE_MESSAGES;
 	if (strcmp(url, "/healthz") == 0)
 		return ROUTE_HEALTHZ;
 	if (strcmp(url, "/readyz") == 0)
@@ -329,9 +336,10 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	if (route == ROUTE_NONE) {
 		*ret = http_reply_rpc_error(
 			r, MHD_HTTP_NOT_FOUND, RPC_SERVER_BUSY,
-			"not found: the MCP endpoint is /mcp; OTLP/HTTP goes "
-			"to /v1/traces and /v1/metrics; /healthz, /readyz and "
-			"/metrics serve operators",
+			"not found: the MCP endpoint is /mcp (2024-11-05 "
+			"clients: GET /sse); OTLP/HTTP goes to /v1/traces and "
+			"/v1/metrics; /healthz, /readyz and /metrics serve "
+			"operators",
 			NULL);
 		return false;
 	}
@@ -345,7 +353,8 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		}
 		return ingest_gate(r, route == ROUTE_TRACES, ret);
 	}
-	if (route != ROUTE_MCP) {
+	if (route != ROUTE_MCP && route != ROUTE_SSE &&
+	    route != ROUTE_MESSAGES) {
 		if (r->method != HTTP_GET) {
 			*ret = http_reply_rpc_error(
 				r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_BUSY,
@@ -492,6 +501,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		return body_too_large(r);
 	switch (route) {
 	case ROUTE_MCP: return transport_mcp(r);
+	case ROUTE_SSE: return legacy_sse_open(r);
+	case ROUTE_MESSAGES: return legacy_sse_post(r);
 	case ROUTE_HEALTHZ: return serve_health(r, false);
 	case ROUTE_READYZ: return serve_health(r, true);
 	case ROUTE_METRICS: return serve_metrics(r);

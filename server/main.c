@@ -1,5 +1,5 @@
 /*
- * main.c - the sextant command: serve, check-config, hash-key.
+ * main.c - the sextant command: serve, stdio, check-config, hash-key.
  *
  * The main thread owns the signals: every other thread starts with them
  * blocked, and the main loop waits for them with sigtimedwait, doing the
@@ -20,10 +20,12 @@
 #include "config.h"
 #include "demo.h"
 #include "http.h"
+#include "legacy_sse.h"
 #include "log.h"
 #include "pool.h"
 #include "server.h"
 #include "session.h"
+#include "stdio_mcp.h"
 #include "tools.h"
 
 /* Exit codes (documented in --help and README). */
@@ -42,6 +44,10 @@ usage(FILE *f)
 		"commands:\n"
 		"  serve [--config FILE]    serve MCP on the configured "
 		"address\n"
+		"  stdio [--config FILE]    serve one MCP session on standard "
+		"input and output\n"
+		"                           (for clients that launch servers; "
+		"logs go to stderr)\n"
 		"  check-config FILE        validate FILE and print the "
 		"effective config\n"
 		"                           (environment overrides applied, "
@@ -205,6 +211,7 @@ drain(struct server *srv)
 	/* Close every session: calls still running see cancelled, streams
 	 * end, parked connections are resumed and answered. */
 	session_table_close_all(srv->sessions);
+	legacy_sse_close_all();
 	if (pool_drain(srv->pool, 5000) != STATUS_OK)
 		log_warn(&f, "some tool calls ignored cancellation");
 	/* Let the event streams flush their last events and end (each
@@ -302,8 +309,10 @@ cmd_serve(int argc, char **argv)
 
 		sig = sigtimedwait(&set, NULL, &tick);
 		if (sig < 0) {
-			if (errno == EAGAIN)
+			if (errno == EAGAIN) {
 				server_tick(&srv);
+				legacy_sse_tick(&srv, session_now_ms());
+			}
 			continue;
 		}
 		if (sig == SIGHUP) {
@@ -320,6 +329,64 @@ cmd_serve(int argc, char **argv)
 	server_free(&srv);
 	log_info(&f, "stopped");
 	return EXIT_OK;
+}
+
+/*
+ * `sextant stdio`: one session on standard input and output.  Everything
+ * but the HTTP daemon is set up as for serve; standard output carries
+ * protocol messages only, so even start-up errors go to stderr.
+ */
+static int
+cmd_stdio(int argc, char **argv)
+{
+	struct server srv;
+	struct config *cfg = NULL;
+	const char *path = NULL;
+	char err[1024];
+	sigset_t set;
+	int i, rc;
+	bool migrated = false;
+	struct log_fields f = {.duration_ms = -1};
+
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else {
+			fprintf(stderr,
+				"usage: sextant stdio [--config FILE]\n");
+			return EXIT_USAGE;
+		}
+	}
+	rc = load_config(path, &cfg);
+	if (rc != EXIT_OK)
+		return rc;
+	/* Before any thread exists, so that all inherit the mask; the
+	 * transport reads them from a signalfd. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
+		int applied = 0;
+
+		if (server_migrate(cfg, &applied, err, sizeof(err)) !=
+		    STATUS_OK)
+			log_error(&f, "migrations not applied: %s", err);
+		else
+			migrated = true;
+	}
+	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
+		fprintf(stderr, "sextant: %s\n", err);
+		server_free(&srv);
+		return EXIT_USAGE;
+	}
+	srv.migrated = migrated;
+	rc = stdio_mcp_serve(&srv, STDIN_FILENO, STDOUT_FILENO, &set);
+	server_free(&srv);
+	log_info(&f, "stopped");
+	return rc == STATUS_OK ? EXIT_OK : EXIT_RUNTIME;
 }
 
 int
@@ -341,6 +408,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc, argv);
+	if (strcmp(argv[1], "stdio") == 0)
+		return cmd_stdio(argc, argv);
 	if (strcmp(argv[1], "migrate") == 0)
 		return cmd_database(argc, argv, false);
 	if (strcmp(argv[1], "maintain") == 0)

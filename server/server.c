@@ -20,11 +20,16 @@
 #include "migrate.h"
 #include "pg.h"
 #include "pool.h"
+#include "redact.h"
 #include "rollup.h"
 #include "rpc.h"
 #include "session.h"
 #include "tool_core.h"
+#include "tool_genai.h"
+#include "tool_grafana.h"
 #include "tool_query.h"
+#include "tool_services.h"
+#include "tool_spans.h"
 #include "tool_telemetry.h"
 #include "tools.h"
 
@@ -34,6 +39,10 @@ static const struct tool_handler *const handler_tables[] = {
 	conformance_tool_handlers,
 	query_tool_handlers,
 	telemetry_tool_handlers,
+	spans_tool_handlers, /* query_spans, get_trace */
+	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
+	services_tool_handlers, /* list_services */
+	grafana_tool_handlers,	/* query_grafana_metrics */
 	NULL,
 };
 
@@ -403,6 +412,7 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		.retry_ms = cfg->server.sse_retry_ms,
 		.keepalive_s = cfg->server.sse_keepalive_s,
 	};
+	char why[512];
 	int rc;
 
 	memset(srv, 0, sizeof(*srv));
@@ -433,6 +443,15 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 	if ((rc = build_keys(cfg, &srv->keys, &srv->ingest_keys, err,
 			     errlen)) != STATUS_OK)
 		return rc;
+	if ((rc = redact_new((const char *const *)cfg->redact.keys.v,
+			     cfg->redact.keys.n,
+			     (const char *const *)cfg->redact.values.v,
+			     cfg->redact.values.n, cfg->redact.emails,
+			     &srv->redact, why, sizeof(why))) != STATUS_OK) {
+		/* "redact.keys: more than 256 patterns; merge them" */
+		snprintf(err, errlen, "redact.%s", why);
+		return rc;
+	}
 	srv->source_rules = otlp_default_source_rules;
 	if (cfg->ingest.ebpf_sdk_names.n > 0) {
 		srv->source_rules.sdk_names =
@@ -460,6 +479,8 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 			return rc;
 		}
 	}
+	if ((rc = tool_grafana_init(srv, err, errlen)) != STATUS_OK)
+		return rc;
 	catalog_reset();
 	/* With the fixtures on, the catalog holds only them (the suite
 	 * checks every entry, MCP-DIGEST G11). */
@@ -483,7 +504,9 @@ server_free(struct server *srv)
 	tools_unref(srv->tools);
 	auth_keys_free(srv->keys);
 	auth_keys_free(srv->ingest_keys);
+	redact_free(srv->redact);
 	pg_pool_free(srv->pg);
+	tool_grafana_free(srv);
 	metrics_free(srv->metrics);
 	config_free(srv->cfg);
 	free(srv->last_status);

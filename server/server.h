@@ -23,6 +23,8 @@ struct tools;
 struct auth_keys;
 struct MHD_Daemon;
 struct pg_pool;
+struct grafana_instances;
+struct redact;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
 struct server_metrics {
@@ -50,7 +52,9 @@ struct server {
 	int64_t started_ms; /* monotonic */
 	char *last_status;  /* the status resource as last seen (janitor) */
 	struct pg_pool *pg; /* NULL without [database] url */
+	struct grafana_instances *grafana;     /* tool_grafana.c; NULL: none */
 	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
+	struct redact *redact;	  /* [redact]: immutable, shared by workers */
 	int64_t next_maintain_ms; /* janitor: next partition upkeep */
 	bool migrated;	      /* auto_migrate done (retried by the janitor) */
 	atomic_bool draining; /* SIGTERM: refuse new work */

@@ -110,6 +110,16 @@ struct pg_cancel_token *call_pg_cancel(struct call *call);
  */
 size_t call_text_budget(struct call *call);
 
+/*
+ * The [redact] rules, built at start-up: apply them (redact_json,
+ * redact_text, redact_key from lib/redact.h) to every attribute, message
+ * or other free text from spans that an answer shows, in its text and in
+ * structuredContent.  Borrowed, immutable, thread-safe; valid for the
+ * call.  NULL (nothing hidden) only in tests that build no server.
+ */
+struct redact;
+const struct redact *call_redact(struct call *call);
+
 /* The negotiated protocol revision, e.g. "2025-11-25".  Borrowed. */
 const char *call_protocol_version(struct call *call);
 

@@ -11,19 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "buf.h"
 #include "call.h"
-#include "hex.h"
 #include "merge.h"
 #include "pg.h"
+#include "redact.h"
 #include "render.h"
-#include "server.h"
 #include "session.h"
 #include "spanquery.h"
 #include "timerange.h"
 #include "tool.h"
+#include "tool_common.h"
 #include "tool_query.h"
 
 /* Text kept back from the budget ([tools] max_answer_chars) for the lines
@@ -48,95 +47,12 @@ static const struct {
 	[SRC_EBPF] = {"ebpf", "eBPF", MERGE_SOURCE_EBPF},
 	[SRC_OTLP] = {"otlp", "OTLP", MERGE_SOURCE_OTLP},
 };
+_Static_assert(NSRC <= TOOL_CONNS, "one store connection per source");
 
 static int
 src_of_merge(int merge)
 {
 	return merge == MERGE_SOURCE_EBPF ? SRC_EBPF : SRC_OTLP;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *
-arg_str(const json_t *args, const char *key)
-{
-	const char *s = json_string_value(json_object_get(args, key));
-
-	return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
-/* ---- connections, one per source -------------------------------------- */
-
-struct conns {
-	struct pg_conn *c[NSRC];
-	char why[320]; /* when none could be had */
-};
-
-/*
- * Leases a connection per source under the call's cancel token.  The
- * second is only taken when free at once: under load both sources run one
- * after the other on the first.  STATUS_OK with at least c[0]; otherwise
- * an isError result is due, why says what.
- */
-static int
-conns_get(struct call *call, struct conns *k)
-{
-	struct server *srv = call_server(call);
-	struct pg_error err;
-	int rc;
-
-	memset(k, 0, sizeof(*k));
-	if (srv->pg == NULL) {
-		snprintf(k->why, sizeof(k->why),
-			 "no telemetry store is configured: set [database] "
-			 "url (or DATABASE_URL) and restart");
-		return STATUS_UNSUPPORTED;
-	}
-	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, &k->c[0], &err);
-	if (rc != STATUS_OK) {
-		snprintf(k->why, sizeof(k->why),
-			 "telemetry store unavailable: %s", err.client);
-		return rc;
-	}
-	if (pg_acquire(srv->pg, call_pg_cancel(call), 0, &k->c[1], &err) !=
-	    STATUS_OK)
-		k->c[1] = NULL;
-	return STATUS_OK;
-}
-
-static void
-conns_put(struct conns *k)
-{
-	for (int i = 0; i < NSRC; i++)
-		pg_release(k->c[i]);
-	memset(k->c, 0, sizeof(k->c));
-}
-
-/* The connection for source i: its own, or the first. */
-static struct pg_conn *
-conn_for(struct conns *k, int i)
-{
-	return k->c[i] != NULL ? k->c[i] : k->c[0];
-}
-
-static void
-unavailable(char *status, size_t cap, int rc, const struct pg_error *err)
-{
-	if (rc == STATUS_TIMEOUT)
-		snprintf(status, cap, "unavailable: %s",
-			 err->client[0] != '\0' ? err->client
-						: "the query timed out");
-	else
-		snprintf(status, cap, "unavailable: %s",
-			 err->client[0] != '\0' ? err->client
-						: "the query failed");
 }
 
 /* ---- shared argument handling ------------------------------------------ */
@@ -151,56 +67,8 @@ parse_range(const json_t *args, int64_t now, struct timerange *tr, char *err,
 		json_string_value(json_object_get(args, "time_range"));
 
 	return timerange_parse(range != NULL ? range : "1h",
-			       arg_str(args, "from"), arg_str(args, "to"), now,
-			       tr, err, len);
-}
-
-static json_t *
-range_json(const struct timerange *tr)
-{
-	char from[40], to[40];
-
-	timerange_format(tr->from_ms, from, sizeof(from));
-	timerange_format(tr->to_ms, to, sizeof(to));
-	return json_pack("{s:s, s:s}", "from", from, "to", to);
-}
-
-/* "Did you mean a, b?" for a service with no spans at all, into out. */
-static bool
-unknown_service(struct pg_conn *c, const char *service, char *out, size_t cap)
-{
-	struct spanquery_names *names = NULL;
-	struct pg_error err;
-	const char *best[3];
-	size_t n, len = 0;
-	bool unknown = true;
-
-	if (c == NULL || spanquery_services(c, &names, &err) != STATUS_OK)
-		return false;
-	for (size_t i = 0; i < names->n; i++)
-		if (strcmp(names->names[i], service) == 0)
-			unknown = false;
-	if (unknown) {
-		n = spanquery_suggest(service, names->names, names->n, best, 3);
-		len = (size_t)snprintf(out, cap,
-				       "Service \"%s\" has no spans in the "
-				       "telemetry store",
-				       service);
-		for (size_t i = 0; i < n && len < cap; i++)
-			len += (size_t)snprintf(
-				out + len, cap - len, "%s%s",
-				i == 0 ? "; did you mean " : " or ", best[i]);
-		if (n > 0 && len < cap)
-			snprintf(out + len, cap - len, "?");
-		else if (len < cap)
-			snprintf(out + len, cap - len,
-				 "; %zu services have spans (call "
-				 "query_traces without a service to see "
-				 "some)",
-				 names->n);
-	}
-	spanquery_names_free(names);
-	return unknown;
+			       tool_arg_str(args, "from"),
+			       tool_arg_str(args, "to"), now, tr, err, len);
 }
 
 /* ---- query_metrics ------------------------------------------------------ */
@@ -219,19 +87,19 @@ static int
 metrics_filter(const json_t *args, const struct metrics_req *req,
 	       struct spanquery_filter *f, char *err, size_t len)
 {
-	const char *proto = arg_str(args, "protocol");
-	const char *range = arg_str(args, "status_code_range");
+	const char *proto = tool_arg_str(args, "protocol");
+	const char *range = tool_arg_str(args, "status_code_range");
 	const json_t *gs = json_object_get(args, "grpc_status_code");
 	unsigned implied = 0;
 
 	memset(f, 0, sizeof(*f));
-	f->service = arg_str(args, "service");
+	f->service = tool_arg_str(args, "service");
 	f->grpc_status = -1;
-	f->http_route = arg_str(args, "http_route");
-	f->http_method = arg_str(args, "http_method");
-	f->grpc_method = arg_str(args, "grpc_method");
-	f->sql_operation = arg_str(args, "sql_operation");
-	f->table_name = arg_str(args, "table_name");
+	f->http_route = tool_arg_str(args, "http_route");
+	f->http_method = tool_arg_str(args, "http_method");
+	f->grpc_method = tool_arg_str(args, "grpc_method");
+	f->sql_operation = tool_arg_str(args, "sql_operation");
+	f->table_name = tool_arg_str(args, "table_name");
 	if (f->service == NULL) {
 		snprintf(err, len,
 			 "service is required: the service.name to report on "
@@ -494,13 +362,14 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	struct merge_metric_group *groups = NULL;
 	struct spanquery_filter f;
 	struct timerange tr;
-	struct conns k = {0};
+	struct tool_conns k = {0};
+	struct redact_kept own = {0};
 	bool rollup[NSRC] = {false}, any_rollup = false, truncated = false;
 	size_t nrows = 0, ng = 0;
 	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
 	struct buf b;
 	int rc = STATUS_OK, asked = 0;
-	int64_t now = now_ms();
+	int64_t now = tool_now_ms();
 
 	buf_init(&b, call_text_budget(call));
 	*result = NULL;
@@ -511,7 +380,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	}
 	f.from_ms = tr.from_ms;
 	f.to_ms = tr.to_ms;
-	if (conns_get(call, &k) != STATUS_OK) {
+	if (tool_conns_get(call, &k) != STATUS_OK) {
 		*result = tool_result_error("%s", k.why);
 		goto out;
 	}
@@ -528,10 +397,10 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		snprintf(status[i], sizeof(status[i]), "ok");
 		if (shared)
 			continue; /* sent after the first is read */
-		rc = spanquery_metrics_send(conn_for(&k, i), srcs[i].name, &f,
-					    now, &rollup[i], &pe);
+		rc = spanquery_metrics_send(tool_conns_for(&k, i), srcs[i].name,
+					    &f, now, &rollup[i], &pe);
 		if (rc != STATUS_OK)
-			unavailable(status[i], sizeof(status[i]), rc, &pe);
+			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
 		else
 			status[i][0] = '\0'; /* pending */
 	}
@@ -541,20 +410,20 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		if (!(req->sources & (1u << i)))
 			continue;
 		if (k.c[i] == NULL && i > 0) {
-			rc = spanquery_metrics_send(conn_for(&k, i),
+			rc = spanquery_metrics_send(tool_conns_for(&k, i),
 						    srcs[i].name, &f, now,
 						    &rollup[i], &pe);
 			if (rc != STATUS_OK) {
-				unavailable(status[i], sizeof(status[i]), rc,
-					    &pe);
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
 				continue;
 			}
 			status[i][0] = '\0';
 		}
 		if (status[i][0] != '\0')
 			continue;
-		rc = spanquery_metrics_recv(conn_for(&k, i), rollup[i], &m[i],
-					    &pe);
+		rc = spanquery_metrics_recv(tool_conns_for(&k, i), rollup[i],
+					    &m[i], &pe);
 		if (rc == STATUS_CANCELLED || call_cancelled(call)) {
 			rc = STATUS_CANCELLED;
 			goto out;
@@ -562,7 +431,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		if (rc == STATUS_NOMEM)
 			goto out;
 		if (rc != STATUS_OK) {
-			unavailable(status[i], sizeof(status[i]), rc, &pe);
+			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
 			continue;
 		}
 		snprintf(status[i], sizeof(status[i]), "%s",
@@ -604,6 +473,14 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,
 				NULL)) != STATUS_OK)
 		goto out;
+	/* after merging: keys that differ only in a secret stay apart */
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; m[i] != NULL && j < m[i]->n; j++) {
+			m[i]->rows[j].k1 = redact_keep(&own, call_redact(call),
+						       m[i]->rows[j].k1);
+			m[i]->rows[j].k2 = redact_keep(&own, call_redact(call),
+						       m[i]->rows[j].k2);
+		}
 
 	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
 	if (req->note != NULL)
@@ -622,8 +499,9 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			failed += (req->sources & (1u << i)) &&
 				  strncmp(status[i], "unavailable", 11) == 0;
 		if (failed < asked)
-			unknown = unknown_service(k.c[0], f.service, why,
-						  sizeof(why));
+			unknown = tool_unknown_service(k.c[0], f.service,
+						       "query_traces", why,
+						       sizeof(why));
 		if (unknown) {
 			*result =
 				tool_result_error("No metrics found: %s", why);
@@ -676,7 +554,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 
 	/* structured: every row, by protocol, in the same order */
 	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", f.service,
-		       "time_range", range_json(&tr), "sources", "rollup",
+		       "time_range", tool_range_json(&tr), "sources", "rollup",
 		       any_rollup);
 	if (sc == NULL) {
 		rc = STATUS_NOMEM;
@@ -718,7 +596,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	if (*result == NULL)
 		rc = STATUS_NOMEM;
 out:
-	conns_put(&k);
+	tool_conns_put(&k);
+	redact_kept_free(&own);
 	for (int i = 0; i < NSRC; i++)
 		spanquery_metrics_free(m[i]);
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
@@ -815,60 +694,29 @@ struct traces_req {
 	const char *note;
 };
 
-static void
-hex_text(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static int
-parse_trace_id(const char *s, uint8_t out[16])
-{
-	bool nonzero = false;
-
-	if (strlen(s) != 32)
-		return STATUS_INVALID;
-	for (int i = 0; i < 16; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return STATUS_INVALID;
-		out[i] = (uint8_t)(hi << 4 | lo);
-		nonzero |= out[i] != 0;
-	}
-	return nonzero ? STATUS_OK : STATUS_INVALID;
-}
-
-static const char *
-status_name(int status)
-{
-	return status == 2 ? "error" : status == 1 ? "ok" : "unset";
-}
-
+/* arg: the call's struct redact, for the status message. */
 static int
 span_label(struct buf *b, const struct merge_node *node, void *arg)
 {
 	const struct spanquery_span *s = node->span->user;
-	char dur[24];
+	char dur[24], *msg = NULL;
 	int rc;
 
-	(void)arg;
 	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
 	rc = buf_printf(b, "%s %s: %s (%s)",
 			render_source_label(node->span->source), s->service,
 			s->name, dur);
 	if (rc == STATUS_OK && node->also_seen_by != 0)
 		rc = buf_puts(b, " (also seen by eBPF)");
-	if (rc == STATUS_OK && s->status == 2)
+	if (rc == STATUS_OK && s->status == 2) {
+		msg = redact_text(arg, s->status_message);
 		rc = buf_printf(b, " ERROR%s%.120s",
 				s->status_message ? ": " : "",
-				s->status_message ? s->status_message : "");
+				msg		    ? msg
+				: s->status_message ? s->status_message
+						    : "");
+		free(msg);
+	}
 	if (rc == STATUS_OK && node->orphan)
 		rc = buf_puts(b, " (parent not found)");
 	if (rc == STATUS_OK && node->slow)
@@ -883,23 +731,23 @@ node_json(const struct merge_node *node)
 	char sid[17], pid[17], start[40];
 	json_t *o, *seen = json_array();
 
-	hex_text(s->span_id, 8, sid);
-	hex_text(s->parent_span_id, 8, pid);
+	tool_hex(s->span_id, 8, sid);
+	tool_hex(s->parent_span_id, 8, pid);
 	timerange_format((int64_t)(s->start_ns / 1000000), start,
 			 sizeof(start));
 	for (int m = 0; seen != NULL && m < MERGE_SOURCE_COUNT; m++)
 		if (node->also_seen_by & MERGE_SOURCE_BIT(m))
 			json_array_append_new(
 				seen, json_string(srcs[src_of_merge(m)].name));
-	o = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:o, s:s, s:f, s:s, s:b, "
-		      "s:[]}",
-		      "span_id", sid, "parent_span_id",
-		      s->has_parent ? pid : NULL, "service", s->service, "name",
-		      s->name, "source",
-		      srcs[src_of_merge(node->span->source)].name,
-		      "also_seen_by", seen, "start", start, "duration_ms",
-		      (double)s->duration_ns / 1e6, "status",
-		      status_name(s->status), "slow", node->slow, "children");
+	o = json_pack(
+		"{s:s, s:s?, s:s, s:s, s:s, s:o, s:s, s:f, s:s, s:b, "
+		"s:[]}",
+		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
+		"service", s->service, "name", s->name, "source",
+		srcs[src_of_merge(node->span->source)].name, "also_seen_by",
+		seen, "start", start, "duration_ms",
+		(double)s->duration_ns / 1e6, "status",
+		tool_status_name(s->status), "slow", node->slow, "children");
 	return o;
 }
 
@@ -929,7 +777,7 @@ trace_json(const struct merge_trace *t)
 		if (json_array_append(parent, made[i]) != 0)
 			goto fail;
 	}
-	hex_text(t->trace_id, 16, tid);
+	tool_hex(t->trace_id, 16, tid);
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
 	o = json_pack("{s:s, s:s, s:f, s:I, s:I, s:O}", "trace_id", tid,
@@ -1082,19 +930,20 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	struct spanquery_trace_filter tf = {0};
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
-	struct conns k = {0};
+	struct tool_conns k = {0};
+	struct redact_kept own = {0};
 	struct timerange tr = {0};
 	struct buf b;
 	char status[NSRC][300], err[512];
 	uint8_t(*ids)[16] = NULL, one_id[16];
 	int64_t *keys = NULL;
 	size_t nids = 0, nspans = 0, *order = NULL, more_traces = 0;
-	const char *trace_id = arg_str(args, "trace_id");
+	const char *trace_id = tool_arg_str(args, "trace_id");
 	const json_t *md = json_object_get(args, "min_duration_ms");
 	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
 	json_t *sc = NULL, *list = NULL;
 	int rc = STATUS_OK;
-	int64_t now = now_ms();
+	int64_t now = tool_now_ms();
 
 	buf_init(&b, call_text_budget(call));
 	*result = NULL;
@@ -1105,7 +954,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		max_spans =
 			json_integer_value(json_object_get(args, "max_spans"));
 	if (trace_id != NULL) {
-		if (parse_trace_id(trace_id, one_id) != STATUS_OK) {
+		if (tool_parse_trace_id(trace_id, one_id) != STATUS_OK) {
 			*result = tool_result_error(
 				"trace_id must be 32 hex digits, not all zero "
 				"(e.g. \"4bf92f3577b34da6a3ce929d0e0e4736\"), "
@@ -1117,16 +966,16 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
-	tf.service = arg_str(args, "service");
+	tf.service = tool_arg_str(args, "service");
 	tf.from_ms = tr.from_ms;
 	tf.to_ms = tr.to_ms;
 	tf.min_duration_ns = json_is_number(md)
 				     ? (int64_t)(json_number_value(md) * 1e6)
 				     : -1;
 	tf.max_traces = (size_t)max_traces;
-	tf.slowest = arg_str(args, "sort") != NULL &&
-		     strcmp(arg_str(args, "sort"), "slowest") == 0;
-	if (conns_get(call, &k) != STATUS_OK) {
+	tf.slowest = tool_arg_str(args, "sort") != NULL &&
+		     strcmp(tool_arg_str(args, "sort"), "slowest") == 0;
+	if (tool_conns_get(call, &k) != STATUS_OK) {
 		*result = tool_result_error("%s", k.why);
 		goto out;
 	}
@@ -1154,15 +1003,16 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		 * and read in pass 1, after the first is free again) */
 		for (int pass = 0; pass < 2; pass++)
 			for (int i = 0; i < NSRC; i++) {
-				struct pg_conn *c = conn_for(&k, i);
-				bool own = k.c[i] != NULL || i == 0;
+				struct pg_conn *c = tool_conns_for(&k, i);
+				bool mine = k.c[i] != NULL || i == 0;
 				struct pg_error pe;
 
 				if (!(req->sources & (1u << i)) ||
-				    status[i][0] != '\0' || (pass == 0 && !own))
+				    status[i][0] != '\0' ||
+				    (pass == 0 && !mine))
 					continue;
 				rc = STATUS_OK;
-				if (own ? pass == 0 : pass == 1)
+				if (mine ? pass == 0 : pass == 1)
 					rc = spanquery_trace_ids_send(
 						c, srcs[i].name, &tf, &pe);
 				if (rc == STATUS_OK && pass == 1)
@@ -1176,8 +1026,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 					goto out;
 				}
 				if (rc != STATUS_OK)
-					unavailable(status[i],
-						    sizeof(status[i]), rc, &pe);
+					tool_unavailable(status[i],
+							 sizeof(status[i]), rc,
+							 &pe);
 				else if (pass == 1)
 					nids += got[i];
 			}
@@ -1200,16 +1051,16 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	(void)call_progress(call, 2, 4, "fetching spans");
 	for (int pass = 0; pass < 2 && nids > 0; pass++)
 		for (int i = 0; i < NSRC; i++) {
-			struct pg_conn *c = conn_for(&k, i);
-			bool own = k.c[i] != NULL || i == 0;
+			struct pg_conn *c = tool_conns_for(&k, i);
+			bool mine = k.c[i] != NULL || i == 0;
 			struct pg_error pe;
 
 			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
 				continue;
-			if (pass == 0 && !own)
+			if (pass == 0 && !mine)
 				continue;
 			rc = STATUS_OK;
-			if (pass == 0 || !own)
+			if (pass == 0 || !mine)
 				rc = spanquery_spans_send(
 					c, srcs[i].name,
 					(const uint8_t(*)[16])ids, nids, &pe);
@@ -1222,12 +1073,22 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			if (rc == STATUS_NOMEM)
 				goto out;
 			if (rc != STATUS_OK)
-				unavailable(status[i], sizeof(status[i]), rc,
-					    &pe);
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
 			else if (pass == 1)
 				nspans += sp[i]->n;
 		}
 	rc = STATUS_OK;
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
+			struct spanquery_span *x = &sp[i]->spans[j];
+			const struct redact *r = call_redact(call);
+
+			x->service = redact_keep(&own, r, x->service);
+			x->name = redact_keep(&own, r, x->name);
+			x->status_message =
+				redact_keep(&own, r, x->status_message);
+		}
 	for (int i = 0; i < NSRC; i++)
 		if ((req->sources & (1u << i)) && status[i][0] == '\0')
 			snprintf(status[i], sizeof(status[i]), "%s",
@@ -1302,8 +1163,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 					  trace_id);
 		} else {
 			if (tf.service != NULL &&
-			    unknown_service(k.c[0], tf.service, why,
-					    sizeof(why))) {
+			    tool_unknown_service(k.c[0], tf.service,
+						 "query_traces", why,
+						 sizeof(why))) {
 				*result = tool_result_error(
 					"No traces found: %s", why);
 				goto out;
@@ -1333,7 +1195,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				      : 0;
 		size_t left = res->n_traces - i;
 
-		hex_text(t->trace_id, 16, tid);
+		tool_hex(t->trace_id, 16, tid);
 		timerange_format((int64_t)(t->start_ns / 1000000), start,
 				 sizeof(start));
 		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
@@ -1349,7 +1211,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				  i > 0 || b.len > 0 ? "\n" : "", tid, dur,
 				  start, t->span_count,
 				  t->span_count == 1 ? "" : "s");
-		rc = render_trace_tree(&b, t, span_label, NULL, room / left,
+		rc = render_trace_tree(&b, t, span_label,
+				       (void *)call_redact(call), room / left,
 				       NULL);
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
 			goto out;
@@ -1383,7 +1246,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	if (trace_id == NULL)
-		json_object_set_new(sc, "time_range", range_json(&tr));
+		json_object_set_new(sc, "time_range", tool_range_json(&tr));
 	for (int i = 0; i < NSRC; i++)
 		if (req->sources & (1u << i))
 			json_object_set_new(json_object_get(sc, "sources"),
@@ -1397,7 +1260,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	if (*result == NULL)
 		rc = STATUS_NOMEM;
 out:
-	conns_put(&k);
+	tool_conns_put(&k);
+	redact_kept_free(&own);
 	merge_result_free(res);
 	for (int i = 0; i < NSRC; i++)
 		spanquery_spans_free(sp[i]);

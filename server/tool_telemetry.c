@@ -17,38 +17,22 @@
 #include "log.h"
 #include "pg.h"
 #include "pointquery.h"
-#include "server.h"
+#include "redact.h"
 #include "spanquery.h"
 #include "timerange.h"
 #include "tool.h"
+#include "tool_common.h"
 #include "tool_telemetry.h"
 
 /* {NULL, NULL}-terminated; bound in server.c's handler_tables. */
 
-/* Text answers stay below this: more is unreadable for a model and costs
- * its context; structured content carries every point. */
-#define TEXT_MAX (64 * 1024)
+/* Text kept back from the budget ([tools] max_answer_chars) for the
+ * closing lines; structured content carries every point. */
+#define TAIL_ROOM 512
 /* series drawn as tables in the text; the rest are only counted there */
 #define TEXT_SERIES_MAX 20
 /* names offered after "did you mean" */
 #define SUGGEST_MAX 5
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *
-arg_str(const json_t *args, const char *key)
-{
-	const char *s = json_string_value(json_object_get(args, key));
-
-	return s != NULL && s[0] != '\0' ? s : NULL;
-}
 
 /* The attributes argument as compact JSON for jsonb @> (NULL when absent
  * or empty).  The schema allows string values only. */
@@ -72,27 +56,19 @@ attrs_json(const json_t *args, char **out)
 static int
 lease(struct call *call, struct pg_conn **c, json_t **result)
 {
-	struct server *srv = call_server(call);
-	struct pg_error err;
-	int rc;
+	char why[320];
+	int rc = tool_conn_get(call, c, why, sizeof(why));
 
-	*c = NULL;
-	if (srv->pg == NULL) {
-		*result = tool_result_error(
-			"telemetry store unavailable: no telemetry store is "
-			"configured: set [database] url (or DATABASE_URL) and "
-			"restart");
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
-	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, c, &err);
-	if (rc == STATUS_CANCELLED || call_cancelled(call))
-		return STATUS_CANCELLED;
-	if (rc != STATUS_OK) {
+	if (rc == STATUS_UNSUPPORTED) /* why lacks the prefix then */
 		*result = tool_result_error("telemetry store unavailable: %s",
-					    err.client);
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
-	return STATUS_OK;
+					    why);
+	else if (rc == STATUS_CANCELLED || call_cancelled(call))
+		return STATUS_CANCELLED; /* *c, if leased, is the caller's */
+	else if (rc == STATUS_OK)
+		return STATUS_OK;
+	else
+		*result = tool_result_error("%s", why);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
 /* A failed statement: the status to return, *result an isError answer
@@ -118,16 +94,6 @@ query_failed(struct call *call, const char *tool, int rc,
 		*result = tool_result_error("telemetry store unavailable: %s",
 					    err->client);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-}
-
-static json_t *
-range_json(int64_t from_ms, int64_t to_ms)
-{
-	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
-
-	timerange_format(from_ms, from, sizeof(from));
-	timerange_format(to_ms, to, sizeof(to));
-	return json_pack("{s:s, s:s}", "from", from, "to", to);
 }
 
 /* The filters given, for headers and "nothing found" answers:
@@ -273,10 +239,10 @@ out:
 	return rc;
 }
 
-/* labels: {key: value | null} of series s. */
+/* labels: {key: value | null} of series s, [redact] applied. */
 static json_t *
 labels_json(const struct pointquery_series *s, const char *const *keys,
-	    size_t nk)
+	    size_t nk, const struct redact *r)
 {
 	json_t *o = json_object();
 
@@ -288,12 +254,31 @@ labels_json(const struct pointquery_series *s, const char *const *keys,
 			json_decref(o);
 			return NULL;
 		}
+	if (redact_json(r, o) != STATUS_OK) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
+}
+
+/* A label value as the text shows it: hidden under a sensitive key, else
+ * with [redact] value patterns applied.  Free *owned afterwards. */
+static const char *
+label_shown(const struct redact *r, const char *key, const char *v,
+	    char **owned)
+{
+	*owned = NULL;
+	if (v == NULL)
+		return "(none)";
+	if (redact_key(r, key))
+		return REDACT_MARK;
+	*owned = redact_text(r, v);
+	return *owned != NULL ? *owned : v;
 }
 
 static json_t *
 series_json(const struct pointquery_metric *m, const char *const *keys,
-	    size_t nk)
+	    size_t nk, const struct redact *r)
 {
 	json_t *arr = json_array();
 
@@ -313,7 +298,7 @@ series_json(const struct pointquery_metric *m, const char *const *keys,
 			}
 		}
 		one = pts != NULL ? json_pack("{s:o*, s:o}", "labels",
-					      labels_json(s, keys, nk),
+					      labels_json(s, keys, nk, r),
 					      "points", pts)
 				  : NULL;
 		if (one == NULL || json_object_size(one) != 2 ||
@@ -331,7 +316,7 @@ static void
 metric_text(struct buf *b, const json_t *args, const char *name,
 	    const struct pointquery_metric *m, const char *const *keys,
 	    size_t nk, int64_t from_ms, int64_t to_ms, int64_t step_s,
-	    const char *rdesc)
+	    const char *rdesc, const struct redact *r)
 {
 	char step[32], latest[TIMERANGE_FORMAT_MAX];
 	bool date = (from_ms / 86400000) != ((to_ms - 1) / 86400000);
@@ -372,12 +357,16 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 
 		if (nk > 0) {
 			(void)!buf_puts(b, "\n[");
-			for (size_t k = 0; k < nk; k++)
+			for (size_t k = 0; k < nk; k++) {
+				char *owned;
+
 				(void)!buf_printf(b, "%s%s=%s",
 						  k > 0 ? ", " : "", keys[k],
-						  s->labels[k] != NULL
-							  ? s->labels[k]
-							  : "(none)");
+						  label_shown(r, keys[k],
+							      s->labels[k],
+							      &owned));
+				free(owned);
+			}
 			(void)!buf_puts(b, "]\n");
 		} else {
 			(void)!buf_puts(b, "\n");
@@ -417,10 +406,10 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 static int
 query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 {
-	const char *name = arg_str(args, "name"),
-		   *service = arg_str(args, "service"),
-		   *agg_s = arg_str(args, "aggregation");
-	const char *range = arg_str(args, "time_range");
+	const char *name = tool_arg_str(args, "name"),
+		   *service = tool_arg_str(args, "service"),
+		   *agg_s = tool_arg_str(args, "aggregation");
+	const char *range = tool_arg_str(args, "time_range");
 	const json_t *gb = json_object_get(args, "group_by");
 	const char *keys[POINTQUERY_MAX_GROUP_BY];
 	struct pointquery_metric_req r = {0};
@@ -431,12 +420,12 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
 	json_t *sc = NULL, *series = NULL;
 	struct buf b;
-	int64_t now = now_ms(), step_s;
+	int64_t now = tool_now_ms(), step_s;
 	size_t nk = 0;
 	int rc, agg = POINTQUERY_AGG_AUTO;
 
 	*result = NULL;
-	buf_init(&b, TEXT_MAX);
+	buf_init(&b, call_text_budget(call));
 	if (name == NULL) {
 		*result = tool_result_error(
 			"name is required: the metric name, e.g. "
@@ -450,10 +439,11 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 			agg_s);
 		goto done;
 	}
-	if (timerange_parse(range != NULL ? range : "1h", arg_str(args, "from"),
-			    arg_str(args, "to"), now, &tr, err,
+	if (timerange_parse(range != NULL ? range : "1h",
+			    tool_arg_str(args, "from"),
+			    tool_arg_str(args, "to"), now, &tr, err,
 			    sizeof(err)) != STATUS_OK ||
-	    pointquery_step(tr.from_ms, tr.to_ms, arg_str(args, "step"),
+	    pointquery_step(tr.from_ms, tr.to_ms, tool_arg_str(args, "step"),
 			    &step_s, err, sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto done;
@@ -513,14 +503,14 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 
 	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
 	metric_text(&b, args, name, m, keys, nk, tr.from_ms, tr.to_ms, step_s,
-		    rdesc);
-	series = series_json(m, keys, nk);
+		    rdesc, call_redact(call));
+	series = series_json(m, keys, nk, call_redact(call));
 	sc = series != NULL
 		     ? json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:o, s:b}",
 				 "name", name, "unit", m->unit, "kind", m->kind,
 				 "aggregation", pointquery_agg_name(m->agg),
-				 "time_range", range_json(tr.from_ms, tr.to_ms),
-				 "step_s", (json_int_t)step_s, "series", series,
+				 "time_range", tool_range_json(&tr), "step_s",
+				 (json_int_t)step_s, "series", series,
 				 "truncated", m->truncated)
 		     : NULL;
 	if (sc != NULL && m->n_series == 0) {
@@ -558,17 +548,22 @@ static const char *const span_filter_keys[] = {
 	"status",  "attributes", "min_duration_ms",
 };
 
+/* One span, [redact] applied to its attributes and status message. */
 static json_t *
-span_json(const struct pointquery_span *sp)
+span_json(const struct pointquery_span *sp, const struct redact *r)
 {
 	char start[TIMERANGE_FORMAT_MAX];
-	json_t *attrs, *o;
+	json_t *attrs, *o, *msg;
 
 	timerange_format(sp->start_us / 1000, start, sizeof(start));
 	attrs = json_loads(sp->attributes_json, 0, NULL);
 	if (!json_is_object(attrs)) {
 		json_decref(attrs);
 		attrs = json_object();
+	}
+	if (redact_json(r, attrs) != STATUS_OK) {
+		json_decref(attrs);
+		return NULL;
 	}
 	o = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:f, s:s, s:o}",
 		      "trace_id", sp->trace_id, "span_id", sp->span_id,
@@ -586,9 +581,16 @@ span_json(const struct pointquery_span *sp)
 		      "attributes", attrs);
 	if (o == NULL)
 		return NULL;
-	if ((sp->status_message != NULL && sp->status_message[0] != '\0' &&
-	     json_object_set_new(o, "status_message",
-				 json_string(sp->status_message)) != 0) ||
+	msg = sp->status_message != NULL && sp->status_message[0] != '\0'
+		      ? json_string(sp->status_message)
+		      : NULL;
+	if (msg != NULL && redact_json(r, msg) != STATUS_OK) {
+		json_decref(msg);
+		json_decref(o);
+		return NULL;
+	}
+	if ((msg != NULL &&
+	     json_object_set_new(o, "status_message", msg) != 0) ||
 	    (sp->attrs_cut && json_object_set_new(o, "attributes_truncated",
 						  json_true()) != 0)) {
 		json_decref(o);
@@ -600,9 +602,9 @@ span_json(const struct pointquery_span *sp)
 static int
 query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 {
-	const char *status = arg_str(args, "status"),
-		   *sort = arg_str(args, "sort"),
-		   *range = arg_str(args, "time_range");
+	const char *status = tool_arg_str(args, "status"),
+		   *sort = tool_arg_str(args, "sort"),
+		   *range = tool_arg_str(args, "time_range");
 	const json_t *mind = json_object_get(args, "min_duration_ms"),
 		     *limit = json_object_get(args, "limit");
 	struct pointquery_span_req r = {0};
@@ -612,16 +614,17 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	struct timerange tr = {0};
 	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
 	json_t *sc = NULL, *arr = NULL;
+	struct redact_kept kept = {0};
 	struct buf b;
-	int64_t now = now_ms();
+	int64_t now = tool_now_ms();
 	int rc;
 
 	*result = NULL;
-	buf_init(&b, TEXT_MAX);
-	r.service = arg_str(args, "service");
-	r.name = arg_str(args, "name");
-	r.trace_id = arg_str(args, "trace_id");
-	r.session_id = arg_str(args, "session_id");
+	buf_init(&b, call_text_budget(call));
+	r.service = tool_arg_str(args, "service");
+	r.name = tool_arg_str(args, "name");
+	r.trace_id = tool_arg_str(args, "trace_id");
+	r.session_id = tool_arg_str(args, "session_id");
 	r.min_duration_ns = -1;
 	r.status = -1;
 	r.limit = 50;
@@ -669,12 +672,13 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	/* a trace id alone searches everything stored: a trace is small and
 	 * its start is often unknown to the caller */
 	r.has_range = r.trace_id == NULL || range != NULL ||
-		      arg_str(args, "from") != NULL ||
-		      arg_str(args, "to") != NULL;
+		      tool_arg_str(args, "from") != NULL ||
+		      tool_arg_str(args, "to") != NULL;
 	if (r.has_range) {
 		if (timerange_parse(range != NULL ? range : "1h",
-				    arg_str(args, "from"), arg_str(args, "to"),
-				    now, &tr, err, sizeof(err)) != STATUS_OK) {
+				    tool_arg_str(args, "from"),
+				    tool_arg_str(args, "to"), now, &tr, err,
+				    sizeof(err)) != STATUS_OK) {
 			*result = tool_result_error("%s", err);
 			goto done;
 		}
@@ -728,16 +732,23 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		(void)!buf_puts(&b, ":\n");
 	}
 	for (size_t i = 0; i < s->n; i++) {
-		const struct pointquery_span *sp = &s->spans[i];
+		struct pointquery_span *sp = &s->spans[i];
 		char start[TIMERANGE_FORMAT_MAX];
 		size_t mark = b.len;
 
-		if (json_array_append_new(arr, span_json(sp)) != 0) {
+		sp->service =
+			redact_keep(&kept, call_redact(call), sp->service);
+		sp->name = redact_keep(&kept, call_redact(call), sp->name);
+		sp->status_message = redact_keep(&kept, call_redact(call),
+						 sp->status_message);
+
+		if (json_array_append_new(
+			    arr, span_json(sp, call_redact(call))) != 0) {
 			rc = STATUS_NOMEM;
 			goto out;
 		}
 		timerange_format(sp->start_us / 1000, start, sizeof(start));
-		if (b.len + 256 > TEXT_MAX ||
+		if (b.len + TAIL_ROOM > b.max ||
 		    buf_printf(&b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
 			       sp->service, sp->name,
 			       (double)sp->duration_ns / 1e6,
@@ -755,7 +766,9 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 					  s->n - i);
 			for (i++; i < s->n; i++)
 				if (json_array_append_new(
-					    arr, span_json(&s->spans[i])) !=
+					    arr,
+					    span_json(&s->spans[i],
+						      call_redact(call))) !=
 				    0) {
 					rc = STATUS_NOMEM;
 					goto out;
@@ -772,8 +785,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		       (json_int_t)s->n, "truncated", s->truncated);
 	arr = NULL;
 	if (sc != NULL && r.has_range &&
-	    json_object_set_new(sc, "time_range",
-				range_json(tr.from_ms, tr.to_ms)) != 0) {
+	    json_object_set_new(sc, "time_range", tool_range_json(&tr)) != 0) {
 		json_decref(sc);
 		sc = NULL;
 	}
@@ -790,6 +802,7 @@ done:
 out:
 	json_decref(arr);
 	pg_release(c);
+	redact_kept_free(&kept);
 	pointquery_spans_free(s);
 	free(attrs);
 	buf_free(&b);

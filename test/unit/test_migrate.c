@@ -254,7 +254,8 @@ test_apply_empty(void **state)
 			 "SELECT string_agg(indexname, ',' ORDER BY indexname) "
 			 "FROM pg_indexes WHERE tablename = 'spans'",
 			 buf, sizeof(buf)),
-		"spans_pkey,spans_service_time_idx,spans_session_idx,"
+		"spans_genai_idx,spans_pkey,spans_service_source_time_idx,"
+		"spans_service_time_idx,spans_session_idx,"
 		"spans_source_time_idx,spans_start_time_brin");
 	assert_non_null(strstr(
 		sql_text(c, "SELECT pg_get_indexdef('spans_pkey'::regclass)",
@@ -277,7 +278,7 @@ test_apply_empty(void **state)
 		sql_int(c, "SELECT count(*) FROM pg_indexes WHERE tablename = "
 			   "'spans_p' || to_char((now() AT TIME ZONE "
 			   "'UTC')::date, 'YYYYMMDD')"),
-		5);
+		7);
 
 	/* pricing: seeded, matched by longest prefix, editable */
 	assert_true(sql_int(c, "SELECT count(*) FROM model_pricing") >= 10);

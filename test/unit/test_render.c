@@ -711,6 +711,359 @@ test_tree_buffer_max(void **state)
 	free(spans);
 }
 
+/* ---- folding repeated siblings ----------------------------------------- */
+
+static bool
+same_name(const struct merge_node *a, const struct merge_node *b, void *arg)
+{
+	(void)arg;
+	return strcmp(a->span->user, b->span->user) == 0;
+}
+
+/* "× 4 x (min 10, avg 12, max 15, 8 spans)" */
+static int
+run_label(struct buf *b, const struct merge_trace *t,
+	  const struct render_fold_line *l, void *arg)
+{
+	(void)arg;
+	return buf_printf(b,
+			  "× %zu %s (min %llu, avg %llu, max %llu, %zu spans)",
+			  l->count, (const char *)t->nodes[l->node].span->user,
+			  (unsigned long long)l->min_ns,
+			  (unsigned long long)(l->sum_ns / l->count),
+			  (unsigned long long)l->max_ns, l->end - l->node);
+}
+
+/* Folds r's one trace and draws it into b. */
+static struct render_fold *
+fold_draw(struct merge_result *r, size_t min_repeat, size_t max_chars,
+	  struct buf *b, size_t *shown)
+{
+	struct render_fold *f = NULL;
+
+	assert_int_equal(
+		render_fold(&r->traces[0], same_name, NULL, min_repeat, &f),
+		STATUS_OK);
+	assert_non_null(f);
+	assert_int_equal(render_trace_tree_folded(b, &r->traces[0], f,
+						  label_name, run_label, NULL,
+						  max_chars, shown),
+			 STATUS_OK);
+	return f;
+}
+
+/* Runs of 3 or more fold with their subtrees; a pair does not; the last
+ * run of a parent takes └─; durations over the members only. */
+static const struct sp fold_tree[] = {
+	{1, 0, 0, 1000, O, "root"}, {2, 1, 10, 20, O, "a"},
+	{3, 1, 30, 40, O, "x"},	    {4, 3, 31, 32, O, "y"},
+	{5, 1, 50, 62, O, "x"},	    {6, 5, 51, 52, O, "y"},
+	{7, 1, 70, 85, O, "x"},	    {8, 7, 71, 72, O, "y"},
+	{9, 1, 90, 101, O, "x"},    {10, 9, 91, 92, O, "y"},
+	{11, 1, 200, 210, O, "b"},  {12, 11, 201, 202, O, "b-child"},
+	{13, 1, 300, 310, O, "b"},  {14, 1, 400, 401, O, "c"},
+	{15, 1, 500, 502, O, "c"},  {16, 1, 600, 603, O, "c"},
+};
+
+static void
+test_fold_runs(void **state)
+{
+	static const char want[] =
+		"[OTLP] root\n"
+		"├─ [OTLP] a\n"
+		"├─ × 4 x (min 10, avg 12, max 15, 8 spans)\n"
+		"├─ [OTLP] b\n"
+		"│  └─ [OTLP] b-child\n"
+		"├─ [OTLP] b\n"
+		"└─ × 3 c (min 1, avg 2, max 3, 3 spans)\n";
+	struct merge_span *spans;
+	struct merge_result *r =
+		merge_sp(fold_tree, ARRAY_LEN(fold_tree), NULL, &spans);
+	struct render_fold *f;
+	struct buf b;
+	size_t shown = 0;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	f = fold_draw(r, 0, 0, &b, &shown);
+	assert_string_equal(b.data, want);
+	assert_int_equal(f->n, 7);
+	assert_int_equal(shown, 7);
+	assert_int_equal(f->runs, 2);
+	assert_int_equal(f->folded, 11);
+	/* the x run: nodes 2..9 (4 members and their children) */
+	assert_int_equal(f->lines[2].node, 2);
+	assert_int_equal(f->lines[2].last, 8);
+	assert_int_equal(f->lines[2].end, 10);
+	assert_int_equal(f->lines[2].count, 4);
+	assert_int_equal(f->lines[2].min_ns, 10);
+	assert_int_equal(f->lines[2].max_ns, 15);
+	assert_int_equal(f->lines[2].sum_ns, 10 + 12 + 15 + 11);
+	/* a span's line stands for itself only */
+	assert_int_equal(f->lines[3].node, 10);
+	assert_int_equal(f->lines[3].end, 11);
+	assert_int_equal(f->lines[3].count, 1);
+	render_fold_free(f);
+
+	/* min_repeat 2: the b pair folds too (with b-child) */
+	buf_reset(&b);
+	f = fold_draw(r, 2, 0, &b, NULL);
+	assert_string_equal(b.data,
+			    "[OTLP] root\n"
+			    "├─ [OTLP] a\n"
+			    "├─ × 4 x (min 10, avg 12, max 15, 8 spans)\n"
+			    "├─ × 2 b (min 10, avg 10, max 10, 3 spans)\n"
+			    "└─ × 3 c (min 1, avg 2, max 3, 3 spans)\n");
+	assert_int_equal(f->runs, 3);
+	assert_int_equal(f->folded, 14);
+	render_fold_free(f);
+	/* 1 is taken as 2 */
+	buf_reset(&b);
+	f = fold_draw(r, 1, 0, &b, NULL);
+	assert_int_equal(f->runs, 3);
+	render_fold_free(f);
+	/* 5: nothing folds, the tree is render_trace_tree's */
+	buf_reset(&b);
+	f = fold_draw(r, 5, 0, &b, NULL);
+	assert_int_equal(f->runs, 0);
+	assert_int_equal(f->folded, 0);
+	assert_int_equal(f->n, ARRAY_LEN(fold_tree));
+	{
+		struct buf plain;
+
+		buf_init(&plain, 1 << 16);
+		assert_int_equal(render_trace_tree(&plain, &r->traces[0],
+						   label_name, NULL, 0, NULL),
+				 STATUS_OK);
+		assert_string_equal(b.data, plain.data);
+		buf_free(&plain);
+	}
+	render_fold_free(f);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* Only consecutive siblings fold: alternating calls stay apart, and the
+ * same name under another parent is another run. */
+static void
+test_fold_consecutive_only(void **state)
+{
+	static const struct sp sp[] = {
+		{1, 0, 0, 1000, O, "root"}, {2, 1, 10, 11, O, "x"},
+		{3, 1, 20, 21, O, "y"},	    {4, 1, 30, 31, O, "x"},
+		{5, 1, 40, 41, O, "y"},	    {6, 1, 50, 51, O, "x"},
+		{7, 1, 60, 61, O, "y"},	    {8, 7, 61, 62, O, "x"},
+		{9, 7, 62, 63, O, "x"},
+	};
+	struct merge_span *spans;
+	struct merge_result *r = merge_sp(sp, ARRAY_LEN(sp), NULL, &spans);
+	struct render_fold *f;
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	f = fold_draw(r, 3, 0, &b, NULL);
+	assert_int_equal(f->runs, 0);
+	assert_int_equal(f->n, ARRAY_LEN(sp));
+	render_fold_free(f);
+	buf_reset(&b);
+	f = fold_draw(r, 2, 0, &b, NULL);
+	assert_string_equal(b.data,
+			    "[OTLP] root\n"
+			    "├─ [OTLP] x\n"
+			    "├─ [OTLP] y\n"
+			    "├─ [OTLP] x\n"
+			    "├─ [OTLP] y\n"
+			    "├─ [OTLP] x\n"
+			    "└─ [OTLP] y\n"
+			    "   └─ × 2 x (min 1, avg 1, max 1, 2 spans)\n");
+	render_fold_free(f);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* Roots are siblings too: three orphans of one name fold. */
+static void
+test_fold_roots(void **state)
+{
+	static const struct sp sp[] = {
+		{1, 0, 0, 100, O, "main"},     {2, 90, 200, 210, E, "late"},
+		{3, 91, 300, 320, E, "late"},  {4, 92, 400, 430, E, "late"},
+		{5, 4, 401, 402, O, "inside"},
+	};
+	struct merge_span *spans;
+	struct merge_result *r = merge_sp(sp, ARRAY_LEN(sp), NULL, &spans);
+	struct render_fold *f;
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	f = fold_draw(r, 0, 0, &b, NULL);
+	assert_string_equal(b.data,
+			    "[OTLP] main\n"
+			    "× 3 late (min 10, avg 20, max 30, 4 spans)\n");
+	assert_int_equal(f->folded, 4);
+	render_fold_free(f);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/*
+ * 10,001 spans: a root, 10 services, each calling SELECT 999 times.  The
+ * answer is 21 lines.
+ */
+static void
+test_fold_ten_thousand(void **state)
+{
+	enum {
+		N = 10001
+	};
+	static char names[10][16];
+	struct merge_opts opts = {.max_spans = N};
+	struct sp *sp = calloc(N, sizeof(*sp));
+	struct merge_span *spans;
+	struct merge_result *r;
+	struct render_fold *f;
+	struct buf b;
+	size_t k = 0, shown = 0;
+	char line[256];
+
+	(void)state;
+	assert_non_null(sp);
+	sp[k++] = (struct sp){1, 0, 0, 10000000, O, "root"};
+	for (unsigned s = 0; s < 10; s++) {
+		unsigned id = (unsigned)k + 1;
+		uint64_t at = 1000 + (uint64_t)s * 100000;
+
+		snprintf(names[s], sizeof(names[s]), "svc-%u", s);
+		sp[k++] = (struct sp){id, 1, at, at + 99000, O, names[s]};
+		for (unsigned c = 0; c < 999; c++, k++)
+			sp[k] = (struct sp){
+				(unsigned)k + 1,	 id, at + c * 10 + 1,
+				at + c * 10 + 3 + c % 5, O,  "SELECT"};
+	}
+	assert_int_equal(k, N);
+	r = merge_sp(sp, N, &opts, &spans);
+	assert_int_equal(r->traces[0].span_count, N);
+	buf_init(&b, 1 << 20);
+	f = fold_draw(r, 0, 4000, &b, &shown);
+	assert_int_equal(f->n, 21);
+	assert_int_equal(shown, 21);
+	assert_int_equal(f->runs, 10);
+	assert_int_equal(f->folded, 9990);
+	assert_null(strstr(b.data, "not shown"));
+	assert_true(nth_line(b.data, 2, line, sizeof(line)));
+	assert_string_equal(
+		line, "│  └─ × 999 SELECT (min 2, avg 3, max 6, 999 spans)");
+	assert_true(nth_line(b.data, 20, line, sizeof(line)));
+	assert_string_equal(
+		line, "   └─ × 999 SELECT (min 2, avg 3, max 6, 999 spans)");
+	assert_false(nth_line(b.data, 21, line, sizeof(line)));
+	render_fold_free(f);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+	free(sp);
+}
+
+/* The notice counts spans, not lines: a run left out hides all it
+ * stands for, and spans merge already left out count too. */
+static void
+test_fold_budget(void **state)
+{
+	struct merge_span *spans;
+	struct merge_result *r =
+		merge_sp(fold_tree, ARRAY_LEN(fold_tree), NULL, &spans);
+	struct merge_opts opts = {.max_spans = 12};
+	struct render_fold *f;
+	struct buf b;
+	size_t shown = 99;
+
+	(void)state;
+	buf_init(&b, 1 << 16);
+	/* root 12 + a 16 bytes; the run's 48-byte line does not fit with
+	 * the notice's room (44) in 100 */
+	f = fold_draw(r, 0, 100, &b, &shown);
+	assert_int_equal(shown, 2);
+	assert_string_equal(b.data, "[OTLP] root\n"
+				    "├─ [OTLP] a\n"
+				    "14 more not shown\n");
+	render_fold_free(f);
+	buf_reset(&b);
+	/* 12 + 16 + 48 + 44 = 120: three lines; a fourth needs 136 */
+	f = fold_draw(r, 0, 125, &b, &shown);
+	assert_int_equal(shown, 3);
+	assert_string_equal(b.data,
+			    "[OTLP] root\n"
+			    "├─ [OTLP] a\n"
+			    "├─ × 4 x (min 10, avg 12, max 15, 8 spans)\n"
+			    "6 more not shown\n");
+	assert_true(b.len <= 125);
+	render_fold_free(f);
+	merge_result_free(r);
+	free(spans);
+
+	/* merge kept the first 12 of 16 in preorder: the first b, with
+	 * its child, is the last sibling shown */
+	r = merge_sp(fold_tree, ARRAY_LEN(fold_tree), &opts, &spans);
+	buf_reset(&b);
+	f = fold_draw(r, 0, 0, &b, &shown);
+	assert_int_equal(shown, 5);
+	assert_string_equal(b.data,
+			    "[OTLP] root\n"
+			    "├─ [OTLP] a\n"
+			    "├─ × 4 x (min 10, avg 12, max 15, 8 spans)\n"
+			    "└─ [OTLP] b\n"
+			    "   └─ [OTLP] b-child\n"
+			    "4 more not shown\n");
+	render_fold_free(f);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
+/* A run label that fails ends the drawing with its error, the partial
+ * line cut. */
+static int
+run_failing(struct buf *b, const struct merge_trace *t,
+	    const struct render_fold_line *l, void *arg)
+{
+	(void)t;
+	(void)l;
+	(void)arg;
+	if (buf_puts(b, "partial") != STATUS_OK)
+		return STATUS_NOMEM;
+	return STATUS_IO;
+}
+
+static void
+test_fold_run_fails(void **state)
+{
+	struct merge_span *spans;
+	struct merge_result *r =
+		merge_sp(fold_tree, ARRAY_LEN(fold_tree), NULL, &spans);
+	struct render_fold *f = NULL;
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(render_fold(&r->traces[0], same_name, NULL, 0, &f),
+			 STATUS_OK);
+	buf_init(&b, 1 << 16);
+	assert_int_equal(render_trace_tree_folded(&b, &r->traces[0], f,
+						  label_name, run_failing, NULL,
+						  0, NULL),
+			 STATUS_IO);
+	assert_string_equal(b.data, "[OTLP] root\n├─ [OTLP] a\n");
+	render_fold_free(f);
+	render_fold_free(NULL);
+	buf_free(&b);
+	merge_result_free(r);
+	free(spans);
+}
+
 int
 main(void)
 {
@@ -730,6 +1083,12 @@ main(void)
 		cmocka_unit_test(test_tree_budget_below_notice),
 		cmocka_unit_test(test_tree_label_fails),
 		cmocka_unit_test(test_tree_buffer_max),
+		cmocka_unit_test(test_fold_runs),
+		cmocka_unit_test(test_fold_consecutive_only),
+		cmocka_unit_test(test_fold_roots),
+		cmocka_unit_test(test_fold_ten_thousand),
+		cmocka_unit_test(test_fold_budget),
+		cmocka_unit_test(test_fold_run_fails),
 	};
 
 	return cmocka_run_group_tests_name("render", tests, NULL, NULL);

@@ -18,7 +18,11 @@
 #include "config.h"
 #include "conformance.h"
 #include "tool_core.h"
+#include "tool_genai.h"
+#include "tool_grafana.h"
 #include "tool_query.h"
+#include "tool_services.h"
+#include "tool_spans.h"
 #include "tool_telemetry.h"
 #include "tools.h"
 
@@ -29,6 +33,10 @@ static const struct tool_handler *const tables[] = {
 	conformance_tool_handlers,
 	query_tool_handlers,
 	telemetry_tool_handlers,
+	spans_tool_handlers, /* query_spans, get_trace */
+	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
+	services_tool_handlers, /* list_services */
+	grafana_tool_handlers,	/* query_grafana_metrics */
 	NULL,
 };
 
@@ -464,9 +472,13 @@ static void
 test_handler_without_definition(void **state)
 {
 	const struct tool_handler *const with_extra[] = {
-		core_tool_handlers,  conformance_tool_handlers,
-		query_tool_handlers, telemetry_tool_handlers,
-		extra_handlers,	     NULL};
+		core_tool_handlers,	conformance_tool_handlers,
+		query_tool_handlers,	telemetry_tool_handlers,
+		spans_tool_handlers,	/* query_spans, get_trace */
+		genai_tool_handlers,	/* get_session, ... */
+		services_tool_handlers, /* list_services */
+		grafana_tool_handlers,	/* query_grafana_metrics */
+		extra_handlers,		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
 	struct tools *t = (struct tools *)1;
 	char err[512] = "";

@@ -1,0 +1,398 @@
+/*
+ * servicequery.c - the service inventory (see servicequery.h): one
+ * statement for who is there (names, sources, namespace, last seen) by
+ * index probes, one for the requests (rollups plus raw spans, or exact),
+ * joined here by service name.  SQL text is static, values are bound.
+ */
+#include "servicequery.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "rollup.h"
+#include "timerange.h"
+
+#define HOUR_MS (3600LL * 1000)
+
+/*
+ * $1 from, $2 to, $3 namespace (NULL: any).  A loose index scan walks the
+ * service names (all stored, in any range: one probe per name); for each
+ * name and source the newest span in the range says whether the source
+ * saw it, when, and its namespace.  Names in strcmp order (COLLATE "C"),
+ * which the join with the requests relies on.
+ */
+static const char services_sql[] =
+	"WITH RECURSIVE s(n) AS (SELECT min(service_name) FROM spans "
+	"UNION ALL SELECT (SELECT min(service_name) FROM spans "
+	"WHERE service_name > s.n) FROM s WHERE s.n IS NOT NULL), "
+	"latest AS (SELECT s.n AS service, v.source, l.start_time, l.ns "
+	"FROM s CROSS JOIN (VALUES ('ebpf'), ('otlp')) v(source) "
+	"CROSS JOIN LATERAL (SELECT start_time, "
+	"coalesce(nullif(service_namespace, ''), "
+	"nullif(k8s_namespace_name, '')) AS ns FROM spans "
+	"WHERE service_name = s.n AND source = v.source "
+	"AND start_time >= $1::timestamptz AND start_time < $2::timestamptz "
+	"ORDER BY start_time DESC LIMIT 1) l WHERE s.n IS NOT NULL), "
+	"agg AS (SELECT service, "
+	"array_to_string(array_agg(source ORDER BY source), ',') AS sources, "
+	"(extract(epoch FROM max(start_time)) * 1000000)::bigint AS last_us, "
+	"(array_agg(ns ORDER BY ns IS NULL, start_time DESC))[1] AS ns "
+	"FROM latest GROUP BY service) "
+	"SELECT service, sources, last_us, ns FROM agg "
+	"WHERE $3::text IS NULL OR ns = $3::text "
+	"ORDER BY service COLLATE \"C\" LIMIT 10001";
+
+/*
+ * Requests of every service and source in [$1, $2), exactly.  A request
+ * both sources saw is two rows, so a service's requests are those of the
+ * source that saw the most (eBPF sees every call its probe covers, an SDK
+ * may sample): adding the sources up would count requests twice.  On a
+ * tie eBPF's rows are kept (they come first).
+ */
+static const char requests_exact_sql[] =
+	"SELECT service_name, count(*), count(*) FILTER (WHERE is_error), "
+	"percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) "
+	"FROM span_calls WHERE protocol IN ('http', 'grpc') "
+	"AND start_time >= $1::timestamptz AND start_time < $2::timestamptz "
+	"GROUP BY service_name, source ORDER BY service_name, source";
+
+/*
+ * Rollup rows of the clean settled hours in [$3, $4), raw spans bucketed
+ * the same way for the rest (the head [$1, $3), the tail [$4, $2) and the
+ * hours still marked dirty), as (service, is_error, buckets, counts); the
+ * rollup keeps the status, so is_error is recomputed from it as the view
+ * defines it (a gRPC span without a status code has status -1).
+ */
+#define RAW_HIST                                                               \
+	"SELECT service_name, source, is_error, "                              \
+	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "            \
+	"FROM span_calls "
+
+static const char requests_rollup_sql[] =
+	"WITH dirty AS (SELECT DISTINCT period FROM span_rollup_dirty "
+	"WHERE period >= $3::timestamptz AND period < $4::timestamptz), "
+	"raw AS (" RAW_HIST "WHERE protocol IN ('http', 'grpc') "
+	"AND start_time >= $1::timestamptz AND start_time < $3::timestamptz "
+	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
+	"WHERE protocol IN ('http', 'grpc') "
+	"AND start_time >= $4::timestamptz AND start_time < $2::timestamptz "
+	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
+	"JOIN dirty d ON start_time >= d.period "
+	"AND start_time < d.period + interval '1 hour' "
+	"WHERE protocol IN ('http', 'grpc') GROUP BY 1, 2, 3, 4) "
+	"SELECT service_name, source, "
+	"CASE WHEN protocol = 'http' THEN status >= 500 "
+	"ELSE status NOT IN (0, -1) END, buckets::text, counts::text "
+	"FROM span_rollup WHERE protocol IN ('http', 'grpc') "
+	"AND period >= $3::timestamptz AND period < $4::timestamptz "
+	"AND period NOT IN (SELECT period FROM dirty) "
+	"UNION ALL SELECT service_name, source, is_error, "
+	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
+	"FROM (SELECT service_name, source, is_error, b, sum(n) AS n FROM raw "
+	"GROUP BY 1, 2, 3, 4) r GROUP BY 1, 2, 3";
+
+struct priv {
+	PGresult *res; /* services_sql: the strings of the result */
+};
+
+static int64_t
+floor_hour(int64_t ms)
+{
+	int64_t r = ms % HOUR_MS;
+
+	return ms - (r < 0 ? r + HOUR_MS : r);
+}
+
+static void
+bad_result(struct pg_error *err, const char *what)
+{
+	snprintf(err->client, sizeof(err->client),
+		 "the telemetry store returned an unexpected %s", what);
+	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
+	err->sqlstate[0] = '\0';
+}
+
+static int
+parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0')
+		return STATUS_INVALID;
+	*out = v;
+	return STATUS_OK;
+}
+
+static int
+parse_double(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno != 0 || end == s || *end != '\0' ? STATUS_INVALID
+						      : STATUS_OK;
+}
+
+static int
+by_name(const void *key, const void *elem)
+{
+	return strcmp(key,
+		      ((const struct servicequery_service *)elem)->service);
+}
+
+/* The service named name, or NULL (a name with requests but no spans in
+ * the range of the first statement: rolled up, then dropped). */
+static struct servicequery_service *
+find(struct servicequery_result *r, const char *name)
+{
+	return bsearch(name, r->services, r->n, sizeof(*r->services), by_name);
+}
+
+static int
+services_rows(PGresult *res, struct servicequery_result *r,
+	      struct pg_error *err)
+{
+	int n = PQntuples(res);
+
+	for (int i = 0; i < n; i++) {
+		struct servicequery_service *s;
+		const char *src = PQgetvalue(res, i, 1);
+
+		if (r->n == SERVICEQUERY_MAX_SERVICES) {
+			r->truncated = true;
+			break;
+		}
+		s = &r->services[r->n];
+		s->service = PQgetvalue(res, i, 0);
+		s->ns = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3);
+		if (strstr(src, "ebpf") != NULL)
+			s->sources |= SERVICEQUERY_EBPF;
+		if (strstr(src, "otlp") != NULL)
+			s->sources |= SERVICEQUERY_OTLP;
+		if (s->sources == 0 ||
+		    parse_i64(PQgetvalue(res, i, 2), &s->last_seen_us) !=
+			    STATUS_OK) {
+			bad_result(err, "service row");
+			return STATUS_IO;
+		}
+		r->n++;
+	}
+	return STATUS_OK;
+}
+
+static int
+exact_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
+{
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct servicequery_service *s = find(r, PQgetvalue(res, i, 0));
+		int64_t req, errs;
+		double p95;
+
+		if (parse_i64(PQgetvalue(res, i, 1), &req) != STATUS_OK ||
+		    parse_i64(PQgetvalue(res, i, 2), &errs) != STATUS_OK ||
+		    parse_double(PQgetvalue(res, i, 3), &p95) != STATUS_OK ||
+		    req < 0 || errs < 0 || errs > req) {
+			bad_result(err, "requests row");
+			return STATUS_IO;
+		}
+		/* the source that saw the most (see requests_exact_sql) */
+		if (s == NULL || (uint64_t)req <= s->requests)
+			continue;
+		s->requests = (uint64_t)req;
+		s->errors = (uint64_t)errs;
+		s->p95_ms = p95 / 1e6;
+	}
+	return STATUS_OK;
+}
+
+/* Sums each service's histogram rows per source (any order), then keeps
+ * the source that saw the most requests (see requests_exact_sql). */
+static int
+rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
+{
+	struct rollup_hist **h = calloc(2 * r->n + 1, sizeof(*h));
+	uint64_t *errs = calloc(2 * r->n + 1, sizeof(*errs));
+	int rc = STATUS_OK;
+
+	if (h == NULL || errs == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct servicequery_service *s = find(r, PQgetvalue(res, i, 0));
+		size_t k;
+		int64_t before;
+
+		if (s == NULL)
+			continue;
+		/* eBPF first: it wins a tie, as in requests_exact_sql */
+		k = 2 * (size_t)(s - r->services) +
+		    (strcmp(PQgetvalue(res, i, 1), "ebpf") != 0);
+		if (h[k] == NULL && (h[k] = rollup_hist_new()) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		before = rollup_hist_count(h[k]);
+		if (rollup_hist_add_text(h[k], PQgetvalue(res, i, 3),
+					 PQgetvalue(res, i, 4)) != STATUS_OK) {
+			bad_result(err, "rollup row");
+			rc = STATUS_IO;
+			goto out;
+		}
+		if (strcmp(PQgetvalue(res, i, 2), "t") == 0)
+			errs[k] += (uint64_t)(rollup_hist_count(h[k]) - before);
+	}
+	for (size_t k = 0; k < 2 * r->n; k++) {
+		struct servicequery_service *s = &r->services[k / 2];
+
+		if (h[k] == NULL ||
+		    (uint64_t)rollup_hist_count(h[k]) <= s->requests)
+			continue;
+		s->requests = (uint64_t)rollup_hist_count(h[k]);
+		s->errors = errs[k];
+		s->p95_ms = rollup_hist_quantile(h[k], 0.95) / 1e6;
+	}
+out:
+	for (size_t k = 0; h != NULL && k < 2 * r->n; k++)
+		rollup_hist_free(h[k]);
+	free(h);
+	free(errs);
+	return rc;
+}
+
+static int
+by_requests(const void *a, const void *b)
+{
+	const struct servicequery_service *x = a, *y = b;
+
+	if (x->requests != y->requests)
+		return x->requests > y->requests ? -1 : 1;
+	return strcmp(x->service, y->service);
+}
+
+int
+servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
+		  int64_t now_ms, struct servicequery_result **out,
+		  struct pg_error *err)
+{
+	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX],
+		bfrom[TIMERANGE_FORMAT_MAX], bto[TIMERANGE_FORMAT_MAX];
+	const char *v[4];
+	struct servicequery_result *r = NULL;
+	struct priv *priv = NULL;
+	PGresult *res = NULL, *req = NULL;
+	int64_t body_from, body_to, settled;
+	struct pg_error ignored;
+	bool in_tx = false;
+	int rc;
+
+	*out = NULL;
+	if (f->from_ms >= f->to_ms) {
+		snprintf(err->client, sizeof(err->client),
+			 "the time range is empty: from must be before to");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	timerange_format(f->from_ms, from, sizeof(from));
+	timerange_format(f->to_ms, to, sizeof(to));
+	v[0] = from;
+	v[1] = to;
+	v[2] = f->ns;
+	/*
+	 * Both statements in one transaction with jit off (SET LOCAL: the
+	 * pooled connection's session is left as it was).  The requests
+	 * statement's estimate counts the dirty-hour branch as a scan of
+	 * the whole partition; that would have PostgreSQL spend ~300 ms
+	 * compiling it with LLVM for a statement that runs in tens of ms.
+	 * Read-only, so it ends in a rollback.
+	 */
+	if ((rc = pg_begin(c, err)) != STATUS_OK)
+		return rc;
+	in_tx = true;
+	if ((rc = pg_query(c, "SELECT set_config('jit', 'off', true)", 0, NULL,
+			   NULL, err)) != STATUS_OK ||
+	    (rc = pg_query(c, services_sql, 3, v, &res, err)) != STATUS_OK)
+		goto fail;
+	r = calloc(1, sizeof(*r));
+	priv = calloc(1, sizeof(*priv));
+	if (r == NULL || priv == NULL ||
+	    (r->services = calloc((size_t)PQntuples(res) + 1,
+				  sizeof(*r->services))) == NULL) {
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	priv->res = res;
+	r->priv_ = priv;
+	priv = NULL;
+	res = NULL;
+	if ((rc = services_rows(((struct priv *)r->priv_)->res, r, err)) !=
+	    STATUS_OK)
+		goto fail;
+	if (r->n == 0)
+		goto done;
+
+	/* whole hours inside the range that have settled (see rollup.h) */
+	body_from = floor_hour(f->from_ms + HOUR_MS - 1);
+	body_to = floor_hour(f->to_ms);
+	settled = floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL);
+	if (body_to > settled)
+		body_to = settled;
+	if (body_to - body_from < HOUR_MS) {
+		rc = pg_query(c, requests_exact_sql, 2, v, &req, err);
+	} else {
+		timerange_format(body_from, bfrom, sizeof(bfrom));
+		timerange_format(body_to, bto, sizeof(bto));
+		v[2] = bfrom;
+		v[3] = bto;
+		r->rollup = true;
+		rc = pg_query(c, requests_rollup_sql, 4, v, &req, err);
+	}
+	if (rc != STATUS_OK)
+		goto fail;
+	rc = r->rollup ? rollup_rows(req, r, err) : exact_rows(req, r, err);
+	if (rc != STATUS_OK)
+		goto fail;
+	qsort(r->services, r->n, sizeof(*r->services), by_requests);
+done:
+	in_tx = false;
+	if ((rc = pg_rollback(c, err)) != STATUS_OK)
+		goto fail;
+	PQclear(req);
+	*out = r;
+	return STATUS_OK;
+fail:
+	if (in_tx)
+		(void)!pg_rollback(c, &ignored);
+	if (rc == STATUS_NOMEM) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+	}
+	PQclear(req);
+	PQclear(res);
+	free(priv);
+	servicequery_free(r);
+	return rc;
+}
+
+void
+servicequery_free(struct servicequery_result *r)
+{
+	struct priv *priv;
+
+	if (r == NULL)
+		return;
+	priv = r->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(r->services);
+	free(r);
+}
