@@ -7,6 +7,7 @@
  * fields in structuredContent, types metric_not_found, invalid_time_range,
  * invalid_query and grafana_unavailable.
  */
+#include "tool_common.h"
 #include "tool_grafana.h"
 
 #include <ctype.h>
@@ -316,14 +317,6 @@ struct req {
 	int64_t start_ms, end_ms, step_ms, window_ms;
 };
 
-static const char *
-arg_str(const json_t *args, const char *key)
-{
-	const char *s = json_string_value(json_object_get(args, key));
-
-	return s != NULL && s[0] != '\0' ? s : NULL;
-}
-
 /*
  * One ISO 8601 instant (lib/timerange's grammar, "now" too).  timerange
  * resolves a range, so the instant is the range's start when it lies in
@@ -445,10 +438,10 @@ bad:
 static int
 parse_args(const json_t *args, int64_t now, struct req *q, struct failure *f)
 {
-	const char *agg = arg_str(args, "aggregation"),
-		   *pct = arg_str(args, "percentile"),
-		   *start = arg_str(args, "start_time"),
-		   *end = arg_str(args, "end_time");
+	const char *agg = tool_arg_str(args, "aggregation"),
+		   *pct = tool_arg_str(args, "percentile"),
+		   *start = tool_arg_str(args, "start_time"),
+		   *end = tool_arg_str(args, "end_time");
 	const json_t *filters = json_object_get(args, "filters"), *v;
 	const json_t *rate = json_object_get(args, "rate");
 	const char *key;
@@ -457,7 +450,7 @@ parse_args(const json_t *args, int64_t now, struct req *q, struct failure *f)
 
 	memset(q, 0, sizeof(*q));
 	q->metric = json_string_value(json_object_get(args, "metric_name"));
-	q->instance = arg_str(args, "instance");
+	q->instance = tool_arg_str(args, "instance");
 	if (q->metric == NULL || !promql_metric_name_ok(q->metric)) {
 		failf(f, "invalid_query",
 		      "metric_name \"%s\" is not a valid Prometheus metric "
