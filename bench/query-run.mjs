@@ -1,0 +1,475 @@
+// query-run.mjs - the measuring half of bench/query.sh: query_metrics (1 h,
+// 24 h) and query_traces (1 h) through MCP, interleaved call by call with
+// the single SQL statement that computes the same numbers from raw spans,
+// run by one long-lived psql with \timing on.  Checks first that both give
+// the same answer, then records every latency.  See bench/README.md.
+//
+//   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
+//        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h]
+//
+// --to ISO: absolute ranges ending there (from/to arguments, the same
+// range on every call); --live: time_range "1h" / "24h" and now() in SQL.
+// Output: one JSON object in FILE (samples, summaries, checks) and a short
+// summary on stdout.  Exit 1 when a call failed or an answer disagreed.
+
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+
+const ACCEPT = 'application/json, text/event-stream';
+const PROTOCOL = '2025-11-25';
+const CALL_TIMEOUT_MS = 600000;
+
+function die(msg) {
+	console.error(`query-run.mjs: ${msg}`);
+	process.exit(2);
+}
+
+// ---- arguments ---------------------------------------------------------------
+const opt = {
+	psql: 'psql',
+	services: 'checkout,payments,api-gateway,inventory',
+	calls: 30,
+	warmup: 1,
+	kinds: 'm1h,m24h,t1h',
+	live: false,
+};
+for (let i = 2; i < process.argv.length; i++) {
+	const a = process.argv[i];
+	const v = () => {
+		if (i + 1 >= process.argv.length) die(`${a} needs a value`);
+		return process.argv[++i];
+	};
+	if (a === '--mcp') opt.mcp = v();
+	else if (a === '--pg-url') opt.pgUrl = v();
+	else if (a === '--psql') opt.psql = v();
+	else if (a === '--out') opt.out = v();
+	else if (a === '--services') opt.services = v();
+	else if (a === '--calls') opt.calls = Number(v());
+	else if (a === '--warmup') opt.warmup = Number(v());
+	else if (a === '--kinds') opt.kinds = v();
+	else if (a === '--to') opt.to = v();
+	else if (a === '--live') opt.live = true;
+	else die(`unknown argument ${a}`);
+}
+if (!opt.mcp || !opt.pgUrl || !opt.out) die('--mcp, --pg-url and --out are required');
+if (!Number.isInteger(opt.calls) || opt.calls < 1) die('--calls: expected a positive integer');
+if (!Number.isInteger(opt.warmup) || opt.warmup < 0) die('--warmup: expected a non-negative integer');
+if (opt.live === (opt.to !== undefined)) die('give exactly one of --to ISO and --live');
+const anchorMs = opt.live ? null : Date.parse(opt.to);
+if (!opt.live && !Number.isFinite(anchorMs)) die(`--to: not a date: ${opt.to}`);
+const services = opt.services.split(',').filter(Boolean);
+if (!services.length) die('--services: empty');
+// Service names go into SQL literals: keep them to what services are named.
+for (const s of services) if (!/^[A-Za-z0-9._-]+$/.test(s)) die(`--services: unexpected name ${s}`);
+
+const HOUR_MS = 3600 * 1000;
+const KINDS = {
+	m1h: { tool: 'query_metrics', hours: 1, what: 'query_metrics 1h' },
+	m24h: { tool: 'query_metrics', hours: 24, what: 'query_metrics 24h' },
+	t1h: { tool: 'query_traces', hours: 1, what: 'query_traces 1h' },
+};
+const kinds = opt.kinds.split(',').filter(Boolean);
+for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (m1h, m24h, t1h)`);
+
+// ---- the SQL ---------------------------------------------------------------------
+// range: {from, to} ISO strings, or null for "the last N hours as of now()".
+function sqlRange(hours, range) {
+	if (!range) return [`now() - interval '${hours} hours'`, 'now()'];
+	return [`'${range.from}'::timestamptz`, `'${range.to}'::timestamptz`];
+}
+
+// Per source, protocol and key: requests, errors, exact percentiles of the
+// duration, from span_calls (the view the tool reads: one definition of a
+// call, its key and an error).  One statement for both sources.
+function metricsSql(service, hours, range) {
+	const [from, to] = sqlRange(hours, range);
+	return (
+		'SELECT source, protocol, k1, k2, count(*), count(*) FILTER (WHERE is_error), ' +
+		'percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY duration_ns) ' +
+		`FROM span_calls WHERE service_name = '${service}' AND protocol IS NOT NULL ` +
+		`AND start_time >= ${from} AND start_time < ${to} ` +
+		'GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4'
+	);
+}
+
+// The 10 traces with the most recent span of the service in the range (all
+// sources), and every span of them.  The newest 20,000 spans of the range
+// bound the search, as the tool does; the check below compares the ids.
+function tracesSql(service, hours, range) {
+	const [from, to] = sqlRange(hours, range);
+	return (
+		'WITH ids AS (SELECT trace_id FROM (SELECT trace_id, start_time FROM spans ' +
+		`WHERE service_name = '${service}' AND start_time >= ${from} AND start_time < ${to} ` +
+		'ORDER BY start_time DESC LIMIT 20000) s GROUP BY trace_id ' +
+		'ORDER BY max(start_time) DESC, trace_id LIMIT 10) ' +
+		"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), encode(parent_span_id, 'hex'), " +
+		'source, sextant_unix_nano(start_time, start_nanos), duration_ns, kind, status_code, ' +
+		'service_name, name, status_message FROM spans ' +
+		'WHERE trace_id IN (SELECT trace_id FROM ids) ORDER BY trace_id, start_time'
+	);
+}
+
+function sqlFor(kind, service, range) {
+	const k = KINDS[kind];
+	return k.tool === 'query_metrics' ? metricsSql(service, k.hours, range) : tracesSql(service, k.hours, range);
+}
+
+function argsFor(kind, service, range) {
+	const k = KINDS[kind];
+	if (range) return { service, from: range.from, to: range.to };
+	return { service, time_range: `${k.hours}h` };
+}
+
+// ---- psql -------------------------------------------------------------------
+// One psql process for the whole run, statements written to its stdin;
+// \timing prints the time from sending the statement to having its whole
+// result, as measured inside psql (no pipe to this process in it).
+class Psql {
+	constructor(bin, url) {
+		this.p = spawn(bin, ['-X', '-q', '-A', '-t', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-d', url], {
+			stdio: ['pipe', 'pipe', 'pipe'],
+		});
+		this.buf = '';
+		this.stderr = '';
+		this.waiter = null;
+		this.n = 0;
+		this.p.stdout.setEncoding('utf8');
+		this.p.stdout.on('data', (c) => {
+			this.buf += c;
+			this.poke();
+		});
+		this.p.stderr.setEncoding('utf8');
+		this.p.stderr.on('data', (c) => {
+			this.stderr += c;
+		});
+		this.exited = new Promise((resolve) => this.p.on('exit', (code) => resolve(code)));
+		this.exited.then((code) => {
+			this.dead = `psql exited (status ${code}): ${this.stderr.trim()}`;
+			this.poke();
+		});
+		this.p.stdin.write('\\timing on\n');
+	}
+
+	poke() {
+		if (!this.waiter) return;
+		const { marker, resolve, reject } = this.waiter;
+		const i = this.buf.indexOf(`${marker}\n`);
+		if (i >= 0) {
+			const out = this.buf.slice(0, i);
+			this.buf = this.buf.slice(i + marker.length + 1);
+			this.waiter = null;
+			resolve(out);
+		} else if (this.dead) {
+			this.waiter = null;
+			reject(new Error(this.dead));
+		}
+	}
+
+	// Runs one statement: {ms, rows: [[col, ...], ...]}.
+	async run(sql) {
+		const marker = `__query_run_${++this.n}__`;
+		const out = new Promise((resolve, reject) => {
+			this.waiter = { marker, resolve, reject };
+		});
+		this.p.stdin.write(`${sql};\n\\echo ${marker}\n`);
+		this.poke();
+		const text = await out;
+		const rows = [];
+		let ms = null;
+		for (const line of text.split('\n')) {
+			if (line === '') continue;
+			const t = /^Time: ([0-9.]+) ms/.exec(line);
+			if (t) ms = Number(t[1]);
+			else rows.push(line.split('\t'));
+		}
+		if (ms === null) throw new Error(`psql printed no timing for: ${sql}\n${text}`);
+		return { ms, rows };
+	}
+
+	async close() {
+		this.p.stdin.end();
+		await this.exited;
+	}
+}
+
+// ---- MCP --------------------------------------------------------------------
+// One keep-alive connection, one session.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const mcpUrl = new URL(opt.mcp);
+let sessionId = null;
+let nextId = 1;
+
+function post(body) {
+	const text = JSON.stringify(body);
+	const headers = {
+		'content-type': 'application/json',
+		accept: ACCEPT,
+		'content-length': Buffer.byteLength(text),
+	};
+	if (sessionId) {
+		headers['mcp-session-id'] = sessionId;
+		headers['mcp-protocol-version'] = PROTOCOL;
+	}
+	return new Promise((resolve, reject) => {
+		const req = http.request(
+			{ host: mcpUrl.hostname, port: mcpUrl.port, path: mcpUrl.pathname, method: 'POST', headers, agent },
+			(res) => {
+				const chunks = [];
+				res.on('data', (c) => chunks.push(c));
+				res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+				res.on('error', reject);
+			},
+		);
+		req.setTimeout(CALL_TIMEOUT_MS, () => req.destroy(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)));
+		req.on('error', reject);
+		req.end(text);
+	});
+}
+
+// The JSON-RPC response of id in a JSON or SSE body.
+function response(r, id) {
+	let msgs = [];
+	if (/^text\/event-stream/.test(r.headers['content-type'] ?? '')) {
+		for (const ev of r.text.split(/\r?\n\r?\n/)) {
+			const data = ev
+				.split(/\r?\n/)
+				.filter((l) => l.startsWith('data:'))
+				.map((l) => l.slice(5).replace(/^ /, ''))
+				.join('\n');
+			if (data) msgs.push(...[JSON.parse(data)].flat());
+		}
+	} else if (r.text) {
+		msgs = [JSON.parse(r.text)].flat();
+	}
+	return msgs.find((m) => m.id === id && ('result' in m || 'error' in m));
+}
+
+async function initialize() {
+	const r = await post({
+		jsonrpc: '2.0',
+		id: 0,
+		method: 'initialize',
+		params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'sextant-bench-query', version: '1.0' } },
+	});
+	if (r.status !== 200) throw new Error(`initialize: HTTP ${r.status}: ${r.text}`);
+	sessionId = r.headers['mcp-session-id'];
+	if (!sessionId) throw new Error('initialize: no Mcp-Session-Id');
+	const n = await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+	if (n.status !== 202) throw new Error(`notifications/initialized: HTTP ${n.status}`);
+}
+
+// One tools/call, timed from writing the request to having parsed the
+// answer: {ms, result}.  Throws on a transport or JSON-RPC error; a tool
+// result with isError comes back as is.
+async function callTool(name, args) {
+	const id = nextId++;
+	const t0 = process.hrtime.bigint();
+	const r = await post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+	const m = r.status === 200 ? response(r, id) : undefined;
+	const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+	if (!m) throw new Error(`tools/call ${name}: HTTP ${r.status}, no response: ${r.text.slice(0, 300)}`);
+	if (m.error) throw new Error(`tools/call ${name}: JSON-RPC error ${JSON.stringify(m.error)}`);
+	return { ms, result: m.result };
+}
+
+// ---- checks: the tool and the SQL give the same numbers -----------------------
+const PROTO_KEYS = { http: ['route', 'method'], grpc: ['method', null], sql: ['operation', 'table'] };
+
+function relDiff(a, b) {
+	if (a === b) return 0;
+	return Math.abs(a - b) / Math.max(Math.abs(a), Math.abs(b), 1e-9);
+}
+
+// Compares one query_metrics answer with the SQL rows; returns a list of
+// problems (empty when equal) and the largest percentile difference.
+function checkMetrics(result, rows) {
+	const problems = [];
+	const sc = result.structuredContent ?? {};
+	const tool = new Map();
+	for (const proto of Object.keys(PROTO_KEYS)) {
+		for (const r of sc[proto] ?? []) {
+			const [a, b] = PROTO_KEYS[proto];
+			tool.set([r.source, proto, r[a], b ? r[b] : ''].join('\u0001'), r);
+		}
+	}
+	let maxPct = 0;
+	let maxErr = 0;
+	for (const row of rows) {
+		const [source, proto, k1, k2, count, errors, pct] = row;
+		const key = [source, proto, k1, k2].join('\u0001');
+		const t = tool.get(key);
+		if (!t) {
+			problems.push(`no tool row for ${source}/${proto} ${k1} ${k2}`);
+			continue;
+		}
+		tool.delete(key);
+		if (t.requests !== Number(count)) problems.push(`${key}: requests ${t.requests} vs SQL ${count}`);
+		const p = pct.replace(/[{}]/g, '').split(',').map((x) => Number(x) / 1e6);
+		const q = [t.p50_ms, t.p95_ms, t.p99_ms];
+		for (let i = 0; i < 3; i++) {
+			// the tool rounds to 0.01 ms
+			const d = Math.abs(p[i] - q[i]) <= 0.006 ? 0 : relDiff(p[i], q[i]);
+			maxPct = Math.max(maxPct, d);
+		}
+		const errPct = (100 * Number(errors)) / Number(count);
+		maxErr = Math.max(maxErr, Math.abs(errPct - t.error_rate_pct));
+	}
+	for (const k of tool.keys()) problems.push(`tool row without SQL row: ${k.replaceAll('\u0001', ' ')}`);
+	if (maxErr > 0.051) problems.push(`error rates differ by up to ${maxErr.toFixed(3)} points`);
+	return { problems, keys: rows.length, maxPctDiff: maxPct, rollup: sc.rollup === true };
+}
+
+function checkTraces(result, rows) {
+	const problems = [];
+	const sc = result.structuredContent ?? {};
+	const toolIds = (sc.traces ?? []).map((t) => t.trace_id);
+	const sqlIds = [...new Set(rows.map((r) => r[0]))];
+	const a = [...toolIds].sort().join(',');
+	const b = [...sqlIds].sort().join(',');
+	if (a !== b) problems.push(`trace ids differ: tool [${toolIds.join(' ')}] vs SQL [${sqlIds.join(' ')}]`);
+	// the tool keeps one copy of a span both sources saw
+	const spans = new Map();
+	for (const r of rows) spans.set(r[0], (spans.get(r[0]) ?? new Set()).add(r[1]));
+	for (const t of sc.traces ?? []) {
+		const n = spans.get(t.trace_id)?.size;
+		if (n !== undefined && n !== t.span_count) problems.push(`trace ${t.trace_id}: ${t.span_count} spans vs SQL ${n} distinct`);
+	}
+	return { problems, traces: toolIds.length, spanRows: rows.length };
+}
+
+// ---- statistics -------------------------------------------------------------------
+// Linear interpolation between closest ranks (percentile_cont).
+function quantile(sorted, q) {
+	if (!sorted.length) return null;
+	const x = q * (sorted.length - 1);
+	const lo = Math.floor(x);
+	const hi = Math.ceil(x);
+	return sorted[lo] + (sorted[hi] - sorted[lo]) * (x - lo);
+}
+
+function summary(values) {
+	const s = [...values].sort((a, b) => a - b);
+	const r3 = (v) => (v === null ? null : Math.round(v * 1000) / 1000);
+	return {
+		n: s.length,
+		p50: r3(quantile(s, 0.5)),
+		p95: r3(quantile(s, 0.95)),
+		min: r3(s[0] ?? null),
+		max: r3(s[s.length - 1] ?? null),
+		mean: r3(s.length ? s.reduce((a, b) => a + b, 0) / s.length : null),
+	};
+}
+
+// ---- the run ------------------------------------------------------------------------
+function rangeAt(kind, endMs) {
+	const to = new Date(endMs);
+	const from = new Date(endMs - KINDS[kind].hours * HOUR_MS);
+	return { from: from.toISOString(), to: to.toISOString() };
+}
+
+async function main() {
+	const psql = new Psql(opt.psql, opt.pgUrl);
+	await initialize();
+	const out = {
+		started: new Date().toISOString(),
+		mode: opt.live ? 'live' : 'anchored',
+		anchor: opt.live ? null : new Date(anchorMs).toISOString(),
+		services,
+		calls: opt.calls,
+		kinds: {},
+		checks: [],
+		samples: [],
+		failures: [],
+	};
+	for (const k of kinds) {
+		out.kinds[k] = {
+			what: KINDS[k].what,
+			sql: sqlFor(k, '<service>', opt.live ? null : rangeAt(k, anchorMs)),
+			args: argsFor(k, '<service>', opt.live ? null : rangeAt(k, anchorMs)),
+		};
+	}
+
+	// 1. the same answer: both sides with the same absolute range
+	const checkEnd = opt.live ? Math.floor(Date.now() / 1000) * 1000 : anchorMs;
+	for (const svc of services) {
+		for (const k of kinds) {
+			const range = rangeAt(k, checkEnd);
+			const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
+			const s = await psql.run(sqlFor(k, svc, range));
+			const c = { kind: k, service: svc, mcp_ms: m.ms, sql_ms: s.ms };
+			if (m.result.isError) {
+				c.problems = [`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`];
+			} else {
+				Object.assign(c, KINDS[k].tool === 'query_metrics' ? checkMetrics(m.result, s.rows) : checkTraces(m.result, s.rows));
+			}
+			out.checks.push(c);
+			const tag = c.problems.length ? 'DIFFERS' : 'same';
+			console.error(
+				`check ${k} ${svc}: ${tag}` +
+					(c.keys !== undefined ? ` (${c.keys} keys, percentiles within ${(100 * c.maxPctDiff).toFixed(3)}%, rollup ${c.rollup})` : '') +
+					(c.traces !== undefined ? ` (${c.traces} traces, ${c.spanRows} span rows)` : ''),
+			);
+			for (const p of c.problems.slice(0, 5)) console.error(`  ${p}`);
+		}
+	}
+
+	// 2. warm-up, not recorded; 3. measured, interleaved
+	const total = opt.warmup * services.length + opt.calls;
+	for (let i = 0; i < total; i++) {
+		const measured = i >= opt.warmup * services.length;
+		const j = measured ? i - opt.warmup * services.length : i;
+		const svc = services[j % services.length];
+		for (const k of kinds) {
+			const range = opt.live ? null : rangeAt(k, anchorMs);
+			const sides = ['mcp', 'sql'];
+			if (j % 2 === 1) sides.reverse(); // neither always goes first
+			for (const via of sides) {
+				let ms;
+				let rollup = null;
+				try {
+					if (via === 'mcp') {
+						const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
+						ms = m.ms;
+						if (m.result.isError) throw new Error(`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`);
+						rollup = m.result.structuredContent?.rollup ?? null;
+					} else {
+						ms = (await psql.run(sqlFor(k, svc, range))).ms;
+					}
+				} catch (e) {
+					out.failures.push({ kind: k, service: svc, via, error: String(e.message ?? e) });
+					console.error(`query-run.mjs: ${k} ${svc} ${via}: ${e.message ?? e}`);
+					continue;
+				}
+				if (measured) out.samples.push({ i: j, kind: k, service: svc, via, ms: Math.round(ms * 1000) / 1000, rollup });
+			}
+		}
+		if (measured && (j + 1) % 10 === 0) console.error(`${j + 1}/${opt.calls} rounds`);
+	}
+	await psql.close();
+
+	out.summary = {};
+	for (const k of kinds) {
+		const mcp = summary(out.samples.filter((s) => s.kind === k && s.via === 'mcp').map((s) => s.ms));
+		const sql = summary(out.samples.filter((s) => s.kind === k && s.via === 'sql').map((s) => s.ms));
+		out.summary[k] = { mcp, sql, rollup_calls: out.samples.filter((s) => s.kind === k && s.via === 'mcp' && s.rollup === true).length };
+	}
+	out.finished = new Date().toISOString();
+	writeFileSync(opt.out, `${JSON.stringify(out, null, 1)}\n`);
+	for (const k of kinds) {
+		const { mcp, sql } = out.summary[k];
+		console.log(`${KINDS[k].what}: MCP p50 ${mcp.p50} p95 ${mcp.p95} ms; SQL p50 ${sql.p50} p95 ${sql.p95} ms`);
+	}
+	const bad = out.checks.filter((c) => c.problems.length).length;
+	if (bad || out.failures.length) {
+		console.error(`query-run.mjs: ${bad} check(s) differ, ${out.failures.length} call(s) failed`);
+		process.exit(1);
+	}
+	process.exit(0);
+}
+
+main().catch((e) => {
+	console.error(`query-run.mjs: ${e.stack ?? e}`);
+	process.exit(1);
+});
