@@ -61,6 +61,7 @@ STOP_S=20       # gateway shutdown after SIGTERM
 PG_S=180        # pg.sh start / stop
 LOAD_S=7200     # demo-data
 VACUUM_S=3600   # VACUUM ANALYZE after the load
+MIGRATE_S=3600  # migrations new since the load (indexes over the spans)
 ROLLUP_S=1800   # rollups catching up
 RUN_S=7200      # one query-run.mjs
 LIVE_MAX_AGE_S=900
@@ -211,7 +212,8 @@ state_get() { # KEY: its value in the state file, empty when absent
 }
 
 mkdir -p "$OUT"
-rm -f "$OUT"/run-*.json "$OUT"/*.md "$OUT"/sextant.log "$OUT"/statements.tsv "$OUT"/maintain.log
+rm -f "$OUT"/run-*.json "$OUT"/*.md "$OUT"/sextant.log "$OUT"/statements.tsv "$OUT"/maintain.log \
+	"$OUT"/migrate.log
 
 # ---- 1. the dataset ------------------------------------------------------------
 # A kept cluster is reused when it holds a complete load of the same size
@@ -278,6 +280,15 @@ AGE_S=$(($(date +%s) - $(date -d "$ANCHOR" +%s)))
 if [ "$LIVE" = 1 ] && [ "$AGE_S" -gt "$LIVE_MAX_AGE_S" ]; then
 	die "--live: the data ends $AGE_S s ago (over $LIVE_MAX_AGE_S s): the last hour would be partly empty; add --fresh"
 fi
+
+# A kept cluster may predate migrations of the binary: apply them here,
+# where an index over millions of spans may take minutes, not in serve's
+# start-up.
+note "applying migrations (sextant migrate)"
+DATABASE_URL=$PG_URL bounded "$MIGRATE_S" "$SEXTANT" migrate "${CONFIG_ARGS[@]}" >"$OUT/migrate.log" 2>&1 || {
+	tail -n 5 "$OUT/migrate.log" >&2
+	die "sextant migrate failed (log: $OUT/migrate.log)"
+}
 
 # ---- 2. rollups ------------------------------------------------------------------
 # Every hour that has settled (ended over ROLLUP_SETTLE_S = 120 s ago) and is
