@@ -29,20 +29,6 @@ struct auth_keys {
 	unsigned char (*hash)[SHA256_LEN];
 };
 
-static const char hex_digits[] = "0123456789abcdef";
-
-static void
-to_hex(char *out, const unsigned char *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex_digits[p[i] >> 4];
-		out[2 * i + 1] = hex_digits[p[i] & 0xf];
-	}
-	out[2 * n] = '\0';
-}
-
 static int
 sha256(const EVP_MD *md, const char *key, size_t keylen,
        unsigned char out[SHA256_LEN])
@@ -69,7 +55,7 @@ auth_hash_key(const char *key, size_t keylen, char out[AUTH_HASH_LEN + 1])
 	if (rc != STATUS_OK)
 		return rc;
 	memcpy(out, HASH_PREFIX, HASH_PREFIX_N);
-	to_hex(out + HASH_PREFIX_N, md, SHA256_LEN);
+	hex_encode(md, SHA256_LEN, out + HASH_PREFIX_N);
 	return STATUS_OK;
 }
 
@@ -279,7 +265,7 @@ auth_random_hex(char *out, size_t outlen, size_t nbytes)
 			out[0] = '\0';
 			return STATUS_IO;
 		}
-		to_hex(out + 2 * done, buf, chunk);
+		hex_encode(buf, chunk, out + 2 * done);
 		done += chunk;
 	}
 	out[2 * nbytes] = '\0';

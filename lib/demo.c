@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
+
 #define NS_PER_MS  1000000ull
 #define NS_PER_S   1000000000ull
 #define NS_PER_MIN (60 * NS_PER_S)
@@ -1346,7 +1348,6 @@ flow_session(struct gen *g, uint64_t t)
 	uint8_t raw[8];
 	int p = 0, turns = 2 + (int)rng_below(&g->r, 4), k, x;
 	uint32_t w = rng_below(&g->r, 100);
-	size_t j;
 
 	while (w >= (uint32_t)pair_weight[p]) {
 		w -= (uint32_t)pair_weight[p];
@@ -1354,11 +1355,7 @@ flow_session(struct gen *g, uint64_t t)
 	}
 	rng_bytes(&g->r, raw, sizeof(raw));
 	memcpy(g->session_id, "sess_", 5);
-	for (j = 0; j < sizeof(raw); j++) {
-		g->session_id[5 + 2 * j] = "0123456789abcdef"[raw[j] >> 4];
-		g->session_id[6 + 2 * j] = "0123456789abcdef"[raw[j] & 15];
-	}
-	g->session_id[5 + 2 * sizeof(raw)] = '\0';
+	hex_encode(raw, sizeof(raw), g->session_id + 5);
 	for (k = 0; k < turns; k++) {
 		struct call gw, as;
 		uint64_t u;

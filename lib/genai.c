@@ -124,21 +124,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Unix ms as a timestamptz literal PostgreSQL reads in any TimeZone. */
-static void
-format_ts(int64_t ms, char *buf, size_t cap)
-{
-	time_t s = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	int frac = (int)(ms - (int64_t)s * 1000);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00",
-		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
-		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
-		 tm.tm_sec % 100, frac % 1000);
-}
-
 static void
 set_err(struct pg_error *err, const char *client, const char *detail)
 {
@@ -152,41 +137,6 @@ nomem(struct pg_error *err)
 {
 	set_err(err, "out of memory", "out of memory");
 	return STATUS_NOMEM;
-}
-
-static int
-bad_result(struct pg_error *err, const char *what)
-{
-	snprintf(err->client, sizeof(err->client),
-		 "the telemetry store returned an unexpected %s", what);
-	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
-	err->sqlstate[0] = '\0';
-	return STATUS_IO;
-}
-
-static int
-parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
-
-static int
-parse_u64(const char *s, uint64_t *out)
-{
-	int64_t v;
-
-	if (parse_i64(s, &v) != STATUS_OK || v < 0)
-		return STATUS_INVALID;
-	*out = (uint64_t)v;
-	return STATUS_OK;
 }
 
 static int
@@ -216,7 +166,7 @@ col_i64(const PGresult *res, int row, int c, int64_t *out)
 		*out = -1;
 		return STATUS_OK;
 	}
-	return parse_i64(PQgetvalue(res, row, c), out);
+	return pg_text_i64(PQgetvalue(res, row, c), out);
 }
 
 /* STATS_COLS at column c, then the percentiles when pct (ns -> ms). */
@@ -226,13 +176,13 @@ parse_stats(const PGresult *res, int row, int c, bool pct,
 {
 	memset(s, 0, sizeof(*s));
 	s->p50_ms = s->p95_ms = NAN;
-	if (parse_u64(PQgetvalue(res, row, c), &s->calls) ||
-	    parse_u64(PQgetvalue(res, row, c + 1), &s->errors) ||
-	    parse_u64(PQgetvalue(res, row, c + 2), &s->input_tokens) ||
-	    parse_u64(PQgetvalue(res, row, c + 3), &s->output_tokens) ||
+	if (pg_text_u64(PQgetvalue(res, row, c), &s->calls) ||
+	    pg_text_u64(PQgetvalue(res, row, c + 1), &s->errors) ||
+	    pg_text_u64(PQgetvalue(res, row, c + 2), &s->input_tokens) ||
+	    pg_text_u64(PQgetvalue(res, row, c + 3), &s->output_tokens) ||
 	    parse_double(PQgetvalue(res, row, c + 4), &s->cost_usd) ||
-	    parse_u64(PQgetvalue(res, row, c + 5), &s->priced) ||
-	    parse_u64(PQgetvalue(res, row, c + 6), &s->unpriced))
+	    pg_text_u64(PQgetvalue(res, row, c + 5), &s->priced) ||
+	    pg_text_u64(PQgetvalue(res, row, c + 6), &s->unpriced))
 		return STATUS_INVALID;
 	s->unpriced_models = col(res, row, c + 7);
 	if (!pct)
@@ -245,21 +195,6 @@ parse_stats(const PGresult *res, int row, int c, bool pct,
 		if (parse_double(PQgetvalue(res, row, c + 8 + i), p))
 			return STATUS_INVALID;
 		*p /= 1e6;
-	}
-	return STATUS_OK;
-}
-
-static int
-hex_bytes(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != n * 2)
-		return STATUS_INVALID;
-	for (size_t i = 0; i < n; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return STATUS_INVALID;
-		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return STATUS_OK;
 }
@@ -432,15 +367,15 @@ session_spans(PGresult *res, struct genai_session *g, struct session_priv *p,
 		s->service = PQgetvalue(res, i, 7);
 		s->name = PQgetvalue(res, i, 8);
 		s->message = col(res, i, 9);
-		if (parse_i64(PQgetvalue(res, i, 3), &start) ||
-		    parse_i64(PQgetvalue(res, i, 4), &dur) ||
-		    parse_i64(PQgetvalue(res, i, 5), &status) ||
-		    parse_i64(PQgetvalue(res, i, 10), &traces) || start < 0 ||
-		    dur < 0 || hex_bytes(s->trace_id, m->trace_id, 16) ||
-		    hex_bytes(s->span_id, m->span_id, 8) ||
+		if (pg_text_i64(PQgetvalue(res, i, 3), &start) ||
+		    pg_text_i64(PQgetvalue(res, i, 4), &dur) ||
+		    pg_text_i64(PQgetvalue(res, i, 5), &status) ||
+		    pg_text_i64(PQgetvalue(res, i, 10), &traces) || start < 0 ||
+		    dur < 0 || hex_decode(s->trace_id, m->trace_id, 16) ||
+		    hex_decode(s->span_id, m->span_id, 8) ||
 		    (!PQgetisnull(res, i, 2) &&
-		     hex_bytes(PQgetvalue(res, i, 2), m->parent_span_id, 8))) {
-			rc = bad_result(err, "session span");
+		     hex_decode(PQgetvalue(res, i, 2), m->parent_span_id, 8))) {
+			rc = pg_bad_row(err, "session span");
 			goto out;
 		}
 		s->start_ns = (uint64_t)start;
@@ -464,7 +399,7 @@ session_spans(PGresult *res, struct genai_session *g, struct session_priv *p,
 			goto out;
 		}
 		if (rc != STATUS_OK) {
-			rc = bad_result(err, "session span set");
+			rc = pg_bad_row(err, "session span set");
 			goto out;
 		}
 	}
@@ -555,9 +490,9 @@ session_models(PGresult *res, struct genai_session *g, struct pg_error *err)
 		int64_t kind;
 		struct genai_stats st;
 
-		if (parse_i64(PQgetvalue(res, i, 0), &kind) ||
+		if (pg_text_i64(PQgetvalue(res, i, 0), &kind) ||
 		    parse_stats(res, i, 3, true, &st))
-			return bad_result(err, "session model row");
+			return pg_bad_row(err, "session model row");
 		if (kind != 0) {
 			g->total = st;
 			continue;
@@ -585,15 +520,15 @@ session_top(PGresult *res, struct genai_session *g, struct pg_error *err)
 		c.name = PQgetvalue(res, i, 7);
 		c.provider = col(res, i, 8);
 		c.model = col(res, i, 9);
-		if (parse_i64(PQgetvalue(res, i, 0), &kind) ||
-		    parse_i64(PQgetvalue(res, i, 3), &start) ||
-		    parse_i64(PQgetvalue(res, i, 4), &dur) ||
-		    parse_i64(PQgetvalue(res, i, 5), &status) ||
+		if (pg_text_i64(PQgetvalue(res, i, 0), &kind) ||
+		    pg_text_i64(PQgetvalue(res, i, 3), &start) ||
+		    pg_text_i64(PQgetvalue(res, i, 4), &dur) ||
+		    pg_text_i64(PQgetvalue(res, i, 5), &status) ||
 		    col_i64(res, i, 10, &c.input_tokens) ||
 		    col_i64(res, i, 11, &c.output_tokens) || start < 0 ||
 		    dur < 0 ||
 		    (cost != NULL && parse_double(cost, &c.cost_usd)))
-			return bad_result(err, "session call row");
+			return pg_bad_row(err, "session call row");
 		c.start_ns = (uint64_t)start;
 		c.duration_ns = (uint64_t)dur;
 		c.status = (int)status;
@@ -634,8 +569,8 @@ genai_session_get(struct pg_conn *c, const char *session_id, int64_t from_ms,
 		return nomem(err);
 	}
 	g->priv_ = p;
-	format_ts(from_ms, from, sizeof(from));
-	format_ts(to_ms, to, sizeof(to));
+	pg_ts_text(from_ms, from, sizeof(from));
+	pg_ts_text(to_ms, to, sizeof(to));
 	snprintf(ntr, sizeof(ntr), "%d", GENAI_MAX_TRACES);
 	snprintf(lim[0], sizeof(lim[0]), "%d", GENAI_MAX_SPANS + 1);
 	snprintf(lim[1], sizeof(lim[1]), "%d", GENAI_MAX_GROUPS + 1);
@@ -719,8 +654,8 @@ genai_recent_sessions(struct pg_conn *c, const char *like, int64_t from_ms,
 			"bad recent sessions query");
 		return STATUS_INVALID;
 	}
-	format_ts(from_ms, from, sizeof(from));
-	format_ts(to_ms, to, sizeof(to));
+	pg_ts_text(from_ms, from, sizeof(from));
+	pg_ts_text(to_ms, to, sizeof(to));
 	snprintf(lim, sizeof(lim), "%d", GENAI_MAX_RECENT);
 	if ((rc = query(c, recent_sql, 4, v, &res, err)) != STATUS_OK)
 		return rc;
@@ -732,10 +667,10 @@ genai_recent_sessions(struct pg_conn *c, const char *like, int64_t from_ms,
 		struct genai_recent *r = &l->items[l->n];
 		int64_t start;
 
-		if (parse_i64(PQgetvalue(res, i, 2), &start) || start < 0) {
+		if (pg_text_i64(PQgetvalue(res, i, 2), &start) || start < 0) {
 			PQclear(res);
 			free(l);
-			return bad_result(err, "session row");
+			return pg_bad_row(err, "session row");
 		}
 		r->session_id = PQgetvalue(res, i, 0);
 		r->service = PQgetvalue(res, i, 1);
@@ -821,9 +756,9 @@ genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
 			"bad usage range");
 		return STATUS_INVALID;
 	}
-	format_ts(f->from_ms - (f->to_ms - f->from_ms), prev, sizeof(prev));
-	format_ts(f->from_ms, from, sizeof(from));
-	format_ts(f->to_ms, to, sizeof(to));
+	pg_ts_text(f->from_ms - (f->to_ms - f->from_ms), prev, sizeof(prev));
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(groups, sizeof(groups), "%d", GENAI_MAX_GROUPS);
 	snprintf(top, sizeof(top), "%d", GENAI_TOP);
 	if ((rc = query(c, usage_sql, 7, v, &res, err)) != STATUS_OK)
@@ -852,10 +787,10 @@ genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
 		gr.model = col(res, i, 2);
 		gr.service = col(res, i, 3);
 		gr.session_id = col(res, i, 4);
-		if (parse_i64(PQgetvalue(res, i, 0), &kind) ||
+		if (pg_text_i64(PQgetvalue(res, i, 0), &kind) ||
 		    parse_stats(res, i, 5, true, &gr.s) ||
-		    parse_i64(PQgetvalue(res, i, 15), &total) || total < 0) {
-			rc = bad_result(err, "usage row");
+		    pg_text_i64(PQgetvalue(res, i, 15), &total) || total < 0) {
+			rc = pg_bad_row(err, "usage row");
 			goto fail;
 		}
 		switch (kind) {
@@ -928,8 +863,8 @@ genai_names_get(struct pg_conn *c, enum genai_key key, int64_t from_ms,
 			"bad names query");
 		return STATUS_INVALID;
 	}
-	format_ts(from_ms, from, sizeof(from));
-	format_ts(to_ms, to, sizeof(to));
+	pg_ts_text(from_ms, from, sizeof(from));
+	pg_ts_text(to_ms, to, sizeof(to));
 	snprintf(lim, sizeof(lim), "%zu", max);
 	if ((rc = query(c, key == GENAI_KEY_MODEL ? models_sql : services_sql,
 			3, v, &res, err)) != STATUS_OK)

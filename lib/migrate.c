@@ -16,6 +16,7 @@
 
 #include <openssl/evp.h>
 
+#include "hex.h"
 #include "log.h"
 
 /* build/gen/migrations.c */
@@ -142,7 +143,6 @@ check_conn(PGconn *conn, char *err, size_t errlen)
 static int
 sha256_hex(const char *text, char out[SHA256_HEX + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
@@ -150,11 +150,7 @@ sha256_hex(const char *text, char out[SHA256_HEX + 1])
 		    1 ||
 	    mdlen * 2 != SHA256_HEX)
 		return STATUS_NOMEM;
-	for (unsigned int i = 0; i < mdlen; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	out[SHA256_HEX] = '\0';
+	hex_encode(md, mdlen, out);
 	return STATUS_OK;
 }
 

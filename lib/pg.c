@@ -1784,3 +1784,58 @@ pg_pool_stats(struct pg_pool *p, struct pg_stats *out)
 	out->ready = p->ready;
 	pthread_mutex_unlock(&p->mu);
 }
+
+/* ---- text values ---------------------------------------------------------- */
+
+int
+pg_text_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0')
+		return STATUS_INVALID;
+	*out = v;
+	return STATUS_OK;
+}
+
+int
+pg_text_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-')
+		return STATUS_INVALID;
+	*out = v;
+	return STATUS_OK;
+}
+
+void
+pg_ts_text(int64_t ms, char *buf, size_t cap)
+{
+	time_t s = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+	int frac = (int)(ms - (int64_t)s * 1000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	/* the year fits 5 digits (timerange bounds it), all else 2 or 3 */
+	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00",
+		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
+		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+		 tm.tm_sec % 100, frac % 1000);
+}
+
+int
+pg_bad_row(struct pg_error *err, const char *what)
+{
+	snprintf(err->client, sizeof(err->client),
+		 "the telemetry store returned an unexpected %s", what);
+	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
+	err->sqlstate[0] = '\0';
+	return STATUS_IO;
+}

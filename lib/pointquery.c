@@ -89,20 +89,6 @@ pointquery_agg_parse(const char *name)
 	return -1;
 }
 
-static int
-parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
-
 /* Numbers PostgreSQL prints: integers, decimals, "NaN", "Infinity". */
 static int
 parse_double(const char *s, double *out)
@@ -896,7 +882,7 @@ collect(struct pointquery_metric *m, struct metric_priv *priv, enum plan plan,
 			s->v = &priv->v[npts];
 			m->n_series++;
 		}
-		if (parse_i64(PQgetvalue(res, i, (int)ng), &b) != STATUS_OK)
+		if (pg_text_i64(PQgetvalue(res, i, (int)ng), &b) != STATUS_OK)
 			return bad_result(err, "metric row");
 		if (plan == PLAN_QUANTILE) {
 			rc = cell_quantile(res, i, j, ng, q, &v, err);
@@ -1003,8 +989,8 @@ pointquery_metrics(struct pg_conn *c, const struct pointquery_metric_req *r,
 	m->kind = PQgetvalue(priv->meta, 0, 0);
 	m->unit = PQgetvalue(priv->meta, 0, 1);
 	m->monotonic = strcmp(PQgetvalue(priv->meta, 0, 3), "t") == 0;
-	if (parse_i64(PQgetvalue(priv->meta, 0, 2), &b) != STATUS_OK ||
-	    parse_i64(PQgetvalue(priv->meta, 0, 4), &m->latest_ms) !=
+	if (pg_text_i64(PQgetvalue(priv->meta, 0, 2), &b) != STATUS_OK ||
+	    pg_text_i64(PQgetvalue(priv->meta, 0, 4), &m->latest_ms) !=
 		    STATUS_OK) {
 		rc = bad_result(err, "metric row");
 		goto fail;
@@ -1266,12 +1252,12 @@ pointquery_spans(struct pg_conn *c, const struct pointquery_span_req *r,
 		int64_t kind, st;
 		const char *attrs = PQgetvalue(res, i, 10);
 
-		if (parse_i64(PQgetvalue(res, i, 5), &kind) != STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 6), &sp->start_us) !=
+		if (pg_text_i64(PQgetvalue(res, i, 5), &kind) != STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 6), &sp->start_us) !=
 			    STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 7), &sp->duration_ns) !=
+		    pg_text_i64(PQgetvalue(res, i, 7), &sp->duration_ns) !=
 			    STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 8), &st) != STATUS_OK) {
+		    pg_text_i64(PQgetvalue(res, i, 8), &st) != STATUS_OK) {
 			rc = bad_result(err, "span row");
 			goto fail;
 		}

@@ -568,3 +568,12 @@ rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 		rc = pg_query(c, sql[i], 2, params, NULL, err);
 	return rc;
 }
+
+int64_t
+rollup_period_floor(int64_t ms)
+{
+	const int64_t period = ROLLUP_PERIOD_S * 1000LL;
+	int64_t r = ms % period;
+
+	return ms - (r < 0 ? r + period : r);
+}

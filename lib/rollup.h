@@ -23,6 +23,9 @@
  * duration fits. */
 #define ROLLUP_BUCKET_MAX 4400
 
+/* The start (Unix ms) of the rollup period, the UTC hour, holding ms. */
+int64_t rollup_period_floor(int64_t ms);
+
 /*
  * Bucket index of a duration in ns: 0 for <= 0, else
  * max(1, ceil(ln(d) / ln(gamma))) with gamma = (1 + ALPHA) / (1 - ALPHA),

@@ -99,37 +99,6 @@ struct priv {
 	PGresult *res; /* services_sql: the strings of the result */
 };
 
-static int64_t
-floor_hour(int64_t ms)
-{
-	int64_t r = ms % HOUR_MS;
-
-	return ms - (r < 0 ? r + HOUR_MS : r);
-}
-
-static void
-bad_result(struct pg_error *err, const char *what)
-{
-	snprintf(err->client, sizeof(err->client),
-		 "the telemetry store returned an unexpected %s", what);
-	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
-	err->sqlstate[0] = '\0';
-}
-
-static int
-parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
-
 static int
 parse_double(const char *s, double *out)
 {
@@ -178,9 +147,9 @@ services_rows(PGresult *res, struct servicequery_result *r,
 		if (strstr(src, "otlp") != NULL)
 			s->sources |= SERVICEQUERY_OTLP;
 		if (s->sources == 0 ||
-		    parse_i64(PQgetvalue(res, i, 2), &s->last_seen_us) !=
+		    pg_text_i64(PQgetvalue(res, i, 2), &s->last_seen_us) !=
 			    STATUS_OK) {
-			bad_result(err, "service row");
+			pg_bad_row(err, "service row");
 			return STATUS_IO;
 		}
 		r->n++;
@@ -196,11 +165,11 @@ exact_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 		int64_t req, errs;
 		double p95;
 
-		if (parse_i64(PQgetvalue(res, i, 1), &req) != STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 2), &errs) != STATUS_OK ||
+		if (pg_text_i64(PQgetvalue(res, i, 1), &req) != STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 2), &errs) != STATUS_OK ||
 		    parse_double(PQgetvalue(res, i, 3), &p95) != STATUS_OK ||
 		    req < 0 || errs < 0 || errs > req) {
-			bad_result(err, "requests row");
+			pg_bad_row(err, "requests row");
 			return STATUS_IO;
 		}
 		/* the source that saw the most (see requests_exact_sql) */
@@ -243,7 +212,7 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 		before = rollup_hist_count(h[k]);
 		if (rollup_hist_add_text(h[k], PQgetvalue(res, i, 3),
 					 PQgetvalue(res, i, 4)) != STATUS_OK) {
-			bad_result(err, "rollup row");
+			pg_bad_row(err, "rollup row");
 			rc = STATUS_IO;
 			goto out;
 		}
@@ -340,9 +309,9 @@ servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
 		goto done;
 
 	/* whole hours inside the range that have settled (see rollup.h) */
-	body_from = floor_hour(f->from_ms + HOUR_MS - 1);
-	body_to = floor_hour(f->to_ms);
-	settled = floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL);
+	body_from = rollup_period_floor(f->from_ms + HOUR_MS - 1);
+	body_to = rollup_period_floor(f->to_ms);
+	settled = rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL);
 	if (body_to > settled)
 		body_to = settled;
 	if (body_to - body_from < HOUR_MS) {

@@ -103,30 +103,6 @@ static const char metrics_rollup_sql[] =
 	"FROM (SELECT protocol, k1, k2, status, b, sum(n) AS n FROM raw "
 	"GROUP BY 1, 2, 3, 4, 5) r GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3";
 
-/* Unix ms as a timestamptz literal PostgreSQL reads in any TimeZone. */
-static void
-format_ts(int64_t ms, char *buf, size_t cap)
-{
-	time_t s = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	int frac = (int)(ms - (int64_t)s * 1000);
-	struct tm tm;
-
-	gmtime_r(&s, &tm);
-	/* the year fits 5 digits (timerange bounds it), all else 2 or 3 */
-	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00",
-		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
-		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
-		 tm.tm_sec % 100, frac % 1000);
-}
-
-static int64_t
-floor_hour(int64_t ms)
-{
-	int64_t r = ms % HOUR_MS;
-
-	return ms - (r < 0 ? r + HOUR_MS : r);
-}
-
 static bool
 is_error(int protocol, long status)
 {
@@ -165,8 +141,8 @@ spanquery_metrics_send(struct pg_conn *c, const char *source,
 					protocol_names[p]);
 	}
 	snprintf(protos + len, sizeof(protos) - len, "}");
-	format_ts(f->from_ms, from, sizeof(from));
-	format_ts(f->to_ms, to, sizeof(to));
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(smin, sizeof(smin), "%d", f->http_status_min);
 	snprintf(smax, sizeof(smax), "%d", f->http_status_max);
 	snprintf(gstat, sizeof(gstat), "%d", f->grpc_status);
@@ -185,14 +161,15 @@ spanquery_metrics_send(struct pg_conn *c, const char *source,
 	v[12] = f->table_name;
 
 	/* whole hours inside the range that have settled (see rollup.h) */
-	body_from = floor_hour(f->from_ms + HOUR_MS - 1);
-	body_to = floor_hour(f->to_ms);
-	if (body_to > floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL))
-		body_to = floor_hour(now_ms - ROLLUP_SETTLE_S * 1000LL);
+	body_from = rollup_period_floor(f->from_ms + HOUR_MS - 1);
+	body_to = rollup_period_floor(f->to_ms);
+	if (body_to > rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL))
+		body_to =
+			rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL);
 	if (body_to - body_from < HOUR_MS)
 		return pg_send(c, metrics_exact_sql, 13, v, err);
-	format_ts(body_from, bfrom, sizeof(bfrom));
-	format_ts(body_to, bto, sizeof(bto));
+	pg_ts_text(body_from, bfrom, sizeof(bfrom));
+	pg_ts_text(body_to, bto, sizeof(bto));
 	v[13] = bfrom;
 	v[14] = bto;
 	*rollup = true;
@@ -202,20 +179,6 @@ spanquery_metrics_send(struct pg_conn *c, const char *source,
 struct metrics_priv {
 	PGresult *res;
 };
-
-static int
-parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || *s == '-')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
 
 /* "{1.5,20,33.25}" -> three doubles (ns) */
 static int
@@ -233,15 +196,6 @@ parse_percentiles(const char *s, double out[3])
 		s = end + 1;
 	}
 	return *s == '\0' ? STATUS_OK : STATUS_INVALID;
-}
-
-static void
-bad_result(struct pg_error *err, const char *what)
-{
-	snprintf(err->client, sizeof(err->client),
-		 "the telemetry store returned an unexpected %s", what);
-	snprintf(err->detail, sizeof(err->detail), "unparsable %s", what);
-	err->sqlstate[0] = '\0';
 }
 
 static int
@@ -262,10 +216,10 @@ exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 		r->k1 = PQgetvalue(res, i, 1);
 		r->k2 = PQgetvalue(res, i, 2);
 		if (r->protocol < 0 ||
-		    parse_u64(PQgetvalue(res, i, 3), &r->requests) ||
-		    parse_u64(PQgetvalue(res, i, 4), &r->errors) ||
+		    pg_text_u64(PQgetvalue(res, i, 3), &r->requests) ||
+		    pg_text_u64(PQgetvalue(res, i, 4), &r->errors) ||
 		    parse_percentiles(PQgetvalue(res, i, 5), pct)) {
-			bad_result(err, "metrics row");
+			pg_bad_row(err, "metrics row");
 			return STATUS_IO;
 		}
 		r->p50_ms = pct[0] / 1e6;
@@ -336,7 +290,7 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 	}
 	goto out;
 bad:
-	bad_result(err, "rollup row");
+	pg_bad_row(err, "rollup row");
 	rc = STATUS_IO;
 out:
 	rollup_hist_free(h);
@@ -427,23 +381,6 @@ static const char trace_ids_slowest_sql[] =
 	"ORDER BY duration_ns DESC LIMIT 20000) s "
 	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5";
 
-static int
-hex_bytes(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != n * 2)
-		return STATUS_INVALID;
-	for (size_t i = 0; i < n; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return STATUS_INVALID;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return STATUS_OK;
-}
-
-static int parse_i64(const char *s, int64_t *out);
-
 int
 spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 			 const struct spanquery_trace_filter *f,
@@ -460,8 +397,8 @@ spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 		err->detail[0] = err->sqlstate[0] = '\0';
 		return STATUS_INVALID;
 	}
-	format_ts(f->from_ms, from, sizeof(from));
-	format_ts(f->to_ms, to, sizeof(to));
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
 	snprintf(lim, sizeof(lim), "%d", SPANQUERY_MAX_IDS);
 	v[0] = from;
@@ -488,11 +425,12 @@ spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
 		return rc;
 	for (int i = 0; i < PQntuples(res) && *n < cap; i++) {
-		if (hex_bytes(PQgetvalue(res, i, 0), ids[*n], 16) !=
+		if (hex_decode(PQgetvalue(res, i, 0), ids[*n], 16) !=
 			    STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 1), &keys[*n]) != STATUS_OK ||
-		    parse_i64(PQgetvalue(res, i, 2), matched) != STATUS_OK) {
-			bad_result(err, "trace id");
+		    pg_text_i64(PQgetvalue(res, i, 1), &keys[*n]) !=
+			    STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 2), matched) != STATUS_OK) {
+			pg_bad_row(err, "trace id");
 			rc = STATUS_IO;
 			break;
 		}
@@ -547,20 +485,6 @@ struct spans_priv {
 	PGresult *res;
 };
 
-static int
-parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
-
 int
 spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
 		     struct pg_error *err)
@@ -591,21 +515,21 @@ spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
 		struct spanquery_span *sp = &s->spans[i];
 		int64_t start, dur, kind, status;
 
-		if (hex_bytes(PQgetvalue(res, i, 0), sp->trace_id, 16) ||
-		    hex_bytes(PQgetvalue(res, i, 1), sp->span_id, 8) ||
-		    parse_i64(PQgetvalue(res, i, 3), &start) ||
-		    parse_i64(PQgetvalue(res, i, 4), &dur) ||
-		    parse_i64(PQgetvalue(res, i, 5), &kind) ||
-		    parse_i64(PQgetvalue(res, i, 6), &status) || start < 0 ||
+		if (hex_decode(PQgetvalue(res, i, 0), sp->trace_id, 16) ||
+		    hex_decode(PQgetvalue(res, i, 1), sp->span_id, 8) ||
+		    pg_text_i64(PQgetvalue(res, i, 3), &start) ||
+		    pg_text_i64(PQgetvalue(res, i, 4), &dur) ||
+		    pg_text_i64(PQgetvalue(res, i, 5), &kind) ||
+		    pg_text_i64(PQgetvalue(res, i, 6), &status) || start < 0 ||
 		    dur < 0) {
-			bad_result(err, "span row");
+			pg_bad_row(err, "span row");
 			rc = STATUS_IO;
 			goto fail;
 		}
 		if (!PQgetisnull(res, i, 2)) {
-			if (hex_bytes(PQgetvalue(res, i, 2), sp->parent_span_id,
-				      8)) {
-				bad_result(err, "span row");
+			if (hex_decode(PQgetvalue(res, i, 2),
+				       sp->parent_span_id, 8)) {
+				pg_bad_row(err, "span row");
 				rc = STATUS_IO;
 				goto fail;
 			}

@@ -128,15 +128,9 @@ format_ts(int64_t v, int64_t per_s, int frac_digits, char *buf, size_t cap)
 static void
 bytea_text(const uint8_t *p, size_t n, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-
 	out[0] = '\\';
 	out[1] = 'x';
-	for (size_t i = 0; i < n; i++) {
-		out[2 + 2 * i] = digits[p[i] >> 4];
-		out[3 + 2 * i] = digits[p[i] & 15];
-	}
-	out[2 + 2 * n] = '\0';
+	hex_encode(p, n, out + 2);
 }
 
 /* The bound text of the seven filter parameters, in storage of the
@@ -233,35 +227,6 @@ struct page_priv {
 	PGresult *res;
 };
 
-static int
-parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0')
-		return STATUS_INVALID;
-	*out = v;
-	return STATUS_OK;
-}
-
-static int
-hex_bytes(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != n * 2)
-		return STATUS_INVALID;
-	for (size_t i = 0; i < n; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return STATUS_INVALID;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return STATUS_OK;
-}
-
 static const char *
 opt_text(const PGresult *res, int row, int col)
 {
@@ -274,7 +239,7 @@ opt_i64(const PGresult *res, int row, int col, int64_t *out)
 	*out = -1;
 	if (PQgetisnull(res, row, col))
 		return STATUS_OK;
-	return parse_i64(PQgetvalue(res, row, col), out);
+	return pg_text_i64(PQgetvalue(res, row, col), out);
 }
 
 /* One row of the page statement into sp; STATUS_INVALID when unparsable. */
@@ -285,19 +250,19 @@ page_row(const PGresult *res, int i, struct spanstore_span *sp)
 	const char *src = PQgetvalue(res, i, 8), *cost;
 	char *end;
 
-	if (hex_bytes(PQgetvalue(res, i, 0), sp->key.trace_id, 16) ||
-	    hex_bytes(PQgetvalue(res, i, 1), sp->key.span_id, 8) ||
-	    parse_i64(PQgetvalue(res, i, 3), &start_us) ||
-	    parse_i64(PQgetvalue(res, i, 4), &nanos) ||
-	    parse_i64(PQgetvalue(res, i, 5), &dur) ||
-	    parse_i64(PQgetvalue(res, i, 6), &kind) ||
-	    parse_i64(PQgetvalue(res, i, 7), &status) ||
+	if (hex_decode(PQgetvalue(res, i, 0), sp->key.trace_id, 16) ||
+	    hex_decode(PQgetvalue(res, i, 1), sp->key.span_id, 8) ||
+	    pg_text_i64(PQgetvalue(res, i, 3), &start_us) ||
+	    pg_text_i64(PQgetvalue(res, i, 4), &nanos) ||
+	    pg_text_i64(PQgetvalue(res, i, 5), &dur) ||
+	    pg_text_i64(PQgetvalue(res, i, 6), &kind) ||
+	    pg_text_i64(PQgetvalue(res, i, 7), &status) ||
 	    opt_i64(res, i, 16, &sp->input_tokens) ||
 	    opt_i64(res, i, 17, &sp->output_tokens) || start_us < 0 ||
 	    start_us > MAX_START_US || nanos < 0 || nanos > 999 || dur < 0)
 		return STATUS_INVALID;
 	if (!PQgetisnull(res, i, 2)) {
-		if (hex_bytes(PQgetvalue(res, i, 2), sp->parent_span_id, 8))
+		if (hex_decode(PQgetvalue(res, i, 2), sp->parent_span_id, 8))
 			return STATUS_INVALID;
 		sp->has_parent = true;
 	}
@@ -422,7 +387,7 @@ spanstore_count_recv(struct pg_conn *c, int64_t *total, struct pg_error *err)
 	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
 		return rc;
 	if (PQntuples(res) != 1 || PQnfields(res) != 1 ||
-	    parse_i64(PQgetvalue(res, 0, 0), total) != STATUS_OK ||
+	    pg_text_i64(PQgetvalue(res, 0, 0), total) != STATUS_OK ||
 	    *total < 0) {
 		set_err(err,
 			"the telemetry store returned an unexpected count");
@@ -555,18 +520,6 @@ b64_decode(const char *s, unsigned char *out, size_t *n)
 	return true;
 }
 
-static void
-hex_text(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 int
 spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 			size_t cap)
@@ -591,8 +544,8 @@ spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 	      cur->from_ms >= cur->to_ms)))
 		return STATUS_INVALID;
 	snprintf(hash, sizeof(hash), "%016" PRIx64, cur->filter_hash);
-	hex_text(k->trace_id, 16, trace);
-	hex_text(k->span_id, 8, span);
+	hex_encode(k->trace_id, 16, trace);
+	hex_encode(k->span_id, 8, span);
 	o = json_pack(
 		"{s:i, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:s, s:s}", "v", 1,
 		"o", cur->order == SPANSTORE_ORDER_START ? "start" : "duration",
@@ -649,7 +602,7 @@ get_hex(const json_t *o, const char *key, uint8_t *out, size_t n)
 	for (const char *p = s; *p != '\0'; p++)
 		if (*p >= 'A' && *p <= 'F')
 			return false;
-	return hex_bytes(s, out, n) == STATUS_OK;
+	return hex_decode(s, out, n) == STATUS_OK;
 }
 
 int

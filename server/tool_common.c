@@ -36,35 +36,15 @@ tool_arg_str(const json_t *args, const char *key)
 	return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
-void
-tool_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 int
 tool_parse_trace_id(const char *s, uint8_t out[16])
 {
-	bool nonzero = false;
+	static const uint8_t zero[16];
 
-	if (strlen(s) != 32)
+	if (hex_decode(s, out, 16) != STATUS_OK)
 		return STATUS_INVALID;
-	for (int i = 0; i < 16; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return STATUS_INVALID;
-		out[i] = (uint8_t)(hi << 4 | lo);
-		nonzero |= out[i] != 0;
-	}
 	/* all zero is an invalid trace id (W3C Trace Context, trace-id) */
-	return nonzero ? STATUS_OK : STATUS_INVALID;
+	return memcmp(out, zero, 16) != 0 ? STATUS_OK : STATUS_INVALID;
 }
 
 const char *

@@ -25,10 +25,6 @@ int64_t tool_now_ms(void);
  * not a string, or empty. */
 const char *tool_arg_str(const json_t *args, const char *key);
 
-/* p[0..n) as lowercase hex into out, which holds 2 * n + 1 bytes
- * (NUL-terminated). */
-void tool_hex(const uint8_t *p, size_t n, char *out);
-
 /* A W3C trace id: exactly 32 hex digits, not all zero, into out.
  * STATUS_INVALID otherwise (out then undefined). */
 int tool_parse_trace_id(const char *s, uint8_t out[16]) WUR;

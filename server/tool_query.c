@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "call.h"
+#include "hex.h"
 #include "merge.h"
 #include "pg.h"
 #include "redact.h"
@@ -731,8 +732,8 @@ node_json(const struct merge_node *node)
 	char sid[17], pid[17], start[40];
 	json_t *o, *seen = json_array();
 
-	tool_hex(s->span_id, 8, sid);
-	tool_hex(s->parent_span_id, 8, pid);
+	hex_encode(s->span_id, 8, sid);
+	hex_encode(s->parent_span_id, 8, pid);
 	timerange_format((int64_t)(s->start_ns / 1000000), start,
 			 sizeof(start));
 	for (int m = 0; seen != NULL && m < MERGE_SOURCE_COUNT; m++)
@@ -777,7 +778,7 @@ trace_json(const struct merge_trace *t)
 		if (json_array_append(parent, made[i]) != 0)
 			goto fail;
 	}
-	tool_hex(t->trace_id, 16, tid);
+	hex_encode(t->trace_id, 16, tid);
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
 	o = json_pack("{s:s, s:s, s:f, s:I, s:I, s:O}", "trace_id", tid,
@@ -1195,7 +1196,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				      : 0;
 		size_t left = res->n_traces - i;
 
-		tool_hex(t->trace_id, 16, tid);
+		hex_encode(t->trace_id, 16, tid);
 		timerange_format((int64_t)(t->start_ns / 1000000), start,
 				 sizeof(start));
 		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "call.h"
+#include "hex.h"
 #include "merge.h"
 #include "pg.h"
 #include "redact.h"
@@ -229,7 +230,7 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 	if (f->has_trace_id) {
 		char tid[33];
 
-		tool_hex(f->trace_id, 16, tid);
+		hex_encode(f->trace_id, 16, tid);
 		(void)!buf_printf(b, "%strace %s", sep, tid);
 		sep = ", ";
 	}
@@ -276,9 +277,9 @@ span_json(const struct spanstore_span *s)
 	char tid[33], sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
 	json_t *o, *g = NULL;
 
-	tool_hex(s->key.trace_id, 16, tid);
-	tool_hex(s->key.span_id, 8, sid);
-	tool_hex(s->parent_span_id, 8, pid);
+	hex_encode(s->key.trace_id, 16, tid);
+	hex_encode(s->key.span_id, 8, sid);
+	hex_encode(s->parent_span_id, 8, pid);
 	timerange_format((int64_t)(s->start_ns / 1000000), start,
 			 sizeof(start));
 	if (s->genai) {
@@ -783,8 +784,8 @@ node_json(const struct merge_trace *t, size_t i)
 	const struct spanquery_span *s = row_of(node);
 	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
 
-	tool_hex(s->span_id, 8, sid);
-	tool_hex(s->parent_span_id, 8, pid);
+	hex_encode(s->span_id, 8, sid);
+	hex_encode(s->parent_span_id, 8, pid);
 	timerange_format((int64_t)(s->start_ns / 1000000), start,
 			 sizeof(start));
 	return json_pack(
@@ -902,7 +903,7 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		char self[24], sid[17];
 
 		render_ms((double)top[i]->self_ns / 1e6, self, sizeof(self));
-		tool_hex(s->span_id, 8, sid);
+		hex_encode(s->span_id, 8, sid);
 		rc = buf_printf(b, "%zu. ", i + 1);
 		if (rc == STATUS_OK)
 			rc = span_ref(b, top[i]);
@@ -969,7 +970,7 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 		char sid[17];
 		json_t *msg;
 
-		tool_hex(s->span_id, 8, sid);
+		hex_encode(s->span_id, 8, sid);
 		msg = opt_string(s->status == 2 ? s->status_message : NULL);
 		if (msg == NULL ||
 		    json_array_append_new(
@@ -1117,7 +1118,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 			trace_id != NULL ? trace_id : "");
 		goto out;
 	}
-	tool_hex(id, 16, tid);
+	hex_encode(id, 16, tid);
 	if (tool_conns_get(call, &k) != STATUS_OK) {
 		*result = tool_result_error("%s", k.why);
 		goto out;
