@@ -75,7 +75,7 @@ LIB_SRC += lib/redact.c
 LIB_SRC += lib/servicequery.c
 LIB_SRC += lib/spanstore.c
 LIB_SRC += lib/genai.c
-LIB_SRC += lib/promql.c lib/grafana.c
+LIB_SRC += lib/promql.c lib/grafana.c lib/promcalls.c
 SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
 	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
 	server/ingest.c server/demo.c server/tool_core.c server/tool_conformance.c \
@@ -96,7 +96,7 @@ LIB_TESTS += redact
 LIB_TESTS += servicequery
 LIB_TESTS += spanstore
 LIB_TESTS += genai
-LIB_TESTS += promql grafana
+LIB_TESTS += promql grafana promcalls
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)

@@ -7,6 +7,7 @@
  * one line here plus its field in config.h.
  */
 #include "config.h"
+#include "promql.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -565,6 +566,17 @@ received(const struct toml_value *v, bool secret, char *buf, size_t len)
 
 /* ---- setting fields ---------------------------------------------------- */
 
+static bool
+strlist_same(const struct strlist *a, const struct strlist *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			return false;
+	return true;
+}
+
 static void
 strlist_clear(struct strlist *l)
 {
@@ -841,6 +853,14 @@ enum {
 	{                                                                      \
 		"", n, KT_STRING, IOFF(f), "", 0, 0, 0, fl, NULL, doc          \
 	}
+#define ISTRD(n, f, def, doc)                                                  \
+	{                                                                      \
+		"", n, KT_STRING, IOFF(f), def, 0, 0, 0, 0, NULL, doc          \
+	}
+#define ILIST(n, f, doc)                                                       \
+	{                                                                      \
+		"", n, KT_LIST, IOFF(f), NULL, 0, 0, 0, 0, NULL, doc           \
+	}
 #define IINT(n, f, def, lo, hi, doc)                                           \
 	{                                                                      \
 		"", n, KT_INT, IOFF(f), NULL, def, lo, hi, 0, NULL, doc        \
@@ -899,6 +919,28 @@ static const struct key_def instance_keys[] = {
 	     "Seconds the list of metric names is cached."),
 	IINT("metadata_ttl_s", metadata_ttl_s, 3600, 0, 604800,
 	     "Seconds a metric's metadata (type, unit, help) is cached."),
+	ILIST("services", services,
+	      "Services whose call metrics query_metrics also reads from "
+	      "this instance, as a [Prometheus] source beside the spans: "
+	      "\"checkout\" selects the series whose service_label is "
+	      "checkout, \"checkout=checkout-v2\" those labelled checkout-v2, "
+	      "\"*\" every service.  The first instance listing a service "
+	      "serves it."),
+	ISTRD("service_label", service_label, "service_name",
+	      "The label naming the service in those series (\"job\" behind "
+	      "an OpenTelemetry Collector's Prometheus exporter)."),
+	ISTRD("http_metric", http_metric,
+	      "http_server_request_duration_seconds",
+	      "Histogram (seconds) of HTTP server calls, labelled http_route, "
+	      "http_request_method and http_response_status_code, as "
+	      "Beyla/OBI and OpenTelemetry export them."),
+	ISTRD("grpc_metric", grpc_metric, "rpc_server_duration_seconds",
+	      "Histogram (seconds) of gRPC server calls, labelled rpc_method "
+	      "and rpc_grpc_status_code."),
+	ISTRD("sql_metric", sql_metric, "db_client_operation_duration_seconds",
+	      "Histogram (seconds) of database client calls, labelled "
+	      "db_operation_name (or db_operation), db_collection_name (or "
+	      "db_sql_table) and error_type when the call failed."),
 };
 #define NINSTKEYS (sizeof(instance_keys) / sizeof(instance_keys[0]))
 
@@ -920,6 +962,8 @@ instance_clear(struct config_metrics_instance *in)
 	for (size_t i = 0; i < NINSTKEYS; i++)
 		if (instance_keys[i].type == KT_STRING)
 			free(*(char **)ifield(in, &instance_keys[i]));
+		else if (instance_keys[i].type == KT_LIST)
+			strlist_clear(ifield(in, &instance_keys[i]));
 	memset(in, 0, sizeof(*in));
 }
 
@@ -942,6 +986,8 @@ instance_defaults(struct config_metrics_instance *in, const char *name,
 			if (d == NULL)
 				return STATUS_NOMEM;
 			*(char **)ifield(in, k) = d;
+		} else if (k->type == KT_LIST) {
+			/* empty: calloc'd by the caller's memset */
 		} else if (k->type == KT_INT) {
 			*(int *)ifield(in, k) = (int)k->def_i;
 		} else {
@@ -965,6 +1011,68 @@ instance_name_ok(const char *s)
 		      s[i] == '-'))
 			return false;
 	return true;
+}
+
+/* An item of services: "name", "name=<label value>" or "*". */
+static bool
+service_item_ok(const char *s, char *msg, size_t len)
+{
+	const char *eq = strchr(s, '=');
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 400 || eq == s || (eq != NULL && eq[1] == '\0')) {
+		snprintf(msg, len,
+			 "expected a service name (\"checkout\"), a name and "
+			 "the label value of its series (\"checkout=checkout-"
+			 "v2\") or \"*\", of at most 400 bytes");
+		return false;
+	}
+	return true;
+}
+
+static int
+load_services(struct loader *L, struct strlist *out, const struct toml_value *v,
+	      const char *dotted)
+{
+	size_t n = toml_array_count(v);
+	struct strlist l = {NULL, 0};
+	char msg[256], got[160];
+
+	if (n > 1000)
+		return set_err(L->err, L->file, toml_line(v), toml_column(v),
+			       dotted,
+			       "more than 1000 services: use \"*\" for every "
+			       "service");
+	l.v = calloc(n ? n : 1, sizeof(*l.v));
+	if (l.v == NULL)
+		return nomem(L->err);
+	for (size_t i = 0; i < n; i++) {
+		const struct toml_value *it = toml_array_at(v, i);
+		int rc;
+
+		if (toml_type(it) != TOML_STRING ||
+		    strlen(toml_string(it)) != toml_string_len(it) ||
+		    !service_item_ok(toml_string(it), msg, sizeof(msg))) {
+			if (toml_type(it) != TOML_STRING)
+				snprintf(msg, sizeof(msg),
+					 "expected an array of strings, got %s",
+					 received(it, false, got, sizeof(got)));
+			rc = set_err(L->err, L->file, toml_line(it),
+				     toml_column(it), dotted, "item %zu: %s",
+				     i + 1, msg);
+			strlist_clear(&l);
+			return rc;
+		}
+		l.v[l.n] = strdup(toml_string(it));
+		if (l.v[l.n] == NULL) {
+			strlist_clear(&l);
+			return nomem(L->err);
+		}
+		l.n++;
+	}
+	strlist_clear(out);
+	*out = l;
+	return STATUS_OK;
 }
 
 static int
@@ -1011,6 +1119,16 @@ load_instance(struct loader *L, struct config_metrics_instance *in,
 				       k->name);
 		line = toml_line(v);
 		col = toml_column(v);
+		if (k->type == KT_LIST) {
+			int rc;
+
+			if (toml_type(v) != TOML_ARRAY)
+				goto wrong_type;
+			rc = load_services(L, ifield(in, k), v, dotted);
+			if (rc != STATUS_OK)
+				return rc;
+			continue;
+		}
 		if (k->type == KT_STRING) {
 			char *d;
 
@@ -1068,6 +1186,27 @@ wrong_type:
 			return set_err(L->err, L->file, in->line, 1, prefix,
 				       "token must be printable ASCII without "
 				       "spaces");
+	if (!promql_label_name_ok(in->service_label))
+		return set_err(L->err, L->file, in->line, 1, prefix,
+			       "service_label must be a Prometheus label name "
+			       "([a-zA-Z_][a-zA-Z0-9_]*, not starting "
+			       "\"__\"), e.g. \"service_name\" or \"job\"");
+	{
+		const char *const m[][2] = {
+			{"http_metric", in->http_metric},
+			{"grpc_metric", in->grpc_metric},
+			{"sql_metric", in->sql_metric},
+		};
+
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+			if (!promql_metric_name_ok(m[i][1]))
+				return set_err(
+					L->err, L->file, in->line, 1, prefix,
+					"%s must be a Prometheus metric name "
+					"([a-zA-Z_:][a-zA-Z0-9_:]*), the "
+					"histogram without _bucket",
+					m[i][0]);
+	}
 	return STATUS_OK;
 }
 
@@ -1656,13 +1795,23 @@ print_instances(FILE *f, const struct config *cfg)
 			    in->kind != CONFIG_METRICS_GRAFANA)
 				continue;
 			fprintf(f, "%s = ", k->name);
-			if (k->type == KT_STRING)
+			if (k->type == KT_STRING) {
 				print_string(
 					f, (k->flags &
 					    K_SECRET) && (*(char *const *)p)[0]
 						   ? "****"
 						   : *(char *const *)p);
-			else if (k->type == KT_INT)
+			} else if (k->type == KT_LIST) {
+				const struct strlist *l = p;
+
+				fputc('[', f);
+				for (size_t x = 0; x < l->n; x++) {
+					if (x)
+						fputs(", ", f);
+					print_string(f, l->v[x]);
+				}
+				fputc(']', f);
+			} else if (k->type == KT_INT)
 				fprintf(f, "%d", *(const int *)p);
 			else
 				fprintf(f, "%lld",
@@ -1771,7 +1920,9 @@ print_instances_example(FILE *f)
 		print_comment(f, k->doc);
 		print_comment(f, line);
 		if (k->type == KT_STRING)
-			fprintf(f, "# %s = \"\"\n", k->name);
+			fprintf(f, "# %s = \"%s\"\n", k->name, k->def_s);
+		else if (k->type == KT_LIST)
+			fprintf(f, "# %s = []\n", k->name);
 		else
 			fprintf(f, "# %s = %lld\n", k->name,
 				(long long)k->def_i);
@@ -1844,16 +1995,7 @@ same_value(const struct config *a, const struct config *b,
 	case KT_LOGLEVEL:
 		return *(const enum config_log_level *)pa ==
 		       *(const enum config_log_level *)pb;
-	case KT_LIST: {
-		const struct strlist *la = pa, *lb = pb;
-
-		if (la->n != lb->n)
-			return false;
-		for (size_t i = 0; i < la->n; i++)
-			if (strcmp(la->v[i], lb->v[i]) != 0)
-				return false;
-		return true;
-	}
+	case KT_LIST: return strlist_same(pa, pb);
 	}
 	return false;
 }
@@ -1873,6 +2015,11 @@ instances_same(const struct config *a, const struct config *b)
 			const struct key_def *k = &instance_keys[j];
 			const void *p = ifield(x, k), *q = ifield(y, k);
 
+			if (k->type == KT_LIST) {
+				if (!strlist_same(p, q))
+					return false;
+				continue;
+			}
 			if (k->type == KT_STRING
 				    ? strcmp(*(char *const *)p,
 					     *(char *const *)q) != 0

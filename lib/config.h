@@ -63,6 +63,15 @@ struct config_metrics_instance {
 	int breaker_cooldown_s;
 	int names_ttl_s;
 	int metadata_ttl_s;
+	/* query_metrics' [Prometheus] source: the services whose call
+	 * histograms this instance holds ("name", "name=<label value>", or
+	 * "*" for every service), the label naming the service, and the
+	 * histograms of HTTP, gRPC and SQL calls */
+	struct strlist services;
+	char *service_label;
+	char *http_metric;
+	char *grpc_metric;
+	char *sql_metric;
 };
 
 struct config {

@@ -459,7 +459,7 @@ merge_traces(const struct merge_span *spans, size_t n,
 		return STATUS_LIMIT;
 	for (size_t i = 0; i < n; i++)
 		if (spans[i].source < 0 ||
-		    spans[i].source >= MERGE_SOURCE_COUNT)
+		    spans[i].source >= MERGE_SPAN_SOURCES)
 			return STATUS_INVALID;
 	if (opts != NULL)
 		o = *opts;

@@ -15,15 +15,19 @@
 #include "status.h"
 
 /*
- * Where a row or span came from.  The values match enum otlp_source.  When
- * two sources report the same span the lower value wins: OTLP carries the
- * richer attributes.
+ * Where a row or span came from.  The span sources match enum otlp_source;
+ * when two sources report the same span the lower value wins: OTLP carries
+ * the richer attributes.  Prometheus gives metric rows only (query_metrics'
+ * histograms), never spans.
  */
 enum merge_source {
 	MERGE_SOURCE_OTLP = 0,
 	MERGE_SOURCE_EBPF = 1,
-	MERGE_SOURCE_COUNT = 2,
+	MERGE_SOURCE_PROMETHEUS = 2,
+	MERGE_SOURCE_COUNT = 3,
 };
+/* spans come from the first two only */
+#define MERGE_SPAN_SOURCES  2
 #define MERGE_SOURCE_BIT(s) (1u << (unsigned)(s))
 
 /* "no such index" in parent / child / sibling links and group rows */

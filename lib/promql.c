@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -469,4 +470,60 @@ promql_rate_window_ms(int64_t step_ms)
 	int64_t w = step_ms + 15 * SEC_MS;
 
 	return w > MIN_MS ? w : MIN_MS;
+}
+
+/* ---- histogram_quantile ------------------------------------------------- */
+
+static int
+cmp_bucket(const void *a, const void *b)
+{
+	const struct promql_bucket *x = a, *y = b;
+
+	return (x->le > y->le) - (x->le < y->le);
+}
+
+double
+promql_histogram_quantile(double q, struct promql_bucket *b, size_t n)
+{
+	size_t m = 0, i;
+	double rank, start, count;
+
+	if (n == 0 || isnan(q) || q < 0 || q > 1)
+		return NAN;
+	for (i = 0; i < n; i++)
+		if (isnan(b[i].le))
+			return NAN;
+	qsort(b, n, sizeof(*b), cmp_bucket);
+	if (!isinf(b[n - 1].le) || b[n - 1].le < 0)
+		return NAN;
+	/* equal bounds (series that differ in an ignored label): one bucket */
+	for (i = 0; i < n; i++) {
+		if (m > 0 && b[m - 1].le == b[i].le)
+			b[m - 1].count += b[i].count;
+		else
+			b[m++] = b[i];
+	}
+	/* scrapes at different moments can leave a bucket above the next */
+	for (i = 1; i < m; i++)
+		if (b[i].count < b[i - 1].count)
+			b[i].count = b[i - 1].count;
+	if (m < 2 || !(b[m - 1].count > 0))
+		return NAN;
+	rank = q * b[m - 1].count;
+	for (i = 0; i < m - 1 && b[i].count < rank; i++)
+		;
+	if (i == m - 1)
+		return b[m - 2].le;
+	if (i == 0 && b[0].le <= 0)
+		return b[0].le;
+	start = 0;
+	count = b[i].count;
+	if (i > 0) {
+		start = b[i - 1].le;
+		count -= b[i - 1].count;
+		rank -= b[i - 1].count;
+	}
+	if (!(count > 0))
+		return start;
+	return start + (b[i].le - start) * (rank / count);
 }

@@ -105,6 +105,24 @@ int promql_build(const struct promql_spec *s, struct buf *out, char *err,
  */
 const char *promql_histogram_base(const char *metric, char *buf, size_t cap);
 
+/* One bucket of a classic histogram: observations <= le (cumulative). */
+struct promql_bucket {
+	double le; /* upper bound; +Inf for the last */
+	double count;
+};
+
+/*
+ * The q-quantile (0 <= q <= 1) of a classic histogram, as PromQL's
+ * histogram_quantile computes it: buckets sorted by bound (b is sorted in
+ * place), equal bounds added up, counts made monotonic, then linear
+ * interpolation inside the bucket holding rank q * total (from 0 for the
+ * first bucket when its bound is positive); the upper bound of the
+ * second-highest bucket when the rank falls in +Inf.  NaN without a +Inf
+ * bucket, with fewer than two buckets, with no observation, or for a q
+ * outside [0, 1] or NaN.  n <= 0 gives NaN.
+ */
+double promql_histogram_quantile(double q, struct promql_bucket *b, size_t n);
+
 /*
  * A Prometheus duration: one or more <integer><unit> groups, units ms s m
  * h d w y ("30s", "1m30s", "500ms"), or a bare integer of seconds ("15").

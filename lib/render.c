@@ -52,6 +52,7 @@ render_source_label(int source)
 	switch (source) {
 	case MERGE_SOURCE_OTLP: return "[OTLP]";
 	case MERGE_SOURCE_EBPF: return "[eBPF]";
+	case MERGE_SOURCE_PROMETHEUS: return "[Prometheus]";
 	default: return "[?]";
 	}
 }

@@ -24,6 +24,7 @@
 #include "call.h"
 #include "grafana.h"
 #include "log.h"
+#include "promcalls.h"
 #include "promql.h"
 #include "server.h"
 #include "timerange.h"
@@ -201,6 +202,38 @@ tool_grafana_instance(struct server *srv, const char *name)
 	for (size_t i = 0; i < gi->n; i++)
 		if (strcmp(grafana_name(gi->v[i]), name) == 0)
 			return gi->v[i];
+	return NULL;
+}
+
+struct grafana *
+tool_grafana_for_service(struct server *srv, const char *service,
+			 struct promcalls_spec *spec)
+{
+	struct grafana_instances *gi = srv->grafana;
+
+	for (size_t i = 0; gi != NULL && service != NULL && i < gi->n; i++) {
+		const struct config_metrics_instance *in =
+			&srv->cfg->metrics.v[i];
+
+		for (size_t j = 0; j < in->services.n; j++) {
+			const char *item = in->services.v[j];
+			const char *eq = strchr(item, '=');
+			size_t n =
+				eq != NULL ? (size_t)(eq - item) : strlen(item);
+
+			if (strcmp(item, "*") != 0 &&
+			    (strncmp(item, service, n) != 0 ||
+			     service[n] != '\0'))
+				continue;
+			memset(spec, 0, sizeof(*spec));
+			spec->service_label = in->service_label;
+			spec->service_value = eq != NULL ? eq + 1 : service;
+			spec->metric[SPANQUERY_HTTP] = in->http_metric;
+			spec->metric[SPANQUERY_GRPC] = in->grpc_metric;
+			spec->metric[SPANQUERY_SQL] = in->sql_metric;
+			return gi->v[i];
+		}
+	}
 	return NULL;
 }
 

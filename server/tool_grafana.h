@@ -32,4 +32,15 @@ void tool_grafana_free(struct server *srv);
  */
 struct grafana *tool_grafana_instance(struct server *srv, const char *name);
 
+/*
+ * The instance whose services key names service (an exact "name" or
+ * "name=<label value>", or "*"; the first instance in file order that
+ * does), with where its series are filled into *spec.  NULL when none
+ * does.  Borrowed like tool_grafana_instance; spec's strings too.
+ */
+struct promcalls_spec;
+struct grafana *tool_grafana_for_service(struct server *srv,
+					 const char *service,
+					 struct promcalls_spec *spec);
+
 #endif

@@ -17,6 +17,7 @@
 #include "hex.h"
 #include "merge.h"
 #include "pg.h"
+#include "promcalls.h"
 #include "redact.h"
 #include "render.h"
 #include "session.h"
@@ -24,6 +25,7 @@
 #include "timerange.h"
 #include "tool.h"
 #include "tool_common.h"
+#include "tool_grafana.h"
 #include "tool_query.h"
 
 /* Text kept back from the budget ([tools] max_answer_chars) for the lines
@@ -33,27 +35,38 @@
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
 
-/* The span sources, in the order they are shown. */
+/* The sources, in the order they are shown: the span sources first (the
+ * store), then Prometheus (query_metrics only, when config maps the
+ * service to its series). */
 enum {
 	SRC_EBPF,
 	SRC_OTLP,
+	NSPAN,
+	SRC_PROM = NSPAN,
 	NSRC
 };
 
 static const struct {
 	const char *name;  /* column value and structured name */
 	const char *label; /* in text */
+	const char *what;  /* "<label> <what> unavailable: ..." */
 	int merge;	   /* enum merge_source */
 } srcs[NSRC] = {
-	[SRC_EBPF] = {"ebpf", "eBPF", MERGE_SOURCE_EBPF},
-	[SRC_OTLP] = {"otlp", "OTLP", MERGE_SOURCE_OTLP},
+	[SRC_EBPF] = {"ebpf", "eBPF", "spans", MERGE_SOURCE_EBPF},
+	[SRC_OTLP] = {"otlp", "OTLP", "spans", MERGE_SOURCE_OTLP},
+	[SRC_PROM] = {"prometheus", "Prometheus", "metrics",
+		      MERGE_SOURCE_PROMETHEUS},
 };
-_Static_assert(NSRC <= TOOL_CONNS, "one store connection per source");
+_Static_assert(NSPAN <= TOOL_CONNS, "one store connection per source");
 
 static int
 src_of_merge(int merge)
 {
-	return merge == MERGE_SOURCE_EBPF ? SRC_EBPF : SRC_OTLP;
+	switch (merge) {
+	case MERGE_SOURCE_EBPF: return SRC_EBPF;
+	case MERGE_SOURCE_PROMETHEUS: return SRC_PROM;
+	default: return SRC_OTLP;
+	}
 }
 
 /* ---- shared argument handling ------------------------------------------ */
@@ -187,10 +200,7 @@ describe_filters(struct buf *b, const json_t *args)
 static double
 error_pct(const struct merge_metric_row *r)
 {
-	const struct spanquery_row *q = r->user;
-
-	return q->requests > 0 ? 100.0 * (double)q->errors / (double)q->requests
-			       : 0;
+	return r->error_rate_pct;
 }
 
 /* "Route: /a (GET)" / "Method: pkg.Svc/Call" / "Operation: SELECT, Table: t" */
@@ -353,11 +363,67 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 	return rc;
 }
 
+static bool
+call_is_cancelled(void *arg)
+{
+	return call_cancelled(arg);
+}
+
+/*
+ * query_metrics' third source: the service's histograms in the Prometheus
+ * its config maps it to, as rows beside the span sources' (prow: their
+ * spanquery_row form, requests rounded; merge rows carry the exact error
+ * rate).  Runs while the store computes the span sources' statements.
+ */
+static int
+prom_rows(struct call *call, struct grafana *g,
+	  const struct promcalls_spec *spec, const struct spanquery_filter *f,
+	  struct promcalls_result **res, struct spanquery_row **prow,
+	  char *status, size_t cap)
+{
+	struct grafana_opts o = {.cancelled = call_is_cancelled,
+				 .arg = call,
+				 .request_id = call_request_id(call)};
+	struct grafana_error ge = {0};
+	int rc = promcalls_query(g, &o, spec, f, res, &ge);
+
+	if (rc == STATUS_CANCELLED || rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK) {
+		snprintf(status, cap, "unavailable: %.200s (instance %.64s)",
+			 ge.client, grafana_name(g));
+		return STATUS_OK;
+	}
+	*prow = calloc((*res)->n + 1, sizeof(**prow));
+	if (*prow == NULL)
+		return STATUS_NOMEM;
+	for (size_t j = 0; j < (*res)->n; j++) {
+		const struct promcalls_row *p = &(*res)->rows[j];
+
+		(*prow)[j] = (struct spanquery_row){
+			.protocol = p->protocol,
+			.k1 = p->k1,
+			.k2 = p->k2,
+			.requests = (uint64_t)llround(p->requests),
+			.errors = (uint64_t)llround(p->errors),
+			.p50_ms = p->p50_ms,
+			.p95_ms = p->p95_ms,
+			.p99_ms = p->p99_ms,
+		};
+	}
+	snprintf(status, cap, "%s", (*res)->n > 0 ? "ok" : "no_data");
+	return STATUS_OK;
+}
+
 static int
 metrics_call(struct call *call, const json_t *args, json_t **result,
 	     const struct metrics_req *req)
 {
-	struct spanquery_metrics *m[NSRC] = {NULL};
+	struct spanquery_metrics *m[NSPAN] = {NULL};
+	struct promcalls_result *pres = NULL;
+	struct promcalls_spec spec;
+	struct spanquery_row *prow = NULL;
+	struct grafana *g = NULL;
 	char status[NSRC][300], err[512], rdesc[128];
 	struct merge_metric_row *rows = NULL;
 	struct merge_metric_group *groups = NULL;
@@ -365,11 +431,14 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	struct timerange tr;
 	struct tool_conns k = {0};
 	struct redact_kept own = {0};
-	bool rollup[NSRC] = {false}, any_rollup = false, truncated = false;
+	bool rollup[NSPAN] = {false}, any_rollup = false, truncated = false;
 	size_t nrows = 0, ng = 0;
 	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
 	struct buf b;
 	int rc = STATUS_OK, asked = 0;
+	/* sources: asked; shown: reported (a store that cannot be reached
+	 * is reported for its span sources, and not asked) */
+	unsigned sources = req->sources & ~(1u << SRC_PROM), shown;
 	int64_t now = tool_now_ms();
 
 	buf_init(&b, call_text_budget(call));
@@ -381,18 +450,31 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	}
 	f.from_ms = tr.from_ms;
 	f.to_ms = tr.to_ms;
+	if (req->sources & (1u << SRC_PROM))
+		g = tool_grafana_for_service(call_server(call), f.service,
+					     &spec);
+	if (g != NULL)
+		sources |= 1u << SRC_PROM;
+	shown = sources;
 	if (tool_conns_get(call, &k) != STATUS_OK) {
-		*result = tool_result_error("%s", k.why);
-		goto out;
+		if (g == NULL) {
+			*result = tool_result_error("%s", k.why);
+			goto out;
+		}
+		/* Prometheus still answers without the store */
+		for (int i = 0; i < NSPAN; i++)
+			snprintf(status[i], sizeof(status[i]),
+				 "unavailable: %.250s", k.why);
+		sources &= 1u << SRC_PROM;
 	}
-	(void)call_progress(call, 1, 3, "querying the span sources");
+	(void)call_progress(call, 1, 3, "querying the sources");
 
-	/* both statements out before either answer is read */
-	for (int i = 0; i < NSRC; i++) {
+	/* the span statements out before anything is read */
+	for (int i = 0; i < NSPAN; i++) {
 		struct pg_error pe;
 		bool shared = k.c[i] == NULL && i > 0;
 
-		if (!(req->sources & (1u << i)))
+		if (!(sources & (1u << i)))
 			continue;
 		asked++;
 		snprintf(status[i], sizeof(status[i]), "ok");
@@ -405,10 +487,23 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		else
 			status[i][0] = '\0'; /* pending */
 	}
-	for (int i = 0; i < NSRC; i++) {
+	/* Prometheus while the store works */
+	if (g != NULL) {
+		rc = prom_rows(call, g, &spec, &f, &pres, &prow,
+			       status[SRC_PROM], sizeof(status[SRC_PROM]));
+		if (rc != STATUS_OK || call_cancelled(call)) {
+			rc = rc == STATUS_NOMEM ? rc : STATUS_CANCELLED;
+			goto out;
+		}
+		if (pres != NULL) {
+			nrows += pres->n;
+			truncated |= pres->truncated;
+		}
+	}
+	for (int i = 0; i < NSPAN; i++) {
 		struct pg_error pe;
 
-		if (!(req->sources & (1u << i)))
+		if (!(sources & (1u << i)))
 			continue;
 		if (k.c[i] == NULL && i > 0) {
 			rc = spanquery_metrics_send(tool_conns_for(&k, i),
@@ -451,9 +546,16 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	nrows = 0;
-	for (int i = 0; i < NSRC; i++)
-		for (size_t j = 0; m[i] != NULL && j < m[i]->n; j++) {
-			const struct spanquery_row *q = &m[i]->rows[j];
+	for (int i = 0; i < NSRC; i++) {
+		struct spanquery_row *src = i == SRC_PROM  ? prow
+					    : m[i] != NULL ? m[i]->rows
+							   : NULL;
+		size_t n = i == SRC_PROM  ? (pres != NULL ? pres->n : 0)
+			   : m[i] != NULL ? m[i]->n
+					  : 0;
+
+		for (size_t j = 0; src != NULL && j < n; j++) {
+			const struct spanquery_row *q = &src[j];
 			struct merge_metric_row *r = &rows[nrows++];
 
 			/* the protocol is the first key part: one merge */
@@ -466,40 +568,48 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			r->p95_ms = q->p95_ms;
 			r->p99_ms = q->p99_ms;
 			r->user = q;
-			r->error_rate_pct =
-				q->requests > 0 ? 100.0 * (double)q->errors /
+			if (i == SRC_PROM)
+				r->error_rate_pct =
+					pres->rows[j].requests > 0
+						? 100.0 * pres->rows[j].errors /
+							  pres->rows[j].requests
+						: 0;
+			else
+				r->error_rate_pct =
+					q->requests > 0
+						? 100.0 * (double)q->errors /
 							  (double)q->requests
 						: 0;
 		}
+	}
 	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,
 				NULL)) != STATUS_OK)
 		goto out;
 	/* after merging: keys that differ only in a secret stay apart */
-	for (int i = 0; i < NSRC; i++)
-		for (size_t j = 0; m[i] != NULL && j < m[i]->n; j++) {
-			m[i]->rows[j].k1 = redact_keep(&own, call_redact(call),
-						       m[i]->rows[j].k1);
-			m[i]->rows[j].k2 = redact_keep(&own, call_redact(call),
-						       m[i]->rows[j].k2);
-		}
+	for (size_t j = 0; j < nrows; j++) {
+		struct spanquery_row *q = (struct spanquery_row *)rows[j].user;
+
+		q->k1 = redact_keep(&own, call_redact(call), q->k1);
+		q->k2 = redact_keep(&own, call_redact(call), q->k2);
+	}
 
 	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
 	if (req->note != NULL)
 		(void)!buf_printf(&b, "%s\n\n", req->note);
 	for (int i = 0; i < NSRC; i++)
-		if ((req->sources & (1u << i)) &&
+		if ((shown & (1u << i)) &&
 		    strncmp(status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
-					  status[i]);
+			(void)!buf_printf(&b, "%s %s %s\n", srcs[i].label,
+					  srcs[i].what, status[i]);
 	if (ng == 0) {
 		char why[512];
 		bool unknown = false;
 		int failed = 0;
 
-		for (int i = 0; i < NSRC; i++)
-			failed += (req->sources & (1u << i)) &&
+		for (int i = 0; i < NSPAN; i++)
+			failed += (sources & (1u << i)) &&
 				  strncmp(status[i], "unavailable", 11) == 0;
-		if (failed < asked)
+		if (k.c[0] != NULL && failed < asked)
 			unknown = tool_unknown_service(k.c[0], f.service,
 						       "query_traces", why,
 						       sizeof(why));
@@ -548,6 +658,13 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		}
 	if (ng > 0 && analysis(&b, groups, ng) != STATUS_OK)
 		truncated = true;
+	if (pres != NULL && pres->n > 0)
+		(void)!buf_puts(&b, "[Prometheus] rows come from the service's "
+				    "duration histograms: requests are "
+				    "increase() over the range (extrapolated "
+				    "to its edges), percentiles "
+				    "histogram_quantile over the buckets "
+				    "(as fine as their bounds)\n");
 	if (truncated)
 		(void)!buf_puts(&b, "(more rows than fit in this answer: they "
 				    "are all in the structured content; narrow "
@@ -562,7 +679,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	for (int i = 0; i < NSRC; i++)
-		if (req->sources & (1u << i))
+		if (shown & (1u << i))
 			json_object_set_new(json_object_get(sc, "sources"),
 					    srcs[i].name,
 					    json_string(status[i]));
@@ -599,8 +716,10 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		spanquery_metrics_free(m[i]);
+	promcalls_free(pres);
+	free(prow);
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
 		json_decref(arr[p]);
 	json_decref(sc);
@@ -617,12 +736,13 @@ out:
 }
 
 #define BOTH ((1u << SRC_EBPF) | (1u << SRC_OTLP))
+#define ALL  (BOTH | (1u << SRC_PROM))
 #define EBPF (1u << SRC_EBPF)
 
 static int
 query_metrics(struct call *call, const json_t *args, json_t **result)
 {
-	const struct metrics_req req = {BOTH, 0, NULL};
+	const struct metrics_req req = {ALL, 0, NULL};
 
 	return metrics_call(call, args, result, &req);
 }
@@ -927,7 +1047,7 @@ static int
 traces_call(struct call *call, const json_t *args, json_t **result,
 	    const struct traces_req *req)
 {
-	struct spanquery_spans *sp[NSRC] = {NULL};
+	struct spanquery_spans *sp[NSPAN] = {NULL};
 	struct spanquery_trace_filter tf = {0};
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
@@ -935,7 +1055,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	struct redact_kept own = {0};
 	struct timerange tr = {0};
 	struct buf b;
-	char status[NSRC][300], err[512];
+	char status[NSPAN][300], err[512];
 	uint8_t(*ids)[16] = NULL, one_id[16];
 	int64_t *keys = NULL;
 	size_t nids = 0, nspans = 0, *order = NULL, more_traces = 0;
@@ -980,14 +1100,14 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		*result = tool_result_error("%s", k.why);
 		goto out;
 	}
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		snprintf(status[i], sizeof(status[i]), "%s",
 			 req->sources & (1u << i) ? "" : "not asked");
 	(void)call_progress(call, 1, 4, "finding traces");
 
 	/* 1. which traces: each source's candidates, then the best overall */
-	ids = calloc(NSRC * SPANQUERY_MAX_IDS, sizeof(*ids));
-	keys = calloc(NSRC * SPANQUERY_MAX_IDS, sizeof(*keys));
+	ids = calloc(NSPAN * SPANQUERY_MAX_IDS, sizeof(*ids));
+	keys = calloc(NSPAN * SPANQUERY_MAX_IDS, sizeof(*keys));
 	if (ids == NULL || keys == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
@@ -996,14 +1116,14 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		memcpy(ids[0], one_id, 16);
 		nids = 1;
 	} else {
-		size_t got[NSRC] = {0};
-		int64_t matched[NSRC] = {0}, most = 0;
+		size_t got[NSPAN] = {0};
+		int64_t matched[NSPAN] = {0}, most = 0;
 
 		/* pass 0 sends on each source's own connection, pass 1 reads
 		 * the answers (a source sharing the first connection is sent
 		 * and read in pass 1, after the first is free again) */
 		for (int pass = 0; pass < 2; pass++)
-			for (int i = 0; i < NSRC; i++) {
+			for (int i = 0; i < NSPAN; i++) {
 				struct pg_conn *c = tool_conns_for(&k, i);
 				bool mine = k.c[i] != NULL || i == 0;
 				struct pg_error pe;
@@ -1040,7 +1160,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		/* matching traces: exact unless a source had more than
 		 * SPANQUERY_MAX_IDS, then a lower bound */
 		most = (int64_t)nids;
-		for (int i = 0; i < NSRC; i++)
+		for (int i = 0; i < NSPAN; i++)
 			if (matched[i] > most)
 				most = matched[i];
 		if (nids > tf.max_traces)
@@ -1051,7 +1171,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	/* 2. their spans, from each source */
 	(void)call_progress(call, 2, 4, "fetching spans");
 	for (int pass = 0; pass < 2 && nids > 0; pass++)
-		for (int i = 0; i < NSRC; i++) {
+		for (int i = 0; i < NSPAN; i++) {
 			struct pg_conn *c = tool_conns_for(&k, i);
 			bool mine = k.c[i] != NULL || i == 0;
 			struct pg_error pe;
@@ -1080,7 +1200,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				nspans += sp[i]->n;
 		}
 	rc = STATUS_OK;
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
 			struct spanquery_span *x = &sp[i]->spans[j];
 			const struct redact *r = call_redact(call);
@@ -1090,7 +1210,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			x->status_message =
 				redact_keep(&own, r, x->status_message);
 		}
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		if ((req->sources & (1u << i)) && status[i][0] == '\0')
 			snprintf(status[i], sizeof(status[i]), "%s",
 				 sp[i] != NULL && sp[i]->n > 0 ? "ok"
@@ -1104,7 +1224,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	nspans = 0;
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
 			const struct spanquery_span *s = &sp[i]->spans[j];
 			struct merge_span *m = &spans[nspans++];
@@ -1146,7 +1266,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	/* 4. text and structured content */
 	if (req->note != NULL)
 		(void)!buf_printf(&b, "%s\n\n", req->note);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		if (strncmp(status[i], "unavailable", 11) == 0)
 			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
 					  status[i]);
@@ -1230,7 +1350,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				  "(up to %d).\n",
 				  more_traces, more_traces == 1 ? "" : "s",
 				  SPANQUERY_MAX_TRACES);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		if (sp[i] != NULL && sp[i]->truncated)
 			(void)!buf_printf(&b,
 					  "(%s: only the first %d spans were "
@@ -1248,7 +1368,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	}
 	if (trace_id == NULL)
 		json_object_set_new(sc, "time_range", tool_range_json(&tr));
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		if (req->sources & (1u << i))
 			json_object_set_new(json_object_get(sc, "sources"),
 					    srcs[i].name,
@@ -1264,7 +1384,7 @@ out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
 	merge_result_free(res);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < NSPAN; i++)
 		spanquery_spans_free(sp[i]);
 	free(spans);
 	free(order);

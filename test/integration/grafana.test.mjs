@@ -28,7 +28,7 @@ import { startGrafanaFront } from './lib/nginx.mjs';
 import { freePort, sleep } from './lib/procs.mjs';
 import { startPrometheus } from './lib/prometheus.mjs';
 import { startServer } from './lib/server.mjs';
-import { MANY_SERIES, startExpositionTarget, startSlowProxy } from './lib/upstreams.mjs';
+import { CALL_SERIES, MANY_SERIES, startExpositionTarget, startSlowProxy } from './lib/upstreams.mjs';
 
 const TOOL = 'query_grafana_metrics';
 const TOKEN = 'glsa_sextantTest0123456789abcdef';
@@ -148,6 +148,7 @@ retries = 1
 retry_base_ms = 20
 breaker_failures = ${BREAKER_FAILURES}
 breaker_cooldown_s = ${BREAKER_COOLDOWN_S}
+services = ["checkout", "billing=payments-v2"]
 ${grafana('main', `datasource_uid = "prom-main"\ntoken_file = "${tokenFile}"`)}
 ${grafana('byname', `datasource_name = "Local Prometheus"\ntoken = "${TOKEN}"`)}
 ${grafana('badtoken', `datasource_uid = "prom-main"\ntoken = "${WRONG_TOKEN}"`)}
@@ -161,6 +162,7 @@ url = "http://127.0.0.1:${closedPort}"
 retries = 1
 retry_base_ms = 20
 connect_timeout_ms = 1000
+services = ["ghost"]
 `;
 }
 
@@ -656,6 +658,140 @@ describe('values against Prometheus', () => {
 		assert.ok(3600 / sc.step_seconds <= 500 && 3600 / sc.step_seconds >= 100, `step ${sc.step_seconds}: ${show}`);
 		assert.equal(sc.unit, 'ratio');
 		await assertSameAsPrometheus(sc, show);
+	});
+});
+
+describe('query_metrics: the [Prometheus] source of mapped services', () => {
+	// The gateway has no database here: the span sources are unavailable
+	// and Prometheus still answers.
+	async function qm(args, { expectError = false } = {}) {
+		const r = await client.callTool({ name: 'query_metrics', arguments: args }, undefined, { timeout: 30000 });
+		const text = textOf(r);
+		const show = `query_metrics(${JSON.stringify(args)}) -> ${text.slice(0, 2000)}`;
+		assert.equal(r.isError === true, expectError, `isError ${r.isError}: ${show}`);
+		return { r, text, sc: r.structuredContent, show };
+	}
+	// A window of scraped data; the tool evaluates increase() over it at
+	// its end, and so does every PromQL written here.
+	function win() {
+		const w = range();
+		return { from: iso(w.from * 1000), to: iso(w.to * 1000), toS: w.to, secs: w.to - w.from };
+	}
+	const keyOf = (row) => JSON.stringify([row.route ?? row.method ?? row.operation, row.method && row.route ? row.method : (row.table ?? '')]);
+	// {key: value} from an instant query grouped by the labels of p
+	async function byKey(expr, t, p) {
+		const out = {};
+		for (const x of await prom.query(expr, t)) {
+			const m = x.metric;
+			const k =
+				p === 'http'
+					? JSON.stringify([m.http_route, m.http_request_method.toUpperCase()])
+					: p === 'grpc'
+						? JSON.stringify([m.rpc_method.replace(/^\/+/, ''), ''])
+						: JSON.stringify([m.db_operation_name.toUpperCase(), m.db_collection_name]);
+			out[k] = (out[k] ?? 0) + Number(x.value[1]);
+		}
+		return out;
+	}
+	const LABELS = { http: 'http_route, http_request_method', grpc: 'rpc_method', sql: 'db_operation_name, db_collection_name' };
+	const METRIC = { http: 'http_server_request_duration_seconds', grpc: 'rpc_server_duration_seconds', sql: 'db_client_operation_duration_seconds' };
+	const ERROR = { http: ',http_response_status_code=~"5.."', grpc: ',rpc_grpc_status_code!="0"', sql: ',error_type!=""' };
+
+	// Every prometheus row equals what Prometheus answers to PromQL
+	// written here: requests (rounded), error rate, P50/P95/P99; and
+	// every key Prometheus has is a row.
+	async function assertRowsAsPrometheus(sc, w, sel, show) {
+		for (const p of ['http', 'grpc', 'sql']) {
+			const m = METRIC[p];
+			const rows = sc[p].filter((x) => x.source === 'prometheus');
+			const total = await byKey(`sum by (${LABELS[p]}) (increase(${m}_count{${sel}}[${w.secs}s]))`, w.toS, p);
+			const errors = await byKey(`sum by (${LABELS[p]}) (increase(${m}_count{${sel}${ERROR[p]}}[${w.secs}s]))`, w.toS, p);
+			const keys = Object.keys(total).filter((k) => total[k] >= 0.5);
+			assert.deepEqual(rows.map(keyOf).sort(), keys.sort(), `${p} keys: ${show}`);
+			for (const row of rows) {
+				const k = keyOf(row);
+				assert.equal(row.requests, Math.round(total[k]), `${p} ${k} requests: ${show}`);
+				close(row.error_rate_pct, (100 * (errors[k] ?? 0)) / total[k], `${p} ${k} error rate`);
+				for (const [q, f] of [[0.5, 'p50_ms'], [0.95, 'p95_ms'], [0.99, 'p99_ms']]) {
+					const want = await byKey(`histogram_quantile(${q}, sum by (le, ${LABELS[p]}) (increase(${m}_bucket{${sel}}[${w.secs}s])))`, w.toS, p);
+					close(row[f], 1000 * want[k], `${p} ${k} ${f}`);
+				}
+			}
+		}
+	}
+
+	test('HTTP, gRPC and SQL rows from the histograms, equal to PromQL and to the known buckets', async () => {
+		const w = win();
+		const { text, sc, show } = await qm({ service: 'checkout', from: w.from, to: w.to });
+		assert.equal(sc.sources.prometheus, 'ok', show);
+		assert.match(sc.sources.ebpf, /^unavailable: /, show);
+		assert.match(sc.sources.otlp, /^unavailable: /, show);
+		assert.match(text, /eBPF spans unavailable: /, show);
+		for (const h of ['HTTP Metrics [Prometheus]:', 'gRPC Metrics [Prometheus]:', 'SQL Metrics [Prometheus]:']) assert.ok(text.includes(h), `no "${h}": ${show}`);
+		assert.match(text, /increase\(\) over the range/, show);
+		await assertRowsAsPrometheus(sc, w, 'service_name="checkout"', show);
+		// the values the target serves (ratios are exact: every series of a
+		// key is scraped at the same instants)
+		const row = (p, pred) => sc[p].find((x) => x.source === 'prometheus' && pred(x));
+		const pay = row('http', (x) => x.route === '/api/pay' && x.method === 'GET');
+		close(pay.error_rate_pct, 20, 'GET /api/pay error rate');
+		close(pay.p50_ms, 75, 'GET /api/pay p50', 1e-6);
+		close(pay.p95_ms, 500, 'GET /api/pay p95 (rank in +Inf: the highest finite bound)', 1e-6);
+		const orders = row('http', (x) => x.route === '/api/orders');
+		assert.equal(orders.method, 'POST', 'the HTTP method is upper-cased as the spans have it');
+		close(orders.p95_ms, 420, 'POST /api/orders p95', 1e-6);
+		close(orders.p99_ms, 484, 'POST /api/orders p99', 1e-6);
+		assert.equal(orders.error_rate_pct, 0);
+		const add = row('grpc', (x) => x.method === 'shop.Cart/Add');
+		assert.ok(add, `gRPC method without its leading '/': ${show}`);
+		close(add.error_rate_pct, 25, 'gRPC error rate (status code other than 0)');
+		close(add.p50_ms, 30, 'gRPC p50', 1e-6);
+		const sel = row('sql', (x) => x.operation === 'SELECT' && x.table === 'orders');
+		close(sel.error_rate_pct, 100 / 11, 'SQL error rate (error_type set)');
+		close(sel.p50_ms, 2.125, 'SQL p50', 1e-6);
+		close(sel.p95_ms, 100, 'SQL p95', 1e-6);
+		// requests: increase() extrapolated over the window, about rate x window
+		const perSecond = (labels) => CALL_SERIES.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v)).reduce((a, c) => a + c.buckets[c.buckets.length - 1][1], 0);
+		const want = perSecond({ service_name: 'checkout', http_route: '/api/pay' }) * w.secs;
+		assert.ok(Math.abs(pay.requests - want) <= 0.15 * want, `GET /api/pay requests ${pay.requests}, about ${want} expected`);
+		assert.match(text, /Route: \/api\/pay \(GET\), Requests: [\d,]+, P50: 75(\.0)?ms, P95: 500(\.0)?ms, P99: 500(\.0)?ms, Errors: 20\.0%/, show);
+	});
+
+	test('filters: method (any case), status class, gRPC method with a slash, protocol', async () => {
+		const w = win();
+		const get = await qm({ service: 'checkout', from: w.from, to: w.to, http_method: 'get' });
+		assert.deepEqual(get.sc.http.map((x) => `${x.method} ${x.route}`), ['GET /api/pay'], get.show);
+		assert.deepEqual(get.sc.grpc, [], 'an HTTP filter asks for HTTP only');
+		const fives = await qm({ service: 'checkout', from: w.from, to: w.to, status_code_range: '5xx' });
+		assert.deepEqual(fives.sc.http.map((x) => x.route), ['/api/pay'], fives.show);
+		assert.equal(fives.sc.http[0].error_rate_pct, 100, 'only 5xx calls were counted');
+		await assertRowsAsPrometheus(fives.sc, w, 'service_name="checkout",http_response_status_code=~"5.."', fives.show);
+		const g = await qm({ service: 'checkout', from: w.from, to: w.to, grpc_method: '/shop.Cart/Add' });
+		assert.deepEqual(g.sc.grpc.map((x) => x.method), ['shop.Cart/Add'], g.show);
+		const ok = await qm({ service: 'checkout', from: w.from, to: w.to, grpc_status_code: 0 });
+		assert.equal(ok.sc.grpc[0].error_rate_pct, 0, ok.show);
+		const sql = await qm({ service: 'checkout', from: w.from, to: w.to, protocol: 'sql', sql_operation: 'Select', table_name: 'orders' });
+		assert.equal(sql.sc.sql.length, 1, sql.show);
+		assert.deepEqual(sql.sc.http, []);
+		const none = await qm({ service: 'checkout', from: w.from, to: w.to, http_route: '/nope' });
+		assert.match(none.text, /^No metrics found for service "checkout"/m, none.show);
+		assert.equal(none.sc.sources.prometheus, 'no_data', none.show);
+	});
+
+	test('a service mapped to another label value; unmapped and unreachable services', async () => {
+		const w = win();
+		const billing = await qm({ service: 'billing', from: w.from, to: w.to });
+		assert.deepEqual(billing.sc.http.map((x) => `${x.source} ${x.method} ${x.route}`), ['prometheus POST /v1/charges'], billing.show);
+		await assertRowsAsPrometheus(billing.sc, w, 'service_name="payments-v2"', billing.show);
+		// [prometheus.nowhere] serves "ghost": its failure is reported, the call answers
+		const ghost = await qm({ service: 'ghost', from: w.from, to: w.to });
+		assert.match(ghost.sc.sources.prometheus, /^unavailable: .*instance nowhere/, ghost.show);
+		assert.match(ghost.text, /Prometheus metrics unavailable: /, ghost.show);
+		assert.match(ghost.text, /No metrics found for service "ghost"/, ghost.show);
+		// no mapping and no database: nothing can answer
+		const lone = await qm({ service: 'unmapped', from: w.from, to: w.to }, { expectError: true });
+		assert.ok(lone.text.length > 0, lone.show);
+		assert.equal(lone.sc?.sources?.prometheus, undefined, lone.show);
 	});
 });
 

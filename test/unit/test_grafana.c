@@ -302,7 +302,11 @@ test_config_instances(void **state)
 			   "max_response_bytes = 2048\n"
 			   "\n"
 			   "[prometheus.b-2]\n"
-			   "url = \"http://p2\"\n";
+			   "url = \"http://p2\"\n"
+			   "services = [\"checkout\", \"billing=payments-v2\", "
+			   "\"*\"]\n"
+			   "service_label = \"job\"\n"
+			   "http_metric = \"http_server_duration_seconds\"\n";
 	struct config_error err;
 	struct config *c = load_config(toml, &err), *d, *e;
 	const struct config_metrics_instance *in;
@@ -330,6 +334,21 @@ test_config_instances(void **state)
 	assert_int_equal(in->breaker_cooldown_s, 5);
 	assert_int_equal(in->max_response_bytes, 2048);
 	assert_string_equal(c->metrics.v[2].name, "b-2");
+	/* the [Prometheus] source of query_metrics: defaults, then set */
+	assert_int_equal(c->metrics.v[0].services.n, 0);
+	assert_string_equal(in->service_label, "service_name");
+	assert_string_equal(in->http_metric,
+			    "http_server_request_duration_seconds");
+	assert_string_equal(in->grpc_metric, "rpc_server_duration_seconds");
+	assert_string_equal(in->sql_metric,
+			    "db_client_operation_duration_seconds");
+	in = &c->metrics.v[2];
+	assert_int_equal(in->services.n, 3);
+	assert_string_equal(in->services.v[0], "checkout");
+	assert_string_equal(in->services.v[1], "billing=payments-v2");
+	assert_string_equal(in->services.v[2], "*");
+	assert_string_equal(in->service_label, "job");
+	assert_string_equal(in->http_metric, "http_server_duration_seconds");
 	/* printed with the token masked; the print loads back the same */
 	p1 = printed(c);
 	assert_non_null(strstr(p1, "\n[grafana.main]\nurl = "));
@@ -406,6 +425,33 @@ test_config_instances_refused(void **state)
 		 "expected a table of named instances such as [grafana.main]"},
 		{"[[prometheus]]\nurl = \"http://a\"\n", "prometheus",
 		 "got an array of tables"},
+		/* query_metrics' [Prometheus] source */
+		{"[prometheus.x]\nurl = \"http://a\"\nservices = \"a\"\n",
+		 "prometheus.x.services",
+		 "expected an array of strings, got string \"a\""},
+		{"[prometheus.x]\nurl = \"http://a\"\nservices = [\"a\", 3]\n",
+		 "prometheus.x.services",
+		 "item 2: expected an array of strings, got integer 3"},
+		{"[prometheus.x]\nurl = \"http://a\"\nservices = [\"\"]\n",
+		 "prometheus.x.services", "item 1: expected a service name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nservices = [\"=v\"]\n",
+		 "prometheus.x.services", "item 1: expected a service name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nservices = [\"a=\"]\n",
+		 "prometheus.x.services", "item 1: expected a service name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nservice_label = "
+		 "\"__name__\"\n",
+		 "prometheus.x",
+		 "service_label must be a Prometheus label name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nservice_label = "
+		 "\"a-b\"\n",
+		 "prometheus.x",
+		 "service_label must be a Prometheus label name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nhttp_metric = "
+		 "\"http{x}\"\n",
+		 "prometheus.x",
+		 "http_metric must be a Prometheus metric name"},
+		{"[prometheus.x]\nurl = \"http://a\"\nsql_metric = \"\"\n",
+		 "prometheus.x", "sql_metric must be a Prometheus metric name"},
 	};
 	char many[4096] = "";
 	size_t len = 0;

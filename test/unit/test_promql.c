@@ -2,7 +2,8 @@
  * test_promql.c - unit tests for lib/promql: name grammar, string escaping
  * (every metacharacter, control bytes, UTF-8, invalid UTF-8), the query
  * shapes (plain, rate, aggregation, histogram quantile), every refusal with
- * the argument it names, durations, points, default steps and rate windows.
+ * the argument it names, durations, points, default steps and rate windows,
+ * and histogram_quantile over classic buckets (Prometheus's bucketQuantile).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,6 +418,174 @@ test_steps(void **state)
 	assert_int_equal(promql_rate_window_ms(5 * MIN), 5 * MIN + 15 * SEC);
 }
 
+/* ---- histogram_quantile ------------------------------------------------- */
+
+#define INF INFINITY
+
+/* The histogram most cases use: 100 observations. */
+#define HIST_A                                                                 \
+	{{0.05, 20}, {0.1, 50}, {0.25, 80}, {0.5, 95}, {1, 99}, {INF, 100}}, 6
+
+static const struct {
+	double q;
+	struct promql_bucket b[8];
+	size_t n;
+	double want; /* NaN: NaN wanted */
+} quantile_cases[] = {
+	/* rank 50 reaches 0.1:50; bucket (0.05, 0.1] holds 50-20 = 30:
+	 * 0.05 + 0.05 * (50-20)/30 = 0.1 */
+	{0.5, HIST_A, 0.1},
+	/* rank 10 in the first bucket, from 0: 0.05 * 10/20 */
+	{0.1, HIST_A, 0.025},
+	/* rank 20 = the first bucket's count: its bound */
+	{0.2, HIST_A, 0.05},
+	/* rank 25: 0.05 + 0.05 * (25-20)/30 */
+	{0.25, HIST_A, 0.05 + 0.05 * 5 / 30},
+	/* rank 75 in (0.1, 0.25] (50..80): 0.1 + 0.15 * 25/30 = 0.225 */
+	{0.75, HIST_A, 0.225},
+	/* rank 90 in (0.25, 0.5] (80..95): 0.25 + 0.25 * 10/15 */
+	{0.9, HIST_A, 0.25 + 0.25 * 10 / 15},
+	/* rank 95 = 0.5's count: 0.5 */
+	{0.95, HIST_A, 0.5},
+	/* rank 99 = 1's count: 1 */
+	{0.99, HIST_A, 1},
+	/* rank 99.5 and 100 are past every finite bucket: +Inf holds
+	 * them, the second-highest bound (1) is returned */
+	{0.995, HIST_A, 1},
+	{1, HIST_A, 1},
+	/* rank 0 in the first bucket: 0 + 0.05 * 0/20 */
+	{0, HIST_A, 0},
+	/* the same buckets in another order: sorted first */
+	{0.5,
+	 {{1, 99}, {INF, 100}, {0.1, 50}, {0.5, 95}, {0.05, 20}, {0.25, 80}},
+	 6,
+	 0.1},
+	{0.9,
+	 {{INF, 100}, {0.5, 95}, {0.25, 80}, {0.1, 50}, {1, 99}, {0.05, 20}},
+	 6,
+	 0.25 + 0.25 * 10 / 15},
+	/* two series per bound (coalesced): 0.1:30, 1:80, +Inf:100.
+	 * q 0.5: rank 50 in (0.1, 1] (30..80): 0.1 + 0.9 * 20/50 = 0.46 */
+	{0.5,
+	 {{0.1, 10}, {1, 30}, {INF, 40}, {0.1, 20}, {1, 50}, {INF, 60}},
+	 6,
+	 0.46},
+	/* q 0.2: rank 20 in the first bucket: 0.1 * 20/30 */
+	{0.2,
+	 {{0.1, 10}, {1, 30}, {INF, 40}, {0.1, 20}, {1, 50}, {INF, 60}},
+	 6,
+	 0.1 * 20 / 30},
+	/* a bucket below its predecessor is raised to it: 0.1:10, 0.2:10,
+	 * 0.4:20, +Inf:20.  q 0.75: rank 15 in (0.2, 0.4] (10..20):
+	 * 0.2 + 0.2 * 5/10 = 0.3 (0.2 + 0.2 * 7/12 without the fix) */
+	{0.75, {{0.1, 10}, {0.2, 8}, {0.4, 20}, {INF, 20}}, 4, 0.3},
+	/* q 0.5: rank 10 = 0.1's count: 0.1 */
+	{0.5, {{0.1, 10}, {0.2, 8}, {0.4, 20}, {INF, 20}}, 4, 0.1},
+	/* +Inf below the last finite bucket: raised to 10, the total.
+	 * q 0.75: rank 7.5 in (0.1, 1] (5..10): 0.1 + 0.9 * 2.5/5 = 0.55
+	 * (0.28 with a total of 8) */
+	{0.75, {{0.1, 5}, {1, 10}, {INF, 8}}, 3, 0.55},
+	/* rank in +Inf: the second-highest bound.  1:5 2:8 +Inf:10,
+	 * q 0.9: rank 9 > 8 */
+	{0.9, {{1, 5}, {2, 8}, {INF, 10}}, 3, 2},
+	/* q 0.8: rank 8 = 2's count: 1 + 1 * 3/3 */
+	{0.8, {{1, 5}, {2, 8}, {INF, 10}}, 3, 2},
+	/* only +Inf has observations: every rank is in it */
+	{0.5, {{0.5, 0}, {INF, 7}}, 2, 0.5},
+	/* the first bound is 0: no interpolation below it.  0:4 1:8
+	 * +Inf:10, q 0.3: rank 3 in the first bucket: 0 */
+	{0.3, {{0, 4}, {1, 8}, {INF, 10}}, 3, 0},
+	/* q 0.5: rank 5 in (0, 1] (4..8): 0 + 1 * 1/4 */
+	{0.5, {{0, 4}, {1, 8}, {INF, 10}}, 3, 0.25},
+	/* negative bounds: -1:2 0:4 1:8 +Inf:10.  q 0.1: rank 1 in the
+	 * first bucket: its bound, -1 */
+	{0.1, {{-1, 2}, {0, 4}, {1, 8}, {INF, 10}}, 4, -1},
+	/* q 0.3: rank 3 in (-1, 0] (2..4): -1 + 1 * 1/2 */
+	{0.3, {{-1, 2}, {0, 4}, {1, 8}, {INF, 10}}, 4, -0.5},
+	/* q 0.6: rank 6 in (0, 1] (4..8): 0 + 1 * 2/4 */
+	{0.6, {{-1, 2}, {0, 4}, {1, 8}, {INF, 10}}, 4, 0.5},
+	/* the documented divergence: rank 0 in a first bucket holding no
+	 * observation (count width 0) gives the bucket's start, 0, where
+	 * Prometheus computes 0 + 1 * 0/0 = NaN */
+	{0, {{1, 0}, {2, 5}, {INF, 10}}, 3, 0},
+	/* ... but a first bound <= 0 is returned as is, as Prometheus */
+	{0, {{0, 0}, {1, 4}, {INF, 4}}, 3, 0},
+	/* no +Inf bucket */
+	{0.5, {{0.1, 5}, {1, 10}}, 2, NAN},
+	/* fewer than two buckets, also after coalescing */
+	{0.5, {{INF, 10}}, 1, NAN},
+	{0.5, {{INF, 5}, {INF, 5}}, 2, NAN},
+	/* no observation */
+	{0.5, {{0.1, 0}, {INF, 0}}, 2, NAN},
+	/* q outside [0, 1] or NaN (Prometheus: -Inf / +Inf / NaN; this
+	 * function documents NaN for all three) */
+	{-0.1, HIST_A, NAN},
+	{1.1, HIST_A, NAN},
+	{NAN, HIST_A, NAN},
+	/* (NaN even where the rank would not matter: a first bound <= 0) */
+	{NAN, {{0, 4}, {1, 8}, {INF, 10}}, 3, NAN},
+	/* a NaN bound */
+	{0.5, {{NAN, 3}, {0.1, 5}, {INF, 10}}, 3, NAN},
+	{0.5, {{0.1, 5}, {INF, 10}, {NAN, 10}}, 3, NAN},
+	/* (NaN even where the rank is found below the NaN bound) */
+	{0.25, {{0.1, 5}, {NAN, 7}, {1, 10}, {INF, 10}}, 4, NAN},
+};
+
+static bool
+close_to(double got, double want)
+{
+	if (isnan(want))
+		return isnan(got);
+	return fabs(got - want) <= 1e-9 * fmax(1, fabs(want));
+}
+
+static void
+test_histogram_quantile(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(quantile_cases); i++) {
+		struct promql_bucket b[8];
+		double got;
+
+		memcpy(b, quantile_cases[i].b, sizeof(b));
+		got = promql_histogram_quantile(quantile_cases[i].q, b,
+						quantile_cases[i].n);
+		if (!close_to(got, quantile_cases[i].want))
+			fail_msg("case %zu (q %g): got %.17g, want %.17g", i,
+				 quantile_cases[i].q, got,
+				 quantile_cases[i].want);
+	}
+	assert_true(isnan(promql_histogram_quantile(0.5, NULL, 0)));
+}
+
+static void
+test_histogram_quantile_in_place(void **state)
+{
+	struct promql_bucket b[] = {{INF, 100}, {0.5, 95},  {0.05, 20},
+				    {1, 99},	{0.25, 80}, {0.1, 50}};
+	static const double les[] = {0.05, 0.1, 0.25, 0.5, 1, INF};
+	double prev = 0;
+
+	(void)state;
+	assert_true(close_to(promql_histogram_quantile(0.75, b, ARRAY_LEN(b)),
+			     0.225));
+	/* sorted in place, counts kept (no duplicates, already monotonic) */
+	for (size_t i = 0; i < ARRAY_LEN(b); i++)
+		assert_true(b[i].le == les[i]);
+	assert_true(b[0].count == 20 && b[5].count == 100);
+	/* every q of [0, 1] lands within [0, the highest finite bound],
+	 * never decreasing as q grows */
+	for (int k = 0; k <= 100; k++) {
+		double v =
+			promql_histogram_quantile(k / 100.0, b, ARRAY_LEN(b));
+
+		if (!(v >= prev && v <= 1))
+			fail_msg("q %d%%: %g after %g", k, v, prev);
+		prev = v;
+	}
+	assert_true(prev == 1);
+}
+
 int
 main(void)
 {
@@ -430,6 +600,8 @@ main(void)
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_histogram_quantile),
+		cmocka_unit_test(test_histogram_quantile_in_place),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

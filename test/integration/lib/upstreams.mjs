@@ -36,6 +36,66 @@ export const DURATION_BUCKETS = {
 	],
 };
 
+// Call-duration histograms as Beyla/OBI export them, for query_metrics'
+// [Prometheus] source: per-second increments of the cumulative bucket
+// counts of each series (upper bound -> count).
+export const CALL_SERIES = [
+	{
+		metric: 'http_server_request_duration_seconds',
+		labels: { service_name: 'checkout', http_route: '/api/pay', http_request_method: 'GET', http_response_status_code: '200' },
+		buckets: [['0.01', 2], ['0.05', 4], ['0.1', 6], ['0.5', 8], ['+Inf', 8]],
+	},
+	{
+		metric: 'http_server_request_duration_seconds',
+		labels: { service_name: 'checkout', http_route: '/api/pay', http_request_method: 'GET', http_response_status_code: '500' },
+		buckets: [['0.01', 0], ['0.05', 0], ['0.1', 0], ['0.5', 1], ['+Inf', 2]],
+	},
+	{
+		metric: 'http_server_request_duration_seconds',
+		labels: { service_name: 'checkout', http_route: '/api/orders', http_request_method: 'post', http_response_status_code: '201' },
+		buckets: [['0.01', 0], ['0.05', 1], ['0.1', 3], ['0.5', 4], ['+Inf', 4]],
+	},
+	{
+		metric: 'http_server_request_duration_seconds',
+		labels: { service_name: 'payments-v2', http_route: '/v1/charges', http_request_method: 'POST', http_response_status_code: '200' },
+		buckets: [['0.1', 5], ['+Inf', 5]],
+	},
+	{
+		metric: 'rpc_server_duration_seconds',
+		labels: { service_name: 'checkout', rpc_method: '/shop.Cart/Add', rpc_grpc_status_code: '0' },
+		buckets: [['0.01', 1], ['0.05', 3], ['0.1', 3], ['0.5', 3], ['+Inf', 3]],
+	},
+	{
+		metric: 'rpc_server_duration_seconds',
+		labels: { service_name: 'checkout', rpc_method: '/shop.Cart/Add', rpc_grpc_status_code: '2' },
+		buckets: [['0.01', 0], ['0.05', 0], ['0.1', 1], ['0.5', 1], ['+Inf', 1]],
+	},
+	{
+		metric: 'db_client_operation_duration_seconds',
+		labels: { service_name: 'checkout', db_operation_name: 'select', db_collection_name: 'orders' },
+		buckets: [['0.001', 5], ['0.01', 9], ['0.1', 10], ['+Inf', 10]],
+	},
+	{
+		metric: 'db_client_operation_duration_seconds',
+		labels: { service_name: 'checkout', db_operation_name: 'select', db_collection_name: 'orders', error_type: 'timeout' },
+		buckets: [['0.001', 0], ['0.01', 0], ['0.1', 0], ['+Inf', 1]],
+	},
+];
+
+function callExposition(out, s, ms) {
+	const families = [...new Set(CALL_SERIES.map((c) => c.metric))];
+	for (const metric of families) {
+		out.push(`# HELP ${metric} Call duration.`, `# TYPE ${metric} histogram`);
+		for (const c of CALL_SERIES.filter((x) => x.metric === metric)) {
+			const l = Object.entries(c.labels).map(([k, v]) => `${k}="${v}"`).join(',');
+			for (const [le, n] of c.buckets) out.push(`${metric}_bucket{${l},le="${le}"} ${n * s} ${ms}`);
+			const count = c.buckets[c.buckets.length - 1][1];
+			out.push(`${metric}_sum{${l}} ${0.05 * count * s} ${ms}`);
+			out.push(`${metric}_count{${l}} ${count * s} ${ms}`);
+		}
+	}
+}
+
 // Series of the gauge fixture_many_series{i="0".."MANY_SERIES-1"}, value i:
 // enough that a dozen seconds of them pass a range query's point limit.
 export const MANY_SERIES = 1000;
@@ -64,6 +124,7 @@ export function dynamicExposition(ms, t0Ms) {
 		out.push(`fixture_request_duration_seconds_sum{handler="${h}"} ${0.2 * count * s} ${ms}`);
 		out.push(`fixture_request_duration_seconds_count{handler="${h}"} ${count * s} ${ms}`);
 	}
+	callExposition(out, s, ms);
 	out.push('# HELP fixture_many_series One of many series.', '# TYPE fixture_many_series gauge');
 	for (let i = 0; i < MANY_SERIES; i++) out.push(`fixture_many_series{i="${i}"} ${i}`);
 	return out.join('\n') + '\n';
