@@ -27,8 +27,9 @@ struct otlp_limits {
 	size_t max_spans;
 	size_t max_points;
 	/* Longest string kept, in bytes: attribute values and keys, names,
-	 * status messages, extracted columns.  Longer strings are cut at a
-	 * UTF-8 character boundary and end with OTLP_TRUNCATED. */
+	 * status messages, extracted columns (indexed ones have lower
+	 * bounds, OTLP_MAX_*_BYTES).  Longer strings are cut at a UTF-8
+	 * character boundary and end with OTLP_TRUNCATED. */
 	size_t max_attr_bytes;
 	/* What one decode may allocate besides the decompressed body: the
 	 * decoded message tree and the rows (about 3 to 5 times the body
@@ -38,6 +39,26 @@ struct otlp_limits {
 
 /* Appended to a string cut at max_attr_bytes. */
 #define OTLP_TRUNCATED "\xe2\x80\xa6[truncated]"
+
+/*
+ * Longest value, in bytes before OTLP_TRUNCATED, of the columns that the
+ * store's btree indexes hold: PostgreSQL refuses an index entry past 2704
+ * bytes ("index row size ... exceeds btree version 4 maximum"), and with
+ * it the whole batch, and it does not shrink random text to fit.  The
+ * lower of these and max_attr_bytes applies; the attribute keeps up to
+ * max_attr_bytes in the attributes JSON.  otlp_rows.c checks at compile
+ * time that no index of migrations/ can outgrow the limit with them.
+ */
+#define OTLP_MAX_SERVICE_NAME_BYTES 512 /* spans, metric_points */
+#define OTLP_MAX_SESSION_ID_BYTES   512
+#define OTLP_MAX_GENAI_NAME_BYTES   128 /* gen_ai_provider, _operation */
+#define OTLP_MAX_GENAI_MODEL_BYTES  256 /* gen_ai_request/response_model */
+#define OTLP_MAX_HTTP_METHOD_BYTES  64
+#define OTLP_MAX_HTTP_PATH_BYTES    1024 /* http_route, url_path */
+#define OTLP_MAX_RPC_NAME_BYTES	    512	 /* rpc_service, rpc_method */
+#define OTLP_MAX_DB_OPERATION_BYTES 256
+#define OTLP_MAX_DB_TABLE_BYTES	    512
+#define OTLP_MAX_METRIC_NAME_BYTES  1024
 
 /* Deepest nesting of messages (protobuf) or of JSON values accepted: real
  * requests stay far below; it bounds recursion on hostile input. */

@@ -188,6 +188,93 @@ find_attrs(pb_key_value *const *kv, size_t n, struct found *f)
 	}
 }
 
+/* ---- index bounds -------------------------------------------------------- */
+
+/*
+ * The widest btree index entry the OTLP_MAX_*_BYTES columns can make, for
+ * every index of migrations/ that holds text from a request, against
+ * PostgreSQL's limit (BTMaxItemSize of an 8 KiB page, 2704 bytes with the
+ * tuple header).  Counted without compression, which random text defeats:
+ *   a text cut at max: max + OTLP_TRUNCATED + 4-byte varlena header + 3
+ *     bytes of alignment (IDX_TEXT);
+ *   upper() of one (span_calls k1, k2): up to three times the bytes, as
+ *     ICU's full case mapping turns U+0390 (2 bytes) into 3 characters of
+ *     2 bytes (IDX_UPPER);
+ *   any other column (timestamptz, bigint, smallint, integer, a 16- or
+ *     8-byte bytea id, source, protocol, ''): 32 (IDX_FIXED);
+ *   tuple header with null bitmap and the final alignment: 16 + 7.
+ * TimescaleDB's compressed chunks index their segmentby columns
+ * (service_name; service_name, name) with two timestamps: within the
+ * metric_points entry below.
+ */
+#define IDX_LIMIT      2704
+#define IDX_MARK       (sizeof(OTLP_TRUNCATED) - 1)
+#define IDX_TEXT(max)  ((max) + IDX_MARK + 4 + 3)
+#define IDX_UPPER(max) (3 * ((max) + IDX_MARK) + 4 + 3)
+#define IDX_FIXED      32
+#define IDX_HEAD       (16 + 7)
+
+/* 0002 spans_service_time_idx (service_name, start_time) and 0007
+ * spans_service_source_time_idx (service_name, source, start_time):
+ * 533 + 64 + 23 = 620 */
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       2 * IDX_FIXED <=
+		       IDX_LIMIT,
+	       "spans service index entry too wide");
+/* 0002 spans_session_idx (session_id, start_time): 533 + 32 + 23 = 588 */
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SESSION_ID_BYTES) + IDX_FIXED <=
+		       IDX_LIMIT,
+	       "spans session index entry too wide");
+/* 0006 spans_genai_idx (start_time) INCLUDE (trace_id, span_id, source,
+ * duration_ns, status_code, service_name, session_id, gen_ai_provider,
+ * gen_ai_operation, gen_ai_request_model, gen_ai_response_model,
+ * gen_ai_input_tokens, gen_ai_output_tokens): 8 fixed 256, service 533,
+ * session 533, provider and operation 2 x 149, models 2 x 277, + 23
+ * = 2197 */
+_Static_assert(IDX_HEAD + 8 * IDX_FIXED +
+			       IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       IDX_TEXT(OTLP_MAX_SESSION_ID_BYTES) +
+			       2 * IDX_TEXT(OTLP_MAX_GENAI_NAME_BYTES) +
+			       2 * IDX_TEXT(OTLP_MAX_GENAI_MODEL_BYTES) <=
+		       IDX_LIMIT,
+	       "spans GenAI index entry too wide");
+/* 0003 metric_points_service_name_time_idx (service_name, name, time), and
+ * (name, time) within it: 533 + 1045 + 32 + 23 = 1633 */
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       IDX_TEXT(OTLP_MAX_METRIC_NAME_BYTES) +
+			       IDX_FIXED <=
+		       IDX_LIMIT,
+	       "metric_points index entry too wide");
+/*
+ * 0005 span_rollup_pkey (service_name, period, source, protocol, k1, k2,
+ * status), k1 and k2 from span_calls: service 533 + 4 fixed 128 + 23 = 684
+ * and
+ *   http: k1 http_route or url_path 1045, k2 upper(http_method) 241: 1970
+ *   grpc: k1 rpc_service || '/' || rpc_method 2 x 533, k2 '' 32: 1782
+ *   sql: k1 upper(db_operation) 817, k2 db_table 533: 2034
+ */
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       4 * IDX_FIXED +
+			       IDX_TEXT(OTLP_MAX_HTTP_PATH_BYTES) +
+			       IDX_UPPER(OTLP_MAX_HTTP_METHOD_BYTES) <=
+		       IDX_LIMIT,
+	       "span_rollup key of HTTP calls too wide");
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       4 * IDX_FIXED +
+			       2 * IDX_TEXT(OTLP_MAX_RPC_NAME_BYTES) +
+			       IDX_FIXED <=
+		       IDX_LIMIT,
+	       "span_rollup key of gRPC calls too wide");
+_Static_assert(IDX_HEAD + IDX_TEXT(OTLP_MAX_SERVICE_NAME_BYTES) +
+			       4 * IDX_FIXED +
+			       IDX_UPPER(OTLP_MAX_DB_OPERATION_BYTES) +
+			       IDX_TEXT(OTLP_MAX_DB_TABLE_BYTES) <=
+		       IDX_LIMIT,
+	       "span_rollup key of SQL calls too wide");
+
+/* A column no index holds: only max_attr_bytes bounds it. */
+#define NOT_INDEXED SIZE_MAX
+
 /* ---- text ---------------------------------------------------------------- */
 
 static int
@@ -332,10 +419,11 @@ arena_copy(struct rows *r, const char *s, size_t n, const char **out)
 	return STATUS_OK;
 }
 
-/* s (n bytes) as a column value: NULL when empty, else valid bounded UTF-8
- * owned by the batch. */
+/* s (n bytes) as a column value: NULL when empty, else valid UTF-8 of at
+ * most max bytes (and of max_attr_bytes) before OTLP_TRUNCATED, owned by
+ * the batch. */
 static int
-text_n(struct rows *r, const char *s, size_t n, const char **out)
+text_max(struct rows *r, const char *s, size_t n, size_t max, const char **out)
 {
 	size_t i;
 	int rc;
@@ -343,7 +431,9 @@ text_n(struct rows *r, const char *s, size_t n, const char **out)
 	*out = NULL;
 	if (s == NULL || n == 0)
 		return STATUS_OK;
-	if (n <= r->lim->max_attr_bytes) {
+	if (max > r->lim->max_attr_bytes)
+		max = r->lim->max_attr_bytes;
+	if (n <= max) {
 		for (i = 0; i < n; i++)
 			if ((unsigned char)s[i] >= 0x80)
 				break;
@@ -351,16 +441,17 @@ text_n(struct rows *r, const char *s, size_t n, const char **out)
 			return arena_copy(r, s, n, out);
 	}
 	buf_reset(&r->js);
-	rc = put_text(&r->js, s, n, r->lim->max_attr_bytes, false);
+	rc = put_text(&r->js, s, n, max, false);
 	if (rc != STATUS_OK)
 		return fail_mem(r, rc);
 	return arena_copy(r, r->js.data ? r->js.data : "", r->js.len, out);
 }
 
+/* A column no index holds. */
 static int
 text(struct rows *r, const char *s, const char **out)
 {
-	return text_n(r, s, s ? strlen(s) : 0, out);
+	return text_max(r, s, s ? strlen(s) : 0, SIZE_MAX, out);
 }
 
 /* Shortest %g form that reads back as d. */
@@ -374,28 +465,35 @@ fmt_double(double d, char *out, size_t n)
 	}
 }
 
-/* A scalar AnyValue as column text; NULL for arrays, kvlists, bytes. */
+/* A scalar AnyValue as column text of at most max bytes (text_max); NULL
+ * for arrays, kvlists, bytes. */
 static int
-any_text(struct rows *r, const pb_any_value *v, const char **out)
+any_text(struct rows *r, const pb_any_value *v, size_t max, const char **out)
 {
 	char tmp[40];
+	const char *s;
 
 	*out = NULL;
 	if (v == NULL)
 		return STATUS_OK;
 	switch (v->value_case) {
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-		return text(r, v->string_value, out);
+		s = v->string_value;
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
 		snprintf(tmp, sizeof(tmp), "%" PRId64, v->int_value);
-		return text(r, tmp, out);
+		s = tmp;
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE:
 		fmt_double(v->double_value, tmp, sizeof(tmp));
-		return text(r, tmp, out);
+		s = tmp;
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
-		return text(r, v->bool_value ? "true" : "false", out);
+		s = v->bool_value ? "true" : "false";
+		break;
 	default: return STATUS_OK;
 	}
+	return text_max(r, s, strlen(s), max, out);
 }
 
 /* An integer AnyValue: int, an integral double, or a decimal string. */
@@ -689,14 +787,17 @@ url_path(struct rows *r, const pb_span *s, const char **out)
 			    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
 			continue;
 		if (strcmp(s->attributes[i]->key, "url.path") == 0)
-			return text(r, v->string_value, out);
+			return text_max(r, v->string_value,
+					strlen(v->string_value),
+					OTLP_MAX_HTTP_PATH_BYTES, out);
 		if (strcmp(s->attributes[i]->key, "http.target") == 0)
 			target = v;
 	}
 	if (target == NULL)
 		return STATUS_OK;
-	return text_n(r, target->string_value,
-		      strcspn(target->string_value, "?#"), out);
+	return text_max(r, target->string_value,
+			strcspn(target->string_value, "?#"),
+			OTLP_MAX_HTTP_PATH_BYTES, out);
 }
 
 /* ---- resource and scope -------------------------------------------------- */
@@ -725,15 +826,20 @@ resource_ctx(struct rows *r, const pb_resource *res, struct res_ctx *rc)
 
 	memset(rc, 0, sizeof(*rc));
 	find_attrs(kv, n, &f);
-	if ((st = any_text(r, f.v[SL_SERVICE_NAME], &rc->service_name)) ||
-	    (st = any_text(r, f.v[SL_SERVICE_NAMESPACE],
+	if ((st = any_text(r, f.v[SL_SERVICE_NAME], OTLP_MAX_SERVICE_NAME_BYTES,
+			   &rc->service_name)) ||
+	    (st = any_text(r, f.v[SL_SERVICE_NAMESPACE], NOT_INDEXED,
 			   &rc->service_namespace)) ||
-	    (st = any_text(r, f.v[SL_SERVICE_VERSION], &rc->service_version)) ||
-	    (st = any_text(r, f.v[SL_K8S_NAMESPACE], &rc->k8s_namespace)) ||
-	    (st = any_text(r, f.v[SL_K8S_DEPLOYMENT], &rc->k8s_deployment)) ||
-	    (st = any_text(r, f.v[SL_K8S_POD], &rc->k8s_pod)) ||
-	    (st = any_text(r, f.v[SL_HOST_NAME], &rc->host_name)) ||
-	    (st = any_text(r, f.v[SL_SDK_NAME], &sdk)) ||
+	    (st = any_text(r, f.v[SL_SERVICE_VERSION], NOT_INDEXED,
+			   &rc->service_version)) ||
+	    (st = any_text(r, f.v[SL_K8S_NAMESPACE], NOT_INDEXED,
+			   &rc->k8s_namespace)) ||
+	    (st = any_text(r, f.v[SL_K8S_DEPLOYMENT], NOT_INDEXED,
+			   &rc->k8s_deployment)) ||
+	    (st = any_text(r, f.v[SL_K8S_POD], NOT_INDEXED, &rc->k8s_pod)) ||
+	    (st = any_text(r, f.v[SL_HOST_NAME], NOT_INDEXED,
+			   &rc->host_name)) ||
+	    (st = any_text(r, f.v[SL_SDK_NAME], NOT_INDEXED, &sdk)) ||
 	    (st = attrs_json(r, kv, n, &rc->resource_json)))
 		return st;
 	for (size_t i = 0; sdk && i < r->rules->n_sdk_names; i++)
@@ -804,7 +910,7 @@ route_text(struct rows *r, const pb_any_value *v, int rank, const char **out)
 	if (rank == ROUTE_ROUTE ||
 	    v->value_case !=
 		    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
-		return any_text(r, v, out);
+		return any_text(r, v, OTLP_MAX_HTTP_PATH_BYTES, out);
 	s = v->string_value;
 	if (rank >= ROUTE_URL) {
 		const char *scheme = strstr(s, "://");
@@ -817,7 +923,7 @@ route_text(struct rows *r, const pb_any_value *v, int rank, const char **out)
 		}
 	}
 	end = s + strcspn(s, "?#");
-	return text_n(r, s, (size_t)(end - s), out);
+	return text_max(r, s, (size_t)(end - s), OTLP_MAX_HTTP_PATH_BYTES, out);
 }
 
 const char *
@@ -864,18 +970,28 @@ span_columns(struct rows *r, const pb_span *s, struct otlp_span *o)
 	o->input_tokens = any_int(f.v[SL_INPUT_TOKENS], &x) && x >= 0 ? x : -1;
 	o->output_tokens =
 		any_int(f.v[SL_OUTPUT_TOKENS], &x) && x >= 0 ? x : -1;
-	if ((st = any_text(r, f.v[SL_HTTP_METHOD], &o->http_method)) ||
-	    (st = any_text(r, f.v[SL_RPC_SYSTEM], &o->rpc_system)) ||
-	    (st = any_text(r, f.v[SL_RPC_SERVICE], &o->rpc_service)) ||
-	    (st = any_text(r, f.v[SL_DB_SYSTEM], &o->db_system)) ||
-	    (st = any_text(r, f.v[SL_DB_OPERATION], &o->db_operation)) ||
-	    (st = any_text(r, f.v[SL_DB_TABLE], &o->db_table)) ||
-	    (st = any_text(r, f.v[SL_SESSION_ID], &o->session_id)) ||
-	    (st = any_text(r, f.v[SL_GENAI_SYSTEM], &o->gen_ai_system)) ||
-	    (st = any_text(r, f.v[SL_GENAI_OPERATION], &o->gen_ai_operation)) ||
+	if ((st = any_text(r, f.v[SL_HTTP_METHOD], OTLP_MAX_HTTP_METHOD_BYTES,
+			   &o->http_method)) ||
+	    (st = any_text(r, f.v[SL_RPC_SYSTEM], NOT_INDEXED,
+			   &o->rpc_system)) ||
+	    (st = any_text(r, f.v[SL_RPC_SERVICE], OTLP_MAX_RPC_NAME_BYTES,
+			   &o->rpc_service)) ||
+	    (st = any_text(r, f.v[SL_DB_SYSTEM], NOT_INDEXED, &o->db_system)) ||
+	    (st = any_text(r, f.v[SL_DB_OPERATION], OTLP_MAX_DB_OPERATION_BYTES,
+			   &o->db_operation)) ||
+	    (st = any_text(r, f.v[SL_DB_TABLE], OTLP_MAX_DB_TABLE_BYTES,
+			   &o->db_table)) ||
+	    (st = any_text(r, f.v[SL_SESSION_ID], OTLP_MAX_SESSION_ID_BYTES,
+			   &o->session_id)) ||
+	    (st = any_text(r, f.v[SL_GENAI_SYSTEM], OTLP_MAX_GENAI_NAME_BYTES,
+			   &o->gen_ai_system)) ||
+	    (st = any_text(r, f.v[SL_GENAI_OPERATION],
+			   OTLP_MAX_GENAI_NAME_BYTES, &o->gen_ai_operation)) ||
 	    (st = any_text(r, f.v[SL_GENAI_REQUEST_MODEL],
+			   OTLP_MAX_GENAI_MODEL_BYTES,
 			   &o->gen_ai_request_model)) ||
 	    (st = any_text(r, f.v[SL_GENAI_RESPONSE_MODEL],
+			   OTLP_MAX_GENAI_MODEL_BYTES,
 			   &o->gen_ai_response_model)))
 		return st;
 	if (f.v[SL_HTTP_ROUTE]) {
@@ -889,26 +1005,31 @@ span_columns(struct rows *r, const pb_span *s, struct otlp_span *o)
 							 o->rpc_system)
 					     : -1;
 	/* rpc.method is fully qualified ("pkg.Service/Method") in current
-	 * conventions, which dropped rpc.service */
-	if ((st = any_text(r, f.v[SL_RPC_METHOD], &method)))
+	 * conventions, which dropped rpc.service; each part is cut on its
+	 * own, from the string as sent */
+	if (f.v[SL_RPC_METHOD] &&
+	    f.v[SL_RPC_METHOD]->value_case ==
+		    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE)
+		method = f.v[SL_RPC_METHOD]->string_value;
+	else if ((st = any_text(r, f.v[SL_RPC_METHOD], NOT_INDEXED, &method)))
 		return st;
 	if (method) {
 		const char *slash = strrchr(method, '/');
+		const char *svc = method, *name = method;
 
-		if (slash == NULL) {
-			o->rpc_method = method;
-		} else {
-			const char *svc = method;
-
+		if (slash != NULL) {
 			while (*svc == '/')
 				svc++;
 			if (o->rpc_service == NULL && svc < slash &&
-			    (st = text_n(r, svc, (size_t)(slash - svc),
-					 &o->rpc_service)))
+			    (st = text_max(r, svc, (size_t)(slash - svc),
+					   OTLP_MAX_RPC_NAME_BYTES,
+					   &o->rpc_service)))
 				return st;
-			if ((st = text(r, slash + 1, &o->rpc_method)))
-				return st;
+			name = slash + 1;
 		}
+		if ((st = text_max(r, name, strlen(name),
+				   OTLP_MAX_RPC_NAME_BYTES, &o->rpc_method)))
+			return st;
 	}
 	return STATUS_OK;
 }
@@ -1237,7 +1358,8 @@ metric_rows(struct rows *r, struct metric_ctx *m, const pb_metric *mt)
 		       m->ri, m->si, m->mi);
 		return STATUS_OK;
 	}
-	if ((st = text(r, mt->name, &m->name)) ||
+	if ((st = text_max(r, mt->name, strlen(mt->name),
+			   OTLP_MAX_METRIC_NAME_BYTES, &m->name)) ||
 	    (st = text(r, mt->unit, &m->unit)) ||
 	    (st = text(r, mt->description, &m->description)))
 		return st;

@@ -153,11 +153,15 @@ ingest_run(struct pool_job *job)
 				     : store_write_points(c, b, &inserted,
 							  &perr);
 		if (rc != STATUS_OK) {
-			/* Data the store refuses (class 22/23) is not worth a
-			 * retry; anything else (down, timeout) is. */
-			bool bad = perr.sqlstate[0] == '2' &&
-				   (perr.sqlstate[1] == '2' ||
-				    perr.sqlstate[1] == '3');
+			/* Data the store refuses (class 22 data, 23
+			 * constraints, 54 limits such as an index entry too
+			 * large) is not worth a retry: the same batch fails
+			 * again.  Anything else (down, timeout) is. */
+			bool bad = (perr.sqlstate[0] == '2' &&
+				    (perr.sqlstate[1] == '2' ||
+				     perr.sqlstate[1] == '3')) ||
+				   (perr.sqlstate[0] == '5' &&
+				    perr.sqlstate[1] == '4');
 
 			log_warn(&f, "OTLP batch not stored: %s", perr.detail);
 			job_fail(j,

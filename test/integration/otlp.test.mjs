@@ -928,6 +928,187 @@ describe('[ingest] keys, separate from the MCP keys', () => {
 	});
 });
 
+describe('values too long for an index entry', () => {
+	// PostgreSQL refuses a btree index entry past 2704 bytes, and with it
+	// the whole batch ("index row size ... exceeds btree version 4
+	// maximum"); random text does not compress to fit.  The receiver cuts
+	// indexed columns to OTLP_MAX_*_BYTES (lib/otlp.h) and keeps the whole
+	// value in the attributes.
+	const MARK = '\u2026[truncated]';
+	const CAP = {
+		service_name: 512, session_id: 512, gen_ai_provider: 128, gen_ai_operation: 128,
+		gen_ai_request_model: 256, gen_ai_response_model: 256, http_method: 64, http_route: 1024,
+		url_path: 1024, rpc_service: 512, rpc_method: 512, db_operation: 256, db_table: 512, metric_name: 1024,
+	};
+	// Random characters of 1 to 4 bytes (ɐ grows under upper()), at
+	// least `bytes` bytes of UTF-8; incompressible.
+	const ALPHABET = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789é\u0250€😀'];
+	function longText(bytes = 8000) {
+		let s = '';
+		while (Buffer.byteLength(s) < bytes) s += ALPHABET[crypto.randomInt(ALPHABET.length)];
+		return s;
+	}
+	// col is full cut on a character boundary within cap bytes, plus the marker.
+	function assertCut(col, full, cap, what) {
+		assert.equal(typeof col, 'string', `${what}: ${col}`);
+		assert.ok(col.endsWith(MARK), `${what} does not end with the marker`);
+		const kept = col.slice(0, -MARK.length);
+		assert.ok(full.startsWith(kept), `${what} is not a prefix of the value sent`);
+		const n = Buffer.byteLength(kept);
+		assert.ok(n <= cap && n > cap - 4, `${what}: ${n} bytes kept, cap ${cap}`);
+	}
+	const OLD = T0 - 3n * 3600n * NS; // a settled hour, for the rollup
+	const str = (key, value) => ({ key, value: { stringValue: value } });
+	const int = (key, value) => ({ key, value: { intValue: String(value) } });
+	const v = {};
+	let traceId;
+
+	test('a JSON batch with 8000-byte values in every indexed column: 200, all spans stored, cut, and queryable', async () => {
+		for (const k of ['service', 'name', 'session', 'provider', 'operation', 'rmodel', 'pmodel', 'method', 'route', 'path',
+			'rpcsvc', 'rpcmethod', 'dbop', 'dbtable']) v[k] = longText();
+		traceId = newId(16);
+		const span = (name, kind, attributes) => ({
+			...rawSpan(name, { traceId, startNs: OLD }), kind, attributes,
+		});
+		const spans = [
+			span(v.name, 1, []),
+			span('chat', 3, [str('gen_ai.operation.name', v.operation), str('gen_ai.provider.name', v.provider),
+				str('gen_ai.request.model', v.rmodel), str('gen_ai.response.model', v.pmodel),
+				str('session.id', v.session), int('gen_ai.usage.input_tokens', 12), int('gen_ai.usage.output_tokens', 34)]),
+			span('GET long', 2, [str('http.request.method', v.method), str('http.route', v.route), str('url.path', v.path),
+				int('http.response.status_code', 200)]),
+			span('GET path only', 2, [str('http.request.method', 'GET'), str('url.path', v.path)]),
+			span('rpc', 2, [str('rpc.system', 'grpc'), str('rpc.method', `${v.rpcsvc}/${v.rpcmethod}`), int('rpc.grpc.status_code', 0)]),
+			span('query', 3, [str('db.system.name', 'postgresql'), str('db.operation.name', v.dbop), str('db.collection.name', v.dbtable)]),
+		];
+		const body = JSON.stringify({
+			resourceSpans: [
+				{ resource: { attributes: [str('service.name', v.service)] }, scopeSpans: [{ scope: { name: 'raw' }, spans }] },
+				// a neighbour with ordinary values in the same request
+				{ resource: { attributes: [str('service.name', 'long-neighbour')] },
+					scopeSpans: [{ scope: { name: 'raw' }, spans: [span('neighbour', 2, [str('http.request.method', 'GET'), str('http.route', '/ok')])] }] },
+			],
+		});
+		const c0 = await ingestCounters(srv);
+		const r = await postJson(srv, '/v1/traces', body);
+		assert.equal(r.status, 200, r.text);
+		assert.equal(r.json?.partialSuccess, undefined, r.text);
+		const c1 = await ingestCounters(srv);
+		assert.equal(c1.stored - c0.stored, 7, 'stored counter');
+
+		const rows = await spanRows(pg.url, [traceId]);
+		assert.equal(rows.length, 7);
+		const by = Object.fromEntries(rows.map((x) => [x.name === v.name ? 'long' : x.name, x]));
+		assert.deepEqual(Object.keys(by).sort(), ['GET long', 'GET path only', 'chat', 'long', 'neighbour', 'query', 'rpc']);
+		for (const x of rows.filter((y) => y.name !== 'neighbour')) {
+			assertCut(x.service_name, v.service, CAP.service_name, `${x.name.slice(0, 20)}: service_name`);
+			assert.equal(x.resource_attributes['service.name'], v.service, 'the whole service.name in resource_attributes');
+		}
+		assert.equal(by.neighbour.service_name, 'long-neighbour');
+		assert.equal(by.neighbour.http_route, '/ok');
+		// the span name is in no index: kept up to max_attr_bytes (8 KiB)
+		assert.equal(by.long.name, v.name);
+		const cuts = [
+			['chat', 'session_id', v.session], ['chat', 'gen_ai_provider', v.provider], ['chat', 'gen_ai_operation', v.operation],
+			['chat', 'gen_ai_request_model', v.rmodel], ['chat', 'gen_ai_response_model', v.pmodel],
+			['GET long', 'http_method', v.method], ['GET long', 'http_route', v.route], ['GET long', 'url_path', v.path],
+			['GET path only', 'url_path', v.path], ['GET path only', 'http_route', v.path],
+			['rpc', 'rpc_service', v.rpcsvc], ['rpc', 'rpc_method', v.rpcmethod],
+			['query', 'db_operation', v.dbop], ['query', 'db_table', v.dbtable],
+		];
+		for (const [span_, col, full] of cuts) assertCut(by[span_][col], full, CAP[col], `${span_}: ${col}`);
+		assert.equal(by.chat.attributes['session.id'], v.session, 'the whole session.id in attributes');
+		assert.equal(by['GET long'].attributes['http.route'], v.route, 'the whole http.route in attributes');
+		assert.equal(by.chat.gen_ai_input_tokens, 12);
+
+		// found through the indexes on the cut values
+		const svc = by.chat.service_name;
+		const probe = async (where) => Number(await psql(pg.url, `SELECT count(*) FROM spans WHERE ${where}`));
+		const lit = (x) => `'${x.replaceAll("'", "''")}'`;
+		assert.equal(await probe(`service_name = ${lit(svc)}`), 6);
+		assert.equal(await probe(`session_id = ${lit(by.chat.session_id)}`), 1);
+		const genai = JSON.parse(await psql(pg.url, `
+			SELECT coalesce(jsonb_agg(jsonb_build_object('provider', gen_ai_provider, 'model', gen_ai_request_model)), '[]')
+			FROM spans WHERE start_time >= sextant_time_from_unix_nano(${OLD}) AND start_time < sextant_time_from_unix_nano(${OLD + 1000n})
+			  AND encode(trace_id, 'hex') = '${traceId}' AND gen_ai_input_tokens IS NOT NULL`));
+		assert.deepEqual(genai, [{ provider: by.chat.gen_ai_provider, model: by.chat.gen_ai_request_model }]);
+	});
+
+	test('the hour with those spans rolls up (span_rollup key: service, route, method, rpc and db names)', async () => {
+		assert.ok(traceId, 'the JSON batch test did not run');
+		await psql(pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100');
+		const r = runSextant(['maintain'], { env: { DATABASE_URL: pg.url } });
+		assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+		const keys = JSON.parse(await psql(pg.url, `
+			SELECT coalesce(jsonb_agg(jsonb_build_object('protocol', protocol, 'k1', k1, 'k2', k2, 'requests', requests)
+				ORDER BY protocol, k1), '[]')
+			FROM span_rollup WHERE period = date_trunc('hour', sextant_time_from_unix_nano(${OLD}), 'UTC')
+			  AND service_name = (SELECT service_name FROM spans WHERE encode(trace_id, 'hex') = '${traceId}' AND name = 'rpc')`));
+		assert.equal(keys.length, 4, JSON.stringify(keys).slice(0, 300));
+		const key = (protocol, f = () => true) => {
+			const k = keys.find((x) => x.protocol === protocol && f(x));
+			assert.ok(k, `no ${protocol} key in ${JSON.stringify(keys.map((x) => [x.protocol, x.k2.slice(0, 8)]))}`);
+			return k;
+		};
+		const route = key('http', (x) => x.k2 !== 'GET');
+		assertCut(route.k1, v.route, CAP.http_route, 'http k1 (http_route)');
+		assert.ok(Buffer.byteLength(route.k2) <= 3 * (CAP.http_method + Buffer.byteLength(MARK)), 'http k2 (upper(http_method))');
+		assertCut(key('http', (x) => x.k2 === 'GET').k1, v.path, CAP.url_path, 'http k1 (url_path)');
+		const grpc = key('grpc');
+		assert.equal(grpc.k1.indexOf(`${MARK}/`) > 0 && grpc.k1.endsWith(MARK), true, 'grpc k1 is the cut service / the cut method');
+		const sql = key('sql');
+		assertCut(sql.k2, v.dbtable, CAP.db_table, 'sql k2 (db_table)');
+		for (const k of keys) assert.equal(Number(k.requests), 1);
+	});
+
+	test('the protobuf SDK exporter with a long service.name and attributes: export succeeds and the spans are stored', async () => {
+		const service = longText();
+		const session = longText();
+		const { provider, rec, tracer } = tracerSetup({
+			exporter: new ProtoTraceExporter({ url: `${srv.url}/v1/traces`, compression: 'gzip', timeoutMillis: 10000 }),
+			resource: { 'service.name': service },
+		});
+		const a = tracer.startSpan(longText(), { startTime: at(9000000000), kind: SpanKind.CLIENT,
+			attributes: { 'session.id': session, 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': longText(), 'gen_ai.usage.input_tokens': 5 } });
+		a.end(at(9000000500));
+		const b = tracer.startSpan('short', { startTime: at(9000000000) });
+		b.end(at(9000000100));
+		await provider.forceFlush();
+		assert.deepEqual(rec.results.map((x) => x.code), [0]);
+		const rows = await spanRows(pg.url, [a.spanContext().traceId, b.spanContext().traceId]);
+		assert.equal(rows.length, 2);
+		for (const x of rows) assertCut(x.service_name, service, CAP.service_name, 'service_name');
+		const chat = rows.find((x) => x.session_id !== null);
+		assertCut(chat.session_id, session, CAP.session_id, 'session_id');
+		assertCut(chat.gen_ai_request_model, a.attributes['gen_ai.request.model'], CAP.gen_ai_request_model, 'gen_ai_request_model');
+		await provider.shutdown();
+	});
+
+	test('metrics: an 8000-byte metric name and service.name: 200 and the point stored, cut', async () => {
+		const service = longText();
+		const name = longText();
+		const body = JSON.stringify({
+			resourceMetrics: [{
+				resource: { attributes: [str('service.name', service)] },
+				scopeMetrics: [{ scope: { name: 'raw' }, metrics: [
+					{ name, gauge: { dataPoints: [{ timeUnixNano: T0.toString(), asDouble: 1.5 }] } },
+					{ name: 'long-neighbour.gauge', gauge: { dataPoints: [{ timeUnixNano: T0.toString(), asDouble: 2.5 }] } },
+				] }],
+			}],
+		});
+		const r = await postJson(srv, '/v1/metrics', body);
+		assert.equal(r.status, 200, r.text);
+		const rows = JSON.parse(await psql(pg.url, `
+			SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'service_name', service_name, 'value', value,
+				'res', resource_attributes->>'service.name') ORDER BY value), '[]')
+			FROM metric_points WHERE resource_attributes->>'service.name' = ${`'${service.replaceAll("'", "''")}'`}`));
+		assert.equal(rows.length, 2);
+		assertCut(rows[0].name, name, CAP.metric_name, 'metric name');
+		assert.equal(rows[1].name, 'long-neighbour.gauge');
+		for (const x of rows) assertCut(x.service_name, service, CAP.service_name, 'metric service_name');
+	});
+});
+
 test('the gateway shuts down cleanly', async () => {
 	await srv.stop();
 });

@@ -2785,6 +2785,179 @@ test_strings_bounded(void **state)
 	otlp_batch_free(b);
 }
 
+/* n bytes: tag, then 2-byte characters, so that an even cap falls inside
+ * a character.  Caller frees. */
+static char *
+long_text(char tag, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	assert_non_null(s);
+	assert_true(n % 2 == 1);
+	s[0] = tag;
+	for (size_t i = 1; i < n; i += 2)
+		memcpy(s + i, "\xc3\xa9", 2);
+	s[n] = '\0';
+	return s;
+}
+
+/* col is full cut at a character boundary within cap bytes, plus the
+ * marker. */
+static void
+assert_cut(const char *col, const char *full, size_t cap)
+{
+	size_t mark = strlen(OTLP_TRUNCATED), keep;
+
+	assert_non_null(col);
+	assert_true(strlen(col) > mark);
+	keep = strlen(col) - mark;
+	assert_true(keep <= cap);
+	assert_true(keep + 2 > cap); /* no shorter than it must be */
+	assert_memory_equal(col, full, keep);
+	assert_string_equal(col + keep, OTLP_TRUNCATED);
+	assert_true(((unsigned char)full[keep] & 0xc0) != 0x80);
+}
+
+/* A capped column of a span of test_indexed_columns_bounded: the value
+ * v[value] sent, cut to cap. */
+struct cut_case {
+	size_t span;
+	size_t field; /* offsetof(struct otlp_span, ...) */
+	size_t value;
+	size_t cap;
+};
+
+#define CUT(i, f, val, c)                                                      \
+	{                                                                      \
+		i, offsetof(struct otlp_span, f), val, c                       \
+	}
+static const struct cut_case cut_cases[] = {
+	CUT(0, service_name, 0, OTLP_MAX_SERVICE_NAME_BYTES),
+	CUT(0, http_method, 1, OTLP_MAX_HTTP_METHOD_BYTES),
+	CUT(0, http_route, 2, OTLP_MAX_HTTP_PATH_BYTES),
+	CUT(0, url_path, 3, OTLP_MAX_HTTP_PATH_BYTES),
+	CUT(0, session_id, 4, OTLP_MAX_SESSION_ID_BYTES),
+	CUT(0, gen_ai_system, 5, OTLP_MAX_GENAI_NAME_BYTES),
+	CUT(0, gen_ai_operation, 6, OTLP_MAX_GENAI_NAME_BYTES),
+	CUT(0, gen_ai_request_model, 7, OTLP_MAX_GENAI_MODEL_BYTES),
+	CUT(0, gen_ai_response_model, 8, OTLP_MAX_GENAI_MODEL_BYTES),
+	/* rpc.method "/<v12>/<v13>" */
+	CUT(1, rpc_service, 12, OTLP_MAX_RPC_NAME_BYTES),
+	CUT(1, rpc_method, 13, OTLP_MAX_RPC_NAME_BYTES),
+	CUT(1, db_operation, 9, OTLP_MAX_DB_OPERATION_BYTES),
+	CUT(1, db_table, 10, OTLP_MAX_DB_TABLE_BYTES),
+	CUT(2, rpc_service, 11, OTLP_MAX_RPC_NAME_BYTES),
+	CUT(2, rpc_method, 12, OTLP_MAX_RPC_NAME_BYTES),
+	/* http.target "/<v15>?q=1" */
+	CUT(2, http_route, 15, OTLP_MAX_HTTP_PATH_BYTES),
+	CUT(2, url_path, 15, OTLP_MAX_HTTP_PATH_BYTES),
+};
+#undef CUT
+
+/* The columns that btree indexes hold are cut far below max_attr_bytes
+ * (PostgreSQL refuses an index entry past 2704 bytes, and the batch with
+ * it); the attributes JSON keeps the whole value. */
+static void
+test_indexed_columns_bounded(void **state)
+{
+	enum {
+		LONG = 3001
+	};
+	char *v[16];
+	struct treq q;
+	struct tspan *sp;
+	struct otlp_batch *b;
+
+	(void)state;
+	for (size_t i = 0; i < 16; i++)
+		v[i] = long_text((char)('a' + i), LONG);
+	/* rpc.method "/<service>/<method>": each part cut on its own */
+	v[14] = realloc(v[14], 2 * LONG + 3);
+	assert_non_null(v[14]);
+	v[14][0] = '/';
+	memcpy(v[14] + 1, v[12], LONG);
+	v[14][LONG + 1] = '/';
+	memcpy(v[14] + LONG + 2, v[13], LONG + 1);
+	/* http.target: the path before the query is the route and url_path;
+	 * compared from its '/' on */
+	v[15] = realloc(v[15], LONG + 5);
+	assert_non_null(v[15]);
+	v[15][0] = '/';
+	memcpy(v[15] + LONG, "?q=1", 5);
+
+	{
+		struct tattr http_genai[] = {
+			S("http.request.method", v[1]),
+			S("http.route", v[2]),
+			S("url.path", v[3]),
+			S("session.id", v[4]),
+			S("gen_ai.provider.name", v[5]),
+			S("gen_ai.operation.name", v[6]),
+			S("gen_ai.request.model", v[7]),
+			S("gen_ai.response.model", v[8]),
+		};
+		q = one_span(http_genai, 8);
+	}
+	q.res[0].attrs[0] = (struct tattr)S("service.name", v[0]);
+	q.res[0].scopes[0].n_spans = 4;
+	sp = q.res[0].scopes[0].spans;
+	sp[1] = sp[0];
+	sp[1].span = SPAN2;
+	memset(sp[1].attrs, 0, sizeof(sp[1].attrs));
+	sp[1].attrs[0] = (struct tattr)S("rpc.method", v[14]);
+	sp[1].attrs[1] = (struct tattr)S("db.operation.name", v[9]);
+	sp[1].attrs[2] = (struct tattr)S("db.collection.name", v[10]);
+	sp[2] = sp[1];
+	sp[2].span = "1111111111111111";
+	memset(sp[2].attrs, 0, sizeof(sp[2].attrs));
+	sp[2].attrs[0] = (struct tattr)S("rpc.service", v[11]);
+	sp[2].attrs[1] = (struct tattr)S("rpc.method", v[12]);
+	sp[2].attrs[2] = (struct tattr)S("http.target", v[15]);
+	/* a span name is in no index: max_attr_bytes alone */
+	sp[3] = sp[2];
+	sp[3].span = "2222222222222222";
+	memset(sp[3].attrs, 0, sizeof(sp[3].attrs));
+	sp[3].name = v[13];
+
+	b = decode_both(&q, NULL, NULL);
+	assert_int_equal(b->n_spans, 4);
+	assert_int_equal(b->rejected, 0);
+	for (size_t i = 0; i < sizeof(cut_cases) / sizeof(cut_cases[0]); i++) {
+		const struct cut_case *c = &cut_cases[i];
+		const char *col = *(
+			const char *const *)((const char *)&b->spans[c->span] +
+					     c->field);
+
+		assert_cut(col, v[c->value], c->cap);
+	}
+	/* the whole values stay in the JSON */
+	for (size_t i = 1; i <= 8; i++)
+		assert_non_null(strstr(b->spans[0].attributes_json, v[i]));
+	assert_non_null(strstr(b->spans[0].resource_json, v[0]));
+	assert_non_null(strstr(b->spans[1].attributes_json, v[14]));
+	assert_non_null(strstr(b->spans[2].attributes_json, v[15]));
+	assert_string_equal(b->spans[3].name, v[13]);
+	otlp_batch_free(b);
+
+	/* metric points: name and service_name */
+	{
+		struct tmreq m = {.scope = "s", .n = 1};
+
+		m.res[0] = (struct tattr)S("service.name", v[0]);
+		m.metrics[0] = (struct tmetric){
+			v[1], NULL, NULL, M_GAUGE, 0, false, 1, {{.time = T0}}};
+		b = decode_metrics_both(&m);
+		assert_int_equal(b->n_points, 1);
+		assert_cut(b->points[0].name, v[1], OTLP_MAX_METRIC_NAME_BYTES);
+		assert_cut(b->points[0].service_name, v[0],
+			   OTLP_MAX_SERVICE_NAME_BYTES);
+		assert_non_null(strstr(b->points[0].resource_json, v[0]));
+		otlp_batch_free(b);
+	}
+	for (size_t i = 0; i < 16; i++)
+		free(v[i]);
+}
+
 /* Protobuf strings need not be UTF-8 on the wire (JSON text must be):
  * each invalid sequence becomes one U+FFFD, in columns and in JSON. */
 static void
@@ -2940,6 +3113,7 @@ main(void)
 		cmocka_unit_test(test_content_types),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_strings_bounded),
+		cmocka_unit_test(test_indexed_columns_bounded),
 		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_response_bodies),
 	};
