@@ -85,6 +85,7 @@ SERVER_SRC += server/tool_spans.c
 SERVER_SRC += server/tool_genai.c
 SERVER_SRC += server/tool_services.c server/tool_common.c
 SERVER_SRC += server/tool_grafana.c
+SERVER_SRC += server/reqmeta.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
@@ -99,6 +100,7 @@ LIB_TESTS += genai
 LIB_TESTS += promql grafana promcalls
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
+SERVER_TESTS += reqmeta
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact

@@ -46,6 +46,7 @@ struct call {
 	struct pg_cancel_token *pg_cancel;
 	double last_progress;
 	int64_t start_ms;
+	json_t *reject;	   /* call_reject's error object, or NULL */
 	struct call *next; /* s->calls */
 };
 
@@ -80,6 +81,7 @@ call_free(struct call *c)
 	json_decref(c->id);
 	json_decref(c->progress_token);
 	json_decref(c->args);
+	json_decref(c->reject);
 	tools_unref(c->tools);
 	exchange_unref(c->ex);
 	session_release(c->s);
@@ -92,6 +94,9 @@ shape_result(const struct session *s, json_t *result)
 {
 	if (strcmp(s->version, "2025-06-18") < 0)
 		json_object_del(result, "structuredContent");
+	if (s->modern && json_object_get(result, "resultType") == NULL)
+		json_object_set_new(result, "resultType",
+				    json_string("complete"));
 }
 
 /* Checks a successful result against the tool's outputSchema; a
@@ -181,6 +186,8 @@ call_run(struct pool_job *job)
 		outcome = OUT_TIMEOUT;
 	else if (c->cancelled || rc == STATUS_CANCELLED)
 		outcome = OUT_CANCELLED;
+	else if (c->reject != NULL)
+		outcome = OUT_ERROR;
 	else if (rc != STATUS_OK || result == NULL)
 		outcome = OUT_FAILED;
 	else
@@ -217,7 +224,15 @@ call_run(struct pool_job *job)
 				     "the server log has the detail",
 				     NULL);
 		break;
-	case OUT_ERROR:		   /* decided below, from the result */
+	case OUT_ERROR: /* only call_reject's; a result's comes above */
+		response = rpc_error(
+			c->id,
+			(int)json_integer_value(
+				json_object_get(c->reject, "code")),
+			json_string_value(
+				json_object_get(c->reject, "message")),
+			json_incref(json_object_get(c->reject, "data")));
+		break;
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
 	}
 	json_decref(result);
@@ -236,6 +251,15 @@ call_run(struct pool_job *job)
 		 "tool call %s", outcomes[outcome]);
 	exchange_send(c->ex, response, true);
 	call_free(c);
+}
+
+int
+call_reject(struct call *c, int code, json_t *data, const char *message)
+{
+	json_decref(c->reject);
+	c->reject = json_pack("{s:i, s:s, s:o*}", "code", code, "message",
+			      message, "data", data);
+	return STATUS_INVALID;
 }
 
 int
@@ -516,6 +540,12 @@ call_request(struct call *c, const char *method, json_t *params, int timeout_ms,
 
 	*result = NULL;
 	*error = NULL;
+	/* 2026-07-28: no requests on a response stream (SH); input comes
+	 * through input_required results instead */
+	if (s->modern) {
+		json_decref(params);
+		return STATUS_UNSUPPORTED;
+	}
 	if (cap != NULL && !call_client_has(c, cap)) {
 		json_decref(params);
 		return STATUS_UNSUPPORTED;
@@ -600,7 +630,7 @@ unlink:
 int
 call_drop_connection(struct call *c)
 {
-	if (strcmp(c->s->version, "2025-11-25") < 0)
+	if (c->s->modern || strcmp(c->s->version, "2025-11-25") < 0)
 		return STATUS_UNSUPPORTED;
 	return c->ex->ops->drop(c->ex);
 }

@@ -17,6 +17,7 @@
 #include "exchange.h"
 #include "jsonschema.h"
 #include "log.h"
+#include "reqmeta.h"
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
@@ -145,6 +146,85 @@ page_finish(const struct rq *r, json_t *result, size_t start, size_t total)
 		return 0;
 	snprintf(c, sizeof(c), "p%zu", start + page_size(r));
 	return json_object_set_new(result, "nextCursor", json_string(c));
+}
+
+/* ---- 2026-07-28 ------------------------------------------------------------ */
+
+/* How long a client may keep a list (ms; SEP caching): the lists change
+ * only on a reload, which 2025 sessions hear of at once. */
+#define MODERN_LIST_TTL_MS 60000
+
+static const char *const modern_methods[] = {
+	"server/discover",
+	"tools/list",
+	"tools/call",
+	"resources/list",
+	"resources/templates/list",
+	"resources/read",
+	"prompts/list",
+	"prompts/get",
+	"completion/complete",
+	NULL,
+};
+
+bool
+dispatch_modern_method(const char *method)
+{
+	for (size_t i = 0; method != NULL && modern_methods[i] != NULL; i++)
+		if (strcmp(modern_methods[i], method) == 0)
+			return true;
+	return false;
+}
+
+/* The result envelope of a 2026-07-28 request (BI, caching): resultType,
+ * and the caching hints of lists, reads and discover.  result: borrowed,
+ * changed in place. */
+static void
+shape_modern(const struct rq *r, json_t *result)
+{
+	const char *m = r->method;
+
+	if (!r->s->modern || result == NULL)
+		return;
+	if (json_object_get(result, "resultType") == NULL)
+		json_object_set_new(result, "resultType",
+				    json_string("complete"));
+	if (strcmp(m, "resources/read") == 0) {
+		/* telemetry changes: read again every time */
+		json_object_set_new(result, "ttlMs", json_integer(0));
+		json_object_set_new(result, "cacheScope",
+				    json_string("private"));
+	} else if (strcmp(m, "resources/list") == 0 ||
+		   strcmp(m, "resources/templates/list") == 0 ||
+		   strcmp(m, "prompts/list") == 0 ||
+		   strcmp(m, "server/discover") == 0) {
+		json_object_set_new(result, "ttlMs",
+				    json_integer(MODERN_LIST_TTL_MS));
+		json_object_set_new(result, "cacheScope",
+				    json_string("public"));
+	}
+}
+
+static json_t *server_capabilities(const char *version);
+
+/* server/discover: what this server speaks, without a session.  No
+ * listChanged or subscribe: subscriptions/listen is not served yet. */
+static json_t *
+do_discover(struct rq *r)
+{
+	json_t *versions = json_array(), *caps;
+
+	for (size_t i = 0; versions != NULL && reqmeta_versions[i] != NULL; i++)
+		json_array_append_new(versions,
+				      json_string(reqmeta_versions[i]));
+	caps = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}}", "tools", "resources",
+			 "prompts", "completions", "logging");
+	(void)r;
+	return json_pack("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}",
+			 "supportedVersions", versions, "capabilities", caps,
+			 "instructions", SERVER_INSTRUCTIONS, "_meta",
+			 REQMETA_KEY_SERVER_INFO, "name", "sextant", "version",
+			 SEXTANT_VERSION);
 }
 
 static json_t *
@@ -300,7 +380,9 @@ do_resources_read(struct rq *r)
 		return NULL;
 	rc = catalog_read(uri, &contents);
 	if (rc == STATUS_NOTFOUND)
-		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
+		return rq_fail(r,
+			       r->s->modern ? RPC_INVALID_PARAMS
+					    : RPC_RESOURCE_NOT_FOUND,
 			       json_pack("{s:s}", "uri", uri),
 			       "resource not found: %s (resources/list and "
 			       "resources/templates/list show what exists)",
@@ -510,7 +592,8 @@ do_tools_list(struct rq *r)
 		return STATUS_INVALID;
 	server_live_rdlock(r->srv);
 	t = r->srv->tools;
-	page = tools_list_json(t, r->s->version, start, &len);
+	page = tools_list_json(
+		t, r->s->modern ? REQMETA_VERSION : r->s->version, start, &len);
 	text = page != NULL ? rpc_result_text(r->id, page, len, &outlen) : NULL;
 	server_live_unlock(r->srv);
 	if (page == NULL) {
@@ -578,6 +661,7 @@ do_tools_call(struct rq *r, bool *answered)
 
 		metric_inc(metric_child(r->srv->m.tool_calls,
 					(const char *[]){name, "invalid"}));
+		shape_modern(r, res);
 		exchange_send(r->ex, rpc_result(r->id, res), true);
 		*answered = true;
 		rc = STATUS_OK;
@@ -613,6 +697,7 @@ static const struct {
 	{"prompts/list", do_prompts_list},
 	{"prompts/get", do_prompts_get},
 	{"completion/complete", do_complete},
+	{"server/discover", do_discover},
 };
 
 static const char *const known_methods[] = {"initialize",
@@ -632,7 +717,15 @@ static const char *const known_methods[] = {"initialize",
 					    "notifications/cancelled",
 					    "notifications/roots/list_changed",
 					    "notifications/progress",
+					    "server/discover",
 					    NULL};
+
+bool
+dispatch_legacy_method(const char *method)
+{
+	return !dispatch_modern_method(method) &&
+	       strcmp(dispatch_method_label(method), "other") != 0;
+}
 
 const char *
 dispatch_method_label(const char *method)
@@ -747,9 +840,15 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 	for (i = 0; i < sizeof(inline_methods) / sizeof(inline_methods[0]);
 	     i++) {
 		if (strcmp(inline_methods[i].name, r.method) == 0) {
+			/* the other era's methods are unknown here */
+			if (s->modern
+				    ? !dispatch_modern_method(r.method)
+				    : strcmp(r.method, "server/discover") == 0)
+				break;
 			result = inline_methods[i].fn(&r);
 			if (result == NULL)
 				goto error;
+			shape_modern(&r, result);
 			exchange_send(ex, rpc_result(r.id, result), true);
 			return STATUS_OK;
 		}
@@ -761,11 +860,12 @@ error:
 		rq_fail(&r, RPC_INTERNAL_ERROR, NULL, "internal error");
 	metric_inc(metric_child(
 		srv->m.rpc_errors,
-		(const char *[]){r.code == RPC_METHOD_NOT_FOUND	 ? "-32601"
-				 : r.code == RPC_INVALID_PARAMS	 ? "-32602"
-				 : r.code == RPC_INVALID_REQUEST ? "-32600"
-				 : r.code == RPC_RESOURCE_NOT_FOUND
-					 ? "-32002"
+		(const char *[]){r.code == RPC_METHOD_NOT_FOUND	    ? "-32601"
+				 : r.code == RPC_INVALID_PARAMS	    ? "-32602"
+				 : r.code == RPC_INVALID_REQUEST    ? "-32600"
+				 : r.code == RPC_RESOURCE_NOT_FOUND ? "-32002"
+				 : r.code == RPC_MISSING_CAPABILITY
+					 ? "-32021"
 					 : "-32603"}));
 	exchange_send(ex, rpc_error(r.id, r.code, r.message, r.data), true);
 	(void)rc;

@@ -211,6 +211,7 @@ drain(struct server *srv)
 	/* Close every session: calls still running see cancelled, streams
 	 * end, parked connections are resumed and answered. */
 	session_table_close_all(srv->sessions);
+	session_table_close_all(srv->requests);
 	legacy_sse_close_all();
 	if (pool_drain(srv->pool, 5000) != STATUS_OK)
 		log_warn(&f, "some tool calls ignored cancellation");

@@ -17,7 +17,11 @@ enum rpc_code {
 	RPC_INVALID_PARAMS = -32602,
 	RPC_INTERNAL_ERROR = -32603,
 	RPC_SERVER_BUSY = -32000,	 /* convention: transport-level */
-	RPC_RESOURCE_NOT_FOUND = -32002, /* MCP resources/read */
+	RPC_RESOURCE_NOT_FOUND = -32002, /* MCP resources/read (<= 2025) */
+	/* 2026-07-28 */
+	RPC_HEADER_MISMATCH = -32020,	  /* HTTP headers vs the body */
+	RPC_MISSING_CAPABILITY = -32021,  /* needs an undeclared capability */
+	RPC_UNSUPPORTED_VERSION = -32022, /* protocolVersion not served */
 };
 
 enum rpc_kind {

@@ -431,6 +431,13 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		snprintf(err, errlen, "out of memory creating sessions");
 		return rc;
 	}
+	/* one per 2026-07-28 request in flight: gone once nothing holds it */
+	lim.max_sessions = cfg->server.max_connections + 64;
+	lim.idle_timeout_s = 0;
+	if ((rc = session_table_new(&lim, &srv->requests)) != STATUS_OK) {
+		snprintf(err, errlen, "out of memory creating sessions");
+		return rc;
+	}
 	if ((rc = pool_new(cfg->workers.threads, cfg->workers.queue_size,
 			   &srv->pool)) != STATUS_OK) {
 		snprintf(err, errlen, "cannot start %d worker threads: %s",
@@ -499,8 +506,11 @@ server_free(struct server *srv)
 {
 	if (srv->sessions != NULL)
 		session_table_close_all(srv->sessions);
+	if (srv->requests != NULL)
+		session_table_close_all(srv->requests);
 	pool_free(srv->pool); /* runs what is queued: sessions are closed */
 	session_table_free(srv->sessions);
+	session_table_free(srv->requests);
 	tools_unref(srv->tools);
 	auth_keys_free(srv->keys);
 	auth_keys_free(srv->ingest_keys);
@@ -616,6 +626,8 @@ server_tick(struct server *srv)
 {
 	session_table_sweep(srv->sessions, session_now_ms());
 	session_table_foreach(srv->sessions, tick_session, srv);
+	session_table_sweep(srv->requests, session_now_ms());
+	session_table_foreach(srv->requests, tick_session, srv);
 	watch_status(srv);
 	/* A database that was down at start-up gets its migrations when it
 	 * comes back, without a restart. */

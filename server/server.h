@@ -44,6 +44,9 @@ struct server {
 	struct config *cfg; /* start-up config; reloadable parts live below */
 	const char *config_path; /* for SIGHUP reloads; NULL = defaults */
 	struct session_table *sessions;
+	/* 2026-07-28 requests' own sessions (session_create_request): one
+	 * per request in flight, never looked up by id */
+	struct session_table *requests;
 	struct pool *pool;
 	struct metrics *metrics;
 	struct server_metrics m;

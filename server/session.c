@@ -7,6 +7,7 @@
  */
 #include "session.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -164,9 +165,10 @@ session_table_count(struct session_table *t)
 	return n;
 }
 
-int
-session_create(struct session_table *t, const char *version, const json_t *caps,
-	       const json_t *info, struct session **out)
+/* A session with id (NULL: a random one) added to t; see session_create. */
+static int
+create(struct session_table *t, const char *id, const char *version,
+       const json_t *caps, const json_t *info, struct session **out)
 {
 	struct session *s;
 	size_t b;
@@ -175,8 +177,10 @@ session_create(struct session_table *t, const char *version, const json_t *caps,
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return STATUS_NOMEM;
-	if (auth_random_hex(s->id, sizeof(s->id), SESSION_ID_LEN / 2) !=
-	    STATUS_OK) {
+	if (id != NULL) {
+		snprintf(s->id, sizeof(s->id), "%s", id);
+	} else if (auth_random_hex(s->id, sizeof(s->id), SESSION_ID_LEN / 2) !=
+		   STATUS_OK) {
 		free(s);
 		return STATUS_IO;
 	}
@@ -208,6 +212,35 @@ session_create(struct session_table *t, const char *version, const json_t *caps,
 	pthread_mutex_unlock(&t->mu);
 	*out = s;
 	return STATUS_OK;
+}
+
+int
+session_create(struct session_table *t, const char *version, const json_t *caps,
+	       const json_t *info, struct session **out)
+{
+	return create(t, NULL, version, caps, info, out);
+}
+
+int
+session_create_request(struct session_table *t, const char *version,
+		       const json_t *caps, const json_t *info, int log_level,
+		       struct session **out)
+{
+	static atomic_ullong next;
+	char id[SESSION_ID_LEN + 1];
+	int rc;
+
+	/* never on the wire, never looked up by a client: a counter will
+	 * do, and spares the CSPRNG on the hot path */
+	snprintf(id, sizeof(id), "r%llu",
+		 (unsigned long long)atomic_fetch_add(&next, 1) + 1);
+	rc = create(t, id, version, caps, info, out);
+	if (rc == STATUS_OK) {
+		(*out)->modern = true;
+		(*out)->initialized = true;
+		(*out)->log_level = log_level;
+	}
+	return rc;
 }
 
 /* The session with this id, or NULL (table lock held). */
@@ -467,7 +500,8 @@ stream_append_encoded(struct stream *st, const char *data, size_t len,
 	snprintf(id, sizeof(id), "%s-%llu", st->id,
 		 (unsigned long long)st->next_seq);
 	buf_init(&b, (size_t)1 << 30);
-	rc = sse_encode(&b, id, retry_ms, data, len);
+	/* 2026-07-28 streams cannot be resumed (SH): no ids to offer */
+	rc = sse_encode(&b, st->sess->modern ? NULL : id, retry_ms, data, len);
 	if (rc == STATUS_OK)
 		rc = sse_log_append(st->log, st->next_seq, b.data, b.len);
 	buf_free(&b);

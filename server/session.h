@@ -57,6 +57,7 @@ enum mcp_level {
 	MCP_LEVEL_CRITICAL,
 	MCP_LEVEL_ALERT,
 	MCP_LEVEL_EMERGENCY,
+	MCP_LEVEL_OFF, /* 2026-07-28 requests without a logLevel: none */
 };
 int mcp_level_parse(const char *name); /* -1 when unknown */
 
@@ -110,6 +111,9 @@ struct session {
 	struct session_limits lim;   /* [const] a copy: outlives the table */
 	atomic_int refs;
 	pthread_mutex_t mu;
+	/* [const] a 2026-07-28 request's scope (session_create_request):
+	 * no id on the wire, no priming or resumption, no server requests */
+	bool modern;
 	bool closed; /* deleted or expired: no new work */
 	bool initialized;
 	int log_level; /* enum mcp_level; MCP_LEVEL_INFO until setLevel */
@@ -144,6 +148,17 @@ int session_table_count(struct session_table *t);
 int session_create(struct session_table *t, const char *version,
 		   const json_t *caps, const json_t *info,
 		   struct session **out) WUR;
+/*
+ * A 2026-07-28 request's own session (modern): the revision, the
+ * client's capabilities and info and log level (enum mcp_level, or
+ * MCP_LEVEL_OFF) from its _meta.  Same contract as session_create; its id
+ * is a process-unique counter, not a secret.  Put it in a table of its
+ * own with an idle timeout of 0: it lives as long as the request, its
+ * call and its streams hold it.
+ */
+int session_create_request(struct session_table *t, const char *version,
+			   const json_t *caps, const json_t *info,
+			   int log_level, struct session **out) WUR;
 /* A reference to a live session, marked busy (session_release undoes
  * both).  STATUS_NOTFOUND for unknown, expired or deleted ids. */
 int session_acquire(struct session_table *t, const char *id,

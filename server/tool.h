@@ -75,12 +75,22 @@ int call_log(struct call *call, const char *level, const char *logger,
 bool call_client_has(struct call *call, const char *path);
 
 /*
+ * Makes the call's answer a JSON-RPC error instead of a result: for
+ * protocol errors the handler finds, such as -32021 (the request needs a
+ * capability the client did not declare: data {"requiredCapabilities":
+ * {...}}).  data: stolen, may be NULL.  Returns STATUS_INVALID, which the
+ * handler returns.
+ */
+int call_reject(struct call *call, int code, json_t *data, const char *message);
+
+/*
  * Sends a server-to-client request (sampling/createMessage,
  * elicitation/create, roots/list) on the call's stream and waits for the
  * client's answer, at most timeout_ms (<= 0: the configured default).
  * params: stolen.  On STATUS_OK exactly one of *result / *error is set
  * (caller owns it: json_decref).  STATUS_UNSUPPORTED when the client lacks
- * the capability, STATUS_TIMEOUT (a notifications/cancelled is sent to the
+ * the capability or the request is a 2026-07-28 one (no server requests on
+ * its stream; nothing is sent), STATUS_TIMEOUT (a notifications/cancelled is sent to the
  * client), STATUS_CANCELLED, STATUS_CLOSED when the session is gone.
  */
 int call_request(struct call *call, const char *method, json_t *params,

@@ -261,6 +261,40 @@ conf_tool_with_logging(struct call *call, const json_t *args, json_t **result)
 		result);
 }
 
+/* 2026-07-28: protocol errors come as JSON-RPC errors (-32021). */
+static int
+conf_missing_capability(struct call *call, const json_t *args, json_t **result)
+{
+	(void)args;
+	*result = NULL;
+	if (!call_client_has(call, "sampling"))
+		return call_reject(
+			call, -32021,
+			json_pack("{s:{s:{}}}", "requiredCapabilities",
+				  "sampling"),
+			"this tool needs the client's sampling capability: "
+			"declare it in the request's clientCapabilities");
+	return finish(tool_result_text("the client can sample"), result);
+}
+
+static int
+conf_streaming_elicitation(struct call *call, const json_t *args,
+			   json_t **result)
+{
+	int st;
+
+	(void)args;
+	*result = NULL;
+	for (int i = 0; i < 3; i++) {
+		(void)call_progress(call, i, 3, "working");
+		st = call_sleep_ms(call, NOTIFY_GAP_MS);
+		if (st != STATUS_OK)
+			return st;
+	}
+	return finish(tool_result_text("done, without asking the client"),
+		      result);
+}
+
 static int
 conf_tool_with_progress(struct call *call, const json_t *args, json_t **result)
 {
@@ -656,5 +690,8 @@ const struct tool_handler conformance_tool_handlers[] = {
 	{"test_elicitation_sep1330_enums", conf_elicitation_sep1330_enums},
 	{"json_schema_2020_12_tool", conf_json_schema_2020_12},
 	{"test_cancellation", conf_cancellation},
+	{"test_missing_capability", conf_missing_capability},
+	{"test_streaming_elicitation", conf_streaming_elicitation},
+	{"test_logging_tool", conf_tool_with_logging},
 	{NULL, NULL},
 };

@@ -20,8 +20,9 @@ extern const struct tooldef_src tooldef_srcs[];
 extern const size_t tooldef_src_count;
 
 /* Revisions whose Tool shapes differ, oldest first. */
-static const char *const revisions[] = {"2024-11-05", "2025-03-26",
-					"2025-06-18", "2025-11-25"};
+/* The last is served statelessly: its pages carry the result envelope. */
+static const char *const revisions[] = {
+	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"};
 #define NREV (sizeof(revisions) / sizeof(revisions[0]))
 
 struct page {
@@ -287,6 +288,13 @@ build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
 					json_string(cursor)) != 0)
 			goto out;
 	}
+	if (rev >= 4 && /* 2026-07-28: resultType and caching hints */
+	    (json_object_set_new(res, "resultType", json_string("complete")) !=
+		     0 ||
+	     json_object_set_new(res, "ttlMs", json_integer(60000)) != 0 ||
+	     json_object_set_new(res, "cacheScope", json_string("public")) !=
+		     0))
+		goto out;
 	out->json = json_dumps(res, JSON_COMPACT);
 	if (out->json == NULL)
 		goto out;
@@ -490,7 +498,7 @@ const char *
 tools_list_json(const struct tools *t, const char *version, size_t start,
 		size_t *len)
 {
-	size_t rev = NREV - 1, i;
+	size_t rev = NREV - 2, i; /* unknown: the newest session revision */
 
 	for (i = 0; i < NREV; i++)
 		if (strcmp(revisions[i], version) == 0)

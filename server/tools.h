@@ -58,7 +58,8 @@ bool tools_same(const struct tools *a, const struct tools *b);
 
 /*
  * The result of tools/list for a revision and page, serialized once and
- * cached: {"tools":[...],"nextCursor":...}, server.list_page_size tools
+ * cached: {"tools":[...],"nextCursor":...} (2026-07-28: with resultType,
+ * ttlMs, cacheScope), server.list_page_size tools
  * a page.  start is the offset decoded from the cursor.  Borrowed; valid while t lives.  NULL past the end.
  */
 const char *tools_list_json(const struct tools *t, const char *version,

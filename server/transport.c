@@ -18,6 +18,7 @@
 #include "transport.h"
 
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "server.h"
+#include "reqmeta.h"
 #include "session.h"
 
 /* SSE chunk size handed to MHD per reader call. */
@@ -52,6 +54,7 @@ struct http_exchange {
 	size_t nanswers, capanswers;
 	struct stream *stream; /* SSE mode once a message precedes them */
 	bool drop_on_attach;
+	unsigned status; /* HTTP status of a JSON reply (0: 200) */
 };
 
 /* An SSE connection reading one stream. */
@@ -70,7 +73,21 @@ prime_streams(const struct session *s)
 {
 	/* Priming events only for clients that expect them: older ones
 	 * choke on an empty data line (MCP-DIGEST A3.8). */
-	return strcmp(s->version, "2025-11-25") >= 0;
+	return !s->modern && strcmp(s->version, "2025-11-25") >= 0;
+}
+
+/* The HTTP status a 2026-07-28 error answer carries (SH): 404 for an
+ * unknown method, 400 for the header, capability and version errors. */
+static unsigned
+modern_status(int code)
+{
+	switch (code) {
+	case RPC_METHOD_NOT_FOUND: return MHD_HTTP_NOT_FOUND;
+	case RPC_HEADER_MISMATCH:
+	case RPC_MISSING_CAPABILITY:
+	case RPC_UNSUPPORTED_VERSION: return MHD_HTTP_BAD_REQUEST;
+	default: return MHD_HTTP_OK;
+	}
 }
 
 /* --- the exchange ---------------------------------------------------- */
@@ -180,11 +197,25 @@ ex_deliver(struct http_exchange *ex, char *text, size_t len, bool final)
 	free(text);
 }
 
+static bool
+ex_modern(const struct exchange *base)
+{
+	return ((const struct http_exchange *)base)->s->modern;
+}
+
 static void
 ex_send(struct exchange *base, json_t *msg, bool final)
 {
 	char *text = NULL;
 
+	if (msg != NULL && final && ex_modern(base)) {
+		const json_t *e = json_object_get(msg, "error");
+
+		if (e != NULL)
+			((struct http_exchange *)base)->status =
+				modern_status((int)json_integer_value(
+					json_object_get(e, "code")));
+	}
 	if (msg != NULL) {
 		text = json_dumps(msg, JSON_COMPACT);
 		json_decref(msg);
@@ -328,7 +359,8 @@ sse_respond(struct req *r, struct session *s, struct stream *st,
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-	MHD_add_response_header(resp, "Mcp-Session-Id", s->id);
+	if (!s->modern)
+		MHD_add_response_header(resp, "Mcp-Session-Id", s->id);
 	*mret = http_queue(r, MHD_HTTP_OK, resp);
 	return STATUS_OK;
 }
@@ -391,10 +423,13 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	struct session *s = ex->s;
 	enum MHD_Result ret = MHD_YES;
 	char *body, sid[SESSION_ID_LEN + 1];
+	const char *const *hdrs;
+	unsigned status;
 	size_t len;
 	int rc;
 
 	memcpy(sid, s->id, sizeof(sid));
+	hdrs = s->modern ? NULL : (const char *[]){"Mcp-Session-Id", sid, NULL};
 	pthread_mutex_lock(&s->mu);
 	if (ex->stream != NULL) {
 		rc = sse_respond(r, s, ex->stream, UINT64_MAX,
@@ -422,9 +457,8 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 		/* Every request ended without an answer (cancelled): an empty
 		 * event stream says "done" without inventing a response. */
 		pthread_mutex_unlock(&s->mu);
-		return http_reply(
-			r, MHD_HTTP_OK, "text/event-stream", "", 0,
-			(const char *[]){"Mcp-Session-Id", sid, NULL});
+		return http_reply(r, MHD_HTTP_OK, "text/event-stream", "", 0,
+				  hdrs);
 	}
 	if (!batch) {
 		body = ex->answers[0].p;
@@ -434,16 +468,17 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	} else {
 		body = join_batch(ex, &len);
 	}
+	status = ex->status != 0 ? ex->status : MHD_HTTP_OK;
 	pthread_mutex_unlock(&s->mu);
 	if (body == NULL)
 		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
 					    RPC_INTERNAL_ERROR, "out of memory",
 					    NULL);
-	return http_reply_owned(r, MHD_HTTP_OK, "application/json", body, len,
-				(const char *[]){"Mcp-Session-Id", sid, NULL});
+	return http_reply_owned(r, status, "application/json", body, len, hdrs);
 }
 
 struct post_state {
+	struct server *srv;
 	struct http_exchange *ex;
 	bool batch;
 };
@@ -452,7 +487,16 @@ static void
 post_state_free(void *tp)
 {
 	struct post_state *ps = tp;
+	struct session *s = ps->ex->s;
+	bool gone;
 
+	/* a 2026-07-28 client that hangs up before the answer cancels the
+	 * request (SH): its session goes, and its call with it */
+	pthread_mutex_lock(&s->mu);
+	gone = s->modern && ps->ex->outstanding > 0;
+	pthread_mutex_unlock(&s->mu);
+	if (gone)
+		(void)session_delete(ps->srv->requests, s->id);
 	exchange_unref(&ps->ex->base);
 	free(ps);
 }
@@ -552,6 +596,270 @@ post_initialize(struct req *r, const json_t *msg)
 	return reply_json(r, MHD_HTTP_OK, response, sid);
 }
 
+/* --- 2026-07-28: stateless requests --------------------------------- */
+
+/* A JSON-RPC error without "id" when none could be read (the 2026-07-28
+ * schema refuses a null id); data stolen. */
+static enum MHD_Result modern_error(struct req *r, unsigned status,
+				    const json_t *id, int code, json_t *data,
+				    const char *fmt, ...) PRINTF_LIKE(6, 7);
+
+static enum MHD_Result
+modern_error(struct req *r, unsigned status, const json_t *id, int code,
+	     json_t *data, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	json_t *e;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e = rpc_error(id, code, msg, data);
+	if (e != NULL && id == NULL)
+		json_object_del(e, "id");
+	if (e == NULL)
+		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					    RPC_INTERNAL_ERROR, "out of memory",
+					    NULL);
+	snprintf(r->rpc_method, sizeof(r->rpc_method), "%s", "other");
+	return reply_json(r, status, e, NULL);
+}
+
+/* A header value with optional whitespace trimmed and =?base64?..?=
+ * decoded (strictly: canonical padding only) into buf.  False for bad
+ * base64 or a value that does not fit. */
+static bool
+header_value(const char *raw, char *buf, size_t cap)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
+				       "nopqrstuvwxyz0123456789+/";
+	size_t n, pad = 0, out = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+
+	while (*raw == ' ' || *raw == '\t')
+		raw++;
+	n = strlen(raw);
+	while (n > 0 && (raw[n - 1] == ' ' || raw[n - 1] == '\t'))
+		n--;
+	if (n < 12 || strncmp(raw, "=?base64?", 9) != 0 ||
+	    strncmp(raw + n - 2, "?=", 2) != 0) {
+		if (n >= cap)
+			return false;
+		memcpy(buf, raw, n);
+		buf[n] = '\0';
+		return true;
+	}
+	raw += 9;
+	n -= 11;
+	if (n % 4 != 0)
+		return false;
+	while (pad < 2 && pad < n && raw[n - 1 - pad] == '=')
+		pad++;
+	for (size_t i = 0; i < n - pad; i++) {
+		const char *p = memchr(alphabet, raw[i], 64);
+
+		if (raw[i] == '\0' || p == NULL)
+			return false;
+		acc = (acc << 6) | (uint32_t)(p - alphabet);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (out + 1 >= cap)
+				return false;
+			buf[out++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	/* leftover bits must be zero: one spelling per value */
+	if ((acc & ((1u << bits) - 1)) != 0)
+		return false;
+	buf[out] = '\0';
+	return strlen(buf) == out;
+}
+
+/* The param Mcp-Name must repeat for method, or NULL when none. */
+static const char *
+name_param(const char *method)
+{
+	if (strcmp(method, "tools/call") == 0 ||
+	    strcmp(method, "prompts/get") == 0)
+		return "name";
+	if (strcmp(method, "resources/read") == 0)
+		return "uri";
+	if (strcmp(method, "tasks/get") == 0 ||
+	    strcmp(method, "tasks/update") == 0 ||
+	    strcmp(method, "tasks/cancel") == 0)
+		return "taskId";
+	return NULL;
+}
+
+/* Mcp-Method and Mcp-Name against the body (SEP-2243); why for -32020. */
+static bool
+standard_headers_ok(struct req *r, const json_t *msg, char *why, size_t len)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	const char *h = http_header(r, "Mcp-Method"), *key;
+	const json_t *want;
+	char v[1024];
+
+	if (h == NULL || !header_value(h, v, sizeof(v)) ||
+	    strcmp(v, method) != 0) {
+		snprintf(why, len,
+			 "the Mcp-Method header %s: it must repeat the "
+			 "request's method \"%.100s\" exactly",
+			 h == NULL ? "is missing" : "does not match", method);
+		return false;
+	}
+	key = name_param(method);
+	want = key != NULL
+		       ? json_object_get(json_object_get(msg, "params"), key)
+		       : NULL;
+	if (!json_is_string(want))
+		return true; /* dispatch names the missing param */
+	h = http_header(r, "Mcp-Name");
+	if (h == NULL || !header_value(h, v, sizeof(v)) ||
+	    strcmp(v, json_string_value(want)) != 0) {
+		snprintf(why, len,
+			 "the Mcp-Name header %s: it must repeat params.%s "
+			 "(=?base64?...?= for values that are not plain "
+			 "ASCII)",
+			 h == NULL ? "is missing" : "does not match", key);
+		return false;
+	}
+	return true;
+}
+
+/* Serves one 2026-07-28 request (SH, BI): envelope checks in the order
+ * the specification's errors need, then a session of its own. */
+static enum MHD_Result
+post_modern(struct req *r, const json_t *body)
+{
+	const char *hdr = http_header(r, "MCP-Protocol-Version");
+	const char *why, *method;
+	const json_t *id = NULL;
+	struct reqmeta meta;
+	struct session *s = NULL;
+	struct http_exchange *ex = NULL;
+	struct post_state *ps = NULL;
+	enum rpc_kind kind = rpc_classify(body, &why, &id);
+	char msg[600];
+	int rc;
+
+	if (kind == RPC_INVALID)
+		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
+				    RPC_INVALID_REQUEST, NULL,
+				    "invalid request: %s", why);
+	if (kind == RPC_RESPONSE)
+		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
+				    RPC_INVALID_REQUEST, NULL,
+				    "invalid request: revision %s clients send "
+				    "no responses",
+				    REQMETA_VERSION);
+	if (hdr == NULL)
+		return modern_error(
+			r, MHD_HTTP_BAD_REQUEST, id, RPC_HEADER_MISMATCH, NULL,
+			"the MCP-Protocol-Version header is required and must "
+			"equal params._meta[\"%s\"]",
+			REQMETA_KEY_VERSION);
+	if (kind == RPC_NOTIFICATION) /* nothing to do statelessly */
+		return http_reply(r, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+	method = json_string_value(json_object_get(body, "method"));
+	snprintf(r->rpc_method, sizeof(r->rpc_method), "%s",
+		 dispatch_method_label(method));
+	if (reqmeta_parse(body, &meta, msg, sizeof(msg)) != STATUS_OK)
+		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
+				    RPC_INVALID_PARAMS, NULL, "%s", msg);
+	if (strcmp(hdr, meta.version) != 0)
+		return modern_error(
+			r, MHD_HTTP_BAD_REQUEST, id, RPC_HEADER_MISMATCH, NULL,
+			"the MCP-Protocol-Version header \"%.40s\" does not "
+			"match params._meta[\"%s\"] \"%.40s\"",
+			hdr, REQMETA_KEY_VERSION, meta.version);
+	if (!reqmeta_version_supported(meta.version)) {
+		json_t *supported = json_array();
+
+		for (size_t i = 0; supported != NULL && reqmeta_versions[i];
+		     i++)
+			json_array_append_new(supported,
+					      json_string(reqmeta_versions[i]));
+		return modern_error(
+			r, MHD_HTTP_BAD_REQUEST, id, RPC_UNSUPPORTED_VERSION,
+			json_pack("{s:o, s:s}", "supported", supported,
+				  "requested", meta.version),
+			"unsupported protocol version \"%.40s\": this server "
+			"speaks %s statelessly, and %s after initialize",
+			meta.version, REQMETA_VERSION, version_list());
+	}
+	if (!standard_headers_ok(r, body, msg, sizeof(msg)))
+		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
+				    RPC_HEADER_MISMATCH, NULL, "%s", msg);
+	if (!dispatch_modern_method(method))
+		return modern_error(
+			r, MHD_HTTP_NOT_FOUND, id, RPC_METHOD_NOT_FOUND, NULL,
+			"method \"%.100s\" does not exist in revision %s%s",
+			method, REQMETA_VERSION,
+			dispatch_legacy_method(method)
+				? " (it belongs to the sessions of the 2025 "
+				  "revisions: initialize first to use it)"
+				: "");
+	rc = session_create_request(r->srv->requests, meta.version, meta.caps,
+				    meta.client_info, meta.log_level, &s);
+	if (rc != STATUS_OK)
+		return modern_error(
+			r,
+			rc == STATUS_FULL ? MHD_HTTP_SERVICE_UNAVAILABLE
+					  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			id, RPC_INTERNAL_ERROR, NULL, "%s",
+			rc == STATUS_FULL ? "server busy: too many requests "
+					    "in flight, retry in a second"
+					  : "out of memory");
+	ex = calloc(1, sizeof(*ex));
+	ps = calloc(1, sizeof(*ps));
+	if (ex == NULL || ps == NULL) {
+		free(ex);
+		free(ps);
+		(void)session_delete(r->srv->requests, s->id);
+		session_release(s);
+		return modern_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, id,
+				    RPC_INTERNAL_ERROR, NULL, "out of memory");
+	}
+	ex->base.ops = &http_exchange_ops;
+	atomic_init(&ex->base.refs, 1);
+	ex->s = s; /* the exchange holds the reference now */
+	ex->conn = r->conn;
+	ex->outstanding = 1;
+	ps->srv = r->srv;
+	ps->ex = ex;
+	r->tp = ps;
+	r->tp_free = post_state_free;
+	if (dispatch_message(r->srv, s, &ex->base, body) == STATUS_FULL) {
+		pthread_mutex_lock(&s->mu);
+		ex->outstanding = 0;
+		pthread_mutex_unlock(&s->mu);
+		return modern_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, id,
+				    RPC_INTERNAL_ERROR, NULL,
+				    "server busy: the tool queue is full, "
+				    "retry in a second");
+	}
+	return exchange_answer(r, ex, false);
+}
+
+/* A request served by the 2026-07-28 rules: it claims that revision in
+ * _meta, or its version header names no revision of the sessions (the
+ * modern path then asks for the _meta it lacks).  Responses, batches and
+ * everything else stay on the session path. */
+static bool
+is_modern(struct req *r, const json_t *body)
+{
+	const char *hdr = http_header(r, "MCP-Protocol-Version");
+
+	if (!json_is_object(body) || json_object_get(body, "method") == NULL)
+		return false;
+	return reqmeta_has_claim(body) ||
+	       (hdr != NULL && !dispatch_version_supported(hdr));
+}
+
 static bool
 is_initialize(const json_t *msg)
 {
@@ -595,6 +903,12 @@ post_first(struct req *r)
 			NULL);
 		goto out;
 	}
+	if (is_modern(r, body)) {
+		ret = post_modern(r, body);
+		goto out;
+	}
+	if (!version_header_ok(r, &ret))
+		goto out;
 	batch = json_is_array(body);
 	n = batch ? json_array_size(body) : 1;
 	if (!batch && is_initialize(body)) {
@@ -663,6 +977,7 @@ post_first(struct req *r)
 	ex->s = s;
 	s = NULL; /* the exchange holds the reference now */
 	ex->conn = r->conn;
+	ps->srv = r->srv;
 	ps->ex = ex;
 	ps->batch = batch;
 	r->tp = ps;
@@ -830,7 +1145,7 @@ transport_mcp(struct req *r)
 
 		return exchange_answer(r, ps->ex, ps->batch);
 	}
-	if (!version_header_ok(r, &ret))
+	if (r->method != HTTP_POST && !version_header_ok(r, &ret))
 		return ret;
 	switch (r->method) {
 	case HTTP_POST: return post_first(r);

@@ -14,6 +14,7 @@ import { ACCEPT_BOTH, collect, metricValue, open, parseMetrics, request, RawSess
 import { runSextant, startServer } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const LATEST_2025 = '2025-11-25';
 
 const INIT = (id = 1, protocolVersion = '2025-11-25') =>
 	JSON.stringify({
@@ -363,6 +364,122 @@ describe('gateway with the conformance fixtures', () => {
 
 	test('the server shuts down cleanly', async () => {
 		await srv.stop();
+	});
+});
+
+describe('2026-07-28 stateless requests (what the conformance suite does not probe)', () => {
+	let srv;
+	before(async () => {
+		srv = await startServer({ name: 'http-2026' });
+	});
+	beforeEach(() => srv?.assertAlive());
+	after(async () => {
+		if (srv) await srv.kill();
+	});
+
+	const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+	const HDRS = (method, name) => ({ ...JSON_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name !== undefined ? { 'mcp-name': name } : {}) });
+	const call = (id, name, args, headers, meta = {}) =>
+		request(srv.mcpUrl, {
+			method: 'POST',
+			headers,
+			body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { ...META, ...meta } } }),
+		});
+	const b64 = (s) => `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
+
+	test('no session: no Mcp-Session-Id, resultType on the result, nothing to resume', async () => {
+		const r = await call(1, 'test_simple_text', {}, HDRS('tools/call', 'test_simple_text'));
+		assert.equal(r.status, 200, r.text);
+		assert.equal(r.headers['mcp-session-id'], undefined, 'a stateless answer named a session');
+		assert.equal(r.json.result.resultType, 'complete');
+		assert.equal(r.json.result.content[0].type, 'text');
+		// progress comes on the request's own stream, without event ids
+		const p = await open(srv.mcpUrl, {
+			method: 'POST',
+			headers: HDRS('tools/call', 'test_tool_with_progress'),
+			body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'test_tool_with_progress', arguments: {}, _meta: { ...META, progressToken: 'p1' } } }),
+		});
+		assert.ok(p instanceof SseStream, 'progress did not turn the answer into a stream');
+		const got = await collect(p, [2]);
+		assert.ok(got.messages.filter((m) => m.method === 'notifications/progress').length >= 3, JSON.stringify(got.messages));
+		assert.deepEqual(got.events.filter((e) => e.id !== undefined), [], 'SSE event ids: nothing can resume them');
+		assert.equal(got.responses[0].result.resultType, 'complete');
+	});
+
+	test('Mcp-Name: base64 form decoded and compared; bad base64 or another name is -32020', async () => {
+		const ok = await call(3, 'test_simple_text', {}, HDRS('tools/call', b64('test_simple_text')));
+		assert.equal(ok.status, 200, ok.text);
+		assert.equal(ok.json.result.resultType, 'complete');
+		for (const [name, why] of [
+			['=?base64?dGVzdF9zaW1wbGVfdGV4dA?=', 'no padding'],
+			['=?base64?dGVzdF9zaW1wbGVfdGV4dA=?=', 'short padding'],
+			['=?base64?dGVzdF9z!W1wbGVfdGV4dA==?=', 'a character outside the alphabet'],
+			[b64('test_image_content'), 'another tool'],
+			['test_image_content', 'another tool, plain'],
+		]) {
+			const r = await call(4, 'test_simple_text', {}, HDRS('tools/call', name));
+			assert.equal(r.status, 400, `${why}: HTTP ${r.status} ${r.text}`);
+			assert.equal(r.json.error.code, -32020, `${why}: ${r.text}`);
+			assert.equal(r.json.id, 4, 'the error must echo the request id');
+			assert.match(r.json.error.message, /Mcp-Name/);
+		}
+		const missing = await call(5, 'test_simple_text', {}, HDRS('tools/call'));
+		assert.equal(missing.status, 400);
+		assert.match(missing.json.error.message, /Mcp-Name header is missing/);
+	});
+
+	test('a request whose id cannot be read gets an error without "id" (never null)', async () => {
+		const r = await request(srv.mcpUrl, {
+			method: 'POST',
+			headers: HDRS('tools/list'),
+			body: JSON.stringify({ jsonrpc: '2.0', id: null, method: 'tools/list', params: { _meta: META } }),
+		});
+		assert.equal(r.status, 400, r.text);
+		assert.equal(r.json.error.code, -32600);
+		assert.ok(!('id' in r.json), `id present: ${r.text}`);
+	});
+
+	test('log notifications only with a logLevel in _meta', async () => {
+		const quiet = await call(6, 'test_tool_with_logging', {}, HDRS('tools/call', 'test_tool_with_logging'));
+		assert.equal(quiet.status, 200);
+		assert.equal(quiet.headers['content-type'], 'application/json', 'no notification may precede the answer');
+		const loud = await open(srv.mcpUrl, {
+			method: 'POST',
+			headers: HDRS('tools/call', 'test_tool_with_logging'),
+			body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'test_tool_with_logging', arguments: {}, _meta: { ...META, 'io.modelcontextprotocol/logLevel': 'info' } } }),
+		});
+		assert.ok(loud instanceof SseStream);
+		const got = await collect(loud, [7]);
+		assert.equal(got.messages.filter((m) => m.method === 'notifications/message').length, 3);
+	});
+
+	test('hanging up cancels the request: the call stops, the server goes on', async () => {
+		const cancelled = async () =>
+			metricValue(parseMetrics((await request(`${srv.url}/metrics`)).text), 'sextant_tool_calls_total', { tool: 'test_cancellation', outcome: 'cancelled' });
+		const before = await cancelled();
+		const st = await open(srv.mcpUrl, {
+			method: 'POST',
+			headers: HDRS('tools/call', 'test_cancellation'),
+			body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'test_cancellation', arguments: { duration_ms: 20000 }, _meta: { ...META, progressToken: 'c' } } }),
+		});
+		assert.ok(st instanceof SseStream, 'progress did not open a stream');
+		assert.ok(await st.next(5000), 'no progress before hanging up');
+		st.close();
+		let now = before;
+		for (let i = 0; i < 50 && now === before; i++) {
+			await sleep(100);
+			now = await cancelled();
+		}
+		assert.equal(now, before + 1, 'the call was not cancelled within 5 s of the hang-up');
+		const r = await call(9, 'test_simple_text', {}, HDRS('tools/call', 'test_simple_text'));
+		assert.equal(r.status, 200);
+	});
+
+	test('2025 sessions are untouched: initialize still works, server/discover is theirs to miss', async () => {
+		const s = new RawSession(srv.mcpUrl);
+		await s.initialize(LATEST_2025);
+		const r = await s.post({ jsonrpc: '2.0', id: 10, method: 'server/discover', params: {} });
+		assert.equal(r.json.error.code, -32601, r.text);
 	});
 });
 

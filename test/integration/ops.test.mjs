@@ -270,8 +270,8 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		const tools = await all(s, 'tools/list', 'tools');
 		const names = tools.items.map((t) => t.name);
 		assert.equal(new Set(names).size, names.length, 'a tool repeated');
-		assert.equal(names.length, 15);
-		assert.equal(tools.pages, 4);
+		assert.equal(names.length, 18);
+		assert.equal(tools.pages, 5);
 		const prompts = await all(s, 'prompts/list', 'prompts');
 		assert.equal(prompts.items.length, 4);
 		assert.equal(prompts.pages, 1);

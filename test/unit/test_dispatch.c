@@ -696,7 +696,7 @@ test_tools_list(void **state)
 	assert_string_equal(json_string_value(json_object_get(resp, "id")),
 			    "L");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 15);
+	assert_int_equal(json_array_size(tools), 18);
 	json_array_foreach(tools, i, t)
 	{
 		assert_true(json_string_length(
@@ -713,7 +713,7 @@ test_tools_list(void **state)
 	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
 			    "\"tools/list\"}");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 15);
+	assert_int_equal(json_array_size(tools), 18);
 	json_array_foreach(tools, i, t)
 	{
 		assert_null(json_object_get(t, "annotations"));
@@ -1850,11 +1850,11 @@ test_pagination(void **state)
 
 	(void)state;
 	all = collect_pages(s, "tools/list", "tools", "name", &pages);
-	assert_int_equal(json_array_size(all), 15);
-	assert_int_equal(pages, 8);
+	assert_int_equal(json_array_size(all), 18);
+	assert_int_equal(pages, 9);
 	assert_string_equal(json_string_value(json_array_get(all, 0)),
 			    "json_schema_2020_12_tool");
-	assert_string_equal(json_string_value(json_array_get(all, 14)),
+	assert_string_equal(json_string_value(json_array_get(all, 17)),
 			    "test_tool_with_progress");
 	json_decref(all);
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);

@@ -51,10 +51,13 @@ static const char *const fixture_names[] = {
 	"test_embedded_resource",
 	"test_error_handling",
 	"test_image_content",
+	"test_logging_tool",
+	"test_missing_capability",
 	"test_multiple_content_types",
 	"test_reconnection",
 	"test_sampling",
 	"test_simple_text",
+	"test_streaming_elicitation",
 	"test_tool_with_logging",
 	"test_tool_with_progress",
 };
@@ -409,8 +412,11 @@ test_list_pages(void **state)
 	assert_int_equal(seen, NFIXTURES);
 	assert_int_equal(pages, (NFIXTURES + 3) / 4);
 	assert_null(tools_list_json(t, "2025-11-25", 2, &len));
-	assert_null(tools_list_json(t, "2025-11-25", 16, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 17, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 4 * ((NFIXTURES + 3) / 4),
+				    &len));
 	assert_non_null(tools_list_json(t, "2024-11-05", 12, &len));
+	assert_non_null(tools_list_json(t, "2026-07-28", 16, &len));
 	tools_unref(t);
 }
 
