@@ -71,7 +71,7 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 # ---------------------------------------------------------------------------
 LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c \
 	lib/timerange.c lib/rollup.c lib/spanquery.c lib/render.c lib/pointquery.c
-LIB_SRC += lib/redact.c
+LIB_SRC += lib/redact.c lib/base64.c lib/seal.c
 LIB_SRC += lib/servicequery.c
 LIB_SRC += lib/spanstore.c
 LIB_SRC += lib/genai.c
@@ -93,7 +93,7 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store \
 	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge timerange rollup \
 	pointquery spanquery render
-LIB_TESTS += redact
+LIB_TESTS += redact seal
 LIB_TESTS += servicequery
 LIB_TESTS += spanstore
 LIB_TESTS += genai

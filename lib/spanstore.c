@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "base64.h"
 #include "hex.h"
 
 /* latest start accepted in a cursor: 9999-12-31T23:59:59.999999Z */
@@ -450,76 +451,6 @@ spanstore_filter_hash(const struct spanstore_filter *f)
 	return h;
 }
 
-static const char b64url[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* base64url without padding; false when out (cap) is too small. */
-static bool
-b64_encode(const unsigned char *in, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	if ((n + 2) / 3 * 4 + 1 > cap)
-		return false;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		size_t left = n - i;
-
-		if (left > 1)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (left > 2)
-			v |= in[i + 2];
-		out[o++] = b64url[v >> 18 & 63];
-		out[o++] = b64url[v >> 12 & 63];
-		if (left > 1)
-			out[o++] = b64url[v >> 6 & 63];
-		if (left > 2)
-			out[o++] = b64url[v & 63];
-	}
-	out[o] = '\0';
-	return true;
-}
-
-static int
-b64_value(int c)
-{
-	const char *p = c != '\0' ? strchr(b64url, c) : NULL;
-
-	return p != NULL ? (int)(p - b64url) : -1;
-}
-
-/* Decodes s (no padding, no other byte); *n gets the length.  out has
- * room for strlen(s) * 3 / 4 bytes.  false when not base64url. */
-static bool
-b64_decode(const char *s, unsigned char *out, size_t *n)
-{
-	size_t len = strlen(s), o = 0;
-	uint32_t acc = 0;
-	int bits = 0;
-
-	if (len % 4 == 1)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_value((unsigned char)s[i]);
-
-		if (v < 0)
-			return false;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	/* the unused low bits of the last character must be zero, so that
-	 * each cursor has exactly one spelling */
-	if (acc != 0)
-		return false;
-	*n = o;
-	return true;
-}
-
 int
 spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 			size_t cap)
@@ -567,7 +498,8 @@ spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	if (!b64_encode((const unsigned char *)text, strlen(text), out, cap)) {
+	if (!base64url_encode((const unsigned char *)text, strlen(text), out,
+			      cap)) {
 		if (cap > 0)
 			out[0] = '\0';
 		rc = STATUS_LIMIT;
@@ -621,7 +553,7 @@ spanstore_cursor_decode(const char *s, struct spanstore_cursor *out)
 
 	memset(out, 0, sizeof(*out));
 	if (s == NULL || strlen(s) > SPANSTORE_CURSOR_MAX ||
-	    !b64_decode(s, raw, &n))
+	    !base64url_decode(s, raw, sizeof(raw), &n))
 		return STATUS_INVALID;
 	o = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, NULL);
 	if (!json_is_object(o))

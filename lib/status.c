@@ -17,6 +17,7 @@ status_str(int status)
 	case STATUS_UNSUPPORTED: return "unsupported";
 	case STATUS_CLOSED: return "closed";
 	case STATUS_EXISTS: return "exists";
+	case STATUS_AGAIN: return "again";
 	}
 	return "unknown status";
 }

@@ -24,6 +24,7 @@ enum status {
 	STATUS_UNSUPPORTED = -9, /* feature not available (peer or build) */
 	STATUS_CLOSED = -10,	 /* the object is shutting down or closed */
 	STATUS_EXISTS = -11,	 /* item already present */
+	STATUS_AGAIN = -12,	 /* not finished: more input is needed */
 };
 
 /* Short lowercase name of a status, for logs ("nomem", "timeout", ...). */

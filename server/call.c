@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "rpc.h"
 #include "server.h"
+#include "seal.h"
 #include "session.h"
 #include "tools.h"
 
@@ -46,19 +47,25 @@ struct call {
 	struct pg_cancel_token *pg_cancel;
 	double last_progress;
 	int64_t start_ms;
-	json_t *reject;	   /* call_reject's error object, or NULL */
-	struct call *next; /* s->calls */
+	json_t *reject; /* call_reject's error object, or NULL */
+	/* 2026-07-28 input_required rounds (call_input) */
+	json_t *input_responses; /* the client's answers, or NULL */
+	json_t *state_in;	 /* verified state of the last round */
+	json_t *state_out;	 /* state for the next round */
+	json_t *input_wanted;	 /* {key: request} not answered yet */
+	struct call *next;	 /* s->calls */
 };
 
 /* How a call ended, for metrics and logs. */
-static const char *const outcomes[] = {"ok", "error", "cancelled", "timeout",
-				       "failed"};
+static const char *const outcomes[] = {"ok",	  "error",  "cancelled",
+				       "timeout", "failed", "input_required"};
 enum outcome {
 	OUT_OK,
 	OUT_ERROR,
 	OUT_CANCELLED,
 	OUT_TIMEOUT,
-	OUT_FAILED
+	OUT_FAILED,
+	OUT_INPUT
 };
 
 static void
@@ -82,6 +89,10 @@ call_free(struct call *c)
 	json_decref(c->progress_token);
 	json_decref(c->args);
 	json_decref(c->reject);
+	json_decref(c->input_responses);
+	json_decref(c->state_in);
+	json_decref(c->state_out);
+	json_decref(c->input_wanted);
 	tools_unref(c->tools);
 	exchange_unref(c->ex);
 	session_release(c->s);
@@ -162,6 +173,170 @@ fit_text(struct call *c, json_t *result)
 	}
 }
 
+void
+call_state_scope(const char *tool, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "tools/call %s", tool);
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* {"resultType":"input_required","inputRequests":...,"requestState":...}
+ * as this call's response (SEP-2322); an internal error if the state
+ * cannot be sealed. */
+static json_t *
+input_required(struct call *c)
+{
+	json_t *res = json_pack("{s:s}", "resultType", "input_required");
+	char scope[200], *tok = NULL;
+
+	if (res == NULL)
+		return NULL;
+	if (c->input_wanted != NULL)
+		json_object_set(res, "inputRequests", c->input_wanted);
+	if (c->state_out != NULL) {
+		call_state_scope(c->tool->name, scope, sizeof(scope));
+		if (seal_pack(c->srv->seal, scope, c->state_out,
+			      wall_ms() + CALL_STATE_TTL_MS,
+			      &tok) != STATUS_OK) {
+			json_decref(res);
+			return rpc_error(c->id, RPC_INTERNAL_ERROR,
+					 "could not seal the request state",
+					 NULL);
+		}
+		json_object_set_new(res, "requestState", json_string(tok));
+		free(tok);
+	}
+	return rpc_result(c->id, res);
+}
+
+/* An answer the client gave for a request of method: it has the shape
+ * of that method's result, else the input counts as missing (asked
+ * again: SEP-2322 "SHOULD validate"). */
+static bool
+answer_ok(const char *method, const json_t *a)
+{
+	if (!json_is_object(a))
+		return false;
+	if (strcmp(method, "elicitation/create") == 0)
+		return json_is_string(json_object_get(a, "action"));
+	if (strcmp(method, "sampling/createMessage") == 0)
+		return json_is_object(json_object_get(a, "content")) ||
+		       json_is_array(json_object_get(a, "content"));
+	if (strcmp(method, "roots/list") == 0)
+		return json_is_array(json_object_get(a, "roots"));
+	return false;
+}
+
+static const char *capability_for(const char *method);
+
+/* 2025 sessions: one server-to-client request per key. */
+static int
+input_by_requests(struct call *c, json_t *requests, json_t *out)
+{
+	const char *key;
+	json_t *req;
+
+	json_object_foreach(requests, key, req)
+	{
+		const char *m =
+			json_string_value(json_object_get(req, "method"));
+		json_t *params = json_incref(json_object_get(req, "params"));
+		json_t *result = NULL, *error = NULL;
+		int rc = call_request(c, m,
+				      params != NULL ? params : json_object(),
+				      0, &result, &error);
+
+		if (rc == STATUS_OK && error != NULL)
+			rc = STATUS_INVALID;
+		json_decref(error);
+		if (rc != STATUS_OK) {
+			json_decref(result);
+			return rc;
+		}
+		json_object_set_new(out, key, result);
+	}
+	return STATUS_OK;
+}
+
+int
+call_input(struct call *c, json_t *requests, json_t **responses)
+{
+	json_t *out = json_object(), *req;
+	const char *key;
+	int rc = STATUS_OK;
+
+	*responses = NULL;
+	if (out == NULL || !json_is_object(requests)) {
+		rc = out == NULL ? STATUS_NOMEM : STATUS_INVALID;
+		goto out;
+	}
+	json_object_foreach(requests, key, req)
+	{
+		const char *m =
+			json_string_value(json_object_get(req, "method"));
+		const char *cap = m != NULL ? capability_for(m) : NULL;
+
+		if (cap == NULL) {
+			rc = STATUS_INVALID;
+			goto out;
+		}
+		if (!call_client_has(c, cap)) {
+			rc = STATUS_UNSUPPORTED;
+			goto out;
+		}
+	}
+	if (!c->s->modern) {
+		rc = input_by_requests(c, requests, out);
+		goto out;
+	}
+	json_object_foreach(requests, key, req)
+	{
+		const char *m =
+			json_string_value(json_object_get(req, "method"));
+		const json_t *a = json_object_get(c->input_responses, key);
+
+		if (answer_ok(m, a)) {
+			json_object_set_new(out, key, json_deep_copy(a));
+			continue;
+		}
+		if (c->input_wanted == NULL &&
+		    (c->input_wanted = json_object()) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		json_object_set(c->input_wanted, key, req);
+		rc = STATUS_AGAIN;
+	}
+out:
+	json_decref(requests);
+	if (rc == STATUS_OK)
+		*responses = out;
+	else
+		json_decref(out);
+	return rc;
+}
+
+const json_t *
+call_state(struct call *c)
+{
+	return c->state_in;
+}
+
+void
+call_state_set(struct call *c, json_t *state)
+{
+	json_decref(c->state_out);
+	c->state_out = state;
+}
+
 static void
 call_run(struct pool_job *job)
 {
@@ -188,6 +363,9 @@ call_run(struct pool_job *job)
 		outcome = OUT_CANCELLED;
 	else if (c->reject != NULL)
 		outcome = OUT_ERROR;
+	else if (rc == STATUS_AGAIN && c->s->modern &&
+		 (c->input_wanted != NULL || c->state_out != NULL))
+		outcome = OUT_INPUT;
 	else if (rc != STATUS_OK || result == NULL)
 		outcome = OUT_FAILED;
 	else
@@ -233,6 +411,7 @@ call_run(struct pool_job *job)
 				json_object_get(c->reject, "message")),
 			json_incref(json_object_get(c->reject, "data")));
 		break;
+	case OUT_INPUT: response = input_required(c); break;
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
 	}
 	json_decref(result);
@@ -265,7 +444,8 @@ call_reject(struct call *c, int code, json_t *data, const char *message)
 int
 call_start(struct server *srv, struct session *s, struct exchange *ex,
 	   const json_t *id, const json_t *progress_token,
-	   const struct tool_def *tool, json_t *args)
+	   const struct tool_def *tool, json_t *args,
+	   const json_t *input_responses, json_t *state)
 {
 	struct call *c;
 	pthread_condattr_t attr;
@@ -274,8 +454,12 @@ call_start(struct server *srv, struct session *s, struct exchange *ex,
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		json_decref(args);
+		json_decref(state);
 		return STATUS_NOMEM;
 	}
+	c->state_in = state;
+	if (json_is_object(input_responses))
+		c->input_responses = json_deep_copy(input_responses);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &attr);

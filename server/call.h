@@ -24,12 +24,23 @@ struct tool_def;
 
 /*
  * Starts a tools/call: takes references on s and ex, copies id, steals
- * args.  Submits to the pool.  STATUS_FULL when the queue is full (the
- * caller answers 503), STATUS_CLOSED when shutting down.
+ * args.  A 2026-07-28 retry also brings the client's inputResponses
+ * (borrowed, copied; NULL: none) and the verified state of the previous
+ * round (stolen; NULL: none).  Submits to the pool.  STATUS_FULL when the
+ * queue is full (the caller answers 503), STATUS_CLOSED when shutting
+ * down.
  */
 int call_start(struct server *srv, struct session *s, struct exchange *ex,
 	       const json_t *id, const json_t *progress_token,
-	       const struct tool_def *tool, json_t *args) WUR;
+	       const struct tool_def *tool, json_t *args,
+	       const json_t *input_responses, json_t *state) WUR;
+
+/* The scope a tools/call's request state is sealed for (lib/seal): the
+ * method and the tool, so that state cannot move to another tool. */
+void call_state_scope(const char *tool, char *buf, size_t cap);
+
+/* How long a sealed request state stays valid. */
+#define CALL_STATE_TTL_MS (10 * 60 * 1000)
 
 /* notifications/cancelled for request id on session s (s->mu not held).
  * Unknown or finished ids are ignored, as the spec allows. */

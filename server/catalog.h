@@ -58,6 +58,15 @@ struct prompt_def {
 	int (*get)(const json_t *args, json_t **result, char *err,
 		   size_t errlen);
 	/*
+	 * Instead of get, for a prompt that needs the client's input
+	 * (2026-07-28 requests only): input is the request's inputResponses
+	 * (NULL when none).  When an answer is missing, returns STATUS_AGAIN
+	 * with *result the {key: {method, params}} requests to send in an
+	 * input_required result; else as get.
+	 */
+	int (*get_input)(const json_t *args, const json_t *input,
+			 json_t **result, char *err, size_t errlen);
+	/*
 	 * Optional: completion/complete for argument `arg` with prefix
 	 * `value`.  Sets *values to a new array of at most 100 strings.
 	 */

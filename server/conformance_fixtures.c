@@ -241,6 +241,34 @@ get_simple(const json_t *args, json_t **result, char *err, size_t errlen)
 	return *result ? STATUS_OK : STATUS_NOMEM;
 }
 
+/* 2026-07-28 input_required from prompts/get (SEP-2322). */
+static int
+get_with_input(const json_t *args, const json_t *input, json_t **result,
+	       char *err, size_t errlen)
+{
+	const json_t *a = json_object_get(input, "user_context");
+	const json_t *ctx =
+		json_object_get(json_object_get(a, "content"), "context");
+
+	(void)args;
+	(void)err;
+	(void)errlen;
+	if (!json_is_string(json_object_get(a, "action")) ||
+	    !json_is_string(ctx)) {
+		*result = json_pack(
+			"{s:{s:s, s:{s:s, s:{s:s, s:{s:{s:s}}, s:[s]}}}}",
+			"user_context", "method", "elicitation/create",
+			"params", "message",
+			"What context should the prompt use?",
+			"requestedSchema", "type", "object", "properties",
+			"context", "type", "string", "required", "context");
+		return *result ? STATUS_AGAIN : STATUS_NOMEM;
+	}
+	*result = json_pack("{s:[o]}", "messages",
+			    user_message(text_content(json_string_value(ctx))));
+	return *result ? STATUS_OK : STATUS_NOMEM;
+}
+
 static int
 get_with_arguments(const json_t *args, json_t **result, char *err,
 		   size_t errlen)
@@ -384,6 +412,13 @@ static const struct prompt_def prompts[] = {
 		.title = "Prompt With Image",
 		.description = "A prompt that includes image content",
 		.get = get_with_image,
+	},
+	{
+		.name = "test_input_required_result_prompt",
+		.title = "Prompt Asking For Input",
+		.description = "A prompt that asks the user for context first "
+			       "(revision 2026-07-28 input_required)",
+		.get_input = get_with_input,
 	},
 };
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "call.h"
 #include "catalog.h"
@@ -19,6 +20,7 @@
 #include "log.h"
 #include "reqmeta.h"
 #include "rpc.h"
+#include "seal.h"
 #include "server.h"
 #include "session.h"
 #include "tools.h"
@@ -484,6 +486,43 @@ do_prompts_list(struct rq *r)
 	return list_page(r, "prompts", catalog_prompt_count(), prompt_item);
 }
 
+/* A prompt that asks the client for input: input_required results, so
+ * 2026-07-28 requests only (2025 sessions answer prompts inline, where
+ * no server request can wait). */
+static json_t *
+prompt_with_input(struct rq *r, const struct prompt_def *d, const json_t *args)
+{
+	const json_t *in = json_object_get(r->params, "inputResponses");
+	json_t *result = NULL;
+	char err[256] = "";
+	int rc;
+
+	if (!r->s->modern)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "prompt \"%s\" asks for the user's input, which "
+			       "only revision 2026-07-28 requests can give",
+			       d->name);
+	if (!json_is_object(json_object_get(r->s->client_caps, "elicitation")))
+		return rq_fail(r, RPC_MISSING_CAPABILITY,
+			       json_pack("{s:{s:{}}}", "requiredCapabilities",
+					 "elicitation"),
+			       "prompt \"%s\" needs the client's elicitation "
+			       "capability",
+			       d->name);
+	rc = d->get_input(json_is_object(args) ? args : NULL,
+			  json_is_object(in) ? in : NULL, &result, err,
+			  sizeof(err));
+	if (rc == STATUS_AGAIN)
+		return json_pack("{s:s, s:o}", "resultType", "input_required",
+				 "inputRequests", result);
+	if (rc == STATUS_INVALID)
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL, "%s", err);
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			       "could not build prompt \"%s\"", d->name);
+	return result;
+}
+
 static json_t *
 do_prompts_get(struct rq *r)
 {
@@ -525,6 +564,8 @@ do_prompts_get(struct rq *r)
 				       "prompt \"%s\" needs the argument "
 				       "\"%s\"",
 				       name, a->name);
+	if (d->get_input != NULL)
+		return prompt_with_input(r, d, args);
 	rc = d->get(json_is_object(args) ? args : NULL, &result, err,
 		    sizeof(err));
 	if (rc == STATUS_INVALID)
@@ -610,12 +651,59 @@ do_tools_list(struct rq *r)
 	return STATUS_OK;
 }
 
+/*
+ * The input_required round of a 2026-07-28 tools/call (SEP-2322): the
+ * client's inputResponses (an object, or absent) and the requestState it
+ * echoes, verified: it must have been sealed by this server for this tool
+ * and not have expired.  False with the error set.
+ */
+static bool
+round_params(struct rq *r, const char *tool, const json_t **responses,
+	     json_t **state)
+{
+	const json_t *in = json_object_get(r->params, "inputResponses");
+	const json_t *st = json_object_get(r->params, "requestState");
+	char scope[200];
+	struct timespec ts;
+	int rc;
+
+	*responses = NULL;
+	*state = NULL;
+	if (in != NULL && !json_is_null(in) && !json_is_object(in)) {
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"inputResponses must be an object of the answers, "
+			"keyed as the inputRequests that asked for them");
+		return false;
+	}
+	*responses = json_is_object(in) ? in : NULL;
+	if (st == NULL || json_is_null(st))
+		return true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	call_state_scope(tool, scope, sizeof(scope));
+	rc = json_is_string(st)
+		     ? seal_open(r->srv->seal, scope, json_string_value(st),
+				 (int64_t)ts.tv_sec * 1000 +
+					 ts.tv_nsec / 1000000,
+				 state)
+		     : STATUS_INVALID;
+	if (rc == STATUS_OK)
+		return true;
+	rq_fail(r, RPC_INVALID_PARAMS, NULL,
+		"requestState %s: send the requestState of this tool's last "
+		"input_required result unchanged, or call again without it",
+		rc == STATUS_TIMEOUT ? "has expired"
+				     : "was not issued by this server for this "
+				       "tool, or was changed");
+	return false;
+}
+
 /* tools/call: checks, validation, then a job.  STATUS_FULL: not sent. */
 static int
 do_tools_call(struct rq *r, bool *answered)
 {
 	const char *name = param_string(r, "name", true);
-	const json_t *args, *meta;
+	const json_t *args, *meta, *responses = NULL;
+	json_t *state = NULL;
 	const struct tool_def *tool;
 	struct tools *t;
 	struct jsonschema_error verr;
@@ -668,9 +756,14 @@ do_tools_call(struct rq *r, bool *answered)
 		goto out;
 	}
 	meta = json_object_get(r->params, "_meta");
+	if (r->s->modern && !round_params(r, name, &responses, &state)) {
+		rc = STATUS_INVALID;
+		goto out;
+	}
 	rc = call_start(r->srv, r->s, r->ex, r->id,
-			json_object_get(meta, "progressToken"), tool, targs);
-	targs = NULL; /* call_start took it */
+			json_object_get(meta, "progressToken"), tool, targs,
+			responses, state);
+	targs = NULL; /* call_start took it, and state */
 	if (rc == STATUS_OK)
 		*answered = true;
 	else if (rc != STATUS_FULL)

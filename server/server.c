@@ -4,6 +4,7 @@
  * and tearing it down.
  */
 #include "server.h"
+#include "seal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +439,11 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		snprintf(err, errlen, "out of memory creating sessions");
 		return rc;
 	}
+	if ((rc = seal_new(NULL, &srv->seal)) != STATUS_OK) {
+		snprintf(err, errlen, "cannot create the request-state key: %s",
+			 status_str(rc));
+		return rc;
+	}
 	if ((rc = pool_new(cfg->workers.threads, cfg->workers.queue_size,
 			   &srv->pool)) != STATUS_OK) {
 		snprintf(err, errlen, "cannot start %d worker threads: %s",
@@ -511,6 +517,7 @@ server_free(struct server *srv)
 	pool_free(srv->pool); /* runs what is queued: sessions are closed */
 	session_table_free(srv->sessions);
 	session_table_free(srv->requests);
+	seal_free(srv->seal);
 	tools_unref(srv->tools);
 	auth_keys_free(srv->keys);
 	auth_keys_free(srv->ingest_keys);

@@ -47,6 +47,8 @@ struct server {
 	/* 2026-07-28 requests' own sessions (session_create_request): one
 	 * per request in flight, never looked up by id */
 	struct session_table *requests;
+	/* seals 2026-07-28 requestState (lib/seal): a key per process */
+	struct seal *seal;
 	struct pool *pool;
 	struct metrics *metrics;
 	struct server_metrics m;

@@ -75,6 +75,31 @@ int call_log(struct call *call, const char *level, const char *logger,
 bool call_client_has(struct call *call, const char *path);
 
 /*
+ * Input from the client: requests is {key: {"method": m, "params": p}}
+ * (stolen), m one of elicitation/create, sampling/createMessage,
+ * roots/list.  On STATUS_OK *responses is a new object {key: result} with
+ * every key.  How the answers come depends on the request:
+ *  - 2026-07-28 (input_required results, SEP-2322): from this request's
+ *    inputResponses; when a key is missing, it is recorded and
+ *    STATUS_AGAIN returned: the handler returns STATUS_AGAIN and the
+ *    client gets {"resultType":"input_required","inputRequests":{...},
+ *    "requestState":...} with the state of call_state_set, then retries;
+ *  - 2025 sessions: one server-to-client request per key, in key order
+ *    (call_request); a client error answer fails with STATUS_INVALID.
+ * STATUS_UNSUPPORTED when the client did not declare the capability one
+ * of the methods needs (nothing is recorded or sent).
+ */
+int call_input(struct call *call, json_t *requests, json_t **responses) WUR;
+
+/* The state this call's previous round stored with call_state_set,
+ * verified (2026-07-28 requestState); NULL on a first round.  Borrowed. */
+const json_t *call_state(struct call *call);
+
+/* State (stolen) to send sealed with the input_required result: what the
+ * next round needs that its inputResponses will not carry. */
+void call_state_set(struct call *call, json_t *state);
+
+/*
  * Makes the call's answer a JSON-RPC error instead of a result: for
  * protocol errors the handler finds, such as -32021 (the request needs a
  * capability the client did not declare: data {"requiredCapabilities":

@@ -385,6 +385,285 @@ sampled_text(const json_t *res)
 	return NULL;
 }
 
+/* ---- input_required results (2026-07-28, SEP-2322) ------------------------ */
+
+static json_t *
+ask_name(void)
+{
+	return json_pack("{s:s, s:{s:s, s:{s:s, s:{s:{s:s}}, s:[s]}}}",
+			 "method", "elicitation/create", "params", "message",
+			 "What is your name?", "requestedSchema", "type",
+			 "object", "properties", "name", "type", "string",
+			 "required", "name");
+}
+
+static json_t *
+ask_field(const char *message, const char *field, const char *type)
+{
+	return json_pack("{s:s, s:{s:s, s:{s:s, s:{s:{s:s}}}}}", "method",
+			 "elicitation/create", "params", "message", message,
+			 "requestedSchema", "type", "object", "properties",
+			 field, "type", type);
+}
+
+static json_t *
+ask_sample(const char *question)
+{
+	return json_pack("{s:s, s:{s:[{s:s, s:{s:s, s:s}}], s:i}}", "method",
+			 "sampling/createMessage", "params", "messages", "role",
+			 "user", "content", "type", "text", "text", question,
+			 "maxTokens", 100);
+}
+
+static json_t *
+ask_roots(void)
+{
+	return json_pack("{s:s, s:{}}", "method", "roots/list", "params");
+}
+
+/* What call_input's failure means for the call: another round (AGAIN),
+ * the -32021 error naming capability, or an error result. */
+static int
+input_failed(struct call *call, int st, const char *capability, json_t **result)
+{
+	if (st == STATUS_AGAIN || st == STATUS_CANCELLED)
+		return st;
+	if (st == STATUS_UNSUPPORTED)
+		return call_reject(call, -32021,
+				   json_pack("{s:{s:{}}}",
+					     "requiredCapabilities",
+					     capability),
+				   "this tool needs input the client did not "
+				   "declare it can give: add the capability "
+				   "to clientCapabilities");
+	return finish(tool_result_error("the client's input could not be "
+					"used: %s",
+					status_str(st)),
+		      result);
+}
+
+static bool
+string_is(const json_t *v, const char *want)
+{
+	return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+}
+
+/* The string field of an accepted elicitation answer, else NULL. */
+static const char *
+accepted(const json_t *responses, const char *key, const char *field)
+{
+	const json_t *a = json_object_get(responses, key);
+
+	if (!string_is(json_object_get(a, "action"), "accept"))
+		return NULL;
+	return json_string_value(
+		json_object_get(json_object_get(a, "content"), field));
+}
+
+static int
+conf_ir_elicitation(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const char *name;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_input(call, json_pack("{s:o}", "user_name", ask_name()),
+			&resp);
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	name = accepted(resp, "user_name", "name");
+	st = finish(name != NULL ? text_resultf("Hello, %s!", name)
+				 : tool_result_text("No name was given."),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
+static int
+conf_ir_sampling(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const char *text;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_input(call,
+			json_pack("{s:o}", "sample_request",
+				  ask_sample("What is the capital of France?")),
+			&resp);
+	if (st != STATUS_OK)
+		return input_failed(call, st, "sampling", result);
+	text = sampled_text(json_object_get(resp, "sample_request"));
+	st = finish(text_resultf("LLM response: %s", text ? text : "(none)"),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
+static int
+conf_ir_list_roots(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const json_t *roots;
+	const char *first;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_input(call, json_pack("{s:o}", "roots_request", ask_roots()),
+			&resp);
+	if (st != STATUS_OK)
+		return input_failed(call, st, "roots", result);
+	roots = json_object_get(json_object_get(resp, "roots_request"),
+				"roots");
+	first = json_string_value(
+		json_object_get(json_array_get(roots, 0), "uri"));
+	st = finish(text_resultf("%zu roots, the first %s",
+				 json_array_size(roots),
+				 first != NULL ? first : "none"),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
+/* request_state and tampered_state: completes only with its state back. */
+static int
+conf_ir_request_state(struct call *call, const json_t *args, json_t **result)
+{
+	const json_t *state = call_state(call);
+	json_t *resp = NULL;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_input(call,
+			json_pack("{s:o}", "confirm",
+				  ask_field("Proceed?", "ok", "boolean")),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:s}", "step", "confirm"));
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	json_decref(resp);
+	if (!string_is(json_object_get(state, "step"), "confirm"))
+		return finish(
+			tool_result_error("requestState missing: send the "
+					  "requestState of the input_required "
+					  "result with the answer"),
+			result);
+	return finish(tool_result_text("state-ok: confirmed"), result);
+}
+
+static int
+conf_ir_multiple_inputs(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const char *name, *hello;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_input(call,
+			json_pack("{s:o, s:o, s:o}", "user_name", ask_name(),
+				  "greeting", ask_sample("Say hello."),
+				  "client_roots", ask_roots()),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:s}", "step", "all"));
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	name = accepted(resp, "user_name", "name");
+	hello = sampled_text(json_object_get(resp, "greeting"));
+	st = finish(text_resultf("name %s, greeting %s, %zu roots",
+				 name ? name : "(none)",
+				 hello ? hello : "(none)",
+				 json_array_size(json_object_get(
+					 json_object_get(resp, "client_roots"),
+					 "roots"))),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
+/* Two rounds: the name of the first travels in the state of the second. */
+static int
+conf_ir_multi_round(struct call *call, const json_t *args, json_t **result)
+{
+	const char *name =
+		json_string_value(json_object_get(call_state(call), "name"));
+	json_t *resp = NULL, *kept = NULL;
+	const char *color;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	if (name == NULL) {
+		st = call_input(call, json_pack("{s:o}", "step1", ask_name()),
+				&resp);
+		if (st == STATUS_AGAIN)
+			call_state_set(call, json_pack("{s:i}", "round", 1));
+		if (st != STATUS_OK)
+			return input_failed(call, st, "elicitation", result);
+		name = accepted(resp, "step1", "name");
+		kept = json_string(name != NULL ? name : "(none)");
+		json_decref(resp);
+		resp = NULL;
+		name = json_string_value(kept);
+	}
+	st = call_input(call,
+			json_pack("{s:o}", "step2",
+				  ask_field("Your favourite colour?", "color",
+					    "string")),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:i, s:s}", "round", 2, "name",
+					       name));
+	if (st != STATUS_OK) {
+		json_decref(kept);
+		return input_failed(call, st, "elicitation", result);
+	}
+	color = accepted(resp, "step2", "color");
+	st = finish(
+		text_resultf("%s likes %s", name, color ? color : "no colour"),
+		result);
+	json_decref(resp);
+	json_decref(kept);
+	return st;
+}
+
+/* Asks only for what the client declared it can give. */
+static int
+conf_ir_capabilities(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *reqs = json_object(), *resp = NULL;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	if (reqs == NULL)
+		return STATUS_NOMEM;
+	if (call_client_has(call, "elicitation"))
+		json_object_set_new(reqs, "user_name", ask_name());
+	if (call_client_has(call, "sampling"))
+		json_object_set_new(reqs, "sample_request",
+				    ask_sample("Pick a number."));
+	if (json_object_size(reqs) == 0) {
+		json_decref(reqs);
+		return input_failed(call, STATUS_UNSUPPORTED, "elicitation",
+				    result);
+	}
+	st = call_input(call, reqs, &resp);
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	st = finish(text_resultf("%zu inputs received", json_object_size(resp)),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
 static int
 conf_sampling(struct call *call, const json_t *args, json_t **result)
 {
@@ -693,5 +972,13 @@ const struct tool_handler conformance_tool_handlers[] = {
 	{"test_missing_capability", conf_missing_capability},
 	{"test_streaming_elicitation", conf_streaming_elicitation},
 	{"test_logging_tool", conf_tool_with_logging},
+	{"test_input_required_result_elicitation", conf_ir_elicitation},
+	{"test_input_required_result_sampling", conf_ir_sampling},
+	{"test_input_required_result_list_roots", conf_ir_list_roots},
+	{"test_input_required_result_request_state", conf_ir_request_state},
+	{"test_input_required_result_multiple_inputs", conf_ir_multiple_inputs},
+	{"test_input_required_result_multi_round", conf_ir_multi_round},
+	{"test_input_required_result_tampered_state", conf_ir_request_state},
+	{"test_input_required_result_capabilities", conf_ir_capabilities},
 	{NULL, NULL},
 };

@@ -25,19 +25,8 @@ const SUITE_TIMEOUT_MS = 300000;
 const REVISIONS = { '2025-11-25': 33, '2026-07-28': 50 };
 const PLACEHOLDERS = new Set(['tasks-status-notifications']);
 
-const MRTR = 'input_required results (multi round-trip requests, requestState)';
 const TASKS = 'the tasks extension (io.modelcontextprotocol/tasks)';
 const NOT_YET = new Map([
-	['input-required-result-basic-elicitation', MRTR],
-	['input-required-result-basic-sampling', MRTR],
-	['input-required-result-basic-list-roots', MRTR],
-	['input-required-result-request-state', MRTR],
-	['input-required-result-multiple-input-requests', MRTR],
-	['input-required-result-multi-round', MRTR],
-	['input-required-result-non-tool-request', MRTR],
-	['input-required-result-result-type', MRTR],
-	['input-required-result-tampered-state', MRTR],
-	['input-required-result-capability-check', MRTR],
 	['tasks-lifecycle', TASKS],
 	['tasks-capability-negotiation', TASKS],
 	['tasks-wire-fields', TASKS],

@@ -475,6 +475,38 @@ describe('2026-07-28 stateless requests (what the conformance suite does not pro
 		assert.equal(r.status, 200);
 	});
 
+	test('input_required: the requestState is bound to its tool and cannot be replayed on another', async () => {
+		const caps = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+		const first = await call(11, 'test_input_required_result_request_state', {}, HDRS('tools/call', 'test_input_required_result_request_state'), caps);
+		assert.equal(first.status, 200, first.text);
+		assert.equal(first.json.result.resultType, 'input_required');
+		const state = first.json.result.requestState;
+		assert.equal(typeof state, 'string');
+		assert.ok(first.json.result.inputRequests.confirm, first.text);
+		const answer = { confirm: { action: 'accept', content: { ok: true } } };
+		const retry = (id, name, st) =>
+			request(srv.mcpUrl, {
+				method: 'POST',
+				headers: HDRS('tools/call', name),
+				body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, inputResponses: answer, requestState: st, _meta: { ...META, ...caps } } }),
+			});
+		const done = await retry(12, 'test_input_required_result_request_state', state);
+		assert.equal(done.json.result.resultType, 'complete', done.text);
+		assert.match(done.json.result.content[0].text, /state-ok/);
+		// the same state on another tool, or changed by one character
+		const moved = await retry(13, 'test_input_required_result_tampered_state', state);
+		assert.equal(moved.json.error?.code, -32602, moved.text);
+		assert.match(moved.json.error.message, /requestState/);
+		const flipped = state.slice(0, 10) + (state[10] === 'A' ? 'B' : 'A') + state.slice(11);
+		const changed = await retry(14, 'test_input_required_result_request_state', flipped);
+		assert.equal(changed.json.error?.code, -32602, changed.text);
+		// without the elicitation capability the tool cannot ask: -32021, HTTP 400
+		const nocap = await call(15, 'test_input_required_result_elicitation', {}, HDRS('tools/call', 'test_input_required_result_elicitation'));
+		assert.equal(nocap.status, 400, nocap.text);
+		assert.equal(nocap.json.error.code, -32021);
+		assert.deepEqual(nocap.json.error.data, { requiredCapabilities: { elicitation: {} } });
+	});
+
 	test('2025 sessions are untouched: initialize still works, server/discover is theirs to miss', async () => {
 		const s = new RawSession(srv.mcpUrl);
 		await s.initialize(LATEST_2025);

@@ -270,11 +270,11 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		const tools = await all(s, 'tools/list', 'tools');
 		const names = tools.items.map((t) => t.name);
 		assert.equal(new Set(names).size, names.length, 'a tool repeated');
-		assert.equal(names.length, 18);
-		assert.equal(tools.pages, 5);
+		assert.equal(names.length, 26);
+		assert.equal(tools.pages, 7);
 		const prompts = await all(s, 'prompts/list', 'prompts');
-		assert.equal(prompts.items.length, 4);
-		assert.equal(prompts.pages, 1);
+		assert.equal(prompts.items.length, 5);
+		assert.equal(prompts.pages, 2);
 		const res = await all(s, 'resources/list', 'resources');
 		assert.equal(res.items.length, 3);
 	});

@@ -696,7 +696,7 @@ test_tools_list(void **state)
 	assert_string_equal(json_string_value(json_object_get(resp, "id")),
 			    "L");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 18);
+	assert_int_equal(json_array_size(tools), 26);
 	json_array_foreach(tools, i, t)
 	{
 		assert_true(json_string_length(
@@ -713,7 +713,7 @@ test_tools_list(void **state)
 	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
 			    "\"tools/list\"}");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 18);
+	assert_int_equal(json_array_size(tools), 26);
 	json_array_foreach(tools, i, t)
 	{
 		assert_null(json_object_get(t, "annotations"));
@@ -1615,7 +1615,7 @@ test_prompts_list(void **state)
 	resp = request(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 			  "\"prompts/list\"}");
 	arr = json_object_get(result_of(resp), "prompts");
-	assert_int_equal(json_array_size(arr), 4);
+	assert_int_equal(json_array_size(arr), 5);
 	json_array_foreach(arr, i, p) assert_true(
 		json_string_length(json_object_get(p, "description")) > 0);
 	p = json_array_get(arr, 1);
@@ -1660,6 +1660,9 @@ test_prompts_get(void **state)
 		{"{\"name\":\"no_such_prompt\"}", RPC_INVALID_PARAMS,
 		 "no_such_prompt"},
 		{"{}", RPC_INVALID_PARAMS, "name"},
+		/* input_required exists on 2026-07-28 requests only */
+		{"{\"name\":\"test_input_required_result_prompt\"}",
+		 RPC_INVALID_PARAMS, "only revision 2026-07-28"},
 	};
 	struct session *s = sess_new("2025-11-25", NULL);
 	size_t i;
@@ -1850,11 +1853,11 @@ test_pagination(void **state)
 
 	(void)state;
 	all = collect_pages(s, "tools/list", "tools", "name", &pages);
-	assert_int_equal(json_array_size(all), 18);
-	assert_int_equal(pages, 9);
+	assert_int_equal(json_array_size(all), 26);
+	assert_int_equal(pages, 13);
 	assert_string_equal(json_string_value(json_array_get(all, 0)),
 			    "json_schema_2020_12_tool");
-	assert_string_equal(json_string_value(json_array_get(all, 17)),
+	assert_string_equal(json_string_value(json_array_get(all, 25)),
 			    "test_tool_with_progress");
 	json_decref(all);
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
@@ -1866,8 +1869,9 @@ test_pagination(void **state)
 	assert_json(all,
 		    "[\"test_simple_prompt\",\"test_prompt_with_arguments\","
 		    "\"test_prompt_with_embedded_resource\","
-		    "\"test_prompt_with_image\"]");
-	assert_int_equal(pages, 2);
+		    "\"test_prompt_with_image\","
+		    "\"test_input_required_result_prompt\"]");
+	assert_int_equal(pages, 3);
 	json_decref(all);
 	all = collect_pages(s, "resources/templates/list", "resourceTemplates",
 			    "uriTemplate", &pages);

@@ -51,6 +51,14 @@ static const char *const fixture_names[] = {
 	"test_embedded_resource",
 	"test_error_handling",
 	"test_image_content",
+	"test_input_required_result_capabilities",
+	"test_input_required_result_elicitation",
+	"test_input_required_result_list_roots",
+	"test_input_required_result_multi_round",
+	"test_input_required_result_multiple_inputs",
+	"test_input_required_result_request_state",
+	"test_input_required_result_sampling",
+	"test_input_required_result_tampered_state",
 	"test_logging_tool",
 	"test_missing_capability",
 	"test_multiple_content_types",
@@ -413,10 +421,11 @@ test_list_pages(void **state)
 	assert_int_equal(pages, (NFIXTURES + 3) / 4);
 	assert_null(tools_list_json(t, "2025-11-25", 2, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 17, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 25, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 4 * ((NFIXTURES + 3) / 4),
 				    &len));
 	assert_non_null(tools_list_json(t, "2024-11-05", 12, &len));
-	assert_non_null(tools_list_json(t, "2026-07-28", 16, &len));
+	assert_non_null(tools_list_json(t, "2026-07-28", 24, &len));
 	tools_unref(t);
 }
 
