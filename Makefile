@@ -85,7 +85,8 @@ SERVER_SRC += server/tool_spans.c
 SERVER_SRC += server/tool_genai.c
 SERVER_SRC += server/tool_services.c server/tool_common.c
 SERVER_SRC += server/tool_grafana.c
-SERVER_SRC += server/reqmeta.c
+SERVER_SRC += server/reqmeta.c server/tasks.c
+SERVER_SRC += server/tool_conformance_2026.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
 
@@ -100,7 +101,7 @@ LIB_TESTS += genai
 LIB_TESTS += promql grafana promcalls
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
-SERVER_TESTS += reqmeta
+SERVER_TESTS += reqmeta tasks
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact
@@ -110,7 +111,10 @@ FUZZERS += grafana
 B := build
 BA := build/asan
 
-$(B)/gen/tooldefs.c: $(TOOLDEF_JSON) scripts/gen-tooldefs.sh
+# The directories too: a definition added with an old mtime (copied,
+# unpacked) changes its directory's, so the table is regenerated.
+$(B)/gen/tooldefs.c: $(TOOLDEF_JSON) $(sort $(dir $(TOOLDEF_JSON))) \
+		scripts/gen-tooldefs.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-tooldefs.sh $(TOOLDEF_JSON) > $@.tmp && mv $@.tmp $@
 

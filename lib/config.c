@@ -128,6 +128,11 @@ static const struct key_def keys[] = {
 	LIST("server", "allowed_hosts", server.allowed_hosts, 0, NULL,
 	     "Host header values accepted; loopback names are accepted when "
 	     "listening on loopback."),
+	STR("server", "state_key_file", server.state_key_file, "", 0, NULL,
+	    "File holding the secret (at least 32 bytes) that seals the "
+	    "requestState of 2026-07-28 input_required rounds; replicas "
+	    "behind one load balancer must share it.  Empty: a random key "
+	    "per process, so a retry must reach the same replica."),
 	STR("server.tls", "cert", server.tls_cert, "", 0, NULL,
 	    "PEM certificate file for HTTPS; empty = plain HTTP."),
 	STR("server.tls", "key", server.tls_key, "", 0, NULL,

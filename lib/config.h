@@ -95,6 +95,7 @@ struct config {
 			allowed_origins; /* Origin values allowed (besides loopback forms when listening on loopback) */
 		struct strlist
 			allowed_hosts; /* Host values allowed (same rule) */
+		char *state_key_file; /* requestState sealing secret, "" = random */
 		char *tls_cert; /* [server.tls] cert: PEM file path, "" = no TLS */
 		char *tls_key; /* [server.tls] key: PEM file path (secret path, not masked) */
 	} server;

@@ -73,7 +73,7 @@ static const char unsupported_kw[] =
 	" prefixItems contains minContains maxContains additionalItems"
 	" unevaluatedItems unevaluatedProperties patternProperties"
 	" propertyNames minProperties maxProperties dependentRequired"
-	" dependentSchemas dependencies if then else $dynamicRef"
+	" dependentSchemas dependencies $dynamicRef"
 	" $recursiveRef $dynamicAnchor $recursiveAnchor ";
 
 enum {
@@ -110,6 +110,7 @@ struct node {
 	regex_t *re;
 	char *pattern;
 	struct node *items, *addl, *not_, *ref;
+	struct node *if_, *then_, *else_; /* then/else apply only with if */
 	char **prop_names;
 	struct node **props;
 	size_t nprops;
@@ -756,6 +757,10 @@ struct cctx {
 	size_t plen;
 	bool draft7;
 	int depth;
+	/* $anchor name -> index in anchored (2020-12 only) */
+	json_t *anchors;
+	struct node **anchored;
+	size_t nanchored, capanchored;
 };
 
 PRINTF_LIKE(3, 4)
@@ -975,6 +980,23 @@ compile_required(struct cctx *c, const json_t *v, struct node *n)
 	return STATUS_OK;
 }
 
+/* A plain-name fragment (2020-12 Core section 8.2.2): the same syntax
+ * as an XML NCName restricted to ASCII, so "#name" never reads as a
+ * JSON pointer. */
+static bool
+anchor_name(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+	      *s == '_'))
+		return false;
+	for (s++; *s != '\0'; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' ||
+		      *s == '_'))
+			return false;
+	return true;
+}
+
 static int
 compile_dialect(struct cctx *c, const json_t *j)
 {
@@ -1006,6 +1028,49 @@ compile_dialect(struct cctx *c, const json_t *j)
 		     SHOW(v));
 }
 
+/* Records n under its $anchor, which "#name" references resolve to;
+ * a name may appear once per document (Core section 8.2.2). */
+static int
+compile_anchor(struct cctx *c, const json_t *j, struct node *n)
+{
+	const json_t *v;
+	const char *name;
+	int rc;
+
+	if ((rc = kw(c, j, "$anchor", M(JSON_STRING), "a string", &v)) ||
+	    v == NULL)
+		return rc;
+	name = json_string_value(v);
+	if (!anchor_name(name))
+		return cfail(c, STATUS_INVALID,
+			     "\"$anchor\" must be a name of letters, digits, "
+			     "\"-\", \".\" and \"_\" that starts with a "
+			     "letter or \"_\", got %s",
+			     SHOW(v));
+	if (c->anchors == NULL && (c->anchors = json_object()) == NULL)
+		return STATUS_NOMEM;
+	if (json_object_get(c->anchors, name) != NULL)
+		return cfail(c, STATUS_INVALID,
+			     "\"$anchor\" %s is defined twice in this "
+			     "document",
+			     SHOW(v));
+	if (c->nanchored == c->capanchored) {
+		size_t cap = c->capanchored ? 2 * c->capanchored : 8;
+		struct node **p =
+			realloc(c->anchored, cap * sizeof(*c->anchored));
+
+		if (p == NULL)
+			return STATUS_NOMEM;
+		c->anchored = p;
+		c->capanchored = cap;
+	}
+	if (json_object_set_new(c->anchors, name,
+				json_integer((json_int_t)c->nanchored)) != 0)
+		return STATUS_NOMEM;
+	c->anchored[c->nanchored++] = n;
+	return STATUS_OK;
+}
+
 /* defs_only: a draft-07 $ref, whose siblings are ignored (section 8.3)
  * except the definitions it may point into. */
 static int
@@ -1030,6 +1095,8 @@ compile_keywords(struct cctx *c, const json_t *j, struct node *n,
 					     "by this server",
 					     k);
 	}
+	if (!c->draft7 && (rc = compile_anchor(c, j, n)))
+		return rc;
 	for (int d = 0; d < 2; d++) {
 		const char *defs = d ? "definitions" : "$defs";
 
@@ -1117,8 +1184,19 @@ compile_keywords(struct cctx *c, const json_t *j, struct node *n,
 	    (rc = compile_list(c, j, "anyOf", &n->any_of)) ||
 	    (rc = compile_list(c, j, "oneOf", &n->one_of)))
 		return rc;
-	if ((v = json_object_get(j, "not")) != NULL)
-		return compile_at(c, v, "not", NULL, &n->not_);
+	if ((v = json_object_get(j, "not")) != NULL &&
+	    (rc = compile_at(c, v, "not", NULL, &n->not_)))
+		return rc;
+	/* then and else without if have no effect (Core 10.2.2), but a
+	 * broken one is still the author's mistake: compiled either way */
+	if ((v = json_object_get(j, "if")) != NULL &&
+	    (rc = compile_at(c, v, "if", NULL, &n->if_)))
+		return rc;
+	if ((v = json_object_get(j, "then")) != NULL &&
+	    (rc = compile_at(c, v, "then", NULL, &n->then_)))
+		return rc;
+	if ((v = json_object_get(j, "else")) != NULL)
+		return compile_at(c, v, "else", NULL, &n->else_);
 	return STATUS_OK;
 }
 
@@ -1157,10 +1235,12 @@ compile_node(struct cctx *c, const json_t *j, struct node **out)
 	c->depth++;
 	if (ref != NULL) {
 		rs = json_string_value(ref);
-		if (rs[0] != '#' || (rs[1] != '\0' && rs[1] != '/')) {
+		if (rs[0] != '#' || (rs[1] != '\0' && rs[1] != '/' &&
+				     (c->draft7 || !anchor_name(rs + 1)))) {
 			rc = cfail(c, STATUS_UNSUPPORTED,
 				   "\"$ref\" %s is not supported: only local "
-				   "references (\"#\", \"#/$defs/name\") are",
+				   "references (\"#\", \"#/$defs/name\", and "
+				   "\"#anchor\" for a 2020-12 $anchor) are",
 				   SHOW(ref));
 			goto out;
 		}
@@ -1234,12 +1314,21 @@ resolve_refs(struct cctx *c)
 	for (n = c->s->all; n != NULL; n = n->next) {
 		if (n->ref_str == NULL)
 			continue;
-		free(tok);
-		if ((tok = malloc(strlen(n->ref_str) + 1)) == NULL)
-			goto out;
-		key.src = ptr_resolve(c->root, n->ref_str, tok);
-		hit = key.src ? bsearch(&kp, idx, i, sizeof(*idx), cmp_src)
-			      : NULL;
+		if (n->ref_str[1] != '\0' && n->ref_str[1] != '/') {
+			const json_t *a =
+				json_object_get(c->anchors, n->ref_str + 1);
+
+			hit = a != NULL ? &c->anchored[json_integer_value(a)]
+					: NULL;
+		} else {
+			free(tok);
+			if ((tok = malloc(strlen(n->ref_str) + 1)) == NULL)
+				goto out;
+			key.src = ptr_resolve(c->root, n->ref_str, tok);
+			hit = key.src ? bsearch(&kp, idx, i, sizeof(*idx),
+						cmp_src)
+				      : NULL;
+		}
 		if (hit == NULL) {
 			snprintf(c->ptr, sizeof(c->ptr), "%s", n->ref_at);
 			rc = cfail(c, STATUS_INVALID,
@@ -1278,8 +1367,8 @@ check_loops(struct cctx *c, struct node *n, const struct node *last_ref,
 				     "descending into a property or item",
 				     last_ref ? last_ref->ref_str : "#");
 		return cfail(c, STATUS_LIMIT,
-			     "more than %d nested $ref/allOf/anyOf/oneOf/not "
-			     "at one place",
+			     "more than %d nested $ref/allOf/anyOf/oneOf/not/"
+			     "if/then/else at one place",
 			     MAX_CHAIN);
 	}
 	n->mark = 1;
@@ -1287,6 +1376,12 @@ check_loops(struct cctx *c, struct node *n, const struct node *last_ref,
 		rc = check_loops(c, n->ref, n, depth + 1);
 	if (rc == STATUS_OK && n->not_ != NULL)
 		rc = check_loops(c, n->not_, last_ref, depth + 1);
+	if (rc == STATUS_OK && n->if_ != NULL)
+		rc = check_loops(c, n->if_, last_ref, depth + 1);
+	if (rc == STATUS_OK && n->then_ != NULL)
+		rc = check_loops(c, n->then_, last_ref, depth + 1);
+	if (rc == STATUS_OK && n->else_ != NULL)
+		rc = check_loops(c, n->else_, last_ref, depth + 1);
 	for (size_t l = 0; l < 3; l++)
 		for (size_t i = 0; i < lists[l]->n && rc == STATUS_OK; i++)
 			rc = check_loops(c, lists[l]->v[i], last_ref,
@@ -1315,6 +1410,8 @@ jsonschema_compile(const json_t *schema, struct jsonschema **out, char *err,
 	for (struct node *n = c.s->all; n != NULL && rc == STATUS_OK;
 	     n = n->next)
 		rc = check_loops(&c, n, NULL, 0);
+	json_decref(c.anchors);
+	free(c.anchored);
 	if (rc == STATUS_NOMEM && err != NULL && errlen > 0)
 		snprintf(err, errlen, "out of memory compiling the schema");
 	if (rc != STATUS_OK) {
@@ -1688,6 +1785,19 @@ check_object(struct vctx *c, const struct node *n, const json_t *v)
 	return STATUS_OK;
 }
 
+/* An alternative that only requires properties, as anyOf/oneOf use to
+ * say "one of these fields": 'an object with properties "a", "b"'. */
+static void
+sb_required(struct sb *b, const struct node *a)
+{
+	sb_str(b, a->nrequired > 1 ? "an object with properties "
+				   : "an object with property ");
+	for (size_t i = 0; i < a->nrequired; i++) {
+		sb_str(b, i > 0 ? ", " : "");
+		sb_quoted(b, a->required[i]);
+	}
+}
+
 /* "expected any of (anyOf): (1) a string, (2) null, got 3" */
 static int
 fail_alternatives(struct vctx *c, const struct list *l, const json_t *v,
@@ -1709,6 +1819,8 @@ fail_alternatives(struct vctx *c, const struct list *l, const json_t *v,
 			sb_json(&x, a->konst, 40);
 		else if (a->types != 0)
 			sb_types(&x, a->types);
+		else if (a->nrequired > 0)
+			sb_required(&x, a);
 		else
 			sb_str(&x, "a value matching its schema");
 	}
@@ -1725,6 +1837,34 @@ try_node(struct vctx *c, const struct node *n, const json_t *v)
 	c->quiet = true;
 	rc = validate(c, n, v);
 	c->quiet = quiet;
+	return rc;
+}
+
+/* if/then/else (Core section 10.2.2): "if" only chooses, quietly; the
+ * branch it chooses reports as usual, with a note on why it applies. */
+static int
+check_conditional(struct vctx *c, const struct node *n, const json_t *v)
+{
+	const struct node *branch;
+	struct sb m;
+	int rc = try_node(c, n->if_, v);
+
+	if (rc != STATUS_OK && rc != STATUS_INVALID)
+		return rc;
+	branch = rc == STATUS_OK ? n->then_ : n->else_;
+	if (branch == NULL)
+		return STATUS_OK;
+	rc = validate(c, branch, v);
+	if (rc == STATUS_INVALID && c->out != NULL && !c->quiet) {
+		m = (struct sb){c->out->msg, sizeof(c->out->msg),
+				strlen(c->out->msg), false};
+		sb_str(&m, branch == n->then_
+				   ? " (by \"then\", as the value matches "
+				     "\"if\")"
+				   : " (by \"else\", as the value does not "
+				     "match \"if\")");
+		sb_finish(&m, m.cap - 1);
+	}
 	return rc;
 }
 
@@ -1764,7 +1904,9 @@ check_applicators(struct vctx *c, const struct node *n, const json_t *v)
 	if (n->not_ != NULL && (rc = try_node(c, n->not_, v)) == STATUS_OK)
 		return fail(c, v,
 			    "a value that does not match the \"not\" schema");
-	return rc == STATUS_INVALID ? STATUS_OK : rc;
+	if (rc != STATUS_OK && rc != STATUS_INVALID)
+		return rc;
+	return n->if_ != NULL ? check_conditional(c, n, v) : STATUS_OK;
 }
 
 static int

@@ -14,17 +14,19 @@
  *   multipleOf, minLength, maxLength (Unicode code points), pattern,
  *   format, items (one schema), minItems, maxItems, uniqueItems,
  *   properties, required, additionalProperties (boolean or schema),
- *   allOf, anyOf, oneOf, not, $defs, definitions, default, and $ref to a
- *   JSON pointer inside the same document ("#", "#/$defs/<name>",
- *   "#/definitions/<name>", any "#/..." that names a subschema).
+ *   allOf, anyOf, oneOf, not, if/then/else, $defs, definitions, default,
+ *   and $ref to a JSON pointer inside the same document ("#",
+ *   "#/$defs/<name>", "#/definitions/<name>", any "#/..." that names a
+ *   subschema) or, with 2020-12, to a plain-name $anchor ("#<name>").
  * $schema may be absent, 2020-12 or draft-07; with draft-07, $ref
- * overrides its sibling keywords.
+ * overrides its sibling keywords and $anchor is an unknown keyword.
+ * then/else without if have no effect (but must still compile).
  * Annotations (title, description, examples, $comment, $id, readOnly,
  * deprecated, ...) and unknown keywords are ignored.  Validation keywords
  * outside this list (prefixItems, contains, patternProperties,
  * propertyNames, min/maxProperties, dependentRequired, dependentSchemas,
- * dependencies, if/then/else, additionalItems, unevaluated*, $dynamicRef,
- * items as an array) are refused at compile (STATUS_UNSUPPORTED or
+ * dependencies, additionalItems, unevaluated*, $dynamicRef, items as an
+ * array) are refused at compile (STATUS_UNSUPPORTED or
  * STATUS_INVALID) rather than silently ignored.  format checks
  * "date-time" and "date" (RFC 3339 section 5.6); other formats are
  * accepted unchecked.  Patterns are ECMA-262 regular expressions
@@ -74,9 +76,9 @@ struct jsonschema_error {
 /*
  * Compiles schema (borrowed for the call only; nothing of it is kept) into
  * *out, which the caller frees with jsonschema_free().  Checks the schema
- * itself: types of known keywords, $ref targets, regular expressions,
- * nesting (JSONSCHEMA_MAX_DEPTH) and $ref loops that would never descend
- * into the instance.
+ * itself: types of known keywords, $ref targets, $anchor names (unique
+ * per document), regular expressions, nesting (JSONSCHEMA_MAX_DEPTH) and
+ * $ref loops that would never descend into the instance.
  * Returns STATUS_OK; STATUS_INVALID for a malformed schema;
  * STATUS_UNSUPPORTED for a $schema dialect other than 2020-12 or draft-07,
  * a non-local $ref or an unsupported keyword or regex feature;
@@ -96,7 +98,8 @@ void jsonschema_free(struct jsonschema *s);
  * first error, found in a fixed order: type, const, enum, then the
  * keywords of the value's type (for objects: required, properties in
  * schema order, then additional properties in instance order), then
- * $ref, allOf, anyOf, oneOf, not.
+ * $ref, allOf, anyOf, oneOf, not, if/then/else.  An error from the
+ * then or else branch ends its msg with which branch applied and why.
  * Returns STATUS_OK; STATUS_INVALID with *verr filled; STATUS_LIMIT when
  * the instance nests deeper than JSONSCHEMA_MAX_DEPTH or validation would
  * take too long (verr says so); STATUS_NOMEM.  verr may be NULL when only
@@ -109,7 +112,7 @@ int jsonschema_validate(const struct jsonschema *s, const json_t *instance,
  * Sets missing properties that have a "default" in their schema to a copy
  * of that default, in place, recursing into objects and arrays that are
  * present (through properties, additionalProperties, items, $ref and
- * allOf; not anyOf/oneOf, which are ambiguous).  An inserted default is
+ * allOf; not anyOf/oneOf/if/then/else, which depend on the value).  An inserted default is
  * a deep copy; only a later $ref or allOf branch may fill defaults inside
  * it.  Changes instance and
  * the containers nested in it, so they must not be shared with another

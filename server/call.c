@@ -23,10 +23,12 @@
 #include "log.h"
 #include "pg.h"
 #include "pool.h"
+#include "reqmeta.h"
 #include "rpc.h"
-#include "server.h"
 #include "seal.h"
+#include "server.h"
 #include "session.h"
+#include "tasks.h"
 #include "tools.h"
 
 struct call {
@@ -53,6 +55,7 @@ struct call {
 	json_t *state_in;	 /* verified state of the last round */
 	json_t *state_out;	 /* state for the next round */
 	json_t *input_wanted;	 /* {key: request} not answered yet */
+	struct task *task;	 /* call_become_task's, or NULL */
 	struct call *next;	 /* s->calls */
 };
 
@@ -237,6 +240,12 @@ answer_ok(const char *method, const json_t *a)
 
 static const char *capability_for(const char *method);
 
+static bool
+cancelled_cb(void *arg)
+{
+	return call_cancelled(arg);
+}
+
 /* 2025 sessions: one server-to-client request per key. */
 static int
 input_by_requests(struct call *c, json_t *requests, json_t *out)
@@ -297,6 +306,12 @@ call_input(struct call *c, json_t *requests, json_t **responses)
 		rc = input_by_requests(c, requests, out);
 		goto out;
 	}
+	if (c->task != NULL) {
+		json_decref(out);
+		rc = tasks_wait_input(c->srv->tasks, c->task, requests, &out,
+				      cancelled_cb, c);
+		goto out;
+	}
 	json_object_foreach(requests, key, req)
 	{
 		const char *m =
@@ -322,6 +337,45 @@ out:
 	else
 		json_decref(out);
 	return rc;
+}
+
+int
+call_become_task(struct call *c)
+{
+	struct task *k = NULL;
+	json_t *created;
+	int rc;
+
+	if (c->task != NULL)
+		return STATUS_OK;
+	if (!call_task_supported(c))
+		return STATUS_UNSUPPORTED;
+	rc = tasks_create(c->srv->tasks, c->s, c->id, &k);
+	if (rc != STATUS_OK)
+		return rc;
+	created = tasks_created_json(c->srv->tasks, k);
+	if (created == NULL) {
+		tasks_finish(c->srv->tasks, k, NULL);
+		return STATUS_NOMEM;
+	}
+	/* the task exists before the client hears of it (TK: "durably") */
+	c->task = k;
+	exchange_send(c->ex, rpc_result(c->id, created), true);
+	return STATUS_OK;
+}
+
+bool
+call_task_supported(struct call *c)
+{
+	return c->s->modern &&
+	       reqmeta_has_capability(c->s->client_caps,
+				      "extensions/" TASKS_EXTENSION);
+}
+
+bool
+call_in_task(struct call *c)
+{
+	return c->task != NULL;
 }
 
 const json_t *
@@ -428,7 +482,11 @@ call_run(struct pool_job *job)
 				      .tool = c->tool->name,
 				      .duration_ms = ms},
 		 "tool call %s", outcomes[outcome]);
-	exchange_send(c->ex, response, true);
+	if (c->task != NULL) /* the caller got its CreateTaskResult */
+		tasks_finish(c->srv->tasks, c->task,
+			     outcome == OUT_CANCELLED ? NULL : response);
+	else
+		exchange_send(c->ex, response, true);
 	call_free(c);
 }
 
@@ -555,7 +613,8 @@ call_expire_session(struct session *s, int timeout_s, int64_t now_ms)
 
 	pthread_mutex_lock(&s->mu);
 	for (c = s->calls; c != NULL; c = c->next) {
-		if (!c->cancelled &&
+		/* a task's bound is its TTL, not the call timeout */
+		if (!c->cancelled && c->task == NULL &&
 		    now_ms - c->start_ms > (int64_t)timeout_s * 1000) {
 			c->timed_out = true;
 			call_cancel_locked(c);
@@ -621,8 +680,8 @@ call_progress(struct call *c, double progress, double total,
 {
 	json_t *params;
 
-	if (c->progress_token == NULL)
-		return STATUS_OK;
+	if (c->progress_token == NULL || c->task != NULL)
+		return STATUS_OK; /* tasks carry no progress (TK) */
 	if (progress <= c->last_progress)
 		return STATUS_INVALID; /* progress must increase (spec) */
 	c->last_progress = progress;
@@ -652,7 +711,7 @@ call_log(struct call *c, const char *level, const char *logger, json_t *data)
 	pthread_mutex_lock(&c->s->mu);
 	min = c->s->log_level;
 	pthread_mutex_unlock(&c->s->mu);
-	if (lv < min) {
+	if (lv < min || c->task != NULL) { /* nor log messages */
 		json_decref(data);
 		return STATUS_OK;
 	}

@@ -23,6 +23,7 @@
 #include "seal.h"
 #include "server.h"
 #include "session.h"
+#include "tasks.h"
 #include "tools.h"
 
 const char *const dispatch_versions[] = {"2025-11-25", "2025-06-18",
@@ -166,6 +167,9 @@ static const char *const modern_methods[] = {
 	"prompts/list",
 	"prompts/get",
 	"completion/complete",
+	"tasks/get",
+	"tasks/update",
+	"tasks/cancel",
 	NULL,
 };
 
@@ -219,14 +223,90 @@ do_discover(struct rq *r)
 	for (size_t i = 0; versions != NULL && reqmeta_versions[i] != NULL; i++)
 		json_array_append_new(versions,
 				      json_string(reqmeta_versions[i]));
-	caps = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}}", "tools", "resources",
-			 "prompts", "completions", "logging");
+	caps = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}, s:{s:{}}}", "tools",
+			 "resources", "prompts", "completions", "logging",
+			 "extensions", TASKS_EXTENSION);
 	(void)r;
 	return json_pack("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}",
 			 "supportedVersions", versions, "capabilities", caps,
 			 "instructions", SERVER_INSTRUCTIONS, "_meta",
 			 REQMETA_KEY_SERVER_INFO, "name", "sextant", "version",
 			 SEXTANT_VERSION);
+}
+
+/* ---- tasks (2026-07-28 extension) ---------------------------------------- */
+
+/* The task id of a tasks/get, update or cancel request, once the request has declared the
+ * extension; NULL with the error set. */
+static const char *
+task_param(struct rq *r)
+{
+	if (!reqmeta_has_capability(r->s->client_caps,
+				    "extensions/" TASKS_EXTENSION)) {
+		rq_fail(r, RPC_MISSING_CAPABILITY,
+			json_pack("{s:{s:{s:{}}}}", "requiredCapabilities",
+				  "extensions", TASKS_EXTENSION),
+			"%s needs the tasks extension: declare \"%s\" in "
+			"clientCapabilities.extensions",
+			r->method, TASKS_EXTENSION);
+		return NULL;
+	}
+	return param_string(r, "taskId", true);
+}
+
+static json_t *
+unknown_task(struct rq *r, const char *id)
+{
+	return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+		       "unknown taskId \"%.64s\": it never existed here or "
+		       "expired (tasks are kept %d minutes)",
+		       id, TASK_TTL_MS / 60000);
+}
+
+static json_t *
+do_tasks_get(struct rq *r)
+{
+	const char *id = task_param(r);
+	json_t *result = NULL;
+	int rc;
+
+	if (id == NULL)
+		return NULL;
+	rc = tasks_get(r->srv->tasks, id, &result);
+	if (rc == STATUS_NOTFOUND)
+		return unknown_task(r, id);
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+	return result;
+}
+
+static json_t *
+do_tasks_update(struct rq *r)
+{
+	const char *id = task_param(r);
+	const json_t *answers = json_object_get(r->params, "inputResponses");
+
+	if (id == NULL)
+		return NULL;
+	if (answers != NULL && !json_is_object(answers))
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "inputResponses must be an object of answers "
+			       "keyed as the task's inputRequests");
+	if (tasks_update(r->srv->tasks, id, answers) != STATUS_OK)
+		return unknown_task(r, id);
+	return json_object(); /* the ack: resultType only */
+}
+
+static json_t *
+do_tasks_cancel(struct rq *r)
+{
+	const char *id = task_param(r);
+
+	if (id == NULL)
+		return NULL;
+	if (tasks_cancel(r->srv->tasks, id) != STATUS_OK)
+		return unknown_task(r, id);
+	return json_object();
 }
 
 static json_t *
@@ -791,6 +871,9 @@ static const struct {
 	{"prompts/get", do_prompts_get},
 	{"completion/complete", do_complete},
 	{"server/discover", do_discover},
+	{"tasks/get", do_tasks_get},
+	{"tasks/update", do_tasks_update},
+	{"tasks/cancel", do_tasks_cancel},
 };
 
 static const char *const known_methods[] = {"initialize",

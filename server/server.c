@@ -4,13 +4,15 @@
  * and tearing it down.
  */
 #include "server.h"
-#include "seal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libpq-fe.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "auth.h"
 #include "call.h"
@@ -24,7 +26,10 @@
 #include "redact.h"
 #include "rollup.h"
 #include "rpc.h"
+#include "seal.h"
 #include "session.h"
+#include "tasks.h"
+#include "tool_conformance_2026.h"
 #include "tool_core.h"
 #include "tool_genai.h"
 #include "tool_grafana.h"
@@ -38,6 +43,7 @@
 static const struct tool_handler *const handler_tables[] = {
 	core_tool_handlers,
 	conformance_tool_handlers,
+	conformance_2026_tool_handlers, /* test_custom_header */
 	query_tool_handlers,
 	telemetry_tool_handlers,
 	spans_tool_handlers, /* query_spans, get_trace */
@@ -400,6 +406,47 @@ maintain(struct server *srv)
 	pg_release(c);
 }
 
+/* The requestState sealing key: SHA-256 of the secret in path (replicas
+ * share it), or random when path is "". */
+static int
+state_key(struct server *srv, const char *path, char *err, size_t errlen)
+{
+	unsigned char secret[4096], key[SHA256_DIGEST_LENGTH];
+	size_t n = 0;
+	FILE *f;
+	int rc;
+
+	if (path[0] == '\0') {
+		rc = seal_new(NULL, &srv->seal);
+		if (rc != STATUS_OK)
+			snprintf(err, errlen,
+				 "cannot create the request-state key: %s",
+				 status_str(rc));
+		return rc;
+	}
+	f = fopen(path, "rb");
+	if (f != NULL) {
+		n = fread(secret, 1, sizeof(secret), f);
+		fclose(f);
+	}
+	if (f == NULL || n < 32 || n == sizeof(secret)) {
+		snprintf(err, errlen,
+			 "server.state_key_file %s: %s; it must hold a secret "
+			 "of 32 to 4095 bytes (e.g. head -c 48 /dev/urandom | "
+			 "base64 > FILE)",
+			 path, f == NULL ? strerror(errno) : "wrong size");
+		OPENSSL_cleanse(secret, sizeof(secret));
+		return STATUS_INVALID;
+	}
+	SHA256(secret, n, key);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	rc = seal_new(key, &srv->seal);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (rc != STATUS_OK)
+		snprintf(err, errlen, "cannot create the request-state key");
+	return rc;
+}
+
 int
 server_init(struct server *srv, struct config *cfg, const char *config_path,
 	    char *err, size_t errlen)
@@ -439,11 +486,13 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		snprintf(err, errlen, "out of memory creating sessions");
 		return rc;
 	}
-	if ((rc = seal_new(NULL, &srv->seal)) != STATUS_OK) {
-		snprintf(err, errlen, "cannot create the request-state key: %s",
-			 status_str(rc));
+	if ((rc = tasks_new(&srv->tasks)) != STATUS_OK) {
+		snprintf(err, errlen, "out of memory creating the task table");
 		return rc;
 	}
+	if ((rc = state_key(srv, cfg->server.state_key_file, err, errlen)) !=
+	    STATUS_OK)
+		return rc;
 	if ((rc = pool_new(cfg->workers.threads, cfg->workers.queue_size,
 			   &srv->pool)) != STATUS_OK) {
 		snprintf(err, errlen, "cannot start %d worker threads: %s",
@@ -517,6 +566,7 @@ server_free(struct server *srv)
 	pool_free(srv->pool); /* runs what is queued: sessions are closed */
 	session_table_free(srv->sessions);
 	session_table_free(srv->requests);
+	tasks_free(srv->tasks); /* after the pool: no call runs */
 	seal_free(srv->seal);
 	tools_unref(srv->tools);
 	auth_keys_free(srv->keys);
@@ -635,6 +685,13 @@ server_tick(struct server *srv)
 	session_table_foreach(srv->sessions, tick_session, srv);
 	session_table_sweep(srv->requests, session_now_ms());
 	session_table_foreach(srv->requests, tick_session, srv);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		tasks_sweep(srv->tasks,
+			    (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	}
 	watch_status(srv);
 	/* A database that was down at start-up gets its migrations when it
 	 * comes back, without a restart. */

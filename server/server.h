@@ -49,6 +49,8 @@ struct server {
 	struct session_table *requests;
 	/* seals 2026-07-28 requestState (lib/seal): a key per process */
 	struct seal *seal;
+	/* 2026-07-28 tasks extension (tasks.c) */
+	struct task_table *tasks;
 	struct pool *pool;
 	struct metrics *metrics;
 	struct server_metrics m;

@@ -91,6 +91,22 @@ bool call_client_has(struct call *call, const char *path);
  */
 int call_input(struct call *call, json_t *requests, json_t **responses) WUR;
 
+/*
+ * Turns this tools/call into a task (2026-07-28 tasks extension): the
+ * client gets a CreateTaskResult now and polls tasks/get; the handler runs
+ * on and its result (or error, or cancellation) goes to the task.  From
+ * then on call_input waits for tasks/update, and progress and log
+ * messages are dropped.  STATUS_UNSUPPORTED when the request did not
+ * declare the extension (or is not a 2026-07-28 one): go on synchronously
+ * or, when the tool cannot, call_reject with -32021; STATUS_FULL when the
+ * task table is full.  Handler thread only; before any progress.
+ */
+int call_become_task(struct call *call) WUR;
+bool call_in_task(struct call *call);
+/* True when call_become_task can succeed: a 2026-07-28 request that
+ * declared the tasks extension. */
+bool call_task_supported(struct call *call);
+
 /* The state this call's previous round stored with call_state_set,
  * verified (2026-07-28 requestState); NULL on a first round.  Borrowed. */
 const json_t *call_state(struct call *call);

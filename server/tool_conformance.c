@@ -664,6 +664,173 @@ conf_ir_capabilities(struct call *call, const json_t *args, json_t **result)
 	return st;
 }
 
+/* ---- the tasks extension (2026-07-28) -------------------------------------- */
+
+static int
+needs_tasks(struct call *call)
+{
+	return call_reject(call, -32021,
+			   json_pack("{s:{s:{s:{}}}}", "requiredCapabilities",
+				     "extensions",
+				     "io.modelcontextprotocol/tasks"),
+			   "this tool runs only as a task: declare the "
+			   "io.modelcontextprotocol/tasks extension in "
+			   "clientCapabilities");
+}
+
+static int
+conf_greet(struct call *call, const json_t *args, json_t **result)
+{
+	const char *name = json_string_value(json_object_get(args, "name"));
+
+	(void)call;
+	*result = NULL;
+	return finish(text_resultf("Hello, %s!", name ? name : "world"),
+		      result);
+}
+
+static int
+conf_slow_compute(struct call *call, const json_t *args, json_t **result)
+{
+	json_int_t secs = json_integer_value(json_object_get(args, "seconds"));
+	const char *label = json_string_value(json_object_get(args, "label"));
+	int st;
+
+	*result = NULL;
+	/* a task when it can be one; synchronous otherwise */
+	if (secs > 0 && call_become_task(call) == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	for (json_int_t ms = 0; ms < secs * 1000; ms += 100)
+		if ((st = call_sleep_ms(call, 100)) != STATUS_OK)
+			return st;
+	return finish(text_resultf("%s: done after %lld s",
+				   label ? label : "slow_compute",
+				   (long long)secs),
+		      result);
+}
+
+static int
+conf_confirm_delete(struct call *call, const json_t *args, json_t **result)
+{
+	const char *file = json_string_value(json_object_get(args, "filename"));
+	json_t *resp = NULL;
+	const json_t *yes;
+	char q[300];
+	int st;
+
+	*result = NULL;
+	if (!file)
+		file = "(unnamed)";
+	if (call_become_task(call) == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	snprintf(q, sizeof(q), "Delete %s?", file);
+	st = call_input(call,
+			json_pack("{s:o}", "confirm",
+				  ask_field(q, "confirm", "boolean")),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:s}", "step", "confirm"));
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	yes = json_object_get(
+		json_object_get(json_object_get(resp, "confirm"), "content"),
+		"confirm");
+	st = finish(text_resultf("%s %s",
+				 json_is_true(yes) ? "deleted" : "kept", file),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
+static int
+conf_multi_input(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const char *name;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	if (call_become_task(call) == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	st = call_input(call,
+			json_pack("{s:o, s:o}", "first",
+				  ask_field("Your name?", "name", "string"),
+				  "second",
+				  ask_field("Continue?", "confirm", "boolean")),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:s}", "step", "both"));
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	name = accepted(resp, "first", "name");
+	st = finish(
+		text_resultf("both answered: %s", name ? name : "(no name)"),
+		result);
+	json_decref(resp);
+	return st;
+}
+
+static int
+conf_failing_job(struct call *call, const json_t *args, json_t **result)
+{
+	int st;
+
+	(void)args;
+	*result = NULL;
+	st = call_become_task(call);
+	if (st == STATUS_UNSUPPORTED)
+		return needs_tasks(call);
+	if (st != STATUS_OK)
+		return st;
+	return finish(tool_result_error("the job failed, as it always does "
+					"(a tool error: the task completes "
+					"with isError)"),
+		      result);
+}
+
+static int
+conf_protocol_error_job(struct call *call, const json_t *args, json_t **result)
+{
+	(void)args;
+	*result = NULL;
+	if (call_become_task(call) == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	return call_reject(call, -32603, NULL,
+			   "the job hit a protocol error, as it always does "
+			   "(the task fails)");
+}
+
+/* Input first, synchronously (input_required), then a task. */
+static int
+conf_tool_with_task(struct call *call, const json_t *args, json_t **result)
+{
+	json_t *resp = NULL;
+	const char *name;
+	int st;
+
+	(void)args;
+	*result = NULL;
+	if (!call_task_supported(call))
+		return needs_tasks(call);
+	st = call_input(call, json_pack("{s:o}", "user_name", ask_name()),
+			&resp);
+	if (st == STATUS_AGAIN)
+		call_state_set(call, json_pack("{s:s}", "step", "name"));
+	if (st != STATUS_OK)
+		return input_failed(call, st, "elicitation", result);
+	st = call_become_task(call);
+	if (st != STATUS_OK) {
+		json_decref(resp);
+		return st;
+	}
+	name = accepted(resp, "user_name", "name");
+	st = finish(text_resultf("Hello, %s!", name ? name : "(no name)"),
+		    result);
+	json_decref(resp);
+	return st;
+}
+
 static int
 conf_sampling(struct call *call, const json_t *args, json_t **result)
 {
@@ -980,5 +1147,12 @@ const struct tool_handler conformance_tool_handlers[] = {
 	{"test_input_required_result_multi_round", conf_ir_multi_round},
 	{"test_input_required_result_tampered_state", conf_ir_request_state},
 	{"test_input_required_result_capabilities", conf_ir_capabilities},
+	{"greet", conf_greet},
+	{"slow_compute", conf_slow_compute},
+	{"confirm_delete", conf_confirm_delete},
+	{"multi_input", conf_multi_input},
+	{"failing_job", conf_failing_job},
+	{"protocol_error_job", conf_protocol_error_job},
+	{"test_tool_with_task", conf_tool_with_task},
 	{NULL, NULL},
 };

@@ -1,13 +1,18 @@
 /*
- * tools.c - loads the embedded tool definitions, binds them to handlers and
- * serves tools/list pages pre-serialized per protocol revision.
+ * tools.c - loads the embedded tool definitions, binds them to handlers,
+ * indexes their x-mcp-header parameters and serves tools/list pages
+ * pre-serialized per protocol revision.
  */
 #include "tools.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "jsonschema.h"
 
@@ -130,11 +135,329 @@ tool_enabled(const struct tool_def *d, const struct config *cfg)
 	return set_on && !cfg->conformance.enabled;
 }
 
+/* ---- x-mcp-header (SEP-2243) --------------------------------------- */
+
+struct hwalk {
+	struct tool_header *v;
+	size_t n, cap;
+	const char *path[JSONSCHEMA_MAX_DEPTH + 1]; /* property names */
+	size_t depth;
+	char ptr[512]; /* JSON pointer of the schema walked, for messages */
+	size_t plen;
+	char *err;
+	size_t errlen;
+};
+
+PRINTF_LIKE(2, 3)
+static int
+hfail(struct hwalk *w, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(w->err, w->errlen, "%s: ", w->ptr);
+
+	if (n >= 0 && (size_t)n < w->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(w->err + n, w->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return STATUS_INVALID;
+}
+
+/* RFC 9110 section 5.6.2: token = 1*tchar. */
+static bool
+header_token(const char *s)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || strchr(tchar, *s) != NULL))
+			return false;
+	return true;
+}
+
+/* "a.b" for messages; caller frees. */
+static char *
+path_text(const char *const *path, size_t depth)
+{
+	size_t len = 0, i, k;
+	char *p;
+
+	for (i = 0; i < depth; i++)
+		len += strlen(path[i]) + 1;
+	if ((p = malloc(len + 1)) == NULL)
+		return NULL;
+	for (i = 0, len = 0; i < depth; i++) {
+		if (i > 0)
+			p[len++] = '.';
+		k = strlen(path[i]);
+		memcpy(p + len, path[i], k);
+		len += k;
+	}
+	p[len] = '\0';
+	return p;
+}
+
+/* The annotation name on the property schema j, reached through
+ * properties alone (w->path names it). */
+static int
+add_header(struct hwalk *w, const json_t *j, const json_t *name)
+{
+	static const char *const types[] = {"string", "integer", "boolean"};
+	static const char prefix[] = "Mcp-Param-";
+	const char *type = json_string_value(json_object_get(j, "type"));
+	const char *nm = json_string_value(name);
+	struct tool_header *h;
+	size_t i, t;
+
+	if (!json_is_string(name) || !header_token(nm))
+		return hfail(w,
+			     "\"x-mcp-header\" must be a non-empty header name "
+			     "of letters, digits and !#$%%&'*+-.^_`|~ (an RFC "
+			     "9110 token), got %s%.80s%s",
+			     nm ? "\"" : "", nm ? nm : "a non-string",
+			     nm ? "\"" : "");
+	for (t = 0; type != NULL && t < 3; t++)
+		if (strcmp(type, types[t]) == 0)
+			break;
+	if (type == NULL || t == 3)
+		return hfail(
+			w,
+			"\"x-mcp-header\" \"%s\" needs a property of "
+			"\"type\" \"string\", \"integer\" or \"boolean\" "
+			"(one type; number, object, array and null are not "
+			"allowed), got %s%.40s%s",
+			nm, type ? "\"" : "", type ? type : "no single type",
+			type ? "\"" : "");
+	for (i = 0; i < w->n; i++)
+		if (strcasecmp(w->v[i].header + sizeof(prefix) - 1, nm) == 0)
+			return hfail(w,
+				     "\"x-mcp-header\" \"%s\" is already used "
+				     "by property \"%s\" (names must be unique "
+				     "ignoring case)",
+				     nm, w->v[i].arg);
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 4;
+
+		h = realloc(w->v, cap * sizeof(*h));
+		if (h == NULL)
+			return STATUS_NOMEM;
+		w->v = h;
+		w->cap = cap;
+	}
+	h = &w->v[w->n++]; /* freed with the rest from here on */
+	*h = (struct tool_header){.depth = w->depth,
+				  .type = (enum tool_header_type)t};
+	h->path = malloc(w->depth * sizeof(*h->path));
+	h->arg = path_text(w->path, w->depth);
+	h->header = malloc(sizeof(prefix) + strlen(nm));
+	if (h->path == NULL || h->arg == NULL || h->header == NULL)
+		return STATUS_NOMEM;
+	memcpy(h->path, w->path, w->depth * sizeof(*h->path));
+	memcpy(h->header, prefix, sizeof(prefix) - 1);
+	memcpy(h->header + sizeof(prefix) - 1, nm, strlen(nm) + 1);
+	return STATUS_OK;
+}
+
+static int hwalk_schema(struct hwalk *w, const json_t *j, bool chain,
+			bool root);
+
+/* Walks j found at <pointer>/k1[/k2] (RFC 6901 escapes, cut to fit). */
+static int
+hwalk_at(struct hwalk *w, const json_t *j, const char *k1, const char *k2,
+	 bool chain)
+{
+	size_t old = w->plen;
+	int rc;
+
+	for (const char *k = k1; k != NULL; k = k == k1 ? k2 : NULL) {
+		if (w->plen + 1 < sizeof(w->ptr))
+			w->ptr[w->plen++] = '/';
+		for (const char *p = k; *p != '\0'; p++) {
+			const char *e = *p == '~'   ? "~0"
+					: *p == '/' ? "~1"
+						    : NULL;
+
+			for (size_t i = 0; i < (e ? 2u : 1u); i++)
+				if (w->plen + 1 < sizeof(w->ptr))
+					w->ptr[w->plen++] = e ? e[i] : *p;
+		}
+	}
+	w->ptr[w->plen] = '\0';
+	rc = hwalk_schema(w, j, chain, false);
+	if (rc == STATUS_OK) {
+		w->plen = old;
+		w->ptr[old] = '\0';
+	}
+	return rc;
+}
+
+/*
+ * chain: j is a property schema reached from the root through properties
+ * alone; root: j is the root, whose properties start the chain.  Follows every subschema keyword lib/jsonschema compiles (the
+ * compile before this refuses the others), so an annotation anywhere a
+ * schema can be is seen; values of other keywords (default, const,
+ * examples) are data, not schemas.
+ */
+static int
+hwalk_schema(struct hwalk *w, const json_t *j, bool chain, bool root)
+{
+	static const char *const one[] = {
+		"items", "additionalProperties", "not", "if", "then", "else"};
+	static const char *const many[] = {"allOf", "anyOf", "oneOf"};
+	static const char *const maps[] = {"$defs", "definitions"};
+	const json_t *v, *sub, *xh;
+	const char *k;
+	char idx[24];
+	size_t i, a;
+	int rc;
+
+	if (!json_is_object(j))
+		return STATUS_OK;
+	if ((xh = json_object_get(j, "x-mcp-header")) != NULL) {
+		if (!chain)
+			return hfail(
+				w, "\"x-mcp-header\" is allowed only on a "
+				   "property reached from the root through "
+				   "\"properties\" alone (not through items, "
+				   "allOf/anyOf/oneOf/not, if/then/else, $ref "
+				   "or $defs, nor on the root)");
+		if ((rc = add_header(w, j, xh)) != STATUS_OK)
+			return rc;
+	}
+	json_object_foreach(json_object_get(j, "properties"), k, sub)
+	{
+		if (w->depth > JSONSCHEMA_MAX_DEPTH) /* compiled: never */
+			return hfail(w, "properties nest too deep");
+		w->path[w->depth++] = k;
+		rc = hwalk_at(w, sub, "properties", k, chain || root);
+		w->depth--;
+		if (rc != STATUS_OK)
+			return rc;
+	}
+	for (i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		if ((v = json_object_get(j, one[i])) != NULL &&
+		    (rc = hwalk_at(w, v, one[i], NULL, false)) != STATUS_OK)
+			return rc;
+	for (i = 0; i < sizeof(many) / sizeof(many[0]); i++)
+		json_array_foreach(json_object_get(j, many[i]), a, sub)
+		{
+			snprintf(idx, sizeof(idx), "%zu", a);
+			if ((rc = hwalk_at(w, sub, many[i], idx, false)) !=
+			    STATUS_OK)
+				return rc;
+		}
+	for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		json_object_foreach(json_object_get(j, maps[i]), k, sub)
+		{
+			if ((rc = hwalk_at(w, sub, maps[i], k, false)) !=
+			    STATUS_OK)
+				return rc;
+		}
+	return STATUS_OK;
+}
+
+int
+tools_headers_index(const json_t *schema, struct tool_header **out, size_t *n,
+		    char *err, size_t errlen)
+{
+	struct hwalk *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (w == NULL)
+		return STATUS_NOMEM;
+	w->err = err;
+	w->errlen = errlen;
+	w->ptr[0] = '#';
+	w->plen = 1;
+	/* the root is no property: an annotation there is refused */
+	rc = hwalk_schema(w, schema, false, true);
+	if (rc == STATUS_NOMEM)
+		snprintf(err, errlen, "out of memory indexing x-mcp-header");
+	if (rc == STATUS_OK) {
+		*out = w->v;
+		*n = w->n;
+	} else {
+		tools_headers_free(w->v, w->n);
+	}
+	free(w);
+	return rc;
+}
+
+void
+tools_headers_free(struct tool_header *h, size_t n)
+{
+	for (size_t i = 0; h != NULL && i < n; i++) {
+		free(h[i].header);
+		free(h[i].arg);
+		free(h[i].path);
+	}
+	free(h);
+}
+
+const json_t *
+tools_header_arg(const struct tool_header *h, const json_t *args)
+{
+	const json_t *v = args;
+
+	for (size_t i = 0; i < h->depth; i++)
+		if (!json_is_object(v) ||
+		    (v = json_object_get(v, h->path[i])) == NULL)
+			return NULL;
+	return json_is_null(v) ? NULL : v;
+}
+
+/* SH "Server Validation": integers SHOULD compare numerically, so "42.0"
+ * is 42.  Decimal notation only (strtod also reads hex, inf and nan). */
+static bool
+integer_matches(const json_t *value, const char *text)
+{
+	char *end;
+	long long i;
+	double d;
+
+	if (!json_is_number(value) || text[0] == '\0' ||
+	    text[strspn(text, "0123456789+-.eE")] != '\0')
+		return false;
+	errno = 0;
+	i = strtoll(text, &end, 10);
+	if (*end == '\0' && errno == 0 && json_is_integer(value))
+		return i == json_integer_value(value);
+	errno = 0;
+	d = strtod(text, &end);
+	return *end == '\0' && errno == 0 && isfinite(d) &&
+	       d == json_number_value(value);
+}
+
+bool
+tools_header_matches(const struct tool_header *h, const json_t *value,
+		     const char *text)
+{
+	switch (h->type) {
+	case TOOL_HEADER_STRING:
+		return json_is_string(value) &&
+		       json_string_length(value) == strlen(text) &&
+		       memcmp(json_string_value(value), text, strlen(text)) ==
+			       0;
+	case TOOL_HEADER_INTEGER: return integer_matches(value, text);
+	case TOOL_HEADER_BOOLEAN:
+		return (json_is_true(value) && strcmp(text, "true") == 0) ||
+		       (json_is_false(value) && strcmp(text, "false") == 0);
+	}
+	return false;
+}
+
+/* ---- definitions ---------------------------------------------------- */
+
 static int
 check_def(struct tool_def *d, const char *path, const char *text, char *err,
 	  size_t errlen)
 {
-	char set[64], fname[160], serr[256];
+	char set[64], fname[160], serr[256], herr[600];
 	json_error_t jerr;
 	json_t *v;
 	const char *key;
@@ -143,6 +466,7 @@ check_def(struct tool_def *d, const char *path, const char *text, char *err,
 		"outputSchema", "annotations", "icons",	      "execution",
 		"_meta",	NULL};
 	size_t i;
+	int rc;
 
 	if (split_path(path, set, sizeof(set), fname, sizeof(fname)) !=
 	    STATUS_OK) {
@@ -212,6 +536,12 @@ check_def(struct tool_def *d, const char *path, const char *text, char *err,
 	if (jsonschema_compile(v, &d->input, serr, sizeof(serr)) != STATUS_OK) {
 		snprintf(err, errlen, "%s: inputSchema: %s", path, serr);
 		return STATUS_INVALID;
+	}
+	rc = tools_headers_index(v, &d->headers, &d->nheaders, herr,
+				 sizeof(herr));
+	if (rc != STATUS_OK) {
+		snprintf(err, errlen, "%s: inputSchema: %s", path, herr);
+		return rc;
 	}
 	v = json_object_get(d->def, "outputSchema");
 	if (v != NULL) {
@@ -337,6 +667,7 @@ tools_free(struct tools *t)
 	for (i = 0; i < t->nall; i++) {
 		jsonschema_free(t->all[i].input);
 		jsonschema_free(t->all[i].output);
+		tools_headers_free(t->all[i].headers, t->all[i].nheaders);
 		json_decref(t->all[i].def);
 	}
 	for (rev = 0; rev < NREV; rev++) {

@@ -30,6 +30,7 @@
 #include "server.h"
 #include "reqmeta.h"
 #include "session.h"
+#include "tools.h"
 
 /* SSE chunk size handed to MHD per reader call. */
 #define SSE_BLOCK 16384
@@ -643,7 +644,7 @@ header_value(const char *raw, char *buf, size_t cap)
 	n = strlen(raw);
 	while (n > 0 && (raw[n - 1] == ' ' || raw[n - 1] == '\t'))
 		n--;
-	if (n < 12 || strncmp(raw, "=?base64?", 9) != 0 ||
+	if (n < 11 || strncmp(raw, "=?base64?", 9) != 0 ||
 	    strncmp(raw + n - 2, "?=", 2) != 0) {
 		if (n >= cap)
 			return false;
@@ -730,6 +731,92 @@ standard_headers_ok(struct req *r, const json_t *msg, char *why, size_t len)
 	return true;
 }
 
+/* SH "Value Encoding": a plain value is visible ASCII, space and tab;
+ * anything else travels as =?base64?...?=. */
+static bool
+header_chars_ok(const char *raw)
+{
+	for (const unsigned char *p = (const unsigned char *)raw; *p; p++)
+		if ((*p < 0x20 && *p != '\t') || *p > 0x7e)
+			return false;
+	return true;
+}
+
+/* One x-mcp-header parameter of a tools/call (SEP-2243 "Server Behavior
+ * for Custom Headers"): a header it names must be valid even when the
+ * argument has no value; when it has one, the header must be there and
+ * match it.  STATUS_INVALID with why for -32020, or STATUS_NOMEM. */
+static int
+param_header_check(struct req *r, const struct tool_header *h,
+		   const json_t *args, char *why, size_t len)
+{
+	const char *raw = http_header(r, h->header);
+	const json_t *v = tools_header_arg(h, args);
+	char *text;
+	int rc = STATUS_OK;
+
+	if (raw == NULL && v == NULL)
+		return STATUS_OK;
+	if (raw == NULL) {
+		snprintf(why, len,
+			 "the %s header is missing: params.arguments.%s has a "
+			 "value, which the header must repeat (=?base64?...?= "
+			 "for values that are not plain ASCII)",
+			 h->header, h->arg);
+		return STATUS_INVALID;
+	}
+	/* decoding never lengthens a value */
+	if ((text = malloc(strlen(raw) + 1)) == NULL)
+		return STATUS_NOMEM;
+	if (!header_chars_ok(raw) ||
+	    !header_value(raw, text, strlen(raw) + 1)) {
+		snprintf(why, len,
+			 "the %s header is not valid: send visible ASCII as "
+			 "is, anything else as =?base64?<padded standard "
+			 "Base64 of the UTF-8 value>?=",
+			 h->header);
+		rc = STATUS_INVALID;
+	} else if (v != NULL && !tools_header_matches(h, v, text)) {
+		snprintf(why, len,
+			 "the %s header does not match params.arguments.%s: "
+			 "it must repeat the value (%s)",
+			 h->header, h->arg,
+			 h->type == TOOL_HEADER_STRING ? "the same string"
+			 : h->type == TOOL_HEADER_INTEGER
+				 ? "the same integer in decimal"
+				 : "true or false");
+		rc = STATUS_INVALID;
+	}
+	free(text);
+	return rc;
+}
+
+/* The Mcp-Param-* headers of a tools/call against its arguments.  An
+ * unknown tool has none: dispatch answers it (-32602). */
+static int
+param_headers_check(struct req *r, const json_t *msg, char *why, size_t len)
+{
+	const json_t *params = json_object_get(msg, "params");
+	const json_t *args = json_object_get(params, "arguments");
+	const char *name = json_string_value(json_object_get(params, "name"));
+	const struct tool_def *tool;
+	struct tools *t;
+	int rc = STATUS_OK;
+
+	if (name == NULL)
+		return STATUS_OK;
+	server_live_rdlock(r->srv);
+	t = r->srv->tools;
+	tools_ref(t);
+	server_live_unlock(r->srv);
+	tool = tools_find(t, name);
+	for (size_t i = 0;
+	     tool != NULL && rc == STATUS_OK && i < tool->nheaders; i++)
+		rc = param_header_check(r, &tool->headers[i], args, why, len);
+	tools_unref(t);
+	return rc;
+}
+
 /* Serves one 2026-07-28 request (SH, BI): envelope checks in the order
  * the specification's errors need, then a session of its own. */
 static enum MHD_Result
@@ -803,6 +890,15 @@ post_modern(struct req *r, const json_t *body)
 				? " (it belongs to the sessions of the 2025 "
 				  "revisions: initialize first to use it)"
 				: "");
+	if (strcmp(method, "tools/call") == 0 &&
+	    (rc = param_headers_check(r, body, msg, sizeof(msg))) != STATUS_OK)
+		return rc == STATUS_NOMEM
+			       ? modern_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					      id, RPC_INTERNAL_ERROR, NULL,
+					      "out of memory")
+			       : modern_error(r, MHD_HTTP_BAD_REQUEST, id,
+					      RPC_HEADER_MISMATCH, NULL, "%s",
+					      msg);
 	rc = session_create_request(r->srv->requests, meta.version, meta.caps,
 				    meta.client_info, meta.log_level, &s);
 	if (rc != STATUS_OK)

@@ -6,11 +6,7 @@
 // scenario; a scenario passes when it has at least one SUCCESS check and no
 // FAILURE (tasks-status-notifications is a placeholder of the suite with one
 // SKIPPED check and no traffic: it passes when every check is SKIPPED).
-//
-// NOT_YET lists the 2026-07-28 scenarios whose features are still to be
-// built (issue 7), each with what is missing.  They are run and must still
-// fail: one that starts passing fails this test until it is moved out of
-// the list, so the list can only shrink and always says what is left.
+// There is no expected-failures list.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -25,26 +21,19 @@ const SUITE_TIMEOUT_MS = 300000;
 const REVISIONS = { '2025-11-25': 33, '2026-07-28': 50 };
 const PLACEHOLDERS = new Set(['tasks-status-notifications']);
 
-const TASKS = 'the tasks extension (io.modelcontextprotocol/tasks)';
-const NOT_YET = new Map([
-	['tasks-lifecycle', TASKS],
-	['tasks-capability-negotiation', TASKS],
-	['tasks-wire-fields', TASKS],
-	['tasks-request-state-removal', TASKS],
-	['tasks-mrtr-input', TASKS],
-	['tasks-request-headers', TASKS],
-	['tasks-dispatch-and-envelope', TASKS],
-	['tasks-required-task-error', TASKS],
-	['tasks-mrtr-composition', TASKS],
-	['json-schema-2020-12', 'allOf/anyOf, if/then/else and $anchor in the json_schema_2020_12_tool fixture (lib/jsonschema refuses if/then/else)'],
-	['http-custom-header-server-validation', 'x-mcp-header tool parameters and Mcp-Param-* header validation'],
-]);
 
-function runSuite(url, revision, outDir) {
+// The skills extension's scenarios are in neither requirement set: each
+// runs alone (--scenario), on the 2026-07-28 wire.  Sextant does not offer
+// the extension, so their checks are SKIPPED after server/discover, whose
+// answer the suite still validates (wire-schema-valid).
+const SKILLS = ['sep-2640-skills-directory', 'sep-2640-skills-enumeration', 'sep-2640-skills-manifest'];
+
+function runSuite(url, revision, outDir, scenario) {
 	const logPath = path.join(outDir, 'suite.log');
+	const select = scenario ? ['--scenario', scenario] : ['--requirements', revision];
 	return new Promise((resolve) => {
 		const log = fs.openSync(logPath, 'w');
-		const child = spawn(process.execPath, [CLI, 'server', '--url', url, '--requirements', revision, '-o', outDir], {
+		const child = spawn(process.execPath, [CLI, 'server', '--url', url, ...select, '-o', outDir], {
 			stdio: ['ignore', log, log],
 		});
 		fs.closeSync(log);
@@ -80,6 +69,9 @@ try {
 		const suite = await runSuite(srv.mcpUrl, revision, outDir);
 		runs.set(revision, { suite, checks: readChecks(outDir), outDir });
 	}
+	const outDir = fs.mkdtempSync(path.join(LOG_DIR, 'conformance-skills-'));
+	for (const scenario of SKILLS) await runSuite(srv.mcpUrl, null, outDir, scenario);
+	runs.set('skills', { checks: readChecks(outDir), outDir });
 } catch (err) {
 	setupError = err;
 }
@@ -97,16 +89,10 @@ for (const [revision, count] of Object.entries(REVISIONS)) {
 		});
 		const names = setupError ? [] : [...runs.get(revision).checks.keys()].sort();
 		for (const name of names) {
-			const missing = revision === '2026-07-28' ? NOT_YET.get(name) : undefined;
-			test(`${name}${missing ? ' (not built yet: must still fail)' : ''}`, (t) => {
+			test(name, (t) => {
 				const cs = runs.get(revision).checks.get(name);
 				const failures = cs.filter((c) => c.status === 'FAILURE');
 				for (const c of cs.filter((x) => x.status === 'WARNING')) t.diagnostic(line(c));
-				if (missing) {
-					assert.ok(failures.length > 0, `${name} passes now: remove it from NOT_YET (it was waiting for ${missing})`);
-					t.diagnostic(`not built yet: ${missing}; ${failures.length} failing checks`);
-					return;
-				}
 				assert.deepEqual(failures.map(line), [], `${name} has failing checks`);
 				if (PLACEHOLDERS.has(name)) {
 					assert.ok(cs.length > 0 && cs.every((c) => c.status === 'SKIPPED'), `${name}: ${cs.map(line).join('\n')}`);
@@ -119,10 +105,17 @@ for (const [revision, count] of Object.entries(REVISIONS)) {
 	});
 }
 
-test('every NOT_YET scenario is in the 2026-07-28 set', () => {
-	if (setupError) throw setupError;
-	const have = runs.get('2026-07-28').checks;
-	assert.deepEqual([...NOT_YET.keys()].filter((n) => !have.has(n)), []);
+describe('conformance 0.2.0-alpha.12 skills extension scenarios (--scenario)', () => {
+	for (const name of SKILLS) {
+		test(`${name}: not offered, so skipped; discover's answer is valid`, () => {
+			if (setupError) throw setupError;
+			const cs = runs.get('skills').checks.get(name);
+			assert.ok(cs, `no checks.json for ${name} in ${runs.get('skills').outDir}`);
+			assert.deepEqual(cs.filter((c) => c.status === 'FAILURE').map(line), []);
+			assert.ok(cs.some((c) => c.status === 'SUCCESS' && /wire-schema/.test(c.id ?? c.name)), cs.map(line).join('\n'));
+			assert.ok(cs.some((c) => c.status === 'SKIPPED'), cs.map(line).join('\n'));
+		});
+	}
 });
 
 test('the conformance server shuts down cleanly', async () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { ACCEPT_BOTH, collect, metricValue, open, parseMetrics, request, RawSession, SseStream } from './lib/http.mjs';
-import { runSextant, startServer } from './lib/server.mjs';
+import { CONFORMANCE_CONFIG, runSextant, startServer } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const LATEST_2025 = '2025-11-25';
@@ -512,6 +512,56 @@ describe('2026-07-28 stateless requests (what the conformance suite does not pro
 		await s.initialize(LATEST_2025);
 		const r = await s.post({ jsonrpc: '2.0', id: 10, method: 'server/discover', params: {} });
 		assert.equal(r.json.error.code, -32601, r.text);
+	});
+});
+
+describe('two replicas sharing server.state_key_file', () => {
+	let a, b, dir;
+	before(async () => {
+		dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-statekey-'));
+		fs.writeFileSync(path.join(dir, 'key'), 'a-secret-of-more-than-thirty-two-bytes-0123456789\n');
+		const env = { SEXTANT_SERVER_STATE_KEY_FILE: path.join(dir, 'key') };
+		a = await startServer({ name: 'replica-a', env });
+		b = await startServer({ name: 'replica-b', env });
+	});
+	after(async () => {
+		await a?.kill();
+		await b?.kill();
+		if (dir) fs.rmSync(dir, { recursive: true, force: true });
+	});
+
+	const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+	const TOOL = 'test_input_required_result_request_state';
+	const post = (srv, id, extra = {}) =>
+		request(srv.mcpUrl, {
+			method: 'POST',
+			headers: { ...JSON_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': TOOL },
+			body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: TOOL, arguments: {}, ...extra, _meta: META } }),
+		});
+
+	test('an input_required round started on one replica completes on the other', async () => {
+		const first = await post(a, 1);
+		assert.equal(first.json.result.resultType, 'input_required', first.text);
+		const done = await post(b, 2, { inputResponses: { confirm: { action: 'accept', content: { ok: true } } }, requestState: first.json.result.requestState });
+		assert.equal(done.json.result?.resultType, 'complete', done.text);
+		assert.match(done.json.result.content[0].text, /state-ok/);
+		// a replica with its own random key refuses it
+		const c = await startServer({ name: 'replica-c' });
+		try {
+			const refused = await post(c, 3, { inputResponses: { confirm: { action: 'accept', content: { ok: true } } }, requestState: first.json.result.requestState });
+			assert.equal(refused.json.error?.code, -32602, refused.text);
+		} finally {
+			await c.kill();
+		}
+	});
+
+	test('a key file too short or missing stops the start with a message naming the key', () => {
+		fs.writeFileSync(path.join(dir, 'short'), 'tiny');
+		for (const f of [path.join(dir, 'short'), path.join(dir, 'missing')]) {
+			const r = runSextant(['serve', '--config', CONFORMANCE_CONFIG], { env: { SEXTANT_SERVER_STATE_KEY_FILE: f, SEXTANT_LISTEN: '127.0.0.1:1' } });
+			assert.equal(r.code, 2, `exit ${r.code}: ${r.stderr}`);
+			assert.match(r.stderr, /server\.state_key_file/);
+		}
 	});
 });
 

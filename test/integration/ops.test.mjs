@@ -270,8 +270,8 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		const tools = await all(s, 'tools/list', 'tools');
 		const names = tools.items.map((t) => t.name);
 		assert.equal(new Set(names).size, names.length, 'a tool repeated');
-		assert.equal(names.length, 26);
-		assert.equal(tools.pages, 7);
+		assert.equal(names.length, 34);
+		assert.equal(tools.pages, 9);
 		const prompts = await all(s, 'prompts/list', 'prompts');
 		assert.equal(prompts.items.length, 5);
 		assert.equal(prompts.pages, 2);

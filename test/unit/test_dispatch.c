@@ -696,16 +696,17 @@ test_tools_list(void **state)
 	assert_string_equal(json_string_value(json_object_get(resp, "id")),
 			    "L");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 26);
+	assert_int_equal(json_array_size(tools), 34);
 	json_array_foreach(tools, i, t)
 	{
 		assert_true(json_string_length(
 				    json_object_get(t, "description")) > 0);
 		assert_non_null(json_object_get(t, "annotations"));
 	}
-	assert_non_null(strstr(json_string_value(json_object_get(
-				       json_array_get(tools, 0), "name")),
-			       "json_schema_2020_12_tool"));
+	/* in path order: conformance/confirm_delete.json first */
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(tools, 0), "name")),
+			    "confirm_delete");
 	json_decref(sent);
 	fx_done(fx);
 
@@ -713,7 +714,7 @@ test_tools_list(void **state)
 	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
 			    "\"tools/list\"}");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 26);
+	assert_int_equal(json_array_size(tools), 34);
 	json_array_foreach(tools, i, t)
 	{
 		assert_null(json_object_get(t, "annotations"));
@@ -899,10 +900,22 @@ test_call_schema_2020_12_tool(void **state)
 	resp = request(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 			  "\"tools/call\",\"params\":{\"name\":"
 			  "\"json_schema_2020_12_tool\",\"arguments\":{"
-			  "\"name\":\"n\",\"address\":{\"city\":\"c\"}}}}");
+			  "\"name\":\"n\",\"contactMethod\":\"phone\","
+			  "\"phone\":\"1\",\"address\":{\"city\":\"c\"}}}}");
 	r = result_of(resp);
 	assert_null(json_object_get(r, "isError"));
 	assert_non_null(strstr(tool_text(r), "\"city\":\"c\""));
+	json_decref(resp);
+	/* if/then: contactMethod "phone" needs a phone (SEP-2106 fixture) */
+	resp = request(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+			  "\"tools/call\",\"params\":{\"name\":"
+			  "\"json_schema_2020_12_tool\",\"arguments\":{"
+			  "\"contactMethod\":\"phone\",\"email\":\"e\"}}}");
+	r = result_of(resp);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(tool_text(r), "invalid arguments"));
+	assert_non_null(
+		strstr(tool_text(r), "missing required property \"phone\""));
 	json_decref(resp);
 	sess_done(s);
 }
@@ -1853,12 +1866,12 @@ test_pagination(void **state)
 
 	(void)state;
 	all = collect_pages(s, "tools/list", "tools", "name", &pages);
-	assert_int_equal(json_array_size(all), 26);
-	assert_int_equal(pages, 13);
+	assert_int_equal(json_array_size(all), 34);
+	assert_int_equal(pages, 17);
 	assert_string_equal(json_string_value(json_array_get(all, 0)),
-			    "json_schema_2020_12_tool");
-	assert_string_equal(json_string_value(json_array_get(all, 25)),
-			    "test_tool_with_progress");
+			    "confirm_delete");
+	assert_string_equal(json_string_value(json_array_get(all, 33)),
+			    "test_tool_with_task");
 	json_decref(all);
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
 	assert_json(all, "[\"test://static-text\",\"test://static-binary\","

@@ -46,6 +46,28 @@ compile_ok(const char *text)
 	"\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},"             \
 	"\"additionalProperties\":false}"
 
+/* The inputSchema conformance 0.2.0-alpha.12 lists for
+ * json_schema_2020_12_tool (SEP-2106 keywords). */
+#define CONFORMANCE_2026                                                       \
+	"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","       \
+	"\"type\":\"object\",\"$defs\":{\"address\":{\"$anchor\":"             \
+	"\"addressDef\",\"type\":\"object\",\"properties\":{\"street\":{"      \
+	"\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"              \
+	"\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{"         \
+	"\"$ref\":\"#/$defs/address\"},\"contactMethod\":{\"type\":"           \
+	"\"string\",\"enum\":[\"phone\",\"email\"]},\"phone\":{\"type\":"      \
+	"\"string\"},\"email\":{\"type\":\"string\"}},\"allOf\":[{\"anyOf\":"  \
+	"[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]}],"           \
+	"\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},"    \
+	"\"required\":[\"contactMethod\"]},\"then\":{\"required\":"            \
+	"[\"phone\"]},\"else\":{\"required\":[\"email\"]},"                    \
+	"\"additionalProperties\":false}"
+
+/* if/then/else on a number: one condition, both branches. */
+#define COND                                                                   \
+	"{\"if\":{\"minimum\":10},\"then\":{\"multipleOf\":10},"               \
+	"\"else\":{\"maximum\":5}}"
+
 #define TOOL                                                                   \
 	"{\"type\":\"object\",\"properties\":{\"service\":{\"type\":"          \
 	"\"string\"},\"time_range\":{\"enum\":[\"15m\",\"1h\",\"24h\"]},"      \
@@ -200,6 +222,78 @@ static const struct vcase vcases[] = {
 	{CONFORMANCE, "{\"name\":\"n\",\"phone\":\"1\"}",
 	 "unexpected property \"phone\""},
 	{CONFORMANCE, "[]", "expected an object, got []"},
+	/* the 2026 fixture: allOf/anyOf, if/then/else, $anchor */
+	{CONFORMANCE_2026, "{\"email\":\"a@b\"}", NULL},
+	{CONFORMANCE_2026,
+	 "{\"name\":\"n\",\"contactMethod\":\"phone\",\"phone\":\"1\","
+	 "\"address\":{\"city\":\"c\"}}",
+	 NULL},
+	{CONFORMANCE_2026,
+	 "{\"contactMethod\":\"email\",\"email\":\"a@b\",\"phone\":\"1\"}",
+	 NULL},
+	{CONFORMANCE_2026, "{\"name\":\"n\"}",
+	 "expected any of (anyOf): (1) an object with property \"phone\", "
+	 "(2) an object with property \"email\", got {\"name\":\"n\"}"},
+	{CONFORMANCE_2026, "{\"contactMethod\":\"phone\",\"email\":\"a@b\"}",
+	 "missing required property \"phone\" (by \"then\", as the value "
+	 "matches \"if\")"},
+	{CONFORMANCE_2026, "{\"contactMethod\":\"email\",\"phone\":\"1\"}",
+	 "missing required property \"email\" (by \"else\", as the value "
+	 "does not match \"if\")"},
+	/* no contactMethod: "if" fails on required, so email is needed */
+	{CONFORMANCE_2026, "{\"phone\":\"1\"}",
+	 "missing required property \"email\" (by \"else\""},
+	{CONFORMANCE_2026, "{\"contactMethod\":\"fax\",\"email\":\"a@b\"}",
+	 "contactMethod: expected one of \"phone\", \"email\", got \"fax\""},
+	{CONFORMANCE_2026, "{\"email\":5}", "email: expected a string, got 5"},
+	{CONFORMANCE_2026, "{\"email\":\"a@b\",\"address\":{\"street\":1}}",
+	 "address.street: expected a string, got 1"},
+	{CONFORMANCE_2026, "{\"email\":\"a@b\",\"fax\":\"1\"}",
+	 "unexpected property \"fax\""},
+	/* if/then/else */
+	{COND, "20", NULL},
+	{COND, "15",
+	 "expected a number that is a multiple of 10, got 15 (by \"then\""},
+	{COND, "3", NULL},
+	{COND, "7", "expected a number <= 5, got 7 (by \"else\""},
+	{COND, "\"x\"", NULL}, /* "if" and "then" ignore strings */
+	{"{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":2}}", "5",
+	 NULL},
+	{"{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":2}}", "\"a\"",
+	 "at least 2 characters"},
+	{"{\"if\":{\"type\":\"string\"},\"else\":{\"minimum\":0}}", "\"a\"",
+	 NULL},
+	{"{\"if\":{\"type\":\"string\"},\"else\":{\"minimum\":0}}", "-1",
+	 "expected a number >= 0, got -1"},
+	{"{\"if\":true,\"then\":false}", "1", "no value here"},
+	{"{\"if\":false,\"then\":false}", "1", NULL},
+	{"{\"then\":false,\"else\":false}", "1", NULL}, /* no if: no effect */
+	/* an error inside "if" is never reported: it only chooses */
+	{"{\"properties\":{\"a\":{\"if\":{\"required\":[\"x\"]},\"then\":{"
+	 "\"required\":[\"y\"]}}}}",
+	 "{\"a\":{\"x\":1}}", "a: missing required property \"y\""},
+	{"{\"if\":{\"$ref\":\"#/$defs/big\"},\"then\":{\"required\":[\"why\"]"
+	 "},\"$defs\":{\"big\":{\"properties\":{\"n\":{\"minimum\":100}},"
+	 "\"required\":[\"n\"]}}}",
+	 "{\"n\":500}", "missing required property \"why\""},
+	{"{\"if\":{\"$ref\":\"#/$defs/big\"},\"then\":{\"required\":[\"why\"]"
+	 "},\"$defs\":{\"big\":{\"properties\":{\"n\":{\"minimum\":100}},"
+	 "\"required\":[\"n\"]}}}",
+	 "{\"n\":5}", NULL},
+	/* $anchor: tolerated, and a "#name" $ref finds it */
+	{"{\"$defs\":{\"p\":{\"$anchor\":\"pos\",\"minimum\":0}},"
+	 "\"properties\":{\"a\":{\"$ref\":\"#pos\"}}}",
+	 "{\"a\":1}", NULL},
+	{"{\"$defs\":{\"p\":{\"$anchor\":\"pos\",\"minimum\":0}},"
+	 "\"properties\":{\"a\":{\"$ref\":\"#pos\"}}}",
+	 "{\"a\":-1}", "a: expected a number >= 0, got -1"},
+	{"{\"$anchor\":\"node\",\"properties\":{\"next\":{\"$ref\":"
+	 "\"#node\"}},\"required\":[\"v\"]}",
+	 "{\"v\":1,\"next\":{}}", "next: missing required property \"v\""},
+	/* draft-07 has no $anchor: an ignored unknown keyword */
+	{"{\"$schema\":\"http://json-schema.org/draft-07/schema#\","
+	 "\"$anchor\":\"not a name\",\"type\":\"integer\"}",
+	 "1", NULL},
 	/* applicators */
 	{"{\"$ref\":\"#/definitions/p\",\"definitions\":{\"p\":{\"minimum\":"
 	 "0}}}",
@@ -306,6 +400,22 @@ test_error_fields(void **state)
 	assert_string_equal(e.received + strlen(e.received) - 3, "...");
 	json_decref(inst);
 	jsonschema_free(s);
+
+	/* a branch of if/then/else names the field it wants */
+	s = compile_ok(CONFORMANCE_2026);
+	inst = load("{\"contactMethod\":\"phone\",\"email\":\"a@b\"}");
+	assert_int_equal(jsonschema_validate(s, inst, &e), STATUS_INVALID);
+	assert_string_equal(e.path, "phone");
+	assert_string_equal(e.expected, "property \"phone\"");
+	assert_string_equal(e.received, "");
+	json_decref(inst);
+	inst = load("{\"contactMethod\":\"email\",\"email\":7}");
+	assert_int_equal(jsonschema_validate(s, inst, &e), STATUS_INVALID);
+	assert_string_equal(e.path, "email");
+	assert_string_equal(e.expected, "a string");
+	assert_string_equal(e.received, "7");
+	json_decref(inst);
+	jsonschema_free(s);
 }
 
 struct ccase {
@@ -353,19 +463,39 @@ static const struct ccase ccases[] = {
 	 "does not point to a schema"},
 	{"{\"$ref\":\"http://example.com/s.json\"}", STATUS_UNSUPPORTED,
 	 "only local references"},
-	{"{\"$ref\":\"#anchor\"}", STATUS_UNSUPPORTED, "only local"},
+	{"{\"$ref\":\"#anchor\"}", STATUS_INVALID,
+	 "\"$ref\" \"#anchor\" does not point to a schema"},
+	{"{\"$ref\":\"#no such anchor\"}", STATUS_UNSUPPORTED, "only local"},
+	{"{\"$schema\":\"http://json-schema.org/draft-07/schema#\","
+	 "\"$ref\":\"#a\"}",
+	 STATUS_UNSUPPORTED, "only local"},
+	{"{\"$anchor\":1}", STATUS_INVALID, "\"$anchor\" must be a string"},
+	{"{\"$defs\":{\"x\":{\"$anchor\":\"9lives\"}}}", STATUS_INVALID,
+	 "#/$defs/x: \"$anchor\" must be a name"},
+	{"{\"$defs\":{\"x\":{\"$anchor\":\"a\"},\"y\":{\"$anchor\":"
+	 "\"a\"}}}",
+	 STATUS_INVALID, "#/$defs/y: \"$anchor\" \"a\" is defined twice"},
+	{"{\"$defs\":{\"a\":{\"$anchor\":\"a\",\"allOf\":[{\"$ref\":"
+	 "\"#a\"}]}}}",
+	 STATUS_INVALID, "\"$ref\" \"#a\" loops"},
 	{"{\"$schema\":\"http://json-schema.org/draft-04/schema#\"}",
 	 STATUS_UNSUPPORTED, "\"$schema\" \"http://json-schema.org/draft-04"},
 	{"{\"$schema\":5}", STATUS_INVALID, "\"$schema\" must be a string"},
 	{"{\" \":1,\"f\":1,\"Items\":1,\"else \":1,\"properties\":{\"x\":{"
-	 "\"Contains\":1,\"then\":1}}}",
+	 "\"Contains\":1,\"contains\":1}}}",
 	 STATUS_UNSUPPORTED,
-	 "#/properties/x: keyword \"then\" is not supported"},
+	 "#/properties/x: keyword \"contains\" is not supported"},
 	{"{\"minContains\":1}", STATUS_UNSUPPORTED, "keyword \"minContains\""},
 	{"{\"unevaluatedProperties\":false}", STATUS_UNSUPPORTED,
 	 "keyword \"unevaluatedProperties\" is not supported"},
-	{"{\"properties\":{\"a\":{\"if\":{}}}}", STATUS_UNSUPPORTED,
-	 "#/properties/a: keyword \"if\" is not supported"},
+	{"{\"properties\":{\"a\":{\"if\":1}}}", STATUS_INVALID,
+	 "#/properties/a/if: a schema must be an object or a boolean, got 1"},
+	{"{\"if\":{},\"then\":{\"minimum\":\"0\"}}", STATUS_INVALID,
+	 "#/then: \"minimum\" must be a number"},
+	{"{\"else\":[]}", STATUS_INVALID, "#/else: a schema must be"},
+	{"{\"if\":{\"$ref\":\"#\"}}", STATUS_INVALID, "loops"},
+	{"{\"$defs\":{\"a\":{\"if\":{},\"else\":{\"$ref\":\"#/$defs/a\"}}}}",
+	 STATUS_INVALID, "#/$defs/a/else: \"$ref\" \"#/$defs/a\" loops"},
 	{"{\"pattern\":1}", STATUS_INVALID, "\"pattern\" must be a string"},
 	{"{\"pattern\":\"(?=a)\"}", STATUS_UNSUPPORTED, "lookahead"},
 	{"{\"pattern\":\"(?<!a)b\"}", STATUS_UNSUPPORTED, "lookbehind"},
@@ -437,6 +567,11 @@ static const struct dcase dcases[] = {
 	 "{\"b\":{\"default\":2}}}]}",
 	 "{}", "{\"a\":1,\"b\":2}"},
 	{"{\"anyOf\":[{\"properties\":{\"a\":{\"default\":1}}}]}", "{}", "{}"},
+	/* which branch applies depends on the value: no defaults there */
+	{"{\"if\":{\"properties\":{\"a\":{\"default\":1}}},\"then\":{"
+	 "\"properties\":{\"b\":{\"default\":2}}},\"else\":{\"properties\":"
+	 "{\"c\":{\"default\":3}}}}",
+	 "{}", "{}"},
 	{"{\"properties\":{\"a\":{\"default\":1}}}", "[5]", "[5]"},
 };
 

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "conformance.h"
+#include "tool_conformance_2026.h"
 #include "tool_core.h"
 #include "tool_genai.h"
 #include "tool_grafana.h"
@@ -31,6 +32,7 @@
 static const struct tool_handler *const tables[] = {
 	core_tool_handlers,
 	conformance_tool_handlers,
+	conformance_2026_tool_handlers, /* test_custom_header */
 	query_tool_handlers,
 	telemetry_tool_handlers,
 	spans_tool_handlers, /* query_spans, get_trace */
@@ -42,9 +44,16 @@ static const struct tool_handler *const tables[] = {
 
 /* The fixture tools in listing order: definitions sorted by path. */
 static const char *const fixture_names[] = {
+	"confirm_delete",
+	"failing_job",
+	"greet",
 	"json_schema_2020_12_tool",
+	"multi_input",
+	"protocol_error_job",
+	"slow_compute",
 	"test_audio_content",
 	"test_cancellation",
+	"test_custom_header",
 	"test_elicitation",
 	"test_elicitation_sep1034_defaults",
 	"test_elicitation_sep1330_enums",
@@ -68,16 +77,26 @@ static const char *const fixture_names[] = {
 	"test_streaming_elicitation",
 	"test_tool_with_logging",
 	"test_tool_with_progress",
+	"test_tool_with_task",
 };
 #define NFIXTURES (sizeof(fixture_names) / sizeof(fixture_names[0]))
 
-/* MCP-DIGEST B2: this inputSchema must be listed verbatim. */
+/* MCP-DIGEST B2: this inputSchema must be listed verbatim; it is the one
+ * conformance 0.2.0-alpha.12 gives (SEP-2106: $anchor, allOf/anyOf,
+ * if/then/else), a superset of what 0.1.16 checks. */
 static const char schema_2020_12[] =
 	"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-	"\"type\":\"object\",\"$defs\":{\"address\":{\"type\":\"object\","
-	"\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":"
-	"\"string\"}}}},\"properties\":{\"name\":{\"type\":\"string\"},"
-	"\"address\":{\"$ref\":\"#/$defs/address\"}},"
+	"\"type\":\"object\",\"$defs\":{\"address\":{\"$anchor\":"
+	"\"addressDef\",\"type\":\"object\",\"properties\":{\"street\":{"
+	"\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
+	"\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{"
+	"\"$ref\":\"#/$defs/address\"},\"contactMethod\":{\"type\":"
+	"\"string\",\"enum\":[\"phone\",\"email\"]},\"phone\":{\"type\":"
+	"\"string\"},\"email\":{\"type\":\"string\"}},\"allOf\":[{"
+	"\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]"
+	"}],\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}"
+	"},\"required\":[\"contactMethod\"]},\"then\":{\"required\":"
+	"[\"phone\"]},\"else\":{\"required\":[\"email\"]},"
 	"\"additionalProperties\":false}";
 
 static struct config *
@@ -327,7 +346,7 @@ static void
 test_schema_2020_12_verbatim(void **state)
 {
 	static const char *const versions[] = {"2024-11-05", "2025-06-18",
-					       "2025-11-25"};
+					       "2025-11-25", "2026-07-28"};
 	struct tools *t = load("[conformance]\nenabled = true\n");
 	json_t *want = json_loads(schema_2020_12, 0, NULL);
 	size_t i, len;
@@ -422,10 +441,11 @@ test_list_pages(void **state)
 	assert_null(tools_list_json(t, "2025-11-25", 2, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 17, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 25, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 33, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 4 * ((NFIXTURES + 3) / 4),
 				    &len));
 	assert_non_null(tools_list_json(t, "2024-11-05", 12, &len));
-	assert_non_null(tools_list_json(t, "2026-07-28", 24, &len));
+	assert_non_null(tools_list_json(t, "2026-07-28", 32, &len));
 	tools_unref(t);
 }
 
@@ -469,6 +489,297 @@ test_refcount(void **state)
 	tools_unref(NULL);
 }
 
+/* ---- x-mcp-header (SEP-2243) ----------------------------------------- */
+
+/* The fixture's annotated parameters, indexed at load; no other fixture
+ * has any. */
+static void
+test_headers_fixture(void **state)
+{
+	static const struct {
+		const char *header, *arg;
+		size_t depth;
+		enum tool_header_type type;
+	} want[] = {
+		{"Mcp-Param-Region", "region", 1, TOOL_HEADER_STRING},
+		{"Mcp-Param-Count", "count", 1, TOOL_HEADER_INTEGER},
+		{"Mcp-Param-Verbose", "verbose", 1, TOOL_HEADER_BOOLEAN},
+		{"Mcp-Param-Zone", "target.zone", 2, TOOL_HEADER_STRING},
+	};
+	struct tools *t = load("[conformance]\nenabled = true\n");
+	const struct tool_def *d = tools_find(t, "test_custom_header");
+	size_t i;
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(d->nheaders, 4);
+	for (i = 0; i < 4; i++) {
+		assert_string_equal(d->headers[i].header, want[i].header);
+		assert_string_equal(d->headers[i].arg, want[i].arg);
+		assert_int_equal(d->headers[i].depth, want[i].depth);
+		assert_int_equal(d->headers[i].type, want[i].type);
+	}
+	assert_string_equal(d->headers[3].path[0], "target");
+	assert_string_equal(d->headers[3].path[1], "zone");
+	for (i = 0; i < tools_count(t); i++)
+		if (tools_at(t, i) != d && tools_at(t, i)->nheaders != 0)
+			fail_msg("%s has x-mcp-header parameters",
+				 tools_at(t, i)->name);
+	tools_unref(t);
+}
+
+/* want_n >= 0: indexed, that many; else err is a substring of the
+ * message, which starts with the schema location. */
+struct hcase {
+	const char *schema;
+	int want_n;
+	const char *err;
+};
+
+#define PROP(p) "{\"type\":\"object\",\"properties\":{" p "}}"
+
+static const struct hcase hcases[] = {
+	{PROP("\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}"),
+	 1, NULL},
+	{PROP("\"a\":{\"type\":\"object\",\"properties\":{\"b\":{\"type\":"
+	      "\"integer\",\"x-mcp-header\":\"B\"}}}"),
+	 1, NULL},
+	{PROP("\"t\":{\"type\":\"boolean\",\"x-mcp-header\":"
+	      "\"A!#$%&'*+-.^_`|~9\"}"),
+	 1, NULL},
+	{PROP("\"x-mcp-header\":{\"type\":\"string\"}"), 0, NULL},
+	/* default, const and examples hold data, not schemas */
+	{PROP("\"a\":{\"type\":\"object\",\"default\":{\"x-mcp-header\":"
+	      "\"D\"},\"examples\":[{\"x-mcp-header\":\"E\"}]}"),
+	 0, NULL},
+	{"{\"type\":\"object\"}", 0, NULL},
+	/* the value: a non-empty token */
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":\"\"}"), -1,
+	 "#/properties/v: \"x-mcp-header\" must be a non-empty header name"},
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":\"My Region\"}"), -1,
+	 "RFC 9110 token), got \"My Region\""},
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":"
+	      "\"Region:Primary\"}"),
+	 -1, "got \"Region:Primary\""},
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":\"R\u00e9gion\"}"),
+	 -1, "RFC 9110 token"},
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":\"Region\\t1\"}"),
+	 -1, "RFC 9110 token"},
+	{PROP("\"v\":{\"type\":\"string\",\"x-mcp-header\":5}"), -1,
+	 "got a non-string"},
+	/* primitive types only, one of them */
+	{PROP("\"score\":{\"type\":\"number\",\"x-mcp-header\":\"Score\"}"), -1,
+	 "#/properties/score: \"x-mcp-header\" \"Score\" needs a property "
+	 "of \"type\" \"string\", \"integer\" or \"boolean\""},
+	{PROP("\"d\":{\"type\":\"object\",\"x-mcp-header\":\"Data\"}"), -1,
+	 "got \"object\""},
+	{PROP("\"i\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+	      "\"x-mcp-header\":\"Items\"}"),
+	 -1, "got \"array\""},
+	{PROP("\"n\":{\"type\":\"null\",\"x-mcp-header\":\"Nil\"}"), -1,
+	 "got \"null\""},
+	{PROP("\"n\":{\"type\":[\"string\",\"null\"],\"x-mcp-header\":"
+	      "\"N\"}"),
+	 -1, "got no single type"},
+	{PROP("\"n\":{\"x-mcp-header\":\"N\"}"), -1, "got no single type"},
+	/* unique ignoring case */
+	{PROP("\"field1\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+	      "\"field2\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}"),
+	 -1,
+	 "#/properties/field2: \"x-mcp-header\" \"Region\" is already used "
+	 "by property \"field1\""},
+	{PROP("\"a\":{\"type\":\"object\",\"properties\":{\"f\":{\"type\":"
+	      "\"string\",\"x-mcp-header\":\"MyField\"}}},\"g\":{\"type\":"
+	      "\"integer\",\"x-mcp-header\":\"myfield\"}"),
+	 -1, "\"myfield\" is already used by property \"a.f\""},
+	/* reached through properties alone */
+	{"{\"type\":\"string\",\"x-mcp-header\":\"Root\"}", -1,
+	 "#: \"x-mcp-header\" is allowed only on a property reached from the "
+	 "root through \"properties\" alone"},
+	{PROP("\"l\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+	      "\"x-mcp-header\":\"Item\"}}"),
+	 -1, "#/properties/l/items: \"x-mcp-header\" is allowed only"},
+	{"{\"type\":\"object\",\"anyOf\":[{\"properties\":{\"a\":{\"type\":"
+	 "\"string\",\"x-mcp-header\":\"A\"}}}]}",
+	 -1, "#/anyOf/0/properties/a: \"x-mcp-header\" is allowed only"},
+	{"{\"type\":\"object\",\"allOf\":[{\"properties\":{\"a\":{\"type\":"
+	 "\"string\",\"x-mcp-header\":\"A\"}}}]}",
+	 -1, "#/allOf/0/properties/a:"},
+	{"{\"type\":\"object\",\"oneOf\":[true,{\"properties\":{\"a\":{"
+	 "\"type\":\"string\",\"x-mcp-header\":\"A\"}}}]}",
+	 -1, "#/oneOf/1/properties/a:"},
+	{"{\"type\":\"object\",\"not\":{\"properties\":{\"a\":{\"type\":"
+	 "\"string\",\"x-mcp-header\":\"A\"}}}}",
+	 -1, "#/not/properties/a:"},
+	{"{\"type\":\"object\",\"if\":{\"properties\":{\"a\":{\"type\":"
+	 "\"string\",\"x-mcp-header\":\"A\"}}}}",
+	 -1, "#/if/properties/a:"},
+	{"{\"type\":\"object\",\"if\":true,\"then\":{\"properties\":{\"a\":"
+	 "{\"type\":\"string\",\"x-mcp-header\":\"A\"}}}}",
+	 -1, "#/then/properties/a:"},
+	{"{\"type\":\"object\",\"else\":{\"properties\":{\"a\":{\"type\":"
+	 "\"string\",\"x-mcp-header\":\"A\"}}}}",
+	 -1, "#/else/properties/a:"},
+	{"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\","
+	 "\"x-mcp-header\":\"A\"}}",
+	 -1, "#/additionalProperties:"},
+	{"{\"type\":\"object\",\"$defs\":{\"r/x\":{\"type\":\"string\","
+	 "\"x-mcp-header\":\"R\"}},\"properties\":{\"r\":{\"$ref\":"
+	 "\"#/$defs/r~1x\"}}}",
+	 -1, "#/$defs/r~1x: \"x-mcp-header\" is allowed only"},
+	{"{\"type\":\"object\",\"definitions\":{\"r\":{\"type\":\"string\","
+	 "\"x-mcp-header\":\"R\"}}}",
+	 -1, "#/definitions/r:"},
+};
+
+static void
+test_headers_index(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(hcases) / sizeof(hcases[0]); i++) {
+		const struct hcase *c = &hcases[i];
+		json_t *schema = json_loads(c->schema, 0, NULL);
+		struct tool_header *h = (struct tool_header *)1;
+		size_t n = 99;
+		char err[600] = "";
+		int rc;
+
+		if (schema == NULL)
+			fail_msg("case %zu: bad test JSON %s", i, c->schema);
+		rc = tools_headers_index(schema, &h, &n, err, sizeof(err));
+		if (c->want_n >= 0 &&
+		    (rc != STATUS_OK || n != (size_t)c->want_n))
+			fail_msg("case %zu: %s: rc %d n %zu, want %d: %s", i,
+				 c->schema, rc, n, c->want_n, err);
+		if (c->want_n < 0 &&
+		    (rc != STATUS_INVALID || strstr(err, c->err) == NULL))
+			fail_msg("case %zu: %s: rc %d '%s', want '%s'", i,
+				 c->schema, rc, err, c->err);
+		if (rc != STATUS_OK || n == 0)
+			assert_null(h);
+		if (rc != STATUS_OK)
+			assert_int_equal(n, 0);
+		if (c->want_n == 1 && strstr(c->schema, "\"a\"") != NULL) {
+			assert_string_equal(h[0].arg, "a.b");
+			assert_string_equal(h[0].header, "Mcp-Param-B");
+			assert_int_equal(h[0].type, TOOL_HEADER_INTEGER);
+		}
+		tools_headers_free(h, n);
+		json_decref(schema);
+	}
+	tools_headers_free(NULL, 0);
+}
+
+/* The value a header mirrors: absent or null means none. */
+static void
+test_header_arg(void **state)
+{
+	static const struct {
+		const char *args, *want; /* want NULL: no value */
+	} cases[] = {
+		{"{\"t\":{\"zone\":\"eu\"}}", "\"eu\""},
+		{"{\"t\":{\"zone\":0}}", "0"},
+		{"{\"t\":{\"zone\":false}}", "false"},
+		{"{\"t\":{\"zone\":null}}", NULL},
+		{"{\"t\":{}}", NULL},
+		{"{\"t\":null}", NULL},
+		{"{\"t\":\"zone\"}", NULL},
+		{"{\"t\":[{\"zone\":\"eu\"}]}", NULL},
+		{"{}", NULL},
+		{"[]", NULL},
+	};
+	const char *path[] = {"t", "zone"};
+	struct tool_header h = {.header = "Mcp-Param-Zone",
+				.arg = "t.zone",
+				.path = path,
+				.depth = 2,
+				.type = TOOL_HEADER_STRING};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *args = json_loads(cases[i].args, 0, NULL);
+		json_t *want = cases[i].want ? json_loads(cases[i].want,
+							  JSON_DECODE_ANY, NULL)
+					     : NULL;
+		const json_t *got = tools_header_arg(&h, args);
+
+		assert_non_null(args);
+		if (want == NULL ? got != NULL : !json_equal(got, want))
+			fail_msg("%s: wrong value", cases[i].args);
+		json_decref(want);
+		json_decref(args);
+	}
+}
+
+/* Header text (decoded) against the body value, per declared type. */
+static void
+test_header_matches(void **state)
+{
+	static const struct {
+		enum tool_header_type type;
+		const char *value; /* JSON */
+		const char *text;
+		bool want;
+	} cases[] = {
+		{TOOL_HEADER_STRING, "\"Hello\"", "Hello", true},
+		{TOOL_HEADER_STRING, "\"Hello\"", "hello", false},
+		{TOOL_HEADER_STRING, "\"Hello\"", "Hello ", false},
+		{TOOL_HEADER_STRING, "\"\"", "", true},
+		{TOOL_HEADER_STRING, "\"SGVsbG8=\"", "SGVsbG8=", true},
+		{TOOL_HEADER_STRING, "\"Hello, \u4e16\u754c\"",
+		 "Hello, \xe4\xb8\x96\xe7\x95\x8c", true},
+		{TOOL_HEADER_STRING, "\"a\\u0000b\"", "a", false},
+		{TOOL_HEADER_STRING, "5", "5", false},
+		{TOOL_HEADER_STRING, "true", "true", false},
+		{TOOL_HEADER_INTEGER, "42", "42", true},
+		{TOOL_HEADER_INTEGER, "42", "42.0", true},
+		{TOOL_HEADER_INTEGER, "42", "4.2e1", true},
+		{TOOL_HEADER_INTEGER, "42", "+42", true},
+		{TOOL_HEADER_INTEGER, "-7", "-7", true},
+		{TOOL_HEADER_INTEGER, "42.0", "42", true},
+		{TOOL_HEADER_INTEGER, "42", "43", false},
+		{TOOL_HEADER_INTEGER, "42", "0x2A", false},
+		{TOOL_HEADER_INTEGER, "42", "42abc", false},
+		{TOOL_HEADER_INTEGER, "42", " 42", false},
+		{TOOL_HEADER_INTEGER, "42", "", false},
+		{TOOL_HEADER_INTEGER, "0", "-", false},
+		{TOOL_HEADER_INTEGER, "42", "inf", false},
+		{TOOL_HEADER_INTEGER, "42", "1e400", false},
+		{TOOL_HEADER_INTEGER, "9007199254740993", "9007199254740992",
+		 false},
+		{TOOL_HEADER_INTEGER, "9007199254740993", "9007199254740993",
+		 true},
+		{TOOL_HEADER_INTEGER, "\"42\"", "42", false},
+		{TOOL_HEADER_INTEGER, "true", "1", false},
+		{TOOL_HEADER_BOOLEAN, "true", "true", true},
+		{TOOL_HEADER_BOOLEAN, "false", "false", true},
+		{TOOL_HEADER_BOOLEAN, "true", "True", false},
+		{TOOL_HEADER_BOOLEAN, "true", "1", false},
+		{TOOL_HEADER_BOOLEAN, "false", "true", false},
+		{TOOL_HEADER_BOOLEAN, "\"true\"", "true", false},
+		{TOOL_HEADER_BOOLEAN, "0", "false", false},
+	};
+	const char *path[] = {"p"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tool_header h = {.header = "Mcp-Param-P",
+					.arg = "p",
+					.path = path,
+					.depth = 1,
+					.type = cases[i].type};
+		json_t *v = json_loads(cases[i].value,
+				       JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+		assert_non_null(v);
+		if (tools_header_matches(&h, v, cases[i].text) != cases[i].want)
+			fail_msg("case %zu: %s vs \"%s\": want %s", i,
+				 cases[i].value, cases[i].text,
+				 cases[i].want ? "a match" : "no match");
+		json_decref(v);
+	}
+}
+
 static int
 dummy_handler(struct call *call, const json_t *args, json_t **result)
 {
@@ -487,13 +798,17 @@ static void
 test_handler_without_definition(void **state)
 {
 	const struct tool_handler *const with_extra[] = {
-		core_tool_handlers,	conformance_tool_handlers,
-		query_tool_handlers,	telemetry_tool_handlers,
+		core_tool_handlers,
+		conformance_tool_handlers,
+		conformance_2026_tool_handlers,
+		query_tool_handlers,
+		telemetry_tool_handlers,
 		spans_tool_handlers,	/* query_spans, get_trace */
 		genai_tool_handlers,	/* get_session, ... */
 		services_tool_handlers, /* list_services */
 		grafana_tool_handlers,	/* query_grafana_metrics */
-		extra_handlers,		NULL};
+		extra_handlers,
+		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
 	struct tools *t = (struct tools *)1;
 	char err[512] = "";
@@ -512,7 +827,8 @@ static void
 test_definition_without_handler(void **state)
 {
 	const struct tool_handler *const only_fixtures[] = {
-		conformance_tool_handlers, NULL};
+		conformance_tool_handlers, conformance_2026_tool_handlers,
+		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
 	struct tools *t = (struct tools *)1;
 	char err[512] = "";
@@ -544,6 +860,10 @@ main(void)
 		cmocka_unit_test(test_list_pages),
 		cmocka_unit_test(test_same),
 		cmocka_unit_test(test_refcount),
+		cmocka_unit_test(test_headers_fixture),
+		cmocka_unit_test(test_headers_index),
+		cmocka_unit_test(test_header_arg),
+		cmocka_unit_test(test_header_matches),
 		cmocka_unit_test(test_handler_without_definition),
 		cmocka_unit_test(test_definition_without_handler),
 	};
