@@ -3,9 +3,11 @@
 -- own id, and reports throughput, p50/p99 latency and every bad answer.
 --
 -- wrk -t2 -c64 -d10s -s bench/wrk-mcp.lua URL -- METHOD SESSION PROTOCOL
---   METHOD    JSON-RPC method without params: "ping" or "tools/list"
+--   METHOD    "ping", "tools/list", or "tools/call:<tool>" (no arguments)
 --   SESSION   Mcp-Session-Id from initialize, "-" to send none
---   PROTOCOL  MCP-Protocol-Version negotiated at initialize
+--   PROTOCOL  MCP-Protocol-Version negotiated at initialize; 2026-07-28
+--             sends stateless requests instead: no session, the
+--             per-request _meta and the Mcp-Method / Mcp-Name headers
 --
 -- done() prints one line for the driver to parse:
 --   MCPBENCH requests=N duration_us=N rps=X p50_us=N p99_us=N ... errors=N
@@ -23,12 +25,24 @@ function init(args)
 	method = args[1] or "ping"
 	local session = args[2] or "-"
 	local protocol = args[3] or "2025-11-25"
+	tool = nil
+	if method:sub(1, 11) == "tools/call:" then
+		tool = method:sub(12)
+		method = "tools/call"
+	end
+	stateless = protocol == "2026-07-28"
 	wrk.method = "POST"
 	local h = {
 		["Content-Type"] = "application/json",
 		["Accept"] = "application/json, text/event-stream",
 		["MCP-Protocol-Version"] = protocol,
 	}
+	if stateless then
+		h["Mcp-Method"] = method
+		if tool then
+			h["Mcp-Name"] = tool
+		end
+	end
 	if session ~= "-" then
 		h["Mcp-Session-Id"] = session
 	end
@@ -43,10 +57,27 @@ function init(args)
 	first_bad = ""
 end
 
+local META = '"_meta":{"io.modelcontextprotocol/protocolVersion":'
+	.. '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+
 function request()
 	next_id = next_id + 1
-	local body = string.format(
-		'{"jsonrpc":"2.0","id":%d,"method":"%s"}', next_id, method)
+	local params = {}
+	if tool then
+		table.insert(params, string.format('"name":"%s","arguments":{}', tool))
+	end
+	if stateless then
+		table.insert(params, META)
+	end
+	local body
+	if #params > 0 then
+		body = string.format(
+			'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{%s}}',
+			next_id, method, table.concat(params, ","))
+	else
+		body = string.format(
+			'{"jsonrpc":"2.0","id":%d,"method":"%s"}', next_id, method)
+	end
 	return prefix .. "Content-Length: " .. #body .. "\r\n\r\n" .. body
 end
 

@@ -170,6 +170,7 @@ static const char *const modern_methods[] = {
 	"tasks/get",
 	"tasks/update",
 	"tasks/cancel",
+	"subscriptions/listen",
 	NULL,
 };
 
@@ -223,15 +224,76 @@ do_discover(struct rq *r)
 	for (size_t i = 0; versions != NULL && reqmeta_versions[i] != NULL; i++)
 		json_array_append_new(versions,
 				      json_string(reqmeta_versions[i]));
-	caps = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}, s:{s:{}}}", "tools",
-			 "resources", "prompts", "completions", "logging",
-			 "extensions", TASKS_EXTENSION);
+	/* listChanged and subscribe: delivered on subscriptions/listen */
+	caps = json_pack("{s:{s:b}, s:{s:b}, s:{}, s:{}, s:{}, s:{s:{}}}",
+			 "tools", "listChanged", 1, "resources", "subscribe", 1,
+			 "prompts", "completions", "logging", "extensions",
+			 TASKS_EXTENSION);
 	(void)r;
 	return json_pack("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}",
 			 "supportedVersions", versions, "capabilities", caps,
 			 "instructions", SERVER_INSTRUCTIONS, "_meta",
 			 REQMETA_KEY_SERVER_INFO, "name", "sextant", "version",
 			 SEXTANT_VERSION);
+}
+
+/* ---- subscriptions/listen (2026-07-28) ------------------------------------ */
+
+static bool resource_exists(const char *uri);
+
+/*
+ * Opens the listen stream of this request: the acknowledgment first, with
+ * the subset of the filter honored (tools list changes, and updates of
+ * resources that exist; prompts and the resource list never change here,
+ * so they are not promised), then notifications as they happen, until the
+ * client hangs up or the server stops.  No final response.
+ */
+static int
+do_listen(struct rq *r)
+{
+	const json_t *want = json_object_get(r->params, "notifications");
+	const json_t *subs = json_object_get(want, "resourceSubscriptions");
+	json_t *filter = json_object(), *kept = json_array(), *ack;
+	size_t i;
+
+	if (filter == NULL || kept == NULL) {
+		json_decref(filter);
+		json_decref(kept);
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+		return STATUS_NOMEM;
+	}
+	if (!json_is_object(want) || (subs != NULL && !json_is_array(subs))) {
+		json_decref(filter);
+		json_decref(kept);
+		rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			"notifications must be an object: toolsListChanged, "
+			"promptsListChanged, resourcesListChanged (booleans), "
+			"resourceSubscriptions (an array of URIs)");
+		return STATUS_INVALID;
+	}
+	if (json_is_true(json_object_get(want, "toolsListChanged")))
+		json_object_set_new(filter, "toolsListChanged", json_true());
+	for (i = 0; i < json_array_size(subs) && json_array_size(kept) < 100;
+	     i++) {
+		const char *uri = json_string_value(json_array_get(subs, i));
+
+		if (uri != NULL && resource_exists(uri))
+			json_array_append_new(kept, json_string(uri));
+	}
+	if (json_array_size(kept) > 0)
+		json_object_set(filter, "resourceSubscriptions", kept);
+	json_decref(kept);
+	ack = rpc_notification("notifications/subscriptions/acknowledged",
+			       json_pack("{s:O, s:{s:O}}", "notifications",
+					 filter, "_meta",
+					 REQMETA_KEY_SUBSCRIPTION, r->id));
+	pthread_mutex_lock(&r->s->mu);
+	json_decref(r->s->listen);
+	r->s->listen = json_pack("{s:o, s:O}", "filter", filter, "id", r->id);
+	pthread_mutex_unlock(&r->s->mu);
+	/* not final: the stream stays open for what follows */
+	exchange_send(r->ex, ack, false);
+	return STATUS_OK;
 }
 
 /* ---- tasks (2026-07-28 extension) ---------------------------------------- */
@@ -1002,6 +1064,11 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 			return rc == STATUS_FULL ? STATUS_FULL : STATUS_OK;
 		goto error;
 	}
+	if (strcmp(r.method, "subscriptions/listen") == 0 && s->modern) {
+		if (do_listen(&r) == STATUS_OK)
+			return STATUS_OK;
+		goto error;
+	}
 	if (strcmp(r.method, "tools/list") == 0) {
 		if (do_tools_list(&r) == STATUS_OK)
 			return STATUS_OK;
@@ -1183,4 +1250,57 @@ dispatch_resource_updated(struct server *srv, const char *uri)
 	struct updated_ctx ctx = {uri};
 
 	session_table_foreach(srv->sessions, notify_updated, &ctx);
+	dispatch_listen_notify(srv, "notifications/resources/updated", uri);
+}
+
+struct listen_ctx {
+	const char *method, *uri;
+};
+
+/* One listen stream: the notification if its filter asked for it. */
+static void
+listen_one(struct session *s, void *arg)
+{
+	const struct listen_ctx *ctx = arg;
+	const json_t *filter, *subs;
+	json_t *msg = NULL;
+	bool wanted = false;
+	size_t i;
+
+	pthread_mutex_lock(&s->mu);
+	filter = json_object_get(s->listen, "filter");
+	if (filter != NULL && s->streams != NULL && !s->closed) {
+		if (strcmp(ctx->method, "notifications/tools/list_changed") ==
+		    0)
+			wanted = json_is_true(
+				json_object_get(filter, "toolsListChanged"));
+		subs = json_object_get(filter, "resourceSubscriptions");
+		for (i = 0; ctx->uri != NULL && i < json_array_size(subs); i++)
+			wanted |= strcmp(json_string_value(
+						 json_array_get(subs, i)),
+					 ctx->uri) == 0;
+	}
+	if (wanted) {
+		json_t *params = json_pack("{s:{s:O}}", "_meta",
+					   REQMETA_KEY_SUBSCRIPTION,
+					   json_object_get(s->listen, "id"));
+
+		if (params != NULL && ctx->uri != NULL)
+			json_object_set_new(params, "uri",
+					    json_string(ctx->uri));
+		msg = rpc_notification(ctx->method, params);
+		if (msg != NULL && stream_send(s->streams, msg) != STATUS_OK)
+			log_warn(&(struct log_fields){.duration_ms = -1},
+				 "listen notification dropped: stream full");
+	}
+	pthread_mutex_unlock(&s->mu);
+	json_decref(msg);
+}
+
+void
+dispatch_listen_notify(struct server *srv, const char *method, const char *uri)
+{
+	struct listen_ctx ctx = {method, uri};
+
+	session_table_foreach(srv->requests, listen_one, &ctx);
 }

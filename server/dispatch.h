@@ -58,4 +58,11 @@ void dispatch_notify_session(struct session *s, json_t *msg);
 /* notifications/resources/updated to every session subscribed to uri. */
 void dispatch_resource_updated(struct server *srv, const char *uri);
 
+/* method ("notifications/tools/list_changed", or
+ * "notifications/resources/updated" with its uri) to every 2026-07-28
+ * subscriptions/listen stream whose filter asked for it, tagged with its
+ * subscription id. */
+void dispatch_listen_notify(struct server *srv, const char *method,
+			    const char *uri);
+
 #endif

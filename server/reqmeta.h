@@ -13,12 +13,13 @@
 
 #include "status.h"
 
-#define REQMETA_VERSION		"2026-07-28"
-#define REQMETA_KEY_VERSION	"io.modelcontextprotocol/protocolVersion"
-#define REQMETA_KEY_CAPS	"io.modelcontextprotocol/clientCapabilities"
-#define REQMETA_KEY_INFO	"io.modelcontextprotocol/clientInfo"
-#define REQMETA_KEY_LEVEL	"io.modelcontextprotocol/logLevel"
-#define REQMETA_KEY_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define REQMETA_VERSION		 "2026-07-28"
+#define REQMETA_KEY_VERSION	 "io.modelcontextprotocol/protocolVersion"
+#define REQMETA_KEY_CAPS	 "io.modelcontextprotocol/clientCapabilities"
+#define REQMETA_KEY_INFO	 "io.modelcontextprotocol/clientInfo"
+#define REQMETA_KEY_LEVEL	 "io.modelcontextprotocol/logLevel"
+#define REQMETA_KEY_SERVER_INFO	 "io.modelcontextprotocol/serverInfo"
+#define REQMETA_KEY_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 
 /* The revisions served statelessly, newest first, NULL-terminated. */
 extern const char *const reqmeta_versions[];

@@ -66,6 +66,14 @@ server_live_unlock(struct server *srv)
 }
 
 static double
+gauge_requests(void *arg)
+{
+	struct session_table *t = ((struct server *)arg)->requests;
+
+	return t != NULL ? session_table_count(t) : 0;
+}
+
+static double
 gauge_sessions(void *arg)
 {
 	return session_table_count(((struct server *)arg)->sessions);
@@ -135,6 +143,10 @@ init_metrics(struct server *srv)
 		return STATUS_NOMEM;
 	if (metrics_gauge_fn(m, "sextant_sessions", "Live MCP sessions",
 			     gauge_sessions, srv) != STATUS_OK ||
+	    metrics_gauge_fn(m, "sextant_stateless_requests",
+			     "2026-07-28 requests in flight (running tasks "
+			     "included)",
+			     gauge_requests, srv) != STATUS_OK ||
 	    metrics_gauge_fn(m, "sextant_worker_queue_depth",
 			     "Tool calls waiting for a worker", gauge_queue,
 			     srv) != STATUS_OK ||
@@ -479,8 +491,8 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		snprintf(err, errlen, "out of memory creating sessions");
 		return rc;
 	}
-	/* one per 2026-07-28 request in flight: gone once nothing holds it */
-	lim.max_sessions = cfg->server.max_connections + 64;
+	/* one per 2026-07-28 request in flight, and per running task */
+	lim.max_sessions = cfg->server.max_connections + TASKS_MAX;
 	lim.idle_timeout_s = 0;
 	if ((rc = session_table_new(&lim, &srv->requests)) != STATUS_OK) {
 		snprintf(err, errlen, "out of memory creating sessions");
@@ -594,6 +606,7 @@ void
 server_notify_tools_changed(struct server *srv)
 {
 	session_table_foreach(srv->sessions, notify_tools_changed, NULL);
+	dispatch_listen_notify(srv, "notifications/tools/list_changed", NULL);
 }
 
 void

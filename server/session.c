@@ -109,6 +109,7 @@ session_free(struct session *s)
 	json_decref(s->client_caps);
 	json_decref(s->client_info);
 	json_decref(s->subscriptions);
+	json_decref(s->listen);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

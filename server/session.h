@@ -118,6 +118,9 @@ struct session {
 	bool initialized;
 	int log_level; /* enum mcp_level; MCP_LEVEL_INFO until setLevel */
 	json_t *subscriptions; /* object: uri -> true */
+	/* 2026-07-28 subscriptions/listen on this request: {"filter": the
+	 * honored notifications, "id": the request id}, or NULL */
+	json_t *listen;
 	struct stream *streams;
 	struct stream *standalone;
 	int live_streams;

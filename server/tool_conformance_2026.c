@@ -2,7 +2,8 @@
  * tool_conformance_2026.c - handlers of the conformance fixture tools for
  * revision 2026-07-28: test_custom_header, whose x-mcp-header parameters
  * the transport checks against the Mcp-Param-* headers (SEP-2243) before
- * the call gets here.
+ * the call gets here, and test_trigger_tool_change, which announces a tool
+ * list change to every session and subscriptions/listen stream.
  */
 #include "tool_conformance_2026.h"
 
@@ -11,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "call.h"
+#include "server.h"
 #include "status.h"
 
 /* Echoes the validated arguments, keys sorted, so a test sees exactly
@@ -37,7 +40,18 @@ conf26_custom_header(struct call *call, const json_t *args, json_t **result)
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
+static int
+conf26_trigger_tool_change(struct call *call, const json_t *args,
+			   json_t **result)
+{
+	(void)args;
+	server_notify_tools_changed(call_server(call));
+	*result = tool_result_text("tools/list_changed sent");
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
 const struct tool_handler conformance_2026_tool_handlers[] = {
 	{"test_custom_header", conf26_custom_header},
+	{"test_trigger_tool_change", conf26_trigger_tool_change},
 	{NULL, NULL},
 };

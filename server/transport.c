@@ -491,10 +491,13 @@ post_state_free(void *tp)
 	struct session *s = ps->ex->s;
 	bool gone;
 
-	/* a 2026-07-28 client that hangs up before the answer cancels the
-	 * request (SH): its session goes, and its call with it */
+	/* a 2026-07-28 request's session ends with it: at once, not at the
+	 * janitor's next sweep, or a busy gateway fills the table.  A
+	 * client that hangs up before the answer cancels the request (SH)
+	 * and its call with it; a call that became a task keeps the session
+	 * until it ends (the sweep takes it then). */
 	pthread_mutex_lock(&s->mu);
-	gone = s->modern && ps->ex->outstanding > 0;
+	gone = s->modern && (ps->ex->outstanding > 0 || s->calls == NULL);
 	pthread_mutex_unlock(&s->mu);
 	if (gone)
 		(void)session_delete(ps->srv->requests, s->id);

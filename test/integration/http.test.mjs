@@ -370,7 +370,8 @@ describe('gateway with the conformance fixtures', () => {
 describe('2026-07-28 stateless requests (what the conformance suite does not probe)', () => {
 	let srv;
 	before(async () => {
-		srv = await startServer({ name: 'http-2026' });
+		// a hang-up on an idle stream is seen at its next keep-alive
+		srv = await startServer({ name: 'http-2026', env: { SEXTANT_SERVER_SSE_KEEPALIVE_S: '1' } });
 	});
 	beforeEach(() => srv?.assertAlive());
 	after(async () => {
@@ -505,6 +506,56 @@ describe('2026-07-28 stateless requests (what the conformance suite does not pro
 		assert.equal(nocap.status, 400, nocap.text);
 		assert.equal(nocap.json.error.code, -32021);
 		assert.deepEqual(nocap.json.error.data, { requiredCapabilities: { elicitation: {} } });
+	});
+
+	test('subscriptions/listen: acknowledged with the honored subset, then only what was asked, tagged', async () => {
+		const listen = (id, notifications) =>
+			open(srv.mcpUrl, {
+				method: 'POST',
+				headers: HDRS('subscriptions/listen'),
+				body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: META } }),
+			});
+		const tools = await listen('L1', { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['test://no-such', 'test://watched-resource'] });
+		const prompts = await listen('L2', { promptsListChanged: true });
+		assert.ok(tools instanceof SseStream && prompts instanceof SseStream, 'listen did not open a stream');
+		const ack = JSON.parse((await tools.next(5000)).data);
+		assert.equal(ack.method, 'notifications/subscriptions/acknowledged');
+		// prompts never change here and an unknown resource cannot be watched: not promised
+		assert.deepEqual(ack.params.notifications, { toolsListChanged: true, resourceSubscriptions: ['test://watched-resource'] });
+		assert.equal(ack.params._meta['io.modelcontextprotocol/subscriptionId'], 'L1');
+		const ack2 = JSON.parse((await prompts.next(5000)).data);
+		assert.deepEqual(ack2.params.notifications, {});
+		const r = await call(20, 'test_trigger_tool_change', {}, HDRS('tools/call', 'test_trigger_tool_change'));
+		assert.equal(r.json.result.resultType, 'complete', r.text);
+		const changed = JSON.parse((await tools.next(5000)).data);
+		assert.equal(changed.method, 'notifications/tools/list_changed');
+		assert.equal(changed.params._meta['io.modelcontextprotocol/subscriptionId'], 'L1');
+		await assert.rejects(prompts.next(700), /no SSE event/, 'a stream that did not ask got tools/list_changed');
+		tools.close();
+		prompts.close();
+		for (let i = 0; i < 50; i++) {
+			const m = parseMetrics((await request(`${srv.url}/metrics`)).text);
+			if (metricValue(m, 'sextant_stateless_requests') === 0) return;
+			await sleep(100);
+		}
+		assert.fail('the listen requests outlived their hang-up by 5 s (keep-alive 1 s)');
+	});
+
+	test('a finished request leaves nothing behind (not even until the next sweep)', async () => {
+		const N = 64;
+		const rs = await Promise.all(
+			Array.from({ length: N }, (_, i) =>
+				request(srv.mcpUrl, {
+					method: 'POST',
+					headers: HDRS('tools/list'),
+					body: JSON.stringify({ jsonrpc: '2.0', id: 100 + i, method: 'tools/list', params: { _meta: META } }),
+				}),
+			),
+		);
+		assert.deepEqual([...new Set(rs.map((r) => r.status))], [200]);
+		const m = parseMetrics((await request(`${srv.url}/metrics`)).text);
+		assert.equal(metricValue(m, 'sextant_stateless_requests'), 0, 'request sessions outlived their requests');
+		assert.equal(metricValue(m, 'sextant_sessions'), 0, 'a stateless request created a session');
 	});
 
 	test('2025 sessions are untouched: initialize still works, server/discover is theirs to miss', async () => {

@@ -270,7 +270,7 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		const tools = await all(s, 'tools/list', 'tools');
 		const names = tools.items.map((t) => t.name);
 		assert.equal(new Set(names).size, names.length, 'a tool repeated');
-		assert.equal(names.length, 34);
+		assert.equal(names.length, 35);
 		assert.equal(tools.pages, 9);
 		const prompts = await all(s, 'prompts/list', 'prompts');
 		assert.equal(prompts.items.length, 5);

@@ -696,7 +696,7 @@ test_tools_list(void **state)
 	assert_string_equal(json_string_value(json_object_get(resp, "id")),
 			    "L");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 34);
+	assert_int_equal(json_array_size(tools), 35);
 	json_array_foreach(tools, i, t)
 	{
 		assert_true(json_string_length(
@@ -714,7 +714,7 @@ test_tools_list(void **state)
 	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
 			    "\"tools/list\"}");
 	tools = json_object_get(result_of(resp), "tools");
-	assert_int_equal(json_array_size(tools), 34);
+	assert_int_equal(json_array_size(tools), 35);
 	json_array_foreach(tools, i, t)
 	{
 		assert_null(json_object_get(t, "annotations"));
@@ -1866,12 +1866,14 @@ test_pagination(void **state)
 
 	(void)state;
 	all = collect_pages(s, "tools/list", "tools", "name", &pages);
-	assert_int_equal(json_array_size(all), 34);
-	assert_int_equal(pages, 17);
+	assert_int_equal(json_array_size(all), 35);
+	assert_int_equal(pages, 18);
 	assert_string_equal(json_string_value(json_array_get(all, 0)),
 			    "confirm_delete");
 	assert_string_equal(json_string_value(json_array_get(all, 33)),
 			    "test_tool_with_task");
+	assert_string_equal(json_string_value(json_array_get(all, 34)),
+			    "test_trigger_tool_change");
 	json_decref(all);
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
 	assert_json(all, "[\"test://static-text\",\"test://static-binary\","

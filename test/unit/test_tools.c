@@ -78,6 +78,7 @@ static const char *const fixture_names[] = {
 	"test_tool_with_logging",
 	"test_tool_with_progress",
 	"test_tool_with_task",
+	"test_trigger_tool_change",
 };
 #define NFIXTURES (sizeof(fixture_names) / sizeof(fixture_names[0]))
 
@@ -442,6 +443,7 @@ test_list_pages(void **state)
 	assert_null(tools_list_json(t, "2025-11-25", 17, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 25, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 33, &len));
+	assert_null(tools_list_json(t, "2025-11-25", 36, &len));
 	assert_null(tools_list_json(t, "2025-11-25", 4 * ((NFIXTURES + 3) / 4),
 				    &len));
 	assert_non_null(tools_list_json(t, "2024-11-05", 12, &len));
