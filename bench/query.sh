@@ -291,12 +291,13 @@ DATABASE_URL=$PG_URL bounded "$MIGRATE_S" "$SEXTANT" migrate "${CONFIG_ARGS[@]}"
 }
 
 # ---- 2. rollups ------------------------------------------------------------------
-# Every hour that has settled (ended over ROLLUP_SETTLE_S = 120 s ago) and is
-# marked dirty is recomputed by `sextant maintain`; it skips hours written
-# in the last 60 s, so it runs until none is left.  Only the current hour(s)
-# may stay dirty.
+# Every hour and minute that has settled (ended over ROLLUP_SETTLE_S = 120 s
+# ago) and is marked dirty is recomputed by `sextant maintain`; it skips
+# periods written in the last 60 s, so it runs until none is left.  Only the
+# current hour(s) and the last minutes may stay dirty.
 settled_dirty() {
-	sql "SELECT count(DISTINCT period) FROM span_rollup_dirty WHERE period + interval '1 hour 120 seconds' < now()"
+	sql "SELECT (SELECT count(DISTINCT period) FROM span_rollup_dirty WHERE period + interval '1 hour 120 seconds' < now())
+		+ (SELECT count(DISTINCT period) FROM span_rollup_minute_dirty WHERE period + interval '180 seconds' < now())"
 }
 note "bringing the rollups up to date (sextant maintain)"
 t0=$(date +%s)
@@ -307,9 +308,9 @@ while [ "$(settled_dirty)" != 0 ]; do
 	[ $(($(date +%s) - t0)) -lt "$ROLLUP_S" ] || die "rollups not up to date after $ROLLUP_S s"
 	sleep 10
 done
-ROLLUP_ROWS=$(sql 'SELECT count(*) FROM span_rollup')
+ROLLUP_ROWS=$(sql "SELECT (SELECT count(*) FROM span_rollup) || ' hourly, ' || (SELECT count(*) FROM span_rollup_minute) || ' minute'")
 DIRTY_LEFT=$(sql "SELECT coalesce(string_agg(DISTINCT to_char(period AT TIME ZONE 'UTC', 'HH24:MI'), ' '), 'none') FROM span_rollup_dirty")
-note "span_rollup: $ROLLUP_ROWS rows; hours still dirty (UTC): $DIRTY_LEFT"
+note "rollup rows: $ROLLUP_ROWS; hours still dirty (UTC): $DIRTY_LEFT"
 
 # ---- 3. settings and the gateway ----------------------------------------------------
 # Per-database settings reach every new connection: the gateway's pool and
@@ -396,8 +397,8 @@ lines.push('');
 const checks = rs.flatMap((r) => r.checks);
 const diff = checks.filter((c) => c.problems.length).length;
 const pct = Math.max(...checks.filter((c) => c.maxPctDiff !== undefined).map((c) => c.maxPctDiff));
-const rollupCalls = rs.map((r) => r.summary.m24h ? r.summary.m24h.rollup_calls : 0).reduce((a, b) => a + b, 0);
-lines.push(`Same answer: ${checks.length - diff} of ${checks.length} checks equal (requests, error rates; percentiles within ${(100 * pct).toFixed(2)}% at most; trace ids and span counts); query_metrics 24h served from rollups in ${rollupCalls} of ${rs.length * rs[0].calls} measured calls.`);
+const rollupCalls = (k) => rs.map((r) => r.summary[k] ? r.summary[k].rollup_calls : 0).reduce((a, b) => a + b, 0);
+lines.push(`Same answer: ${checks.length - diff} of ${checks.length} checks equal (requests, error rates; percentiles within ${(100 * pct).toFixed(2)}% at most; trace ids and span counts); served from rollups: query_metrics 1h in ${rollupCalls('m1h')}, 24h in ${rollupCalls('m24h')} of ${rs.length * rs[0].calls} measured calls each.`);
 console.log(lines.join('\n'));
 EOF
 
@@ -413,7 +414,7 @@ EOF
 		echo "Ranges: from/to ending at $ANCHOR, where the data ends (loaded $(state_get loaded)), the same on every call."
 	fi
 	echo "$RUNS runs x $CALLS calls per query and side, services $SERVICES in turn, MCP and SQL alternating first;" \
-		"span_rollup $ROLLUP_ROWS rows, hours still dirty: $DIRTY_LEFT."
+		"rollup rows: $ROLLUP_ROWS, hours still dirty: $DIRTY_LEFT."
 	echo
 	cat "$OUT/table.md"
 	echo

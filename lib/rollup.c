@@ -1,7 +1,9 @@
 /*
- * rollup.c - duration buckets, histograms summed from rollup rows, and the
- * refresh and pruning of span_rollup (contracts in rollup.h, tables in
- * migrations/0005_span_rollup.sql and docs/schema.md).
+ * rollup.c - duration buckets, histograms summed from rollup rows, the
+ * split of a query range, and the refresh and pruning of span_rollup and
+ * span_rollup_minute (contracts in rollup.h, tables in
+ * migrations/0005_span_rollup.sql, 0008_span_rollup_minute.sql and
+ * docs/schema.md).
  */
 #include "rollup.h"
 
@@ -21,7 +23,10 @@
 /* "SEXTANT" 0x03 (lib/migrate holds 0x01, the partition functions 0x02). */
 #define REFRESH_LOCK "pg_try_advisory_xact_lock(6000299197437203459)"
 
-/* Periods fetched per candidate query when max_periods is 0 or large. */
+/* Times beyond which rollup_split_range gives no rollup part. */
+#define SPLIT_LIMIT_MS (INT64_MAX / 4)
+
+/* Units fetched per candidate query when max_units is 0 or large. */
 #define CANDIDATE_BATCH 64
 
 /* A dirty row's slot is floor(epoch / 10) of the statement that marked
@@ -415,6 +420,125 @@ static const char pending_sql[] =
 	"$2::integer)";
 
 /*
+ * Hours (as PERIOD_TEXT) after $1 (NULL: from the oldest) holding a
+ * settled dirty minute (M + $2 + $3 s < now) whose marks are all old,
+ * oldest first, at most $4.
+ */
+static const char minute_candidates_sql[] =
+	"SELECT " PERIOD_TEXT " FROM (SELECT date_trunc('hour', period, "
+	"'UTC') AS period FROM span_rollup_minute_dirty "
+	"WHERE period < now() - make_interval(secs => $2::integer + "
+	"$3::integer) GROUP BY period HAVING max(slot) < " OLD_SLOT_SQL
+	") m WHERE $1::timestamptz IS NULL OR period > $1::timestamptz "
+	"GROUP BY period ORDER BY period LIMIT $4";
+
+/*
+ * In hour $1: the marks of the settled minutes that have no young mark,
+ * deleted; the minutes they named (Unix s), and the first and last.  A
+ * writer's mark made after this statement's snapshot is not deleted, so
+ * its minute is done again later.
+ */
+static const char minute_take_sql[] =
+	"WITH h AS (SELECT period, slot FROM span_rollup_minute_dirty "
+	"WHERE period >= $1::timestamptz AND period < $1::timestamptz + "
+	"interval '1 hour'), "
+	"d AS (DELETE FROM span_rollup_minute_dirty x USING h "
+	"WHERE x.period = h.period AND x.slot = h.slot "
+	"AND h.period < now() - make_interval(secs => $2::integer + "
+	"$3::integer) AND h.period NOT IN (SELECT period FROM h WHERE slot "
+	">= " OLD_SLOT_SQL ") RETURNING extract(epoch FROM x.period)::bigint "
+	"AS e) SELECT array_agg(DISTINCT e ORDER BY e)::text, min(e), max(e) "
+	"FROM d";
+
+/* Minute rows for the minutes $1 (Unix s) go, to be computed again. */
+static const char minute_clear_sql[] =
+	"DELETE FROM span_rollup_minute WHERE period = ANY (ARRAY(SELECT "
+	"to_timestamp(unnest($1::bigint[]))))";
+
+/* The calls of the minutes $1 (Unix s, $2 the first, $3 the last) per
+ * minute and key, with their histograms, as aggregate_sql per hour. */
+static const char minute_aggregate_sql[] =
+	"INSERT INTO span_rollup_minute (period, service_name, source, "
+	"protocol, k1, k2, status, requests, buckets, counts) "
+	"SELECT to_timestamp(m), service_name, source, protocol, k1, k2, "
+	"status, sum(n)::bigint, array_agg(b ORDER BY b), "
+	"array_agg(n ORDER BY b) "
+	"FROM (SELECT (floor(extract(epoch FROM start_time) / 60) * "
+	"60)::bigint "
+	"AS m, service_name, source, protocol, k1, k2, status, "
+	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
+	"FROM span_calls WHERE start_time >= to_timestamp($2::bigint) "
+	"AND start_time < to_timestamp($3::bigint + 60) "
+	"AND protocol IS NOT NULL "
+	"AND (floor(extract(epoch FROM start_time) / 60) * 60)::bigint "
+	"= ANY ($1::bigint[]) "
+	"GROUP BY m, service_name, source, protocol, k1, k2, status, b) g "
+	"GROUP BY m, service_name, source, protocol, k1, k2, status";
+
+static const char minute_pending_sql[] =
+	"SELECT count(DISTINCT date_trunc('hour', period, 'UTC')) FROM "
+	"span_rollup_minute_dirty WHERE period < now() - "
+	"make_interval(secs => $1::integer + $2::integer)";
+
+/*
+ * The dirty settled minutes of one hour in one transaction.  *refreshed:
+ * whether any was (false when every one has a young mark); *locked_out:
+ * another refresher holds the lock.
+ */
+static int
+refresh_minutes(struct pg_conn *c, const char *hour, bool *refreshed,
+		bool *locked_out, struct pg_error *err)
+{
+	char len[16], settle[16];
+	const char *take[] = {hour, len, settle};
+	const char *one[1], *three[3];
+	PGresult *res = NULL;
+	int rc;
+
+	*refreshed = false;
+	*locked_out = false;
+	snprintf(len, sizeof(len), "%d", ROLLUP_MINUTE_S);
+	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
+	if ((rc = pg_begin(c, err)) != STATUS_OK)
+		return rc;
+	if ((rc = pg_query(c, "SELECT NOT " REFRESH_LOCK, 0, NULL, &res,
+			   err)) != STATUS_OK)
+		goto out;
+	*locked_out = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	res = NULL;
+	if (*locked_out)
+		goto out;
+	if ((rc = pg_query(c, minute_take_sql, 3, take, &res, err)) !=
+	    STATUS_OK)
+		goto out;
+	if (PQntuples(res) != 1) {
+		rc = unexpected(err, "minute list", "no row");
+		goto out;
+	}
+	if (PQgetisnull(res, 0, 0))
+		goto out; /* every minute has a young mark: rolled back */
+	one[0] = three[0] = PQgetvalue(res, 0, 0);
+	three[1] = PQgetvalue(res, 0, 1);
+	three[2] = PQgetvalue(res, 0, 2);
+	if ((rc = pg_query(c, minute_clear_sql, 1, one, NULL, err)) !=
+		    STATUS_OK ||
+	    (rc = pg_query(c, minute_aggregate_sql, 3, three, NULL, err)) !=
+		    STATUS_OK)
+		goto out;
+	if ((rc = pg_commit(c, err)) == STATUS_OK)
+		*refreshed = true;
+out:
+	PQclear(res);
+	if (!*refreshed) {
+		struct pg_error ignored;
+
+		(void)!pg_rollback(c, &ignored);
+	}
+	return rc;
+}
+
+/*
  * One period in one transaction.  *refreshed: whether it was (false when
  * a young row appeared since it was picked); *locked_out: another
  * refresher holds the lock.
@@ -458,8 +582,10 @@ out:
 	return rc;
 }
 
+/* Adds the count of one pending statement to *pending. */
 static int
-count_pending(struct pg_conn *c, int *pending, struct pg_error *err)
+count_pending(struct pg_conn *c, const char *sql, int len_s, int *pending,
+	      struct pg_error *err)
 {
 	char len[16], settle[16];
 	const char *params[] = {len, settle};
@@ -467,71 +593,80 @@ count_pending(struct pg_conn *c, int *pending, struct pg_error *err)
 	int64_t v = 0;
 	int rc;
 
-	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	snprintf(len, sizeof(len), "%d", len_s);
 	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
-	rc = pg_query(c, pending_sql, 2, params, &res, err);
+	rc = pg_query(c, sql, 2, params, &res, err);
 	if (rc == STATUS_OK) {
 		if (PQntuples(res) != 1)
 			rc = unexpected(err, "pending count", "no row");
 		else if (!parse_bigint(PQgetvalue(res, 0, 0), &v) || v < 0 ||
-			 v > INT32_MAX)
+			 v > INT32_MAX - *pending)
 			rc = unexpected(err, "pending count",
 					PQgetvalue(res, 0, 0));
 		else
-			*pending = (int)v;
+			*pending += (int)v;
 	}
 	PQclear(res);
 	return rc;
 }
 
-int
-rollup_refresh(struct pg_conn *c, int max_periods, int *done, int *pending,
-	       struct pg_error *err)
+/* The two kinds of unit, minutes first (see rollup.h). */
+static const struct unit_kind {
+	const char *candidates_sql;
+	const char *pending_sql;
+	int len_s;
+	int (*refresh)(struct pg_conn *c, const char *period, bool *refreshed,
+		       bool *locked_out, struct pg_error *err);
+} unit_kinds[] = {
+	{minute_candidates_sql, minute_pending_sql, ROLLUP_MINUTE_S,
+	 refresh_minutes},
+	{candidates_sql, pending_sql, ROLLUP_PERIOD_S, refresh_one},
+};
+
+/*
+ * Refreshes units of one kind, oldest first, while *n < max_units (0: no
+ * limit).  *stop: another refresher holds the lock, or an error.
+ */
+static int
+refresh_kind(struct pg_conn *c, const struct unit_kind *k, int max_units,
+	     int *n, bool *stop, struct pg_error *err)
 {
 	char after[64] = "", len[16], settle[16], limit[16];
 	const char *params[] = {NULL, len, settle, limit};
 	PGresult *res = NULL;
-	bool stop = false;
-	int rc = STATUS_OK, n = 0;
+	int rc = STATUS_OK;
 
-	if (pending != NULL)
-		*pending = 0;
-	if (done != NULL)
-		*done = 0;
-	if (c == NULL || done == NULL || max_periods < 0)
-		return bad_args(err, "no connection or result given, or "
-				     "max_periods below 0");
-	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
+	snprintf(len, sizeof(len), "%d", k->len_s);
 	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
-	while (!stop && (max_periods == 0 || n < max_periods)) {
+	while (!*stop && (max_units == 0 || *n < max_units)) {
 		int want = CANDIDATE_BATCH, rows;
 
-		if (max_periods > 0 && max_periods - n < want)
-			want = max_periods - n;
+		if (max_units > 0 && max_units - *n < want)
+			want = max_units - *n;
 		snprintf(limit, sizeof(limit), "%d", want);
 		params[0] = after[0] != '\0' ? after : NULL;
-		if ((rc = pg_query(c, candidates_sql, 4, params, &res, err)) !=
-		    STATUS_OK)
+		if ((rc = pg_query(c, k->candidates_sql, 4, params, &res,
+				   err)) != STATUS_OK) {
+			*stop = true;
 			break;
+		}
 		rows = PQntuples(res);
-		if (rows == 0)
-			break;
-		for (int i = 0; i < rows && !stop; i++) {
+		for (int i = 0; i < rows && !*stop; i++) {
 			const char *period = PQgetvalue(res, i, 0);
 			bool refreshed, locked_out;
 
 			if (strlen(period) >= sizeof(after)) {
 				rc = unexpected(err, "period", period);
-				stop = true;
+				*stop = true;
 				break;
 			}
 			snprintf(after, sizeof(after), "%s", period);
-			rc = refresh_one(c, period, &refreshed, &locked_out,
-					 err);
+			rc = k->refresh(c, period, &refreshed, &locked_out,
+					err);
 			if (rc != STATUS_OK || locked_out)
-				stop = true;
+				*stop = true;
 			else if (refreshed)
-				n++;
+				(*n)++;
 		}
 		PQclear(res);
 		res = NULL;
@@ -539,20 +674,57 @@ rollup_refresh(struct pg_conn *c, int max_periods, int *done, int *pending,
 			break;
 	}
 	PQclear(res);
+	return rc;
+}
+
+int
+rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
+	       struct pg_error *err)
+{
+	bool stop = false;
+	int rc = STATUS_OK, n = 0;
+
+	if (pending != NULL)
+		*pending = 0;
+	if (done != NULL)
+		*done = 0;
+	if (c == NULL || done == NULL || max_units < 0)
+		return bad_args(err, "no connection or result given, or "
+				     "max_units below 0");
+	for (size_t i = 0;
+	     i < sizeof(unit_kinds) / sizeof(unit_kinds[0]) && !stop; i++)
+		rc = refresh_kind(c, &unit_kinds[i], max_units, &n, &stop, err);
 	*done = n;
-	if (rc == STATUS_OK && pending != NULL)
-		rc = count_pending(c, pending, err);
+	for (size_t i = 0; rc == STATUS_OK && pending != NULL &&
+			   i < sizeof(unit_kinds) / sizeof(unit_kinds[0]);
+	     i++)
+		rc = count_pending(c, unit_kinds[i].pending_sql,
+				   unit_kinds[i].len_s, pending, err);
+	if (rc != STATUS_OK && pending != NULL)
+		*pending = 0;
 	return rc;
 }
 
 int
 rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 {
-	static const char *const sql[] = {
-		"DELETE FROM span_rollup WHERE period <= now() - "
-		"make_interval(days => $1::integer, secs => $2::integer)",
-		"DELETE FROM span_rollup_dirty WHERE period <= now() - "
-		"make_interval(days => $1::integer, secs => $2::integer)",
+	/* $2: the period's length in s */
+	static const struct {
+		const char *sql;
+		int len_s;
+	} sql[] = {
+		{"DELETE FROM span_rollup WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_PERIOD_S},
+		{"DELETE FROM span_rollup_dirty WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_PERIOD_S},
+		{"DELETE FROM span_rollup_minute WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_MINUTE_S},
+		{"DELETE FROM span_rollup_minute_dirty WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_MINUTE_S},
 	};
 	char days[16], len[16];
 	const char *params[] = {days, len};
@@ -563,9 +735,10 @@ rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 		return bad_args(err, "no connection, or retention_days out of "
 				     "range (1..3650)");
 	snprintf(days, sizeof(days), "%d", retention_days);
-	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
-	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && !rc; i++)
-		rc = pg_query(c, sql[i], 2, params, NULL, err);
+	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && !rc; i++) {
+		snprintf(len, sizeof(len), "%d", sql[i].len_s);
+		rc = pg_query(c, sql[i].sql, 2, params, NULL, err);
+	}
 	return rc;
 }
 
@@ -576,4 +749,50 @@ rollup_period_floor(int64_t ms)
 	int64_t r = ms % period;
 
 	return ms - (r < 0 ? r + period : r);
+}
+
+int64_t
+rollup_minute_floor(int64_t ms)
+{
+	const int64_t minute = ROLLUP_MINUTE_S * 1000LL;
+	int64_t r = ms % minute;
+
+	return ms - (r < 0 ? r + minute : r);
+}
+
+bool
+rollup_split_range(int64_t from_ms, int64_t to_ms, int64_t now_ms,
+		   struct rollup_split *out)
+{
+	const int64_t minute = ROLLUP_MINUTE_S * 1000LL,
+		      hour = ROLLUP_PERIOD_S * 1000LL;
+	int64_t settled = now_ms - ROLLUP_SETTLE_S * 1000LL, mto, hto;
+
+	out->minute_from = out->minute_to = from_ms;
+	out->hour_from = out->hour_to = from_ms;
+	/* far outside any real clock (+-73 million years): nothing to
+	 * round, and no overflow in the rounding below */
+	if (from_ms >= to_ms || from_ms < -SPLIT_LIMIT_MS ||
+	    to_ms > SPLIT_LIMIT_MS || now_ms < -SPLIT_LIMIT_MS ||
+	    now_ms > SPLIT_LIMIT_MS)
+		return false;
+	/* the first whole minute (hour) starts at or after from; the last
+	 * ends at or before both to and the settling time */
+	out->minute_from = rollup_minute_floor(from_ms + minute - 1);
+	mto = rollup_minute_floor(to_ms);
+	if (mto > rollup_minute_floor(settled))
+		mto = rollup_minute_floor(settled);
+	if (mto - out->minute_from < minute) {
+		out->minute_from = from_ms;
+		return false;
+	}
+	out->minute_to = mto;
+	out->hour_from = rollup_period_floor(from_ms + hour - 1);
+	hto = rollup_period_floor(to_ms);
+	if (hto > rollup_period_floor(settled))
+		hto = rollup_period_floor(settled);
+	if (hto - out->hour_from < hour)
+		out->hour_from = hto = mto;
+	out->hour_to = hto;
+	return true;
 }

@@ -1,7 +1,8 @@
 /*
  * servicequery.c - the service inventory (see servicequery.h): one
  * statement for who is there (names, sources, namespace, last seen) by
- * index probes, one for the requests (rollups plus raw spans, or exact),
+ * index probes, one for the requests (hourly and minute rollups plus raw
+ * spans, or exact),
  * joined here by service name.  SQL text is static, values are bound.
  */
 #include "servicequery.h"
@@ -61,35 +62,70 @@ static const char requests_exact_sql[] =
 	"GROUP BY service_name, source ORDER BY service_name, source";
 
 /*
- * Rollup rows of the clean settled hours in [$3, $4), raw spans bucketed
- * the same way for the rest (the head [$1, $3), the tail [$4, $2) and the
- * hours still marked dirty), as (service, is_error, buckets, counts); the
- * rollup keeps the status, so is_error is recomputed from it as the view
- * defines it (a gRPC span without a status code has status -1).
+ * Each part of the range from the finest source that is up to date, as
+ * in lib/spanquery (docs/schema.md): hour rows for the clean hours in
+ * [$3, $4); minute rows for the clean minutes in [$5, $6) outside those;
+ * raw spans bucketed the same way for the head [$1, $5), the tail [$6, $2)
+ * and the dirty minutes outside clean hours (one range scan each, as in
+ * lib/spanquery); as (service, is_error,
+ * buckets, counts).  The rollups keep the status, so is_error is
+ * recomputed from it as the view defines it (a gRPC span without a status
+ * code has status -1).
  */
 #define RAW_HIST                                                               \
 	"SELECT service_name, source, is_error, "                              \
 	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "            \
 	"FROM span_calls "
 
+#define ROLLUP_IS_ERROR                                                        \
+	"CASE WHEN protocol = 'http' THEN status >= 500 "                      \
+	"ELSE status NOT IN (0, -1) END"
+
+/*
+ * Minute rows of [$5, $6) that no clean hour covers, each part an index
+ * range (as in lib/spanquery): beside the hours ([$5, $3) and [$4, $6)),
+ * inside each dirty hour (LATERAL); not the dirty minutes.
+ */
+#define MINUTE_COLS                                                            \
+	"service_name, source, " ROLLUP_IS_ERROR ", buckets::text, "           \
+	"counts::text"
+#define MINUTE_ROWS                                                            \
+	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE protocol IN "    \
+	"('http', 'grpc') AND period >= $5::timestamptz AND period < "         \
+	"$3::timestamptz AND period NOT IN (SELECT period FROM dm) "           \
+	"UNION ALL SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE "      \
+	"protocol IN ('http', 'grpc') AND period >= $4::timestamptz AND "      \
+	"period < $6::timestamptz AND period NOT IN (SELECT period FROM dm) "  \
+	"UNION ALL SELECT " MINUTE_COLS " FROM dh h CROSS JOIN LATERAL "       \
+	"(SELECT r.* FROM span_rollup_minute r WHERE protocol IN ('http', "    \
+	"'grpc') AND r.period >= h.period AND r.period < h.period + "          \
+	"interval '1 hour' OFFSET 0) m WHERE m.period NOT IN (SELECT period "  \
+	"FROM dm)"
+
 static const char requests_rollup_sql[] =
-	"WITH dirty AS (SELECT DISTINCT period FROM span_rollup_dirty "
+	"WITH dh AS (SELECT DISTINCT period FROM span_rollup_dirty "
 	"WHERE period >= $3::timestamptz AND period < $4::timestamptz), "
+	"dm AS (SELECT DISTINCT period FROM span_rollup_minute_dirty "
+	"WHERE period >= $5::timestamptz AND period < $6::timestamptz "
+	"AND (period < $3::timestamptz OR period >= $4::timestamptz "
+	"OR date_trunc('hour', period, 'UTC') IN (SELECT period FROM dh))), "
 	"raw AS (" RAW_HIST "WHERE protocol IN ('http', 'grpc') "
-	"AND start_time >= $1::timestamptz AND start_time < $3::timestamptz "
+	"AND start_time >= $1::timestamptz AND start_time < $5::timestamptz "
 	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
 	"WHERE protocol IN ('http', 'grpc') "
-	"AND start_time >= $4::timestamptz AND start_time < $2::timestamptz "
-	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
-	"JOIN dirty d ON start_time >= d.period "
-	"AND start_time < d.period + interval '1 hour' "
-	"WHERE protocol IN ('http', 'grpc') GROUP BY 1, 2, 3, 4) "
-	"SELECT service_name, source, "
-	"CASE WHEN protocol = 'http' THEN status >= 500 "
-	"ELSE status NOT IN (0, -1) END, buckets::text, counts::text "
-	"FROM span_rollup WHERE protocol IN ('http', 'grpc') "
+	"AND start_time >= $6::timestamptz AND start_time < $2::timestamptz "
+	"GROUP BY 1, 2, 3, 4 UNION ALL "
+	"SELECT service_name, source, is_error, b, count(*) AS n FROM dm d "
+	"CROSS JOIN LATERAL (SELECT service_name, source, is_error, "
+	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
+	"WHERE protocol IN ('http', 'grpc') AND start_time >= d.period "
+	"AND start_time < d.period + interval '1 minute' OFFSET 0) s "
+	"GROUP BY 1, 2, 3, 4) "
+	"SELECT service_name, source, " ROLLUP_IS_ERROR ", buckets::text, "
+	"counts::text FROM span_rollup WHERE protocol IN ('http', 'grpc') "
 	"AND period >= $3::timestamptz AND period < $4::timestamptz "
-	"AND period NOT IN (SELECT period FROM dirty) "
+	"AND period NOT IN (SELECT period FROM dh) "
+	"UNION ALL " MINUTE_ROWS " "
 	"UNION ALL SELECT service_name, source, is_error, "
 	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
 	"FROM (SELECT service_name, source, is_error, b, sum(n) AS n FROM raw "
@@ -253,12 +289,13 @@ servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
 		  struct pg_error *err)
 {
 	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX],
-		bfrom[TIMERANGE_FORMAT_MAX], bto[TIMERANGE_FORMAT_MAX];
-	const char *v[4];
+		hfrom[TIMERANGE_FORMAT_MAX], hto[TIMERANGE_FORMAT_MAX],
+		mfrom[TIMERANGE_FORMAT_MAX], mto[TIMERANGE_FORMAT_MAX];
+	const char *v[6];
+	struct rollup_split sp;
 	struct servicequery_result *r = NULL;
 	struct priv *priv = NULL;
 	PGresult *res = NULL, *req = NULL;
-	int64_t body_from, body_to, settled;
 	struct pg_error ignored;
 	bool in_tx = false;
 	int rc;
@@ -308,21 +345,26 @@ servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
 	if (r->n == 0)
 		goto done;
 
-	/* whole hours inside the range that have settled (see rollup.h) */
-	body_from = rollup_period_floor(f->from_ms + HOUR_MS - 1);
-	body_to = rollup_period_floor(f->to_ms);
-	settled = rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL);
-	if (body_to > settled)
-		body_to = settled;
-	if (body_to - body_from < HOUR_MS) {
+	/*
+	 * A range with a whole settled hour reads the rollups (hours, and
+	 * minutes at its edges and in dirty hours: rollup_split_range); a
+	 * shorter one stays exact, so a live "last hour" is percentile_cont
+	 * over raw spans (list_services says which in its text only).
+	 */
+	if (!rollup_split_range(f->from_ms, f->to_ms, now_ms, &sp) ||
+	    sp.hour_to - sp.hour_from < HOUR_MS) {
 		rc = pg_query(c, requests_exact_sql, 2, v, &req, err);
 	} else {
-		timerange_format(body_from, bfrom, sizeof(bfrom));
-		timerange_format(body_to, bto, sizeof(bto));
-		v[2] = bfrom;
-		v[3] = bto;
+		timerange_format(sp.hour_from, hfrom, sizeof(hfrom));
+		timerange_format(sp.hour_to, hto, sizeof(hto));
+		timerange_format(sp.minute_from, mfrom, sizeof(mfrom));
+		timerange_format(sp.minute_to, mto, sizeof(mto));
+		v[2] = hfrom;
+		v[3] = hto;
+		v[4] = mfrom;
+		v[5] = mto;
 		r->rollup = true;
-		rc = pg_query(c, requests_rollup_sql, 4, v, &req, err);
+		rc = pg_query(c, requests_rollup_sql, 6, v, &req, err);
 	}
 	if (rc != STATUS_OK)
 		goto fail;

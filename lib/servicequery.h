@@ -3,8 +3,8 @@
  * service with spans in a time range, its namespace, the span sources that
  * saw it, its request count, errors and p95 latency, and when it was last
  * seen.  What a request and an error are comes from the span_calls view
- * (migrations/0005_span_rollup.sql); whole settled hours come from the
- * hourly rollups, as in lib/spanquery.
+ * (migrations/0005_span_rollup.sql); ranges with a whole settled hour
+ * read the hourly and minute rollups, as in lib/spanquery.
  */
 #ifndef SEXTANT_SERVICEQUERY_H
 #define SEXTANT_SERVICEQUERY_H
@@ -68,9 +68,10 @@ struct servicequery_result {
 /*
  * Lists the services of f as of now_ms, on c (borrowed, idle, and left
  * idle: two statements in a read-only transaction of their own, rolled
- * back, with jit off).  A range with a whole settled hour
- * reads span_rollup for those hours and raw spans for the rest, like
- * spanquery_metrics_send; a shorter one is exact.  Strings point into the
+ * back, with jit off).  A range with a whole settled hour reads the
+ * rollups like spanquery_metrics_send (hour rows for the clean hours,
+ * minute rows for the other clean settled minutes, raw spans for the
+ * rest); a shorter one is exact, whatever minute rows it holds.  Strings point into the
  * result and live until servicequery_free.  STATUS_INVALID for from >= to
  * (err->client says so, no sqlstate); else lib/pg errors.  *out is NULL
  * on failure.
@@ -80,7 +81,8 @@ struct servicequery_result {
  * index on spans (service_name, source, start_time); with only
  * (service_name, start_time) a service lacking a source has all its spans
  * in the range read to find that out.  Plus the raw spans of the range's
- * unsettled head and tail (at most about two hours).
+ * partial and unsettled minutes at its ends (about three minutes) and of
+ * its dirty minutes.
  */
 int servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
 		      int64_t now_ms, struct servicequery_result **out,

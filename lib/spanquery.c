@@ -20,8 +20,6 @@
 #include "hex.h"
 #include "rollup.h"
 
-#define HOUR_MS (3600LL * 1000)
-
 static const char *const protocol_names[SPANQUERY_PROTOCOLS] = {"http", "grpc",
 								"sql"};
 
@@ -49,7 +47,8 @@ spanquery_protocol_parse(const char *name)
  * $1 service, $2 source, $3 from, $4 to, $5 protocols (text[]),
  * $6 http route, $7 http method, $8 / $9 http status range,
  * $10 grpc method, $11 grpc status, $12 sql operation, $13 table;
- * the rollup statement adds $14 / $15, the whole settled hours.
+ * the rollup statement adds $14 / $15, the whole settled hours, and
+ * $16 / $17, the whole settled minutes (struct rollup_split).
  * A filter of one protocol leaves the rows of the others alone.
  */
 #define FILTERS                                                                \
@@ -73,32 +72,67 @@ static const char metrics_exact_sql[] =
 	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 2001";
 
 /*
- * Rollup rows for the clean settled hours in [$14, $15), and raw spans,
- * bucketed the same way, for the rest: the head [$3, $14), the tail
- * [$15, $4) and the hours still marked dirty.  Each raw part is its own
- * range scan so that the (service_name, start_time) index serves it.
+ * Each part of the range from the finest source that is up to date
+ * (docs/schema.md): hour rows for the clean hours in [$14, $15); minute
+ * rows for the clean minutes in [$16, $17) outside those (beside the hours,
+ * or inside a dirty hour); raw spans, bucketed the same way, for the head
+ * [$3, $16), the tail [$17, $4) and the dirty minutes outside clean hours.
+ * Each raw part is its own range scan so that the (service_name, source,
+ * start_time) index serves it: the dirty minutes one index scan each
+ * (LATERAL, kept apart by OFFSET 0), as a join the planner would read every
+ * span of the service and source and match them to the minutes.
  */
 #define RAW_HIST                                                               \
 	"SELECT protocol, k1, k2, status, "                                    \
 	"sextant_duration_bucket(duration_ns) "                                \
 	"AS b, count(*) AS n FROM span_calls "
 
-static const char metrics_rollup_sql[] =
-	"WITH dirty AS (SELECT DISTINCT period FROM span_rollup_dirty "
-	"WHERE period >= $14::timestamptz AND period < $15::timestamptz), "
-	"raw AS (" RAW_HIST "WHERE" RAW_WHERE
-	" AND start_time >= $3::timestamptz AND start_time < $14::timestamptz"
+/* dh: dirty hours of [$14, $15); dm: dirty minutes of [$16, $17) that no
+ * clean hour covers. */
+#define DIRTY_CTES                                                             \
+	"WITH dh AS (SELECT DISTINCT period FROM span_rollup_dirty "           \
+	"WHERE period >= $14::timestamptz AND period < $15::timestamptz), "    \
+	"dm AS (SELECT DISTINCT period FROM span_rollup_minute_dirty "         \
+	"WHERE period >= $16::timestamptz AND period < $17::timestamptz "      \
+	"AND (period < $14::timestamptz OR period >= $15::timestamptz "        \
+	"OR date_trunc('hour', period, 'UTC') IN (SELECT period FROM dh))) "
+
+/*
+ * Minute rows of [$16, $17) that no clean hour covers, each part an index
+ * range: beside the hours ([$16, $14) and [$15, $17)), and inside each
+ * dirty hour (LATERAL, as the dirty minutes below); not the dirty minutes.
+ */
+#define MINUTE_COLS "protocol, k1, k2, status, buckets::text, counts::text"
+#define MINUTE_ROWS                                                            \
+	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE" RAW_WHERE       \
+	" AND period >= $16::timestamptz AND period < $14::timestamptz"        \
+	" AND period NOT IN (SELECT period FROM dm) UNION ALL "                \
+	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE" RAW_WHERE       \
+	" AND period >= $15::timestamptz AND period < $17::timestamptz"        \
+	" AND period NOT IN (SELECT period FROM dm) UNION ALL "                \
+	"SELECT " MINUTE_COLS                                                  \
+	" FROM dh h CROSS JOIN LATERAL (SELECT r.* FROM "                      \
+	"span_rollup_minute r WHERE" RAW_WHERE " AND r.period >= h.period "    \
+	"AND r.period < h.period + interval '1 hour' OFFSET 0) m "             \
+	"WHERE m.period NOT IN (SELECT period FROM dm)"
+
+static const char metrics_rollup_sql[] = DIRTY_CTES
+	", raw AS (" RAW_HIST "WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $16::timestamptz"
 	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST "WHERE" RAW_WHERE
-	" AND start_time >= $15::timestamptz AND start_time < $4::timestamptz"
-	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST
-	"JOIN dirty d ON start_time >= d.period AND "
-	"start_time < d.period + interval '1 hour' WHERE" RAW_WHERE
-	" GROUP BY 1, 2, 3, 4, 5) "
+	" AND start_time >= $17::timestamptz AND start_time < $4::timestamptz"
+	" GROUP BY 1, 2, 3, 4, 5 UNION ALL "
+	"SELECT protocol, k1, k2, status, b, count(*) AS n FROM dm d "
+	"CROSS JOIN LATERAL (SELECT protocol, k1, k2, status, "
+	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
+	"WHERE" RAW_WHERE
+	" AND start_time >= d.period AND start_time < d.period + "
+	"interval '1 minute' OFFSET 0) s GROUP BY 1, 2, 3, 4, 5) "
 	"SELECT protocol, k1, k2, status, buckets::text, counts::text "
 	"FROM span_rollup WHERE" RAW_WHERE
 	" AND period >= $14::timestamptz AND period < $15::timestamptz"
-	" AND period NOT IN (SELECT period FROM dirty) "
-	"UNION ALL SELECT protocol, k1, k2, status, "
+	" AND period NOT IN (SELECT period FROM dh) "
+	"UNION ALL " MINUTE_ROWS " UNION ALL SELECT protocol, k1, k2, status, "
 	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
 	"FROM (SELECT protocol, k1, k2, status, b, sum(n) AS n FROM raw "
 	"GROUP BY 1, 2, 3, 4, 5) r GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3";
@@ -119,10 +153,10 @@ spanquery_metrics_send(struct pg_conn *c, const char *source,
 		       const struct spanquery_filter *f, int64_t now_ms,
 		       bool *rollup, struct pg_error *err)
 {
-	char from[48], to[48], bfrom[48], bto[48], smin[16], smax[16],
-		gstat[16], protos[32];
-	const char *v[15];
-	int64_t body_from, body_to;
+	char from[48], to[48], hfrom[48], hto[48], mfrom[48], mto[48], smin[16],
+		smax[16], gstat[16], protos[32];
+	const char *v[17];
+	struct rollup_split sp;
 	size_t len = 0;
 
 	*rollup = false;
@@ -160,20 +194,19 @@ spanquery_metrics_send(struct pg_conn *c, const char *source,
 	v[11] = f->sql_operation;
 	v[12] = f->table_name;
 
-	/* whole hours inside the range that have settled (see rollup.h) */
-	body_from = rollup_period_floor(f->from_ms + HOUR_MS - 1);
-	body_to = rollup_period_floor(f->to_ms);
-	if (body_to > rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL))
-		body_to =
-			rollup_period_floor(now_ms - ROLLUP_SETTLE_S * 1000LL);
-	if (body_to - body_from < HOUR_MS)
+	/* whole settled minutes and hours inside the range (rollup.h) */
+	if (!rollup_split_range(f->from_ms, f->to_ms, now_ms, &sp))
 		return pg_send(c, metrics_exact_sql, 13, v, err);
-	pg_ts_text(body_from, bfrom, sizeof(bfrom));
-	pg_ts_text(body_to, bto, sizeof(bto));
-	v[13] = bfrom;
-	v[14] = bto;
+	pg_ts_text(sp.hour_from, hfrom, sizeof(hfrom));
+	pg_ts_text(sp.hour_to, hto, sizeof(hto));
+	pg_ts_text(sp.minute_from, mfrom, sizeof(mfrom));
+	pg_ts_text(sp.minute_to, mto, sizeof(mto));
+	v[13] = hfrom;
+	v[14] = hto;
+	v[15] = mfrom;
+	v[16] = mto;
 	*rollup = true;
-	return pg_send(c, metrics_rollup_sql, 15, v, err);
+	return pg_send(c, metrics_rollup_sql, 17, v, err);
 }
 
 struct metrics_priv {

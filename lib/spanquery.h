@@ -1,7 +1,7 @@
 /*
  * spanquery.h - the span queries behind the unified tools: per-call metrics
  * (requests, percentiles, error rate) over the span_calls view, exact or
- * served by the hourly rollups, trace selection and trace spans, and the
+ * served by the hourly and minute rollups, trace selection and trace spans, and the
  * service names with "did you mean" suggestions.  Definitions of a call,
  * its key and an error live in the view (migrations/0005_span_rollup.sql).
  *
@@ -62,16 +62,21 @@ struct spanquery_row {
 struct spanquery_metrics {
 	struct spanquery_row *rows; /* by protocol, k1, k2 */
 	size_t n;
-	bool rollup;	/* served (partly) from rollups: within 0.5% */
+	bool rollup;	/* histogram path (rollup rows and bucketed raw
+			 * spans): percentiles within 0.5% */
 	bool truncated; /* more than SPANQUERY_MAX_KEYS keys */
 	void *priv_;
 };
 
 /*
  * Sends the metrics statement of one source ("ebpf" | "otlp") for f, as of
- * now_ms.  Whole settled hours with no pending change come from the
- * rollups, the rest from raw spans; a range with no such hour is computed
- * exactly (percentile_cont).  *rollup says which; pass it to _recv.
+ * now_ms.  A range holding a whole settled minute takes the rollup path
+ * (rollup_split_range): whole settled hours with no pending change come
+ * from the hourly rollups, other whole settled minutes with no pending
+ * change from the minute rollups, the rest (partial and unsettled minutes,
+ * minutes with late spans) from raw spans bucketed alike; percentiles
+ * within ROLLUP_ALPHA, counts exact.  A shorter range is computed exactly
+ * (percentile_cont).  *rollup says which; pass it to _recv.
  * STATUS_INVALID for a bad filter (no service, from >= to); else lib/pg
  * errors.
  */

@@ -39,16 +39,21 @@ static const char spans_insert[] =
 	"ON CONFLICT DO NOTHING";
 
 /*
- * The hours these spans fall in now need their rollup recomputed
- * (lib/rollup, docs/schema.md): marked in the same transaction, so a
- * refresh either sees the spans or the mark survives it.  The slot comes
- * from this statement's start, not the transaction's: a refresh deletes
- * a mark only 60 s past its slot, and COMMIT follows this statement at
- * once however long the COPY before it took.
+ * The hours and the minutes these spans fall in now need their rollups
+ * recomputed (lib/rollup, docs/schema.md): marked in the same
+ * transaction, so a refresh either sees the spans or the mark survives
+ * it, and in one statement, so both marks get the same slot.  The slot
+ * comes from this statement's start, not the transaction's: a refresh
+ * deletes a mark only 60 s past its slot, and COMMIT follows this
+ * statement at once however long the COPY before it took.
  */
 static const char spans_mark_dirty[] =
-	"INSERT INTO span_rollup_dirty (period, slot) "
+	"WITH h AS (INSERT INTO span_rollup_dirty (period, slot) "
 	"SELECT DISTINCT date_trunc('hour', start_time, 'UTC'), "
+	"floor(extract(epoch FROM statement_timestamp()) / 10)::bigint "
+	"FROM sextant_spans_in ON CONFLICT DO NOTHING) "
+	"INSERT INTO span_rollup_minute_dirty (period, slot) "
+	"SELECT DISTINCT date_trunc('minute', start_time, 'UTC'), "
 	"floor(extract(epoch FROM statement_timestamp()) / 10)::bigint "
 	"FROM sextant_spans_in ON CONFLICT DO NOTHING";
 

@@ -626,7 +626,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	} else {
 		(void)!buf_printf(&b, "Metrics for %s, %s%s\n", f.service,
 				  rdesc,
-				  any_rollup ? " (hourly rollups: percentiles "
+				  any_rollup ? " (rollups: percentiles "
 					       "within 0.5%)"
 					     : "");
 	}

@@ -269,8 +269,8 @@ list_services(struct call *call, const json_t *args, json_t **result)
 			"service with only client, database or internal "
 			"spans); Errors: HTTP status >= 500 or a gRPC status "
 			"other than OK%s.\n",
-			r->rollup ? "; P95 of whole past hours from hourly "
-				    "rollups (within 0.5%)"
+			r->rollup ? "; P95 from hourly and minute rollups "
+				    "(within 0.5%)"
 				  : "");
 		if (r->truncated)
 			(void)!buf_printf(&b,

@@ -17,8 +17,8 @@
  */
 #include "transport.h"
 
-#include <stdio.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +26,9 @@
 #include "exchange.h"
 #include "http.h"
 #include "log.h"
+#include "reqmeta.h"
 #include "rpc.h"
 #include "server.h"
-#include "reqmeta.h"
 #include "session.h"
 #include "tools.h"
 

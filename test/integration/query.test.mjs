@@ -609,13 +609,15 @@ test('a deprecated alias still answers, says so, and gives what its successor gi
 	assert.match(old.text, /deprecated/i);
 	assert.match(old.text, /query_ebpf_http_metrics/);
 	const want = await sqlMetrics(pg.url, { service: 'payment-service', source: 'ebpf', from: old.sc.time_range.from, to: old.sc.time_range.to, protocol: 'http' });
-	assertRows('http', old.sc.http, want, { what: 'query_beyla_http_metrics' });
+	assertRows('http', old.sc.http, want, { rollup: old.sc.rollup === true, what: 'query_beyla_http_metrics' });
 });
 
 describe('query_metrics', () => {
 	test('both sources with the same routes: every row of every protocol and source equals SQL', async () => {
 		const { sc, want } = await metricsMatchSql({ service: 'payment-service' });
-		assert.equal(sc.rollup, false, 'a 1h range has no whole settled hour: exact');
+		// whole settled minutes: the rollup path (minute rows once the
+		// janitor has refreshed them, bucketed raw spans until then)
+		assert.equal(sc.rollup, true, 'a 1h range has whole settled minutes: rollup path');
 		// the data really has both sources on the same keys
 		for (const p of ['http', 'grpc', 'sql']) {
 			const keys = (s) => want.filter((w) => w.protocol === p && w.source === s).map((w) => sqlKey(p, w).join(' '));
@@ -750,7 +752,7 @@ describe('query_metrics', () => {
 			const { text, sc } = await call(tool, { service: 'payment-service' });
 			const want = await sqlMetrics(pg.url, { service: 'payment-service', source: 'ebpf', from: sc.time_range.from, to: sc.time_range.to, protocol });
 			assert.ok(want.length > 0);
-			assertRows(protocol, sc[protocol], want, { what: tool });
+			assertRows(protocol, sc[protocol], want, { rollup: sc.rollup === true, what: tool });
 			for (const p of ['http', 'grpc', 'sql']) if (p !== protocol) assert.deepEqual(sc[p] ?? [], [], `${tool}: ${p} rows`);
 			assert.doesNotMatch(text, /\[OTLP\]/, `${tool} shows OTLP`);
 		}
@@ -1010,13 +1012,21 @@ describe('progress', () => {
 
 describe('one source failing', () => {
 	// A second gateway on the same database as a role under row-level
-	// security whose policy sleeps on each eBPF row of flaky-service, with a
+	// security whose policy sleeps on each eBPF row of flaky-service (spans,
+	// and the minute rollup rows that serve most of a 1h range), with a
 	// short statement timeout: the eBPF half times out, the OTLP half not.
 	// It also lists the deprecated aliases ([tools] deprecated_aliases).
 	let broken;
 	let bmcp;
 
 	before(async () => {
+		// the minute rollups refreshed first (marks aged, the janitor's
+		// refresh), so that the eBPF half reads minute rows, not only raw
+		// spans, whatever the janitor did meanwhile: both sleep
+		await psql(pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
+		const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: pg.url } });
+		assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+		assert.ok(Number(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute WHERE service_name = 'flaky-service' AND source = 'ebpf'`)) > 5);
 		await psql(pg.url, `
 			CREATE ROLE sextant_ro LOGIN;
 			GRANT USAGE ON SCHEMA public TO sextant_ro;
@@ -1028,6 +1038,9 @@ describe('one source failing', () => {
 			-- the policy) unless it runs as the caller
 			ALTER VIEW span_calls SET (security_invoker = true);
 			CREATE POLICY qt_slow_ebpf ON spans FOR SELECT TO sextant_ro
+				USING (NOT (source = 'ebpf' AND service_name = 'flaky-service') OR qt_slow_row());
+			ALTER TABLE span_rollup_minute ENABLE ROW LEVEL SECURITY;
+			CREATE POLICY qt_slow_ebpf ON span_rollup_minute FOR SELECT TO sextant_ro
 				USING (NOT (source = 'ebpf' AND service_name = 'flaky-service') OR qt_slow_row());`);
 		broken = await startServer({
 			name: 'query-broken',
@@ -1046,6 +1059,8 @@ describe('one source failing', () => {
 		await bmcp?.client.close().catch(() => {});
 		if (broken) await broken.stop();
 		await psql(pg.url, `DROP POLICY IF EXISTS qt_slow_ebpf ON spans; ALTER TABLE spans DISABLE ROW LEVEL SECURITY;
+			DROP POLICY IF EXISTS qt_slow_ebpf ON span_rollup_minute; DROP POLICY IF EXISTS qt_slower_ebpf ON span_rollup_minute;
+			ALTER TABLE span_rollup_minute DISABLE ROW LEVEL SECURITY;
 			ALTER VIEW span_calls RESET (security_invoker);`);
 	});
 
@@ -1061,7 +1076,7 @@ describe('one source failing', () => {
 		assert.equal(sc.sources.otlp, 'ok');
 		const want = await sqlMetrics(pg.url, { service: 'flaky-service', source: 'otlp', from: sc.time_range.from, to: sc.time_range.to });
 		assert.equal(want.length, 1);
-		assertRows('http', sc.http, want, { what: 'flaky-service' });
+		assertRows('http', sc.http, want, { rollup: sc.rollup === true, what: 'flaky-service' });
 		assert.match(text, /unavailable/i);
 		assert.match(text, /HTTP Metrics \[OTLP\]:/);
 	});
@@ -1110,6 +1125,8 @@ describe('one source failing', () => {
 				CREATE FUNCTION qt_slower_row() RETURNS boolean LANGUAGE plpgsql VOLATILE AS
 					$$ BEGIN PERFORM pg_sleep(${SLEEP_S}); RETURN true; END $$;
 				CREATE POLICY qt_slower_ebpf ON spans FOR SELECT TO ${ROLE}
+					USING (NOT (source = 'ebpf' AND service_name = 'flaky-service') OR qt_slower_row());
+				CREATE POLICY qt_slower_ebpf ON span_rollup_minute FOR SELECT TO ${ROLE}
 					USING (NOT (source = 'ebpf' AND service_name = 'flaky-service') OR qt_slower_row());`);
 			slow = await startServer({
 				name: 'query-slow',
@@ -1129,7 +1146,8 @@ describe('one source failing', () => {
 		after(async () => {
 			await smcp?.client.close().catch(() => {});
 			if (slow) await slow.stop();
-			await psql(pg.url, 'DROP POLICY IF EXISTS qt_slower_ebpf ON spans; DROP FUNCTION IF EXISTS qt_slower_row()');
+			await psql(pg.url, `DROP POLICY IF EXISTS qt_slower_ebpf ON spans; DROP POLICY IF EXISTS qt_slower_ebpf ON span_rollup_minute;
+				DROP FUNCTION IF EXISTS qt_slower_row()`);
 		});
 
 		// The statements running now on the gateway's connections (its
@@ -1197,7 +1215,7 @@ describe('one source failing', () => {
 			const { sc } = await call('query_metrics', { service: 'checkout-service' }, { on: smcp });
 			assert.deepEqual(sc.sources, { ebpf: 'no_data', otlp: 'ok' });
 			const want = await sqlMetrics(pg.url, { service: 'checkout-service', source: 'otlp', from: sc.time_range.from, to: sc.time_range.to });
-			for (const p of ['http', 'grpc']) assertRows(p, sc[p], want, { what: 'after the cancellation' });
+			for (const p of ['http', 'grpc']) assertRows(p, sc[p], want, { rollup: sc.rollup === true, what: 'after the cancellation' });
 		});
 	});
 });
@@ -1212,4 +1230,87 @@ test('rollups: once the hours are refreshed a 24h answer says rollup and stays w
 	assert.ok(settled > 0, 'the refresh wrote no rollup rows');
 	const { sc } = await metricsMatchSql({ service: 'payment-service', time_range: '24h' });
 	assert.equal(sc.rollup, true);
+});
+
+test('minute rollups: a 1h range from minute rows within 0.5% of SQL, counts exact; a late span in a rolled-up minute counts at once and after the next refresh', async () => {
+	// Age every mark (hours and minutes) so that a refresh takes them, and
+	// run the refresh the janitor runs, until no settled mark is left (the
+	// gateway's janitor may hold the refresh lock for a moment).
+	const settledDirty = async () => Number(await psql(pg.url, `SELECT
+		(SELECT count(*) FROM span_rollup_minute_dirty WHERE period < now() - interval '180 seconds')
+		+ (SELECT count(*) FROM span_rollup_dirty WHERE period < now() - interval '3720 seconds')`));
+	const refresh = async () => {
+		for (let i = 0; i < 10; i++) {
+			await psql(pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
+			const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: pg.url } });
+			assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+			if ((await settledDirty()) === 0) return;
+			await sleep(500);
+		}
+		assert.fail('settled dirty marks left after 10 refreshes');
+	};
+	await refresh();
+	const svc = 'payment-service';
+	const minuteRows = Number(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute
+		WHERE service_name = '${svc}' AND period > now() - interval '1 hour'`));
+	assert.ok(minuteRows > 10, `the refresh wrote ${minuteRows} minute rows for the last hour`);
+
+	const { sc, want } = await metricsMatchSql({ service: svc });
+	assert.equal(sc.rollup, true);
+	assert.equal(Date.parse(sc.time_range.to) - Date.parse(sc.time_range.from), HOUR_MS);
+
+	// The minute rows really serve it: a made-up row in a settled minute of
+	// the range shows up (and goes again).
+	const fakeAt = new Date(Math.floor((Date.now() - 30 * MIN_MS) / MIN_MS) * MIN_MS).toISOString();
+	await psql(pg.url, `INSERT INTO span_rollup_minute VALUES ('${fakeAt}', '${svc}', 'otlp', 'http', '/made-up', 'GET', 200, 1000, '{5}', '{1000}')`);
+	try {
+		const { sc: faked } = await call('query_metrics', { service: svc, protocol: 'http' });
+		const row = faked.http.find((r) => r.route === '/made-up');
+		assert.ok(row, `no /made-up row from the minute rollup: ${JSON.stringify(faked.http.map((r) => r.route))}`);
+		assert.equal(row.requests, 1000);
+	} finally {
+		await psql(pg.url, `DELETE FROM span_rollup_minute WHERE k1 = '/made-up'`);
+	}
+
+	// A late span (sent now, started in a settled minute that has minute
+	// rows of the service) marks that minute dirty: read raw at once, rolled
+	// up again by the next refresh; the other minutes stay clean.
+	const lateMinuteMs = Number(await psql(pg.url, `SELECT (extract(epoch FROM min(period)) * 1000)::bigint FROM span_rollup_minute
+		WHERE service_name = '${svc}' AND source = 'ebpf' AND period > now() - interval '50 minutes' AND period < now() - interval '5 minutes'`));
+	assert.ok(lateMinuteMs > 0, 'a rolled-up minute of the service');
+	const lateMinute = new Date(lateMinuteMs).toISOString();
+	const key = (rows) => rows.find((w) => w.protocol === 'http' && w.source === 'ebpf' && w.k1 === '/api/payments' && w.k2 === 'GET');
+	const before = key(want);
+	assert.ok(before, 'eBPF GET /api/payments in the last hour');
+	const late = new SpanBatch();
+	late.add(svc, 'ebpf', span({
+		traceId: newId(16),
+		spanId: newId(8),
+		name: 'GET /api/payments',
+		kind: KIND.SERVER,
+		startNs: BigInt(lateMinuteMs + 17500) * MS + 7n,
+		durNs: 4321n * MS,
+		attributes: { 'http.request.method': 'GET', 'http.route': '/api/payments', 'http.response.status_code': 503 },
+	}));
+	await late.post(srv.url);
+	assert.equal(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute_dirty WHERE period = '${lateMinute}'`), '1');
+	assert.equal(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute_dirty
+		WHERE period > now() - interval '1 hour' AND period < now() - interval '180 seconds'`), '1', 'only the late minute is dirty');
+	const inMinute = (table) => `SELECT %s FROM ${table} WHERE period = '${lateMinute}' AND service_name = '${svc}'
+		AND source = 'ebpf' AND k1 = '/api/payments' AND k2 = 'GET' AND status = 503`;
+	const rolledBefore = Number(await psql(pg.url, inMinute('span_rollup_minute').replace('%s', 'coalesce(sum(requests), 0)')));
+	for (const phase of ['dirty, read raw', 'rolled up again']) {
+		if (phase === 'rolled up again') {
+			await refresh();
+			assert.equal(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute_dirty WHERE period = '${lateMinute}'`), '0');
+			assert.equal(Number(await psql(pg.url, inMinute('span_rollup_minute').replace('%s', 'sum(requests)'))), rolledBefore + 1,
+				'the minute rows count the late span');
+		}
+		// every row within 0.5% of SQL over the answer's own window, counts
+		// exact, and the late span counted once
+		const { sc: got } = await metricsMatchSql({ service: svc });
+		assert.equal(got.rollup, true, phase);
+		const row = got.http.find((r) => r.source === 'ebpf' && r.route === '/api/payments' && r.method === 'GET');
+		assert.equal(row.requests, before.requests + 1, `${phase}: requests`);
+	}
 });

@@ -1,9 +1,11 @@
 /*
- * test_rollup.c - lib/rollup and migrations/0005: the bucket math (and its
- * agreement with sextant_duration_bucket()), percentiles from histograms
- * against exact percentile_cont, the text form of rollup rows, and on a
+ * test_rollup.c - lib/rollup and migrations/0005 and 0008: the bucket math
+ * (and its agreement with sextant_duration_bucket()), percentiles from
+ * histograms against exact percentile_cont, the text form of rollup rows,
+ * the split of a query range into hours, minutes and raw spans, and on a
  * throwaway PostgreSQL the span_calls view, dirty marking by lib/store,
- * refreshes compared with aggregates computed here, and pruning.
+ * hourly and minute refreshes compared with aggregates computed here and
+ * with each other, late spans, and pruning.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,17 +153,20 @@ refresh(struct pg_conn *c, int max, int want_done, int want_pending)
 	assert_int_equal(pending, want_pending);
 }
 
-/* The dirty rows of now were written more than 60 s ago. */
+/* The dirty rows (hours and minutes) of now were written more than 60 s
+ * ago. */
 static void
 age_dirty(struct pg_conn *c)
 {
 	exec_sql(c, "UPDATE span_rollup_dirty SET slot = slot - 7");
+	exec_sql(c, "UPDATE span_rollup_minute_dirty SET slot = slot - 7");
 }
 
 static void
 clear_store(struct pg_conn *c)
 {
-	exec_sql(c, "TRUNCATE spans, span_rollup, span_rollup_dirty");
+	exec_sql(c, "TRUNCATE spans, span_rollup, span_rollup_dirty, "
+		    "span_rollup_minute, span_rollup_minute_dirty");
 }
 
 /* Start of the UTC hour `hours` hours before the current one, in s. */
@@ -169,6 +174,182 @@ static int64_t
 hour_ago(int hours)
 {
 	return (int64_t)time(NULL) / 3600 * 3600 - (int64_t)hours * 3600;
+}
+
+/* ---- range split -------------------------------------------------------- */
+
+static void
+test_minute_floor(void **state)
+{
+	static const struct {
+		int64_t ms, minute, hour;
+	} cases[] = {
+		{0, 0, 0},
+		{59999, 0, 0},
+		{60000, 60000, 0},
+		{3599999, 3540000, 0},
+		{3600000, 3600000, 3600000},
+		{1763805723456, 1763805720000, 1763805600000},
+		{-1, -60000, -3600000},
+		{-60000, -60000, -3600000},
+		{-60001, -120000, -3600000},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(rollup_minute_floor(cases[i].ms),
+				 cases[i].minute);
+		assert_int_equal(rollup_period_floor(cases[i].ms),
+				 cases[i].hour);
+	}
+}
+
+#define S_MS 1000LL
+#define M_MS (60 * S_MS)
+#define H_MS (60 * M_MS)
+
+/*
+ * rollup_split_range: which whole settled minutes and hours a range holds.
+ * B is an hour boundary; "none" is false with every field = from.
+ */
+static void
+test_split_range(void **state)
+{
+	const int64_t B = 1763805600000; /* 2025-11-22 10:00:00 UTC */
+	const int64_t now_live = B + 30 * M_MS + 15500;
+	const struct {
+		const char *what;
+		int64_t from, to, now;
+		bool ok;
+		int64_t mfrom, mto, hfrom, hto;
+	} cases[] = {
+		{"inside one minute", B + 10 * S_MS, B + 50 * S_MS, B + H_MS,
+		 false, 0, 0, 0, 0},
+		{"one whole minute", B, B + M_MS, B + H_MS, true, B, B + M_MS,
+		 B + M_MS, B + M_MS},
+		{"a minute, 1 ms short of whole", B, B + M_MS - 1, B + H_MS,
+		 false, 0, 0, 0, 0},
+		{"a minute not settled", B, B + M_MS, B + 3 * M_MS - 1, false,
+		 0, 0, 0, 0},
+		{"a minute just settled", B, B + M_MS, B + 3 * M_MS, true, B,
+		 B + M_MS, B + M_MS, B + M_MS},
+		{"crossing an hour boundary, no whole hour",
+		 B + 30 * M_MS + 30 * S_MS, B + H_MS + 10 * M_MS + 15 * S_MS,
+		 B + 24 * H_MS, true, B + 31 * M_MS, B + H_MS + 10 * M_MS,
+		 B + H_MS + 10 * M_MS, B + H_MS + 10 * M_MS},
+		{"a whole hour with edges", B - 10 * M_MS + 5 * S_MS,
+		 B + H_MS + 20 * M_MS, B + 24 * H_MS, true, B - 9 * M_MS,
+		 B + H_MS + 20 * M_MS, B, B + H_MS},
+		{"aligned hours", B, B + 2 * H_MS, B + 3 * H_MS, true, B,
+		 B + 2 * H_MS, B, B + 2 * H_MS},
+		{"last hour ending now", now_live - H_MS, now_live, now_live,
+		 true, B - 29 * M_MS, B + 28 * M_MS, B + 28 * M_MS,
+		 B + 28 * M_MS},
+		{"last 24 hours ending now", now_live - 24 * H_MS, now_live,
+		 now_live, true, B - 23 * H_MS - 29 * M_MS, B + 28 * M_MS,
+		 B - 23 * H_MS, B},
+		{"an hour 1 ms before it settles", B, B + H_MS,
+		 B + H_MS + 2 * M_MS - 1, true, B, B + 59 * M_MS, B + 59 * M_MS,
+		 B + 59 * M_MS},
+		{"an hour as it settles", B, B + H_MS, B + H_MS + 2 * M_MS,
+		 true, B, B + H_MS, B, B + H_MS},
+		{"in the future", now_live + H_MS, now_live + 2 * H_MS,
+		 now_live, false, 0, 0, 0, 0},
+		{"last 2 minutes", now_live - 2 * M_MS, now_live, now_live,
+		 false, 0, 0, 0, 0},
+		{"empty", B, B, B + H_MS, false, 0, 0, 0, 0},
+		{"reversed", B + M_MS, B, B + H_MS, false, 0, 0, 0, 0},
+		{"around the epoch", -90 * S_MS, 90 * S_MS, B, true, -M_MS,
+		 M_MS, M_MS, M_MS},
+		{"beyond any clock", INT64_MIN, INT64_MAX, B, false, 0, 0, 0,
+		 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rollup_split sp;
+		bool ok = rollup_split_range(cases[i].from, cases[i].to,
+					     cases[i].now, &sp);
+
+		if (ok != cases[i].ok)
+			fail_msg("%s: %d, want %d", cases[i].what, ok,
+				 cases[i].ok);
+		if (!ok) {
+			assert_int_equal(sp.minute_from, cases[i].from);
+			assert_int_equal(sp.minute_to, cases[i].from);
+			assert_int_equal(sp.hour_from, cases[i].from);
+			assert_int_equal(sp.hour_to, cases[i].from);
+			continue;
+		}
+		if (sp.minute_from != cases[i].mfrom ||
+		    sp.minute_to != cases[i].mto ||
+		    sp.hour_from != cases[i].hfrom ||
+		    sp.hour_to != cases[i].hto)
+			fail_msg("%s: minutes [%lld, %lld) hours [%lld, %lld), "
+				 "want [%lld, %lld) [%lld, %lld) (offsets "
+				 "from B in s)",
+				 cases[i].what,
+				 (long long)(sp.minute_from - B) / 1000,
+				 (long long)(sp.minute_to - B) / 1000,
+				 (long long)(sp.hour_from - B) / 1000,
+				 (long long)(sp.hour_to - B) / 1000,
+				 (long long)(cases[i].mfrom - B) / 1000,
+				 (long long)(cases[i].mto - B) / 1000,
+				 (long long)(cases[i].hfrom - B) / 1000,
+				 (long long)(cases[i].hto - B) / 1000);
+	}
+}
+
+/* Random ranges: the parts are ordered, whole, settled and inside. */
+static void
+test_split_random(void **state)
+{
+	const int64_t B = 1763805600000;
+	uint64_t seed = 99;
+
+	(void)state;
+	for (int i = 0; i < 100000; i++) {
+		int64_t from =
+			B + (int64_t)(rnd(&seed) % (48 * H_MS)) - 24 * H_MS;
+		int64_t to =
+			from + (int64_t)(rnd(&seed) % (30 * H_MS)) - H_MS / 4;
+		int64_t now = B + (int64_t)(rnd(&seed) % (4 * H_MS));
+		struct rollup_split sp;
+		bool ok = rollup_split_range(from, to, now, &sp);
+
+		if (!ok) {
+			/* no whole settled minute inside */
+			int64_t m = rollup_minute_floor(from + M_MS - 1);
+
+			assert_true(from >= to || m + M_MS > to ||
+				    m + M_MS + 2 * M_MS > now);
+			continue;
+		}
+		assert_true(from <= sp.minute_from);
+		assert_true(sp.minute_from < sp.minute_to);
+		assert_true(sp.minute_to <= to);
+		assert_true(sp.minute_to + 2 * M_MS <= now);
+		assert_int_equal(sp.minute_from % M_MS, 0);
+		assert_int_equal(sp.minute_to % M_MS, 0);
+		assert_true(sp.minute_from - from < M_MS);
+		assert_true(sp.minute_from <= sp.hour_from);
+		assert_true(sp.hour_from <= sp.hour_to);
+		assert_true(sp.hour_to <= sp.minute_to);
+		if (sp.hour_from == sp.hour_to) {
+			assert_int_equal(sp.hour_to, sp.minute_to);
+		} else {
+			assert_int_equal(sp.hour_from % H_MS, 0);
+			assert_int_equal(sp.hour_to % H_MS, 0);
+			assert_true(sp.hour_from - from < H_MS);
+			assert_true(sp.hour_to + 2 * M_MS <= now);
+			/* no further whole settled hour at either end */
+			assert_true(sp.hour_to + H_MS > to ||
+				    sp.hour_to + H_MS + 2 * M_MS > now);
+		}
+		/* no further whole settled minute at the end */
+		assert_true(sp.minute_to + M_MS > to ||
+			    sp.minute_to + M_MS + 2 * M_MS > now);
+	}
 }
 
 /* ---- bucket math -------------------------------------------------------- */
@@ -605,13 +786,13 @@ written_free(struct written *w)
 
 /*
  * Writes per_shape spans of each shape (only shape `only` when >= 0) at
- * random times inside [period, period + 1 h) through lib/store, and
+ * random times inside [start, start + width_s) through lib/store, and
  * records their durations in w.  Shape i has trace ids starting with byte
  * i, so the view can be checked per shape.
  */
 static void
-write_spans(struct pg_conn *c, struct written *w, int64_t period,
-	    size_t per_shape, int only, uint64_t *seed)
+write_spans_in(struct pg_conn *c, struct written *w, int64_t start,
+	       int64_t width_s, size_t per_shape, int only, uint64_t *seed)
 {
 	size_t total = per_shape * (only >= 0 ? 1 : N_SHAPES), k = 0;
 	struct otlp_span *s = calloc(total, sizeof(*s));
@@ -631,9 +812,10 @@ write_spans(struct pg_conn *c, struct written *w, int64_t period,
 		for (size_t j = 0; j < per_shape; j++, k++) {
 			struct otlp_span *x = &s[k];
 			int64_t d = rnd_duration(seed);
-			uint64_t start =
-				(uint64_t)period * 1000000000ull +
-				rnd(seed) % (3600ull * 1000000000ull - 1);
+			uint64_t at =
+				(uint64_t)start * 1000000000ull +
+				rnd(seed) %
+					((uint64_t)width_s * 1000000000ull - 1);
 			uint32_t id = ++w->next_id;
 
 			x->trace_id[0] = (uint8_t)i;
@@ -644,8 +826,8 @@ write_spans(struct pg_conn *c, struct written *w, int64_t period,
 			x->name = "op";
 			x->kind = sh->kind;
 			x->status_code = sh->status_code;
-			x->start_unix_nano = start;
-			x->end_unix_nano = start + (uint64_t)d;
+			x->start_unix_nano = at;
+			x->end_unix_nano = at + (uint64_t)d;
 			x->http_method = sh->http_method;
 			x->http_route = sh->http_route;
 			x->url_path = sh->url_path;
@@ -666,6 +848,14 @@ write_spans(struct pg_conn *c, struct written *w, int64_t period,
 		fail_msg("store_write_spans: %s", perr.detail);
 	assert_int_equal(inserted, (int64_t)total);
 	free(s);
+}
+
+/* write_spans_in over the hour starting at period. */
+static void
+write_spans(struct pg_conn *c, struct written *w, int64_t period,
+	    size_t per_shape, int only, uint64_t *seed)
+{
+	write_spans_in(c, w, period, 3600, per_shape, only, seed);
 }
 
 /* One expected span_rollup row: the shapes with the same key summed. */
@@ -870,11 +1060,12 @@ test_refresh_and_late_spans(void **state)
 		 "to_timestamp(%lld)",
 		 (long long)p);
 	assert_int_equal(sql_ll(c, sql), 1);
-	/* just written: the period waits until the mark is 60 s old */
-	refresh(c, 0, 0, 1);
+	/* just written: the hour and its minutes (two units) wait until the
+	 * marks are 60 s old */
+	refresh(c, 0, 0, 2);
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup"), 0);
 	age_dirty(c);
-	refresh(c, 0, 1, 0);
+	refresh(c, 0, 2, 0);
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_dirty"),
 			 0);
 	check_rollup(c, &w, p);
@@ -916,7 +1107,7 @@ test_refresh_and_late_spans(void **state)
 	assert_int_equal(sql_ll(c, "SELECT count(DISTINCT period) FROM "
 				   "span_rollup_dirty"),
 			 1);
-	refresh(c, 0, 0, 1); /* young: not yet, the old rows stay */
+	refresh(c, 0, 0, 2); /* young: not yet, the old rows stay */
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup"),
 			 150 * 11);
 	/* a settled mark beside a young one: still held back, both kept */
@@ -924,12 +1115,12 @@ test_refresh_and_late_spans(void **state)
 		 "INSERT INTO span_rollup_dirty VALUES (to_timestamp(%lld), 5)",
 		 (long long)p);
 	exec_sql(c, sql);
-	refresh(c, 0, 0, 1);
+	refresh(c, 0, 0, 2);
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_dirty "
 				   "WHERE slot = 5"),
 			 1);
 	age_dirty(c);
-	refresh(c, 0, 1, 0);
+	refresh(c, 0, 2, 0);
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup"),
 			 150 * 11 + 45);
 	check_rollup(c, &w, p);
@@ -937,6 +1128,216 @@ test_refresh_and_late_spans(void **state)
 	refresh(c, 0, 0, 0);
 	check_rollup(c, &w, p);
 	written_free(&w);
+	pg_release(c);
+}
+
+/* Shapes that are calls (span_calls.protocol not NULL). */
+static int
+call_shapes(void)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < N_SHAPES; i++)
+		n += shapes[i].protocol != NULL;
+	return n;
+}
+
+/*
+ * span_rollup_minute of the hour starting at p equals an aggregate of
+ * span_calls per minute written here, and the minutes of each key summed
+ * equal its span_rollup row when the hour has one.
+ */
+static void
+check_minutes(struct pg_conn *c, int64_t p, bool with_hour)
+{
+	char sql[4096];
+	static const char per_minute[] =
+		"SELECT date_trunc('minute', start_time, 'UTC') AS period, "
+		"service_name, source, protocol, k1, k2, status, b, count(*) "
+		"AS n FROM span_calls, sextant_duration_bucket(duration_ns) b "
+		"WHERE protocol IS NOT NULL AND start_time >= "
+		"to_timestamp(%lld) AND start_time < to_timestamp(%lld) + "
+		"interval '1 hour' GROUP BY 1, 2, 3, 4, 5, 6, 7, 8";
+	static const char from_rows[] =
+		"SELECT period, service_name, source, protocol, k1, k2, "
+		"status, u.b, u.n FROM %s, unnest(buckets, counts) u(b, n) "
+		"WHERE %s >= to_timestamp(%lld) AND %s < to_timestamp(%lld) + "
+		"interval '1 hour'";
+	char want[512], got[512], hour[512];
+
+	snprintf(want, sizeof(want), per_minute, (long long)p, (long long)p);
+	snprintf(got, sizeof(got), from_rows, "span_rollup_minute", "period",
+		 (long long)p, "period", (long long)p);
+	/* the same bucket counts both ways, and requests = sum(counts) */
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL "
+		 "(%s EXCEPT ALL %s)) x",
+		 want, got, got, want);
+	assert_int_equal(sql_ll(c, sql), 0);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM span_rollup_minute WHERE requests <> "
+		 "(SELECT sum(x) FROM unnest(counts) x) AND period >= "
+		 "to_timestamp(%lld)",
+		 (long long)p);
+	assert_int_equal(sql_ll(c, sql), 0);
+	if (!with_hour)
+		return;
+	snprintf(hour, sizeof(hour), from_rows, "span_rollup", "period",
+		 (long long)p, "period", (long long)p);
+	snprintf(sql, sizeof(sql),
+		 "WITH m AS (SELECT to_timestamp(%lld) AS period, "
+		 "service_name, source, protocol, k1, k2, status, b, "
+		 "sum(n)::bigint AS n FROM (%s) g GROUP BY 2, 3, 4, 5, 6, 7, "
+		 "8), h AS (%s) SELECT count(*) FROM ((SELECT * FROM m EXCEPT "
+		 "ALL SELECT * FROM h) UNION ALL (SELECT * FROM h EXCEPT ALL "
+		 "SELECT * FROM m)) x",
+		 (long long)p, got, hour);
+	assert_int_equal(sql_ll(c, sql), 0);
+}
+
+/*
+ * Minute refresh: every minute of spans marked once per slot, computed
+ * exactly once its marks are old, agreeing with the hour; a late span in a
+ * rolled-up minute marks that minute alone, and the next refresh redoes
+ * that minute alone.
+ */
+static void
+test_minute_refresh(void **state)
+{
+	struct pg_conn *c = conn();
+	struct written w = {0};
+	int64_t p = hour_ago(2), late = p + 17 * 60;
+	uint64_t seed = 21;
+	char sql[512];
+	long long minutes, rows_before, late_before;
+
+	(void)state;
+	clear_store(c);
+	write_spans(c, &w, p, 80, -1, &seed);
+	minutes = sql_ll(c, "SELECT count(DISTINCT date_trunc('minute', "
+			    "start_time, 'UTC')) FROM spans");
+	assert_true(minutes > 50);
+	/* one mark per minute of the batch, all of one slot */
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"),
+		minutes);
+	assert_int_equal(sql_ll(c, "SELECT count(DISTINCT slot) FROM "
+				   "span_rollup_minute_dirty"),
+			 1);
+	refresh(c, 0, 0, 2);
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_minute"),
+			 0);
+	age_dirty(c);
+	refresh(c, 0, 2, 0);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 0);
+	check_minutes(c, p, true);
+	rows_before = sql_ll(c, "SELECT count(*) FROM span_rollup_minute");
+
+	/* late spans in minute 17 of the rolled-up hour: that minute alone
+	 * is marked (and the hour) */
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce(sum(requests), 0) FROM span_rollup_minute "
+		 "WHERE period = to_timestamp(%lld)",
+		 (long long)late);
+	late_before = sql_ll(c, sql);
+	write_spans_in(c, &w, late, 60, 3, -1, &seed);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 1);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM span_rollup_minute_dirty WHERE period "
+		 "= to_timestamp(%lld)",
+		 (long long)late);
+	assert_int_equal(sql_ll(c, sql), 1);
+	refresh(c, 0, 0, 2); /* young: the old rows stay meanwhile */
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_minute"),
+			 rows_before);
+	/* the other minutes' rows are not rewritten: note them */
+	exec_sql(c, "CREATE TEMP TABLE before_late AS SELECT ctid AS t, "
+		    "period FROM span_rollup_minute");
+	age_dirty(c);
+	refresh(c, 0, 2, 0);
+	check_minutes(c, p, true);
+	snprintf(sql, sizeof(sql),
+		 "SELECT sum(requests) FROM span_rollup_minute WHERE period = "
+		 "to_timestamp(%lld)",
+		 (long long)late);
+	assert_int_equal(sql_ll(c, sql), late_before + 3 * call_shapes());
+	/* the other minutes' rows were left as they were, the late
+	 * minute's rewritten */
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM span_rollup_minute m JOIN before_late b "
+		 "ON m.ctid = b.t AND m.period = b.period WHERE m.period <> "
+		 "to_timestamp(%lld)",
+		 (long long)late);
+	minutes = sql_ll(c, sql);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM span_rollup_minute WHERE period <> "
+		 "to_timestamp(%lld)",
+		 (long long)late);
+	assert_int_equal(minutes, sql_ll(c, sql));
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM span_rollup_minute m JOIN before_late b "
+		 "ON m.ctid = b.t WHERE m.period = to_timestamp(%lld)",
+		 (long long)late);
+	assert_int_equal(sql_ll(c, sql), 0);
+	exec_sql(c, "DROP TABLE before_late");
+	written_free(&w);
+	pg_release(c);
+}
+
+/*
+ * The minutes' own settle rule: a minute M is refreshed once M + 60 s +
+ * ROLLUP_SETTLE_S has passed and its marks are 60 s old; one that is not
+ * yet settled waits (and is not pending), and a young mark holds back its
+ * minute only, not the others of the hour.
+ */
+static void
+test_minute_settle_rule(void **state)
+{
+	struct pg_conn *c = conn();
+
+	(void)state;
+	clear_store(c);
+	/* minutes that need not start on the minute: one ended 30 s past
+	 * the settling time, one 30 s before it */
+	exec_sql(c,
+		 "INSERT INTO span_rollup_minute_dirty VALUES "
+		 "(date_trunc('second', now()) - interval '210 seconds', 0), "
+		 "(date_trunc('second', now()) - interval '150 seconds', 0)");
+	/* and in an old hour, one minute with an old mark and one with a
+	 * young mark beside an old one */
+	exec_sql(c,
+		 "INSERT INTO span_rollup_minute_dirty VALUES "
+		 "(date_trunc('hour', now(), 'UTC') - interval '5 hours', 0), "
+		 "(date_trunc('hour', now(), 'UTC') - interval '5 hours' + "
+		 "interval '1 minute', 0), "
+		 "(date_trunc('hour', now(), 'UTC') - interval '5 hours' + "
+		 "interval '1 minute', floor(extract(epoch FROM now()) / "
+		 "10)::bigint)");
+	/* the old hour (its first minute) and the settled recent minute */
+	refresh(c, 0, 2, 1);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty WHERE "
+			  "period = date_trunc('second', now()) - interval "
+			  "'150 seconds'"),
+		1);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty WHERE "
+			  "period = date_trunc('second', now()) - interval "
+			  "'210 seconds'"),
+		0);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty WHERE "
+			  "period = date_trunc('hour', now(), 'UTC') - "
+			  "interval '5 hours'"),
+		0);
+	/* both marks of the held-back minute stay */
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty WHERE "
+			  "period = date_trunc('hour', now(), 'UTC') - "
+			  "interval '5 hours' + interval '1 minute'"),
+		2);
 	pg_release(c);
 }
 
@@ -973,6 +1374,9 @@ test_settle_rule(void **state)
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_dirty"),
 			 0);
 	write_spans(c, &w, hour_ago(0), 4, -1, &seed);
+	/* the hourly rule alone here (test_minute_settle_rule has the
+	 * minutes' own) */
+	exec_sql(c, "TRUNCATE span_rollup_minute_dirty");
 	/* periods that need not start on the hour: one ended 30 s past the
 	 * settling time, one 30 s before it */
 	exec_sql(c, "INSERT INTO span_rollup_dirty VALUES "
@@ -997,7 +1401,7 @@ test_settle_rule(void **state)
 	pg_release(c);
 }
 
-/* At most max_periods per call, oldest first. */
+/* At most max_units per call, oldest first, minute units before hours. */
 static void
 test_max_periods(void **state)
 {
@@ -1012,7 +1416,19 @@ test_max_periods(void **state)
 	for (int i = 0; i < 3; i++)
 		write_spans(c, &w[i], hour_ago(5 - i), 2, -1, &seed);
 	age_dirty(c);
-	refresh(c, 2, 2, 1);
+	/* the minutes of the two oldest hours */
+	refresh(c, 2, 2, 4);
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup"), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM span_rollup_minute WHERE "
+			 "date_trunc('hour', period, 'UTC') = "
+			 "to_timestamp(%lld)",
+			 (long long)hour_ago(5 - i));
+		assert_int_equal(sql_ll(c, sql) == 0 ? 0 : 1, i < 2);
+	}
+	/* the minutes of the third, then the two oldest hours */
+	refresh(c, 3, 3, 1);
 	for (int i = 0; i < 3; i++) {
 		snprintf(sql, sizeof(sql),
 			 "SELECT count(*) FROM span_rollup WHERE period = "
@@ -1063,6 +1479,31 @@ test_prune_and_arguments(void **state)
 	assert_int_equal(rollup_prune(c, 6, &perr), STATUS_OK);
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup"), 0);
 
+	/* minute rows and marks go with the same cutoff: a minute that
+	 * ended before it goes, one that straddles it stays */
+	exec_sql(c,
+		 "INSERT INTO span_rollup_minute SELECT "
+		 "date_trunc('minute', now(), 'UTC') - d * interval '1 day', "
+		 "'pay', 'otlp', 'http', '/', 'GET', 200, 1, '{5}', '{1}' "
+		 "FROM unnest(ARRAY[1, 6, 8, 30]) d");
+	exec_sql(c, "INSERT INTO span_rollup_minute VALUES (now() - interval "
+		    "'7 days' - interval '30 seconds', 'pay', 'otlp', 'http', "
+		    "'/', 'GET', 200, 1, '{5}', '{1}'), (now() - interval "
+		    "'7 days' - interval '90 seconds', 'pay', 'otlp', 'http', "
+		    "'/', 'GET', 200, 1, '{5}', '{1}')");
+	exec_sql(c,
+		 "INSERT INTO span_rollup_minute_dirty SELECT "
+		 "date_trunc('minute', now(), 'UTC') - d * interval '1 day', "
+		 "0 FROM unnest(ARRAY[2, 9]) d");
+	assert_int_equal(rollup_prune(c, 7, &perr), STATUS_OK);
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_minute "
+				   "WHERE period > now() - interval '7 days'"),
+			 2);
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_minute"),
+			 3);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 1);
+
 	assert_int_equal(rollup_prune(c, 0, &perr), STATUS_INVALID);
 	assert_non_null(strstr(perr.detail, "retention_days"));
 	assert_int_equal(rollup_prune(c, 3651, &perr), STATUS_INVALID);
@@ -1094,9 +1535,9 @@ test_one_refresher(void **state)
 	age_dirty(a);
 	exec_sql(b, "BEGIN");
 	exec_sql(b, "SELECT pg_advisory_xact_lock(6000299197437203459)");
-	refresh(a, 0, 0, 1);
+	refresh(a, 0, 0, 2);
 	exec_sql(b, "COMMIT");
-	refresh(a, 0, 1, 0);
+	refresh(a, 0, 2, 0);
 	check_rollup(a, &w, hour_ago(4));
 	written_free(&w);
 	pg_release(b);
@@ -1134,10 +1575,12 @@ test_migration_marks_existing(void **state)
 	assert_int_equal(migrate_apply(m, &opts, &applied, err, sizeof(err)),
 			 STATUS_OK);
 	/* back to the store as 0004 left it */
-	res = PQexec(m, "DROP VIEW span_calls; "
-			"DROP TABLE span_rollup, span_rollup_dirty; "
-			"DROP FUNCTION sextant_duration_bucket(bigint); "
-			"DELETE FROM schema_migrations WHERE version = 5");
+	res = PQexec(m,
+		     "DROP VIEW span_calls; "
+		     "DROP TABLE span_rollup, span_rollup_dirty, "
+		     "span_rollup_minute, span_rollup_minute_dirty; "
+		     "DROP FUNCTION sextant_duration_bucket(bigint); "
+		     "DELETE FROM schema_migrations WHERE version IN (5, 8)");
 	assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
 	PQclear(res);
 	/* spans in three past hours (one in the DEFAULT partition, two
@@ -1159,9 +1602,17 @@ test_migration_marks_existing(void **state)
 	PQclear(res);
 	assert_int_equal(migrate_apply(m, &opts, &applied, err, sizeof(err)),
 			 STATUS_OK);
-	assert_int_equal(applied, 1);
+	assert_int_equal(applied, 2);
 	res = PQexec(m, "SELECT count(*), count(DISTINCT period), max(slot) "
 			"FROM span_rollup_dirty");
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	assert_string_equal(PQgetvalue(res, 0, 0), "4");
+	assert_string_equal(PQgetvalue(res, 0, 1), "4");
+	assert_string_equal(PQgetvalue(res, 0, 2), "0");
+	PQclear(res);
+	/* 0008: the minute of each hour's ten spans */
+	res = PQexec(m, "SELECT count(*), count(DISTINCT period), max(slot) "
+			"FROM span_rollup_minute_dirty");
 	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
 	assert_string_equal(PQgetvalue(res, 0, 0), "4");
 	assert_string_equal(PQgetvalue(res, 0, 1), "4");
@@ -1174,8 +1625,22 @@ test_migration_marks_existing(void **state)
 	assert_int_equal(pg_pool_wait_ready(mp, 10000, &perr), STATUS_OK);
 	assert_int_equal(pg_acquire(mp, NULL, 5000, &c, &perr), STATUS_OK);
 	/* no write since: the three settled hours at once, the current one
-	 * stays dirty */
-	refresh(c, 0, 3, 0);
+	 * stays dirty; the minutes of the three, and the current hour's first
+	 * minute once it has settled (3 minutes into the hour) */
+	{
+		long long cur = sql_ll(
+			c, "SELECT count(*) FROM span_rollup_minute_dirty "
+			   "WHERE period >= date_trunc('hour', now(), 'UTC') "
+			   "AND period < now() - interval '180 seconds'");
+
+		refresh(c, 0, 6 + (int)cur, 0);
+		assert_int_equal(
+			sql_ll(c, "SELECT count(*) FROM span_rollup_minute"),
+			3 + cur);
+		assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM "
+					   "span_rollup_minute"),
+				 30 + 10 * cur);
+	}
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup"), 3);
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup"),
 			 30);
@@ -1193,12 +1658,17 @@ main(void)
 		cmocka_unit_test(test_hist_add),
 		cmocka_unit_test(test_quantile_random),
 		cmocka_unit_test(test_hist_text),
+		cmocka_unit_test(test_minute_floor),
+		cmocka_unit_test(test_split_range),
+		cmocka_unit_test(test_split_random),
 	};
 	const struct CMUnitTest db[] = {
 		cmocka_unit_test(test_sql_bucket_agrees),
 		cmocka_unit_test(test_view),
 		cmocka_unit_test(test_refresh_and_late_spans),
 		cmocka_unit_test(test_settle_rule),
+		cmocka_unit_test(test_minute_refresh),
+		cmocka_unit_test(test_minute_settle_rule),
 		cmocka_unit_test(test_max_periods),
 		cmocka_unit_test(test_prune_and_arguments),
 		cmocka_unit_test(test_one_refresher),

@@ -2,8 +2,9 @@
  * test_servicequery.c - unit tests for lib/servicequery against a migrated
  * throwaway PostgreSQL holding spans written with lib/store: sources, last
  * seen, requests, errors and p95 of every service compared with this
- * test's own SQL over the raw span columns, on the rollup path (rollup
- * rows, raw head and tail, a dirty hour read raw) and the exact path; the
+ * test's own SQL over the raw span columns, on the rollup path (hour and
+ * minute rows, raw partial minutes at the ends, a dirty hour read from its
+ * minutes) and the exact path; the
  * namespace rule and filter; services with no requests; the order; bad
  * and empty ranges.
  */
@@ -276,6 +277,11 @@ group_setup(void **state)
 		    "RETURNING period) INSERT INTO span_rollup_dirty "
 		    "(period, slot) SELECT DISTINCT period, 0 FROM d",
 		    0, NULL));
+	PQclear(sql(c,
+		    "WITH d AS (DELETE FROM span_rollup_minute_dirty "
+		    "RETURNING period) INSERT INTO span_rollup_minute_dirty "
+		    "(period, slot) SELECT DISTINCT period, 0 FROM d",
+		    0, NULL));
 	if (rollup_refresh(c, 0, &done, &pending, &perr) != STATUS_OK ||
 	    done < 3) {
 		fprintf(stderr, "rollup_refresh: %s %s (done %d)\n",
@@ -462,6 +468,83 @@ test_dirty_hour_counts(void **state)
 	      "alpha,delta,beta");
 }
 
+/* A request count of alpha's OTLP calls over [from, to), from the list. */
+static uint64_t
+alpha_requests(int64_t from_ms, int64_t to_ms)
+{
+	struct servicequery_filter f = {from_ms, to_ms, "shop"};
+	struct servicequery_result *r = NULL;
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	uint64_t n;
+
+	assert_int_equal(servicequery_list(c, &f, wall_ms(), &r, &err),
+			 STATUS_OK);
+	assert_true(r->rollup);
+	assert_int_equal(r->n, 1);
+	assert_string_equal(r->services[0].service, "alpha");
+	n = r->services[0].requests;
+	servicequery_free(r);
+	pg_release(c);
+	return n;
+}
+
+/*
+ * Partial hours at the ends come from minute rows (and raw partial
+ * minutes), as do the minutes of the dirty hour H-4; a clean hour's minute
+ * rows are not read.  Shown with a row of 1000 made-up requests put in
+ * span_rollup_minute and taken out again.
+ */
+static void
+test_minute_rows(void **state)
+{
+	int64_t from = hour_ms - 5 * HOUR_MS + 30 * MIN_MS + 15000,
+		to = hour_ms - 2 * HOUR_MS + 10 * MIN_MS + 30000;
+	char at[48];
+	const char *v[1] = {at};
+	uint64_t before;
+	struct pg_conn *c;
+	static const char fake[] =
+		"INSERT INTO span_rollup_minute VALUES ($1::timestamptz, "
+		"'alpha', 'otlp', 'http', '/made-up', 'GET', 200, 1000, '{5}', "
+		"'{1000}')";
+	static const struct {
+		const char *what;
+		int64_t minute; /* from hour_ms */
+		uint64_t added;
+	} cases[] = {
+		{"the head's minutes", -5 * HOUR_MS + 40 * MIN_MS, 1000},
+		{"the dirty hour's minutes", -4 * HOUR_MS + 40 * MIN_MS, 1000},
+		{"a clean hour's minutes", -3 * HOUR_MS + 40 * MIN_MS, 0},
+		{"the tail's minutes", -2 * HOUR_MS + 5 * MIN_MS, 1000},
+		{"the raw partial minute at the head",
+		 -5 * HOUR_MS + 30 * MIN_MS, 0},
+	};
+
+	(void)state;
+	check(from, to, NULL, true, "alpha,delta,beta");
+	before = alpha_requests(from, to);
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		uint64_t got;
+
+		ts_text(hour_ms + cases[i].minute, at, sizeof(at));
+		c = conn();
+		PQclear(sql(c, fake, 1, v));
+		pg_release(c);
+		got = alpha_requests(from, to);
+		c = conn();
+		PQclear(sql(c,
+			    "DELETE FROM span_rollup_minute WHERE k1 = "
+			    "'/made-up'",
+			    0, NULL));
+		pg_release(c);
+		if (got != before + cases[i].added)
+			fail_msg("%s: %llu requests, want %llu", cases[i].what,
+				 (unsigned long long)got,
+				 (unsigned long long)(before + cases[i].added));
+	}
+}
+
 /* Less than a whole settled hour: exact. */
 static void
 test_exact_path(void **state)
@@ -534,6 +617,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rollup_path),
 		cmocka_unit_test(test_dirty_hour_counts),
+		cmocka_unit_test(test_minute_rows),
 		cmocka_unit_test(test_exact_path),
 		cmocka_unit_test(test_wide_range),
 		cmocka_unit_test(test_namespace_filter),

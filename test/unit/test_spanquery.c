@@ -2,8 +2,9 @@
  * test_spanquery.c - unit tests for lib/spanquery: protocol names and
  * "did you mean" suggestions (pure), then every query against a migrated
  * throwaway PostgreSQL holding spans written with lib/store: per-call
- * metrics on the exact path and on the rollup path (rollup rows, raw head
- * and tail, dirty hours read raw) compared with percentile_cont computed
+ * metrics on the exact path and on the rollup path (hour and minute rows,
+ * raw partial minutes at the ends, dirty hours read from their minutes and
+ * dirty minutes raw) compared with percentile_cont computed
  * by this test's own SQL, each filter, sources, trace ids, trace spans and
  * service names.
  */
@@ -528,7 +529,7 @@ static const struct call ghost_calls[] = {
 	{"ghost", OT, 2, "GET", "/boo", NULL, 200, .count = 5},
 };
 
-/* "cart": both sources, 40 minutes ago (exact path). */
+/* "cart": both sources, 40 minutes ago (minute rows). */
 static const struct call cart_calls[] = {
 	{"cart", OT, 2, "GET", "/cart", NULL, 200, .count = 9},
 	{"cart", OT, 2, "GET", "/cart", NULL, 502, .count = 1},
@@ -602,6 +603,17 @@ add_traces(void)
 	}
 }
 
+/* Moves the minute marks out of the way of refresh (older than 60 s). */
+static void
+age_minute_marks(struct pg_conn *c)
+{
+	PQclear(sql(c,
+		    "WITH d AS (DELETE FROM span_rollup_minute_dirty RETURNING "
+		    "period) INSERT INTO span_rollup_minute_dirty (period, "
+		    "slot) SELECT DISTINCT period, 0 FROM d",
+		    0, NULL));
+}
+
 /* Moves every dirty mark out of the way of refresh (older than 60 s). */
 static void
 age_dirty_marks(struct pg_conn *c)
@@ -612,6 +624,7 @@ age_dirty_marks(struct pg_conn *c)
 		"INSERT INTO span_rollup_dirty (period, slot) "
 		"SELECT DISTINCT period, 0 FROM d",
 		0, NULL));
+	age_minute_marks(c);
 }
 
 static int
@@ -768,6 +781,11 @@ sql_expect(struct pg_conn *c, const char *service, const char *source,
 	PQclear(res);
 }
 
+/*
+ * The metrics of f on the rollup path (as of now) or on the exact one: as
+ * of f->from_ms, when no minute of the range has settled, which is the
+ * path of every range without a whole settled minute.
+ */
 static struct spanquery_metrics *
 metrics(struct pg_conn *c, const char *source, const struct spanquery_filter *f,
 	bool want_rollup)
@@ -775,8 +793,9 @@ metrics(struct pg_conn *c, const char *source, const struct spanquery_filter *f,
 	struct spanquery_metrics *m = NULL;
 	struct pg_error err;
 	bool rollup = !want_rollup;
+	int64_t now = want_rollup ? wall_ms() : f->from_ms;
 
-	if (spanquery_metrics_send(c, source, f, wall_ms(), &rollup, &err) !=
+	if (spanquery_metrics_send(c, source, f, now, &rollup, &err) !=
 	    STATUS_OK)
 		fail_msg("metrics_send: %s (%s)", err.client, err.detail);
 	assert_int_equal(rollup, want_rollup);
@@ -1155,9 +1174,10 @@ static const struct filter_case filter_cases[] = {
 
 /*
  * The checkout data lies in [Q + 10 min, Q + 13 min) with Q = 6 h ago.
- * Each range reaches it through one path: exact (no whole hour), the
- * rollup rows (Q is whole, settled and clean), the raw head before the
- * first whole hour, and the raw tail after the last.
+ * Each range reaches it through one path: exact (no settled minute yet),
+ * minute rows (no whole hour), the hour rows (Q is whole, settled and
+ * clean), minute rows and a raw partial minute at the head before the
+ * first whole hour, and minute rows after the last.
  */
 static void
 test_metrics_filters(void **state)
@@ -1169,8 +1189,9 @@ test_metrics_filters(void **state)
 		bool rollup;
 	} paths[] = {
 		{"exact", q + 5 * MIN_MS, q + 55 * MIN_MS, false},
-		{"rollup rows", q, q + HOUR_MS, true},
-		{"rollup, raw head", q + 5 * MIN_MS, hour_ms, true},
+		{"minute rows", q + 5 * MIN_MS, q + 55 * MIN_MS, true},
+		{"hour rows", q, q + HOUR_MS, true},
+		{"rollup, raw head", q + 5 * MIN_MS + 500, hour_ms, true},
 		{"rollup, raw tail", q - 3 * HOUR_MS, q + 55 * MIN_MS, true},
 	};
 	struct pg_conn *c = conn();
@@ -1247,8 +1268,35 @@ test_metrics_rollup(void **state)
 	pg_release(c);
 }
 
-/* Spans added to a rolled-up hour make it dirty: read raw until the next
- * refresh, never counted twice. */
+/* Ranges with partial minutes at their ends, across hour boundaries,
+ * with and without a whole hour: minute rows, raw edges, hour rows. */
+static void
+test_metrics_minute_edges(void **state)
+{
+	int64_t p5 = hour_ms - 5 * HOUR_MS, p4 = p5 + HOUR_MS;
+	const struct {
+		const char *what;
+		int64_t from, to;
+	} ranges[] = {
+		{"inside one hour", p5 + 10 * MIN_MS + 20000,
+		 p5 + 40 * MIN_MS + 50000},
+		{"across an hour boundary", p5 + 30 * MIN_MS + 10000,
+		 p4 + 30 * MIN_MS + 10000},
+		{"a whole hour and partial minutes", p5 + 10 * MIN_MS + 20000,
+		 p4 + HOUR_MS + 10 * MIN_MS + 20000},
+		{"two whole minutes", p5 + 17 * MIN_MS, p5 + 19 * MIN_MS},
+	};
+	struct pg_conn *c = conn();
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(ranges); i++)
+		check_ledger(c, ranges[i].what, ranges[i].from, ranges[i].to, 0,
+			     0);
+	pg_release(c);
+}
+
+/* Spans added to a rolled-up hour make it and their minute dirty: that
+ * minute is read raw until the next refresh, never counted twice. */
 static void
 test_metrics_dirty_hour(void **state)
 {
@@ -1293,11 +1341,44 @@ test_metrics_dirty_hour(void **state)
 		  1, v);
 	assert_string_equal(PQgetvalue(res, 0, 0), "100");
 	PQclear(res);
+	/* the dirty hour is read from its minute rows, but for minute 30,
+	 * dirty too, read raw */
 	check_ledger(c, "dirty middle hour", hour_ms - 5 * HOUR_MS,
 		     hour_ms - 2 * HOUR_MS, 340, 34);
 	check_ledger(c, "dirty hour alone", p4, p4 + HOUR_MS, 140, 14);
 	check_ledger(c, "dirty, head and tail",
 		     hour_ms - 5 * HOUR_MS + 17 * MIN_MS, wall_ms(), 0, 0);
+	check_ledger(c, "dirty minute, partial minutes at both ends",
+		     p4 + 10 * MIN_MS + 20000, p4 + 50 * MIN_MS + 40000, 0, 0);
+	/* the minute refreshed, the hour not yet (its mark is young): the
+	 * hour's minutes all come from minute rows, the late ones included */
+	age_minute_marks(c);
+	assert_int_equal(rollup_refresh(c, 0, &done, NULL, &err), STATUS_OK);
+	assert_true(done >= 1);
+	res = sql(c,
+		  "SELECT count(*) FROM span_rollup_minute_dirty WHERE period "
+		  ">= $1::timestamptz AND period < $1::timestamptz + interval "
+		  "'1 hour'",
+		  1, v);
+	assert_string_equal(PQgetvalue(res, 0, 0), "0");
+	PQclear(res);
+	res = sql(c,
+		  "SELECT sum(requests) FROM span_rollup_minute WHERE "
+		  "service_name = 'ledger' AND protocol = 'http' AND period >= "
+		  "$1::timestamptz AND period < $1::timestamptz + interval "
+		  "'1 hour'",
+		  1, v);
+	assert_string_equal(PQgetvalue(res, 0, 0), "140");
+	PQclear(res);
+	res = sql(c,
+		  "SELECT count(*) FROM span_rollup_dirty WHERE period = "
+		  "$1::timestamptz",
+		  1, v);
+	assert_string_not_equal(PQgetvalue(res, 0, 0), "0");
+	PQclear(res);
+	check_ledger(c, "dirty hour, clean minutes", p4, p4 + HOUR_MS, 140, 14);
+	check_ledger(c, "dirty middle hour, clean minutes",
+		     hour_ms - 5 * HOUR_MS, hour_ms - 2 * HOUR_MS, 340, 34);
 	pg_release(c);
 }
 
@@ -1322,9 +1403,14 @@ test_metrics_reads_rollup_rows(void **state)
 	assert_int_equal(m->rows[0].requests, 5);
 	assert_true(m->rows[0].p50_ms > 0);
 	spanquery_metrics_free(m);
-	/* the raw spans are gone */
+	/* the minute rows too (ghost's calls are at p5 + 20 min) */
 	f.from_ms = p5 + MIN_MS;
 	f.to_ms = p5 + 59 * MIN_MS;
+	m = metrics(c, "otlp", &f, true);
+	assert_int_equal(m->n, 1);
+	assert_int_equal(m->rows[0].requests, 5);
+	spanquery_metrics_free(m);
+	/* the raw spans are gone */
 	m = metrics(c, "otlp", &f, false);
 	assert_int_equal(m->n, 0);
 	spanquery_metrics_free(m);
@@ -1357,8 +1443,9 @@ test_metrics_sources(void **state)
 	assert_int_equal(
 		spanquery_metrics_send(co, "otlp", &f, wall_ms(), &ro, &err),
 		STATUS_OK);
-	assert_false(re);
-	assert_false(ro);
+	/* 40 minutes ago: settled minutes, rolled up in the setup */
+	assert_true(re);
+	assert_true(ro);
 	assert_int_equal(spanquery_metrics_recv(co, ro, &mo, &err), STATUS_OK);
 	assert_int_equal(spanquery_metrics_recv(ce, re, &me, &err), STATUS_OK);
 	check_rows(ce, "cart ebpf", me, "cart", "ebpf", f.from_ms, f.to_ms,
@@ -1841,6 +1928,7 @@ main(void)
 	const struct CMUnitTest db[] = {
 		cmocka_unit_test(test_metrics_filters),
 		cmocka_unit_test(test_metrics_rollup),
+		cmocka_unit_test(test_metrics_minute_edges),
 		cmocka_unit_test(test_metrics_reads_rollup_rows),
 		cmocka_unit_test(test_metrics_sources),
 		cmocka_unit_test(test_metrics_bad_filter),
