@@ -99,6 +99,11 @@ LIB_TESTS += servicequery
 LIB_TESTS += spanstore
 LIB_TESTS += genai
 LIB_TESTS += promql grafana promcalls
+# ---- [pglisten] the LISTEN connection for notifications (lib/pglisten) ----
+# Not used by the gateway yet: the first step of sessions on any replica
+# (docs/shared-sessions-design.md).
+LIB_SRC += lib/pglisten.c
+LIB_TESTS += pglisten
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
 SERVER_TESTS += reqmeta tasks
