@@ -110,7 +110,7 @@ SERVER_TESTS += reqmeta tasks
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact
-FUZZERS += grafana
+FUZZERS += grafana seal
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build
