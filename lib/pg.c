@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +43,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pool.h"
 
 /* Idle connections are checked this often: a database that went away is
  * noticed (and /readyz turns false) within about this long. */
@@ -147,8 +147,8 @@ static bool conn_alive(struct pg_conn *c);
 
 /* ---- time, errors ------------------------------------------------------ */
 
-static int64_t
-mono_ms(void)
+int64_t
+pg_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -183,9 +183,8 @@ err_clear(struct pg_error *err)
 	}
 }
 
-/* libpq messages end in newlines and may span lines: one line for logs. */
-static void
-one_line(char *s)
+void
+pg_one_line(char *s)
 {
 	size_t n;
 
@@ -214,7 +213,7 @@ err_set(struct pg_error *err, const char *sqlstate, const char *client,
 	va_start(ap, fmt);
 	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
 	va_end(ap);
-	one_line(err->detail);
+	pg_one_line(err->detail);
 }
 
 static void
@@ -235,14 +234,9 @@ misuse(struct pg_error *err, const char *what)
 
 /* ---- waiting on a connection's socket ---------------------------------- */
 
-/*
- * Waits until conn's socket shows one of events (returned in *got when
- * got is not NULL).  STATUS_TIMEOUT at deadline_ms, STATUS_CLOSED when
- * stop_fd (>= 0) becomes readable, STATUS_IO without a socket.
- */
-static int
-sock_wait(PGconn *conn, short events, int64_t deadline_ms, int stop_fd,
-	  short *got)
+int
+pg_sock_wait(PGconn *conn, short events, int64_t deadline_ms, int stop_fd,
+	     short *got)
 {
 	struct pollfd fds[2];
 	nfds_t n = 1;
@@ -256,7 +250,7 @@ sock_wait(PGconn *conn, short events, int64_t deadline_ms, int stop_fd,
 		n = 2;
 	}
 	for (;;) {
-		int64_t left = deadline_ms - mono_ms();
+		int64_t left = deadline_ms - pg_mono_ms();
 		int r;
 
 		if (left <= 0)
@@ -293,8 +287,8 @@ raw_flush(PGconn *conn, int64_t deadline_ms, int stop_fd)
 			return STATUS_OK;
 		if (r < 0)
 			return STATUS_IO;
-		rc = sock_wait(conn, POLLIN | POLLOUT, deadline_ms, stop_fd,
-			       &got);
+		rc = pg_sock_wait(conn, POLLIN | POLLOUT, deadline_ms, stop_fd,
+				  &got);
 		if (rc != STATUS_OK)
 			return rc;
 		if ((got & POLLIN) != 0 && !PQconsumeInput(conn))
@@ -307,7 +301,7 @@ static int
 raw_await(PGconn *conn, int64_t deadline_ms, int stop_fd)
 {
 	while (PQisBusy(conn)) {
-		int rc = sock_wait(conn, POLLIN, deadline_ms, stop_fd, NULL);
+		int rc = pg_sock_wait(conn, POLLIN, deadline_ms, stop_fd, NULL);
 
 		if (rc != STATUS_OK)
 			return rc;
@@ -418,7 +412,7 @@ conn_error(struct pg_conn *c, const PGresult *res, struct pg_error *err)
 		size_t n = strlen(err->detail);
 
 		snprintf(err->detail + n, sizeof(err->detail) - n, "%s", more);
-		one_line(err->detail);
+		pg_one_line(err->detail);
 	}
 	return rc;
 }
@@ -459,7 +453,7 @@ conn_start(struct pg_conn *c, struct pg_error *err)
 			"the tool call was cancelled before the statement");
 		return STATUS_CANCELLED;
 	}
-	c->deadline_ms = mono_ms() + c->timeout_ms + grace_ms(c->timeout_ms);
+	c->deadline_ms = pg_mono_ms() + c->timeout_ms + grace_ms(c->timeout_ms);
 	count(&c->pool->queries);
 	return STATUS_OK;
 }
@@ -720,7 +714,7 @@ copy_finish(struct pg_conn *c, const char *abort_reason, PGresult **out,
 
 	c->in_copy = false;
 	while ((r = PQputCopyEnd(c->conn, abort_reason)) == 0) {
-		rc = sock_wait(c->conn, POLLOUT, c->deadline_ms, -1, NULL);
+		rc = pg_sock_wait(c->conn, POLLOUT, c->deadline_ms, -1, NULL);
 		if (rc != STATUS_OK)
 			return conn_wait_failed(c, rc, err);
 	}
@@ -827,7 +821,7 @@ pg_copy_abort(struct pg_conn *c, struct pg_error *err)
 	/* The server answers a CopyFail with an error: expected, not
 	 * counted, collected only to leave the connection clean. */
 	while ((rc = PQputCopyEnd(c->conn, "abandoned by the client")) == 0)
-		if (sock_wait(c->conn, POLLOUT, c->deadline_ms, -1, NULL) !=
+		if (pg_sock_wait(c->conn, POLLOUT, c->deadline_ms, -1, NULL) !=
 		    STATUS_OK)
 			break;
 	if (rc != 1 || raw_flush(c->conn, c->deadline_ms, -1) != STATUS_OK)
@@ -921,7 +915,7 @@ pg_cancel(struct pg_cancel_token *t)
 		atomic_store(&c->cancel_sent, true);
 		if (c->cancel != NULL &&
 		    !PQcancel(c->cancel, errbuf, sizeof(errbuf))) {
-			one_line(errbuf);
+			pg_one_line(errbuf);
 			log_warn(NULL,
 				 "could not send a cancel request to the "
 				 "database: %s",
@@ -1018,7 +1012,7 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 		timeout_ms = p->acquire_timeout_ms;
 	if (timeout_ms > PG_ACQUIRE_TIMEOUT_MAX_MS)
 		timeout_ms = PG_ACQUIRE_TIMEOUT_MAX_MS;
-	deadline = mono_ms() + timeout_ms;
+	deadline = pg_mono_ms() + timeout_ms;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -1058,7 +1052,7 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 			pthread_cond_signal(&p->maint_cv);
 			continue;
 		}
-		if (mono_ms() >= deadline) {
+		if (pg_mono_ms() >= deadline) {
 			count(&p->acquire_timeouts);
 			err_set(err, NULL, MSG_BUSY,
 				"no database connection became free within "
@@ -1127,7 +1121,7 @@ conn_reset(struct pg_conn *c)
 	if (c->broken || c->fatal || c->in_copy ||
 	    PQstatus(c->conn) != CONNECTION_OK)
 		return false;
-	c->deadline_ms = mono_ms() + PG_RESET_TIMEOUT_MS;
+	c->deadline_ms = pg_mono_ms() + PG_RESET_TIMEOUT_MS;
 	switch (PQtransactionStatus(c->conn)) {
 	case PQTRANS_IDLE: break;
 	case PQTRANS_INTRANS:
@@ -1185,7 +1179,7 @@ static int
 slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 {
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	int64_t deadline = mono_ms() + (int64_t)p->connect_timeout_s * 1000;
+	int64_t deadline = pg_mono_ms() + (int64_t)p->connect_timeout_s * 1000;
 	const char *values[1] = {p->timeout_value};
 	PGconn *conn = NULL;
 	PGresult *r = NULL;
@@ -1210,9 +1204,9 @@ slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 			rc = STATUS_IO;
 			goto out;
 		}
-		rc = sock_wait(conn,
-			       st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-			       deadline, p->stop_rd, NULL);
+		rc = pg_sock_wait(
+			conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+			deadline, p->stop_rd, NULL);
 		if (rc == STATUS_TIMEOUT)
 			snprintf(detail, n, "connection timed out after %d s",
 				 p->connect_timeout_s);
@@ -1264,7 +1258,7 @@ out:
 		snprintf(detail, n, "%s", PQerrorMessage(conn));
 	if (rc != STATUS_OK && detail[0] == '\0')
 		snprintf(detail, n, "connection failed (%s)", status_str(rc));
-	one_line(detail);
+	pg_one_line(detail);
 	PQclear(r);
 	PQfreeCancel(cancel);
 	PQfinish(conn);
@@ -1367,7 +1361,7 @@ attempt_done(struct pg_pool *p, struct pg_conn *c, int rc, const char *detail)
 				    : PG_BACKOFF_SHIFT_MAX);
 		if (delay > p->reconnect_max_ms || delay <= 0)
 			delay = p->reconnect_max_ms;
-		p->next_attempt_ms = mono_ms() + delay;
+		p->next_attempt_ms = pg_mono_ms() + delay;
 		snprintf(p->last_error, sizeof(p->last_error), "%s", detail);
 	}
 	p->attempted = true;
@@ -1393,12 +1387,12 @@ static void *
 pg_maintainer(void *arg)
 {
 	struct pg_pool *p = arg;
-	int64_t next_check = mono_ms() + PG_CHECK_INTERVAL_MS;
+	int64_t next_check = pg_mono_ms() + PG_CHECK_INTERVAL_MS;
 	char detail[sizeof(p->last_error)];
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
-		int64_t now = mono_ms(), wake = next_check;
+		int64_t now = pg_mono_ms(), wake = next_check;
 		struct pg_conn *down = NULL;
 		int rc;
 
@@ -1418,7 +1412,7 @@ pg_maintainer(void *arg)
 		}
 		if (now >= next_check) {
 			check_idle(p);
-			next_check = mono_ms() + PG_CHECK_INTERVAL_MS;
+			next_check = pg_mono_ms() + PG_CHECK_INTERVAL_MS;
 			continue;
 		}
 		if (down != NULL && p->next_attempt_ms < wake)
@@ -1526,26 +1520,13 @@ check_config(const struct pg_pool_config *cfg, struct pg_error *err)
 				 "invalid database connection string: %s",
 				 msg != NULL ? msg : "out of memory");
 			redact_quotes(err->detail, sizeof(err->detail));
-			one_line(err->detail);
+			pg_one_line(err->detail);
 		}
 		PQfreemem(msg);
 		return STATUS_INVALID;
 	}
 	PQconninfoFree(opts);
 	return STATUS_OK;
-}
-
-/* Signals stay with the main thread (see pool.c); fault signals stay
- * unblocked so a crash is still reported. */
-static void
-maintainer_sigmask(sigset_t *set)
-{
-	static const int faults[] = {SIGSEGV, SIGBUS,  SIGFPE,
-				     SIGILL,  SIGTRAP, SIGSYS};
-
-	sigfillset(set);
-	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-		sigdelset(set, faults[i]);
 }
 
 static void
@@ -1587,7 +1568,6 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 {
 	struct pg_pool *p = NULL;
 	pthread_condattr_t attr;
-	sigset_t block, old;
 	bool attr_ok = false, sync_ok = false;
 	int fds[2];
 	int rc = STATUS_NOMEM, k = 0;
@@ -1682,11 +1662,8 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 	}
 	sync_ok = true;
 
-	maintainer_sigmask(&block);
-	pthread_sigmask(SIG_SETMASK, &block, &old);
 	p->thread_started =
-		pthread_create(&p->thread, NULL, pg_maintainer, p) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pool_thread_create(&p->thread, pg_maintainer, p) == 0;
 	if (!p->thread_started)
 		goto out;
 
@@ -1733,9 +1710,9 @@ pg_pool_wait_ready(struct pg_pool *p, int timeout_ms, struct pg_error *err)
 	err_clear(err);
 	if (p == NULL)
 		return misuse(err, "no pool");
-	deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	deadline = pg_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&p->mu);
-	while (!p->ready && !p->stopping && mono_ms() < deadline)
+	while (!p->ready && !p->stopping && pg_mono_ms() < deadline)
 		cond_wait_until(&p->slot_cv, &p->mu, deadline);
 	ready = p->ready;
 	if (!ready)

@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pool.h"
 
 /* Backoff doublings before the cap applies regardless (2^20 x 100 ms). */
 #define BACKOFF_SHIFT_MAX 20
@@ -68,29 +68,6 @@ struct pglisten {
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* libpq messages end in newlines and may span lines: one line for logs. */
-static void
-one_line(char *s)
-{
-	size_t n;
-
-	for (char *q = s; *q != '\0'; q++)
-		if (*q == '\n' || *q == '\r' || *q == '\t')
-			*q = ' ';
-	n = strlen(s);
-	while (n > 0 && s[n - 1] == ' ')
-		s[--n] = '\0';
-}
-
 static int config_error(struct pg_error *err, const char *fmt, ...)
 	PRINTF_LIKE(2, 3);
 
@@ -121,49 +98,15 @@ start_error(struct pg_error *err, const char *what)
 
 /* ---- waiting ----------------------------------------------------------- */
 
-/*
- * Waits until conn's socket shows one of events.  STATUS_OK, STATUS_CLOSED
- * when the stop pipe becomes readable, STATUS_TIMEOUT at deadline_ms,
- * STATUS_IO without a socket or when poll fails.
- */
-static int
-sock_wait(struct pglisten *l, PGconn *conn, short events, int64_t deadline_ms)
-{
-	struct pollfd fds[2];
-	int fd = PQsocket(conn);
-
-	if (fd < 0)
-		return STATUS_IO;
-	fds[0] = (struct pollfd){.fd = fd, .events = events};
-	fds[1] = (struct pollfd){.fd = l->stop_rd, .events = POLLIN};
-	for (;;) {
-		int64_t left = deadline_ms - mono_ms();
-		int r;
-
-		if (left <= 0)
-			return STATUS_TIMEOUT;
-		r = poll(fds, 2,
-			 left > POLL_SLICE_MS ? POLL_SLICE_MS : (int)left);
-		if (r < 0 && errno != EINTR)
-			return STATUS_IO;
-		if (r <= 0)
-			continue;
-		if (fds[1].revents != 0)
-			return STATUS_CLOSED;
-		if (fds[0].revents != 0)
-			return STATUS_OK;
-	}
-}
-
 /* Waits ms unless stopped first: true when stopped. */
 static bool
 stop_wait(struct pglisten *l, int ms)
 {
 	struct pollfd fd = {.fd = l->stop_rd, .events = POLLIN};
-	int64_t deadline = mono_ms() + ms;
+	int64_t deadline = pg_mono_ms() + ms;
 
 	for (;;) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - pg_mono_ms();
 		int r;
 
 		if (atomic_load(&l->stopping))
@@ -203,7 +146,7 @@ listen_notice(void *arg, const PGresult *res)
 			 state != NULL ? "sqlstate " : "",
 			 state != NULL ? state : "", state != NULL ? ": " : "",
 			 msg);
-		one_line(l->fatal_msg);
+		pg_one_line(l->fatal_msg);
 	}
 	log_debug(NULL, "database listener notice: %s", msg);
 }
@@ -220,7 +163,8 @@ send_all(struct pglisten *l, PGconn *conn, int64_t deadline_ms)
 			return STATUS_OK;
 		if (r < 0)
 			return STATUS_IO;
-		rc = sock_wait(l, conn, POLLIN | POLLOUT, deadline_ms);
+		rc = pg_sock_wait(conn, POLLIN | POLLOUT, deadline_ms,
+				  l->stop_rd, NULL);
 		if (rc != STATUS_OK)
 			return rc;
 		if (!PQconsumeInput(conn))
@@ -246,7 +190,8 @@ run_listen(struct pglisten *l, PGconn *conn, int64_t deadline_ms, char *detail,
 		PGresult *r;
 
 		while (rc == STATUS_OK && PQisBusy(conn)) {
-			rc = sock_wait(l, conn, POLLIN, deadline_ms);
+			rc = pg_sock_wait(conn, POLLIN, deadline_ms, l->stop_rd,
+					  NULL);
 			if (rc == STATUS_OK && !PQconsumeInput(conn))
 				rc = STATUS_IO;
 		}
@@ -286,7 +231,7 @@ static int
 conn_open(struct pglisten *l, PGconn **out, char *detail, size_t n)
 {
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	int64_t deadline = mono_ms() + (int64_t)l->connect_timeout_s * 1000;
+	int64_t deadline = pg_mono_ms() + (int64_t)l->connect_timeout_s * 1000;
 	PGconn *conn = NULL;
 	int rc = STATUS_IO;
 
@@ -310,9 +255,9 @@ conn_open(struct pglisten *l, PGconn **out, char *detail, size_t n)
 			rc = STATUS_IO;
 			goto out;
 		}
-		rc = sock_wait(l, conn,
-			       st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-			       deadline);
+		rc = pg_sock_wait(
+			conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+			deadline, l->stop_rd, NULL);
 		if (rc == STATUS_TIMEOUT)
 			snprintf(detail, n, "connection timed out after %d s",
 				 l->connect_timeout_s);
@@ -330,7 +275,7 @@ out:
 		snprintf(detail, n, "%s", PQerrorMessage(conn));
 	if (rc != STATUS_OK && detail[0] == '\0')
 		snprintf(detail, n, "connection failed (%s)", status_str(rc));
-	one_line(detail);
+	pg_one_line(detail);
 	PQfinish(conn);
 	return rc;
 }
@@ -379,7 +324,7 @@ conn_serve(struct pglisten *l, PGconn *conn, char *detail, size_t n)
 			rc = STATUS_IO;
 			break;
 		}
-		rc = sock_wait(l, conn, POLLIN, INT64_MAX);
+		rc = pg_sock_wait(conn, POLLIN, INT64_MAX, l->stop_rd, NULL);
 		if (rc == STATUS_CLOSED)
 			break;
 		/* After a failed read the loop still delivers what arrived
@@ -394,7 +339,7 @@ conn_serve(struct pglisten *l, PGconn *conn, char *detail, size_t n)
 			snprintf(detail, n, "%s", PQerrorMessage(conn));
 		else
 			snprintf(detail, n, "the server closed the connection");
-		one_line(detail);
+		pg_one_line(detail);
 	}
 	return rc;
 }
@@ -446,7 +391,7 @@ listener_main(void *arg)
 				break;
 			continue;
 		}
-		up_since = mono_ms();
+		up_since = pg_mono_ms();
 		epoch = atomic_fetch_add(&l->epoch, 1) + 1;
 		atomic_store(&l->connected, true);
 		log_debug(NULL, "database listener connected (epoch %llu)",
@@ -460,7 +405,7 @@ listener_main(void *arg)
 			break;
 		if (l->on_lost != NULL)
 			l->on_lost(l->arg, detail);
-		if (mono_ms() - up_since >= l->reconnect_max_ms) {
+		if (pg_mono_ms() - up_since >= l->reconnect_max_ms) {
 			streak = 0;
 			continue;
 		}
@@ -468,19 +413,6 @@ listener_main(void *arg)
 			break;
 	}
 	return NULL;
-}
-
-/* Signals stay with the main thread (see pool.c); fault signals stay
- * unblocked so that a crash is still reported. */
-static void
-listener_sigmask(sigset_t *set)
-{
-	static const int faults[] = {SIGSEGV, SIGBUS,  SIGFPE,
-				     SIGILL,  SIGTRAP, SIGSYS};
-
-	sigfillset(set);
-	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-		sigdelset(set, faults[i]);
 }
 
 /* ---- configuration ----------------------------------------------------- */
@@ -621,7 +553,6 @@ pglisten_start(const struct pglisten_config *cfg, struct pglisten **out,
 	       struct pg_error *err)
 {
 	struct pglisten *l = NULL;
-	sigset_t block, old;
 	size_t used = 0;
 	int fds[2];
 	int rc, k = 0;
@@ -694,11 +625,8 @@ pglisten_start(const struct pglisten_config *cfg, struct pglisten **out,
 	l->stop_rd = fds[0];
 	l->stop_wr = fds[1];
 
-	listener_sigmask(&block);
-	pthread_sigmask(SIG_SETMASK, &block, &old);
 	l->thread_started =
-		pthread_create(&l->thread, NULL, listener_main, l) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pool_thread_create(&l->thread, listener_main, l) == 0;
 	if (!l->thread_started) {
 		rc = STATUS_IO;
 		start_error(err, "cannot create the listener thread");

@@ -75,22 +75,28 @@ pool_worker(void *arg)
 }
 
 /*
- * Workers inherit the creating thread's signal mask, so it is set around
- * pthread_create: a signal can never land on a worker, not even in the
- * instant before the worker could block it itself.  Synchronous fault
+ * A new thread inherits the creating thread's signal mask, so it is set
+ * around pthread_create: a signal can never land on the thread, not even
+ * in the instant before it could block it itself.  Synchronous fault
  * signals stay unblocked: raised while blocked they kill the process
  * without running a handler (POSIX leaves it undefined), which would hide
  * the crash report of a sanitizer or a crash handler.
  */
-static void
-worker_sigmask(sigset_t *set)
+int
+pool_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	static const int faults[] = {SIGSEGV, SIGBUS,  SIGFPE,
 				     SIGILL,  SIGTRAP, SIGSYS};
+	sigset_t block, old;
+	int rc;
 
-	sigfillset(set);
+	sigfillset(&block);
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-		sigdelset(set, faults[i]);
+		sigdelset(&block, faults[i]);
+	pthread_sigmask(SIG_SETMASK, &block, &old);
+	rc = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 /* Stops the workers, joins them and frees the pool. */
@@ -115,7 +121,6 @@ pool_new(int threads, int queue_size, struct pool **out)
 {
 	struct pool *pool = NULL;
 	pthread_condattr_t attr;
-	sigset_t block, old;
 	bool attr_ok = false, mu_ok = false, work_ok = false, idle_ok = false;
 	int rc = STATUS_NOMEM;
 
@@ -141,13 +146,10 @@ pool_new(int threads, int queue_size, struct pool **out)
 	if (!idle_ok)
 		goto out;
 
-	worker_sigmask(&block);
-	pthread_sigmask(SIG_SETMASK, &block, &old);
 	for (; pool->nthreads < threads; pool->nthreads++)
-		if (pthread_create(&pool->threads[pool->nthreads], NULL,
-				   pool_worker, pool) != 0)
+		if (pool_thread_create(&pool->threads[pool->nthreads],
+				       pool_worker, pool) != 0)
 			break;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pool->nthreads < threads)
 		goto out;
 

@@ -9,7 +9,18 @@
 #ifndef SEXTANT_POOL_H
 #define SEXTANT_POOL_H
 
+#include <pthread.h>
+
 #include "status.h"
+
+/*
+ * pthread_create(thread, NULL, fn, arg) with every signal blocked in the
+ * new thread but the synchronous fault signals, so that signals stay with
+ * the main thread (the workers here, and any other long-lived thread of
+ * the process: the pg maintainer, the LISTEN connection).  The caller's
+ * own mask is unchanged.  Returns pthread_create's result.
+ */
+int pool_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* Bounds checked by pool_new. */
 #define POOL_THREADS_MAX    1024
