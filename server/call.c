@@ -240,10 +240,10 @@ answer_ok(const char *method, const json_t *a)
 
 static const char *capability_for(const char *method);
 
-static bool
-cancelled_cb(void *arg)
+bool
+call_cancelled_arg(void *call)
 {
-	return call_cancelled(arg);
+	return call_cancelled(call);
 }
 
 /* 2025 sessions: one server-to-client request per key. */
@@ -309,7 +309,7 @@ call_input(struct call *c, json_t *requests, json_t **responses)
 	if (c->task != NULL) {
 		json_decref(out);
 		rc = tasks_wait_input(c->srv->tasks, c->task, requests, &out,
-				      cancelled_cb, c);
+				      call_cancelled_arg, c);
 		goto out;
 	}
 	json_object_foreach(requests, key, req)

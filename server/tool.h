@@ -43,6 +43,9 @@ struct tool_handler {
  * ran out (calls in flight are otherwise let finish).
  */
 bool call_cancelled(struct call *call);
+/* The same for callbacks that take a void * (lib/grafana's
+ * grafana_opts.cancelled, a task's input wait): call is the struct call. */
+bool call_cancelled_arg(void *call);
 
 /*
  * Sleeps up to ms milliseconds; returns early (STATUS_CANCELLED) when the

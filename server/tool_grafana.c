@@ -926,12 +926,6 @@ unit_of(const char *metric, const struct grafana_metadata *md, bool rate,
 	}
 }
 
-static bool
-call_is_cancelled(void *arg)
-{
-	return call_cancelled(arg);
-}
-
 /* A grafana_error as the model's failure. */
 static int
 upstream_failure(struct grafana *g, const struct grafana_error *e,
@@ -1207,7 +1201,7 @@ static int
 query_grafana_metrics(struct call *call, const json_t *args, json_t **result)
 {
 	struct server *srv = call_server(call);
-	struct grafana_opts o = {.cancelled = call_is_cancelled,
+	struct grafana_opts o = {.cancelled = call_cancelled_arg,
 				 .arg = call,
 				 .request_id = call_request_id(call)};
 	struct failure f = {0};

@@ -363,12 +363,6 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 	return rc;
 }
 
-static bool
-call_is_cancelled(void *arg)
-{
-	return call_cancelled(arg);
-}
-
 /*
  * query_metrics' third source: the service's histograms in the Prometheus
  * its config maps it to, as rows beside the span sources' (prow: their
@@ -381,7 +375,7 @@ prom_rows(struct call *call, struct grafana *g,
 	  struct promcalls_result **res, struct spanquery_row **prow,
 	  char *status, size_t cap)
 {
-	struct grafana_opts o = {.cancelled = call_is_cancelled,
+	struct grafana_opts o = {.cancelled = call_cancelled_arg,
 				 .arg = call,
 				 .request_id = call_request_id(call)};
 	struct grafana_error ge = {0};
