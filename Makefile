@@ -85,7 +85,7 @@ SERVER_SRC += server/tool_spans.c
 SERVER_SRC += server/tool_genai.c
 SERVER_SRC += server/tool_services.c server/tool_common.c
 SERVER_SRC += server/tool_grafana.c
-SERVER_SRC += server/reqmeta.c server/tasks.c
+SERVER_SRC += server/reqmeta.c server/tasks.c server/sessstore.c
 SERVER_SRC += server/tool_conformance_2026.c
 MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
@@ -99,11 +99,11 @@ LIB_TESTS += servicequery
 LIB_TESTS += spanstore
 LIB_TESTS += genai
 LIB_TESTS += promql grafana promcalls
-# ---- [pglisten] the LISTEN connection for notifications (lib/pglisten) ----
-# Not used by the gateway yet: the first step of sessions on any replica
-# (docs/shared-sessions-design.md).
-LIB_SRC += lib/pglisten.c
-LIB_TESTS += pglisten
+# ---- [sessions] sessions on any replica: the LISTEN connection for
+# notifications (lib/pglisten) and the session store's statements
+# (lib/sessdb, migrations/0009_mcp_sessions.sql).
+LIB_SRC += lib/pglisten.c lib/sessdb.c
+LIB_TESTS += pglisten sessdb
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
 SERVER_TESTS += reqmeta tasks

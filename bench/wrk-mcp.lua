@@ -1,18 +1,25 @@
--- wrk-mcp.lua - wrk script for bench/protocol.sh: POSTs one MCP JSON-RPC
--- request over and over on an open Streamable HTTP session, each with its
--- own id, and reports throughput, p50/p99 latency and every bad answer.
+-- wrk-mcp.lua - wrk script for bench/protocol.sh and bench/replicas.sh:
+-- POSTs one MCP JSON-RPC request over and over, each with its own id, on an
+-- open Streamable HTTP session or as stateless 2026-07-28 requests, and
+-- reports throughput, p50/p99 latency and every bad answer.
 --
 -- wrk -t2 -c64 -d10s -s bench/wrk-mcp.lua URL -- METHOD SESSION PROTOCOL
 --   METHOD    "ping", "tools/list", or "tools/call:<tool>" (no arguments)
 --   SESSION   Mcp-Session-Id from initialize, "-" to send none
 --   PROTOCOL  MCP-Protocol-Version negotiated at initialize; 2026-07-28
 --             sends stateless requests instead: no session, the
---             per-request _meta and the Mcp-Method / Mcp-Name headers
+--             per-request _meta (protocolVersion, clientCapabilities,
+--             clientInfo) and the Mcp-Method / Mcp-Name headers
 --
 -- done() prints one line for the driver to parse:
 --   MCPBENCH requests=N duration_us=N rps=X p50_us=N p99_us=N ... errors=N
 -- errors = non-200 responses + 200s without a JSON-RPC "result" + socket
 -- errors and timeouts.  A run with errors > 0 is not a valid measurement.
+-- notfound = the 404s among the non-200s: on a session, "session not
+-- found" (a replica that does not know the session), which a shared
+-- session store must make 0.  The first bad answer and the first 404 are
+-- printed with the replica that gave them when a proxy names it in an
+-- X-Upstream header (bench/peers/nginx-rr.conf.in does).
 
 local threads = {}
 
@@ -53,12 +60,16 @@ function init(args)
 	-- this benchmark can reach.
 	next_id = tid * 1000000000
 	non200 = 0
+	notfound = 0
 	no_result = 0
 	first_bad = ""
+	first_404 = ""
 end
 
 local META = '"_meta":{"io.modelcontextprotocol/protocolVersion":'
-	.. '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+	.. '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},'
+	.. '"io.modelcontextprotocol/clientInfo":'
+	.. '{"name":"sextant-bench","version":"1.0"}}'
 
 function request()
 	next_id = next_id + 1
@@ -81,26 +92,46 @@ function request()
 	return prefix .. "Content-Length: " .. #body .. "\r\n\r\n" .. body
 end
 
+-- "<status> [upstream <addr>] <first 200 bytes of the body>"
+local function describe(status, headers, body)
+	local up = headers["X-Upstream"] or headers["x-upstream"]
+	local s = tostring(status)
+	if up then
+		s = s .. " upstream " .. up
+	end
+	return s .. " " .. body:sub(1, 200):gsub("%s+", " ")
+end
+
 function response(status, headers, body)
 	if status ~= 200 then
 		non200 = non200 + 1
+		if status == 404 then
+			notfound = notfound + 1
+			if first_404 == "" then
+				first_404 = describe(status, headers, body)
+			end
+		end
 	elseif not body:find('"result"', 1, true) then
 		no_result = no_result + 1
 	else
 		return
 	end
 	if first_bad == "" then
-		first_bad = status .. " " .. body:sub(1, 200):gsub("%s+", " ")
+		first_bad = describe(status, headers, body)
 	end
 end
 
 function done(summary, latency, requests)
-	local non200, no_result, bad = 0, 0, ""
+	local non200, notfound, no_result, bad, bad404 = 0, 0, 0, "", ""
 	for _, t in ipairs(threads) do
 		non200 = non200 + (t:get("non200") or 0)
+		notfound = notfound + (t:get("notfound") or 0)
 		no_result = no_result + (t:get("no_result") or 0)
 		if bad == "" then
 			bad = t:get("first_bad") or ""
+		end
+		if bad404 == "" then
+			bad404 = t:get("first_404") or ""
 		end
 	end
 	local e = summary.errors
@@ -108,13 +139,16 @@ function done(summary, latency, requests)
 	local secs = summary.duration / 1e6
 	io.write(string.format(
 		"MCPBENCH requests=%d duration_us=%d rps=%.1f p50_us=%d p99_us=%d"
-			.. " max_us=%d non200=%d no_result=%d connect=%d read=%d"
-			.. " write=%d timeout=%d errors=%d\n",
+			.. " max_us=%d non200=%d notfound=%d no_result=%d connect=%d"
+			.. " read=%d write=%d timeout=%d errors=%d\n",
 		summary.requests, summary.duration, summary.requests / secs,
 		latency:percentile(50), latency:percentile(99), latency.max,
-		non200, no_result, e.connect, e.read, e.write, e.timeout,
-		non200 + no_result + sock))
+		non200, notfound, no_result, e.connect, e.read, e.write,
+		e.timeout, non200 + no_result + sock))
 	if bad ~= "" then
 		io.write("MCPBENCH first_bad_response: " .. bad .. "\n")
+	end
+	if bad404 ~= "" then
+		io.write("MCPBENCH first_404_response: " .. bad404 .. "\n")
 	end
 end

@@ -52,6 +52,7 @@ struct key_def {
 static bool check_listen(const char *s, char *msg, size_t len);
 static bool check_key_hash(const char *s, char *msg, size_t len);
 static bool check_timescaledb(const char *s, char *msg, size_t len);
+static bool check_session_store(const char *s, char *msg, size_t len);
 static bool check_regex(const char *s, char *msg, size_t len);
 static bool check_redact_key(const char *s, char *msg, size_t len);
 
@@ -206,6 +207,36 @@ static const struct key_def keys[] = {
 	    3600, 60, 86400,
 	    "Seconds between partition upkeep runs (create upcoming days, "
 	    "drop expired ones) while serving."),
+	STR("sessions", "store", sessions.store, "auto", 0, check_session_store,
+	    "Where MCP sessions (2025 revisions, Streamable HTTP) live: "
+	    "\"database\" stores them in PostgreSQL so that every gateway "
+	    "sharing the database serves every session (replicas behind a "
+	    "load balancer, no sticky routing); \"memory\" keeps them in "
+	    "this process; \"auto\" = database when database.url is set.  "
+	    "The database role needs INSERT, UPDATE and DELETE on the mcp_* "
+	    "tables."),
+	INT("sessions", "store_threads", sessions.store_threads, 2, 1, 16,
+	    "Threads (each with its own database connection) that load, "
+	    "create, change and stream shared sessions."),
+	INT("sessions", "store_timeout_ms", sessions.store_timeout_ms, 2000,
+	    100, 60000,
+	    "Longest wait for the session store before a request is answered "
+	    "503 with Retry-After."),
+	INT("sessions", "durable_wait_ms", sessions.durable_wait_ms, 1000, 0,
+	    60000,
+	    "How long SSE events wait to be stored before their stream goes "
+	    "on without them being resumable on other gateways (database "
+	    "trouble)."),
+	INT("sessions", "replica_timeout_s", sessions.replica_timeout_s, 5, 2,
+	    300,
+	    "Seconds without a heartbeat after which a gateway counts as "
+	    "dead and another ends its unanswered requests."),
+	INT("sessions", "cache_idle_s", sessions.cache_idle_s, 60, 5, 86400,
+	    "Seconds an unused shared session stays in this gateway's memory "
+	    "(it stays in the database)."),
+	INT("sessions", "stream_keep_s", sessions.stream_keep_s, 300, 10, 86400,
+	    "Seconds a finished SSE stream of a shared session is kept for "
+	    "Last-Event-ID replay."),
 	BOOL("ingest", "enabled", ingest.enabled, true,
 	     "Accept OTLP/HTTP (JSON or protobuf) on /v1/traces and "
 	     "/v1/metrics."),
@@ -497,6 +528,20 @@ static bool
 check_redact_key(const char *s, char *msg, size_t len)
 {
 	return check_redact(s, true, msg, len);
+}
+
+static bool
+check_session_store(const char *s, char *msg, size_t len)
+{
+	char shown[128];
+
+	if (strcmp(s, "auto") == 0 || strcmp(s, "database") == 0 ||
+	    strcmp(s, "memory") == 0)
+		return true;
+	snprintf(msg, len,
+		 "expected \"auto\", \"database\" or \"memory\", got \"%s\"",
+		 printable(s, 100, shown, sizeof(shown)));
+	return false;
 }
 
 static bool

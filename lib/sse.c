@@ -172,6 +172,13 @@ size_t
 sse_log_read(const struct sse_log *log, struct sse_cursor *cur, char *dst,
 	     size_t max, bool *gap)
 {
+	return sse_log_read_upto(log, cur, UINT64_MAX, dst, max, gap);
+}
+
+size_t
+sse_log_read_upto(const struct sse_log *log, struct sse_cursor *cur,
+		  uint64_t limit, char *dst, size_t max, bool *gap)
+{
 	size_t copied = 0;
 
 	*gap = false;
@@ -182,7 +189,8 @@ sse_log_read(const struct sse_log *log, struct sse_cursor *cur, char *dst,
 		cur->seq = log->first;
 		cur->off = 0;
 	}
-	while (copied < max && cur->seq < log->first + log->count) {
+	while (copied < max && cur->seq < log->first + log->count &&
+	       cur->seq < limit) {
 		const struct sse_entry *e =
 			&log->ring[(log->head + (cur->seq - log->first)) %
 				   log->cap];
@@ -199,6 +207,23 @@ sse_log_read(const struct sse_log *log, struct sse_cursor *cur, char *dst,
 		}
 	}
 	return copied;
+}
+
+int
+sse_log_get(const struct sse_log *log, uint64_t seq, const char **ev,
+	    size_t *len)
+{
+	const struct sse_entry *e;
+
+	*ev = NULL;
+	*len = 0;
+	if (log->count == 0 || seq < log->first ||
+	    seq >= log->first + log->count)
+		return STATUS_NOTFOUND;
+	e = &log->ring[(log->head + (seq - log->first)) % log->cap];
+	*ev = e->data;
+	*len = e->len;
+	return STATUS_OK;
 }
 
 bool

@@ -63,6 +63,16 @@ struct sse_cursor {
 size_t sse_log_read(const struct sse_log *log, struct sse_cursor *cur,
 		    char *dst, size_t max, bool *gap);
 
+/* The same, never reading event limit or later (events not yet allowed
+ * out, e.g. not yet stored where other gateways can replay them). */
+size_t sse_log_read_upto(const struct sse_log *log, struct sse_cursor *cur,
+			 uint64_t limit, char *dst, size_t max, bool *gap);
+
+/* Event seq as kept: *ev is borrowed until the next append (not
+ * NUL-terminated).  STATUS_NOTFOUND when evicted or not yet appended. */
+int sse_log_get(const struct sse_log *log, uint64_t seq, const char **ev,
+		size_t *len) WUR;
+
 /* True when the cursor is past the newest event (all sent). */
 bool sse_log_drained(const struct sse_log *log, const struct sse_cursor *cur);
 

@@ -28,6 +28,7 @@
 #include "seal.h"
 #include "server.h"
 #include "session.h"
+#include "sessstore.h"
 #include "tasks.h"
 #include "tools.h"
 
@@ -592,7 +593,7 @@ call_next_locked(const struct call *c)
 	return c->next;
 }
 
-void
+bool
 call_cancel_request(struct session *s, const json_t *id)
 {
 	struct call *c;
@@ -604,6 +605,7 @@ call_cancel_request(struct session *s, const json_t *id)
 	if (c != NULL)
 		call_cancel_locked(c);
 	pthread_mutex_unlock(&s->mu);
+	return c != NULL;
 }
 
 void
@@ -809,12 +811,27 @@ call_request(struct call *c, const char *method, json_t *params, int timeout_ms,
 		free(p);
 		return s->closed ? STATUS_CLOSED : STATUS_CANCELLED;
 	}
-	/* Ids we send are unique per session (JSON-RPC: never reused). */
-	snprintf(p->id, sizeof(p->id), "sx-%llu",
-		 (unsigned long long)++s->next_request_id);
+	/* Ids we send are unique per session (JSON-RPC: never reused); a
+	 * shared session's across replicas too. */
+	if (s->shared)
+		snprintf(p->id, sizeof(p->id), "sx-%s-%llu",
+			 sessstore_tag(s->store),
+			 (unsigned long long)++s->next_request_id);
+	else
+		snprintf(p->id, sizeof(p->id), "sx-%llu",
+			 (unsigned long long)++s->next_request_id);
 	p->next = s->pending;
 	s->pending = p;
 	pthread_mutex_unlock(&s->mu);
+	/* the answer may reach another replica: it must find the request
+	 * before the client can see it */
+	if (s->shared &&
+	    sessstore_pending_add(s->store, s, p->id) != STATUS_OK) {
+		rc = STATUS_IO; /* the store is unavailable: nothing was sent */
+		json_decref(params);
+		pthread_mutex_lock(&s->mu);
+		goto unlink;
+	}
 
 	msg = json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", p->id,
 			"method", method, "params",
@@ -851,6 +868,8 @@ unlink:
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
+	if (s->shared)
+		sessstore_pending_drop(s->store, s, p->id);
 	if (rc == STATUS_TIMEOUT || rc == STATUS_CANCELLED) {
 		/* We abandon our own request: say so (cancellation spec). */
 		exchange_send(

@@ -43,8 +43,9 @@ void call_state_scope(const char *tool, char *buf, size_t cap);
 #define CALL_STATE_TTL_MS (10 * 60 * 1000)
 
 /* notifications/cancelled for request id on session s (s->mu not held).
- * Unknown or finished ids are ignored, as the spec allows. */
-void call_cancel_request(struct session *s, const json_t *id);
+ * Unknown or finished ids are ignored, as the spec allows.  True when a
+ * call of s here had that id. */
+bool call_cancel_request(struct session *s, const json_t *id);
 
 /* The server a call runs in, for handlers of server/ tool families. */
 struct server *call_server(struct call *c);

@@ -23,6 +23,7 @@
 #include "seal.h"
 #include "server.h"
 #include "session.h"
+#include "sessstore.h"
 #include "tasks.h"
 #include "tools.h"
 
@@ -371,6 +372,22 @@ do_tasks_cancel(struct rq *r)
 	return json_object();
 }
 
+/*
+ * A shared session's change goes to the store first, which answers on
+ * the exchange when it is saved (rc: sessstore_change's).  The marker
+ * tells dispatch_message that the answer will come.
+ */
+static json_t deferred_marker;
+
+static json_t *
+deferred(struct rq *r, int rc)
+{
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			       "the session store is busy: retry in a second");
+	return &deferred_marker;
+}
+
 static json_t *
 do_ping(struct rq *r)
 {
@@ -393,6 +410,9 @@ do_set_level(struct rq *r)
 			       "notice, warning, error, critical, alert or "
 			       "emergency",
 			       name);
+	if (r->s->shared)
+		return deferred(r, sessstore_change(r->srv->store, r->s, r->ex,
+						    r->id, NULL, false, level));
 	pthread_mutex_lock(&r->s->mu);
 	r->s->log_level = level;
 	pthread_mutex_unlock(&r->s->mu);
@@ -559,6 +579,9 @@ do_subscribe(struct rq *r, bool on)
 		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
 			       json_pack("{s:s}", "uri", uri),
 			       "resource not found: %s", uri);
+	if (r->s->shared)
+		return deferred(r, sessstore_change(r->srv->store, r->s, r->ex,
+						    r->id, uri, on, 0));
 	pthread_mutex_lock(&r->s->mu);
 	if (on && json_object_size(r->s->subscriptions) >= 1000)
 		rc = -1;
@@ -980,7 +1003,6 @@ static void
 handle_notification(struct server *srv, struct session *s, const char *method,
 		    const json_t *params)
 {
-	(void)srv;
 	if (strcmp(method, "notifications/initialized") == 0) {
 		pthread_mutex_lock(&s->mu);
 		s->initialized = true;
@@ -988,8 +1010,9 @@ handle_notification(struct server *srv, struct session *s, const char *method,
 	} else if (strcmp(method, "notifications/cancelled") == 0) {
 		const json_t *id = json_object_get(params, "requestId");
 
-		if (id != NULL)
-			call_cancel_request(s, id);
+		/* a call on another replica of a shared session: tell them */
+		if (id != NULL && !call_cancel_request(s, id) && s->shared)
+			sessstore_cancel(srv->store, s, id);
 	} else {
 		log_debug(&(struct log_fields){.session = s->id,
 					       .method = method,
@@ -1020,7 +1043,9 @@ handle_response(struct session *s, const json_t *msg)
 		call_wake_locked(p->call);
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (p == NULL)
+	if (p == NULL && s->shared)
+		sessstore_answer(s->store, s, idbuf, msg); /* made elsewhere */
+	else if (p == NULL)
 		log_debug(&(struct log_fields){.session = s->id,
 					       .duration_ms = -1},
 			  "response to unknown request %s ignored", idbuf);
@@ -1091,6 +1116,8 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 			result = inline_methods[i].fn(&r);
 			if (result == NULL)
 				goto error;
+			if (result == &deferred_marker)
+				return STATUS_OK;
 			shape_modern(&r, result);
 			exchange_send(ex, rpc_result(r.id, result), true);
 			return STATUS_OK;
@@ -1204,6 +1231,11 @@ void
 dispatch_notify_session(struct session *s, json_t *msg)
 {
 	int rc = STATUS_CLOSED;
+
+	if (s->shared) { /* its GET stream may be read on any replica */
+		sessstore_notify(s->store, s, msg);
+		return;
+	}
 
 	pthread_mutex_lock(&s->mu);
 	if (!s->closed) {

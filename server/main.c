@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "server.h"
 #include "session.h"
+#include "sessstore.h"
 #include "stdio_mcp.h"
 #include "tools.h"
 
@@ -216,11 +217,15 @@ drain(struct server *srv)
 	legacy_sse_close_all();
 	if (pool_drain(srv->pool, 5000) != STATUS_OK)
 		log_warn(&f, "some tool calls ignored cancellation");
-	/* Let the event streams flush their last events and end (each
-	 * reader ends once drained), bounded: a stalled client must not hold
-	 * the exit. */
+	/* shared sessions: store what is left, then let another replica end
+	 * what we leave open */
+	sessstore_drain(srv->store);
+	/* Let the answers resumed above go out, and the event streams flush
+	 * their last events and end (each reader ends once drained), bounded:
+	 * a stalled client must not hold the exit. */
 	deadline = session_now_ms() + 3000;
-	while (metric_value(srv->m.sse_streams) > 0 &&
+	while ((metric_value(srv->m.sse_streams) > 0 ||
+		metric_value(srv->m.inflight) > 0) &&
 	       session_now_ms() < deadline) {
 		struct timespec ts = {0, 10 * 1000000L};
 
@@ -283,6 +288,12 @@ cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	srv.migrated = migrated;
+	if (sessstore_wanted(&srv) &&
+	    sessstore_new(&srv, &srv.store, err, sizeof(err)) != STATUS_OK) {
+		fprintf(stderr, "sextant: %s\n", err);
+		server_free(&srv);
+		return EXIT_USAGE;
+	}
 	if (http_start(&srv, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "%s", err);
 		server_free(&srv);

@@ -28,6 +28,7 @@
 #include "rpc.h"
 #include "seal.h"
 #include "session.h"
+#include "sessstore.h"
 #include "tasks.h"
 #include "tool_conformance_2026.h"
 #include "tool_core.h"
@@ -471,6 +472,8 @@ server_init(struct server *srv, struct config *cfg, const char *config_path,
 		.replay_bytes = (size_t)cfg->server.sse_replay_bytes,
 		.retry_ms = cfg->server.sse_retry_ms,
 		.keepalive_s = cfg->server.sse_keepalive_s,
+		.cache_idle_s = cfg->sessions.cache_idle_s,
+		.dirty = sessstore_stream_dirty,
 	};
 	char why[512];
 	int rc;
@@ -576,6 +579,7 @@ server_free(struct server *srv)
 	if (srv->requests != NULL)
 		session_table_close_all(srv->requests);
 	pool_free(srv->pool); /* runs what is queued: sessions are closed */
+	sessstore_free(srv->store); /* after the workers: none adds jobs */
 	session_table_free(srv->sessions);
 	session_table_free(srv->requests);
 	tasks_free(srv->tasks); /* after the pool: no call runs */
@@ -696,6 +700,7 @@ server_tick(struct server *srv)
 {
 	session_table_sweep(srv->sessions, session_now_ms());
 	session_table_foreach(srv->sessions, tick_session, srv);
+	sessstore_tick(srv->store, session_now_ms());
 	session_table_sweep(srv->requests, session_now_ms());
 	session_table_foreach(srv->requests, tick_session, srv);
 	{

@@ -59,6 +59,8 @@ struct server {
 	int64_t started_ms; /* monotonic */
 	char *last_status;  /* the status resource as last seen (janitor) */
 	struct pg_pool *pg; /* NULL without [database] url */
+	/* shared 2025 sessions (sessstore.c); NULL: sessions in memory */
+	struct sessstore *store;
 	struct grafana_instances *grafana;     /* tool_grafana.c; NULL: none */
 	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
 	struct redact *redact;	  /* [redact]: immutable, shared by workers */

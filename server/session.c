@@ -87,6 +87,7 @@ static void
 stream_free(struct stream *st)
 {
 	sse_log_free(st->log);
+	json_decref(st->requests);
 	free(st);
 }
 
@@ -257,6 +258,54 @@ table_find(struct session_table *t, const char *id)
 	return NULL;
 }
 
+void
+session_share(struct session *s, const char *key, struct sessstore *store)
+{
+	s->shared = true;
+	snprintf(s->key, sizeof(s->key), "%s", key);
+	s->store = store;
+	s->rev = 1;
+}
+
+int
+session_adopt(struct session_table *t, const char *id, const char *key,
+	      struct sessstore *store, const char *version, const json_t *caps,
+	      const json_t *info, int log_level, const json_t *subscriptions,
+	      int64_t rev, struct session **out)
+{
+	struct session *s;
+	json_t *subs;
+	int rc;
+
+	/* two requests may load one session at once: the first copy wins */
+	if (session_acquire(t, id, out) == STATUS_OK)
+		return STATUS_OK;
+	subs = json_is_object(subscriptions) ? json_deep_copy(subscriptions)
+					     : json_object();
+	if (subs == NULL)
+		return STATUS_NOMEM;
+	pthread_mutex_lock(&t->mu);
+	s = table_find(t, id);
+	pthread_mutex_unlock(&t->mu);
+	if (s != NULL) {
+		json_decref(subs);
+		return session_acquire(t, id, out);
+	}
+	rc = create(t, id, version, caps, info, out);
+	if (rc != STATUS_OK) {
+		json_decref(subs);
+		return rc;
+	}
+	s = *out;
+	session_share(s, key, store);
+	s->log_level = log_level;
+	s->rev = rev;
+	json_decref(s->subscriptions);
+	s->subscriptions = subs;
+	s->initialized = true;
+	return STATUS_OK;
+}
+
 int
 session_acquire(struct session_table *t, const char *id, struct session **out)
 {
@@ -330,6 +379,22 @@ session_delete(struct session_table *t, const char *id)
 	return STATUS_OK;
 }
 
+void
+session_forget(struct session_table *t, struct session *s)
+{
+	bool gone;
+
+	pthread_mutex_lock(&t->mu);
+	gone = table_unlink(t, s);
+	pthread_mutex_unlock(&t->mu);
+	if (!gone)
+		return;
+	pthread_mutex_lock(&s->mu);
+	session_close_locked(s);
+	pthread_mutex_unlock(&s->mu);
+	session_unref(s); /* the table's reference */
+}
+
 /* Collects up to max sessions with a reference each (table lock held). */
 static size_t
 table_snapshot(struct session_table *t, struct session **v, size_t max,
@@ -377,6 +442,27 @@ struct sweep_ctx {
 	int64_t now;
 };
 
+/* A gated stream whose events or end the store does not have yet, or
+ * that a store job holds: it must stay (s->mu held). */
+static bool
+stream_unstored(const struct stream *st)
+{
+	return st->flushing ||
+	       (st->gated && !st->lost && !st->degraded &&
+		(st->durable < st->next_seq || (st->done && !st->done_stored)));
+}
+
+static bool
+streams_unstored(const struct session *s)
+{
+	const struct stream *st;
+
+	for (st = s->streams; st != NULL; st = st->next)
+		if (stream_unstored(st))
+			return true;
+	return false;
+}
+
 /* Removes s if it is still idle, deciding under both locks so that a
  * request acquiring it meanwhile keeps it alive.  True if removed. */
 static bool
@@ -384,11 +470,17 @@ expire_if_idle(struct session_table *t, struct session *s, int64_t now)
 {
 	bool expire;
 
+	/* a shared session's copy here is forgotten sooner: the session
+	 * itself lives on in the store, expired by its sweep */
+	int idle_s = s->shared && t->lim.cache_idle_s < t->lim.idle_timeout_s
+			     ? t->lim.cache_idle_s
+			     : t->lim.idle_timeout_s;
+
 	pthread_mutex_lock(&t->mu);
 	pthread_mutex_lock(&s->mu);
-	expire =
-		!s->closed && s->busy == 0 && s->live_streams == 0 &&
-		now - s->last_active_ms > (int64_t)t->lim.idle_timeout_s * 1000;
+	expire = !s->closed && s->busy == 0 && s->live_streams == 0 &&
+		 s->calls == NULL && !streams_unstored(s) &&
+		 now - s->last_active_ms > (int64_t)idle_s * 1000;
 	if (expire && table_unlink(t, s))
 		session_close_locked(s);
 	else
@@ -418,7 +510,7 @@ sweep_one(struct session *s, void *arg)
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (expire_if_idle(ctx->t, s, ctx->now))
+	if (expire_if_idle(ctx->t, s, ctx->now) && !s->shared)
 		log_debug(&(struct log_fields){.session = s->id,
 					       .duration_ms = -1},
 			  "session expired after %d s idle",
@@ -474,7 +566,7 @@ stream_evict_one(struct session *s)
 	for (pass = 0; pass < 2 && victim == NULL; pass++)
 		for (pp = &s->streams; *pp != NULL && victim == NULL;
 		     pp = &(*pp)->next)
-			if (!(*pp)->attached &&
+			if (!(*pp)->attached && !stream_unstored(*pp) &&
 			    (pass == 0 ? (*pp)->done : (*pp)->standalone))
 				victim = pp;
 	if (victim == NULL)
@@ -509,15 +601,23 @@ stream_append_encoded(struct stream *st, const char *data, size_t len,
 	if (rc != STATUS_OK)
 		return rc;
 	st->next_seq++;
+	if (st->gated && !st->degraded) {
+		if (st->dirty_ms == 0)
+			st->dirty_ms = session_now_ms();
+		if (st->sess->lim.dirty != NULL)
+			st->sess->lim.dirty(st);
+		return STATUS_OK; /* the reader is woken once stored */
+	}
 	if (st->attached && st->wake != NULL)
 		st->wake(st->wake_arg);
 	return STATUS_OK;
 }
 
-int
-stream_open(struct session *s, bool standalone, bool prime, struct stream **out)
+/* A new stream of s, not linked yet (s->mu held). */
+static int
+stream_new(struct session *s, bool standalone, struct stream **out)
 {
-	struct stream *st, **tail;
+	struct stream *st;
 	int rc;
 
 	*out = NULL;
@@ -527,24 +627,49 @@ stream_open(struct session *s, bool standalone, bool prime, struct stream **out)
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)
 		return STATUS_NOMEM;
-	rc = auth_random_hex(st->id, sizeof(st->id), STREAM_ID_LEN / 2);
-	if (rc != STATUS_OK)
-		goto fail;
 	rc = sse_log_new(s->lim.replay_events, s->lim.replay_bytes, &st->log);
-	if (rc != STATUS_OK)
-		goto fail;
+	if (rc != STATUS_OK) {
+		stream_free(st);
+		return rc;
+	}
 	st->standalone = standalone;
 	st->sess = s;
 	st->last_write_ms = session_now_ms();
+	*out = st;
+	return STATUS_OK;
+}
+
+/* Appends st at the tail: eviction scans for the oldest. */
+static void
+stream_link(struct session *s, struct stream *st)
+{
+	struct stream **tail;
+
+	for (tail = &s->streams; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = st;
+}
+
+int
+stream_open(struct session *s, bool standalone, bool prime, struct stream **out)
+{
+	struct stream *st;
+	int rc;
+
+	*out = NULL;
+	rc = stream_new(s, standalone, &st);
+	if (rc != STATUS_OK)
+		return rc;
+	rc = auth_random_hex(st->id, sizeof(st->id), STREAM_ID_LEN / 2);
+	if (rc != STATUS_OK)
+		goto fail;
+	st->gated = s->shared;
 	if (prime) {
 		rc = stream_append_encoded(st, "", 0, s->lim.retry_ms);
 		if (rc != STATUS_OK)
 			goto fail;
 	}
-	/* Append at the tail: eviction scans for the oldest. */
-	for (tail = &s->streams; *tail != NULL; tail = &(*tail)->next)
-		;
-	*tail = st;
+	stream_link(s, st);
 	*out = st;
 	return STATUS_OK;
 fail:
@@ -576,6 +701,75 @@ void
 stream_finish(struct stream *st)
 {
 	st->done = true;
+	if (st->gated && !st->degraded && st->sess->lim.dirty != NULL)
+		st->sess->lim.dirty(st);
+	if (st->attached && st->wake != NULL)
+		st->wake(st->wake_arg);
+}
+
+int
+stream_open_mirror(struct session *s, const char *id, bool standalone,
+		   uint64_t first, struct stream **out)
+{
+	struct stream *st;
+	int rc;
+
+	*out = NULL;
+	rc = stream_new(s, standalone, &st);
+	if (rc != STATUS_OK)
+		return rc;
+	snprintf(st->id, sizeof(st->id), "%s", id);
+	st->mirror = true;
+	st->next_seq = first;
+	st->sent_upto = first;
+	stream_link(s, st);
+	*out = st;
+	return STATUS_OK;
+}
+
+int
+stream_mirror_reset(struct stream *st, uint64_t first)
+{
+	struct sse_log *log;
+	int rc;
+
+	rc = sse_log_new(st->sess->lim.replay_events,
+			 st->sess->lim.replay_bytes, &log);
+	if (rc != STATUS_OK)
+		return rc;
+	sse_log_free(st->log);
+	st->log = log;
+	st->next_seq = first;
+	st->sent_upto = first;
+	return STATUS_OK;
+}
+
+int
+stream_mirror_append(struct stream *st, uint64_t seq, const char *ev,
+		     size_t len)
+{
+	int rc;
+
+	if (seq < st->next_seq)
+		return STATUS_OK; /* had it */
+	if (seq > st->next_seq &&
+	    (rc = stream_mirror_reset(st, seq)) != STATUS_OK)
+		return rc;
+	rc = sse_log_append(st->log, seq, ev, len);
+	if (rc != STATUS_OK)
+		return rc;
+	st->next_seq = seq + 1;
+	if (st->attached && st->wake != NULL)
+		st->wake(st->wake_arg);
+	return STATUS_OK;
+}
+
+void
+stream_set_durable(struct stream *st, uint64_t n)
+{
+	if (n <= st->durable)
+		return;
+	st->durable = n;
 	if (st->attached && st->wake != NULL)
 		st->wake(st->wake_arg);
 }
@@ -609,7 +803,12 @@ stream_attach(struct stream *st, void (*wake)(void *), void *arg,
 	uint64_t first, last;
 
 	if (!st->attached) {
-		if (s->live_streams >= s->lim.max_streams)
+		/* the cap is for streams a client opens with GET; a POST's
+		 * own response stream is bounded by the connections */
+		bool response = after_seq == UINT64_MAX && !st->standalone &&
+				!st->ever_attached;
+
+		if (!response && s->live_streams >= s->lim.max_streams)
 			return STATUS_FULL;
 		s->live_streams++;
 	} else if (st->wake != NULL) {
@@ -661,7 +860,10 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 		return STREAM_END;
 	/* A closed session still flushes what its streams hold (a drain
 	 * must not drop final responses), then ends them. */
-	*n = sse_log_read(st->log, cur, dst, max, &gap);
+	*n = sse_log_read_upto(st->log, cur,
+			       st->gated && !st->degraded ? st->durable
+							  : UINT64_MAX,
+			       dst, max, &gap);
 	if (gap)
 		log_warn(&(struct log_fields){.session = st->sess->id,
 					      .duration_ms = -1},
@@ -680,6 +882,11 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 		st->last_write_ms = session_now_ms();
 		return STREAM_DATA;
 	}
+	/* a drop (SEP-1699) waits until what was sent before it is stored:
+	 * the client must have an event id to resume from */
+	if (st->drop && st->gated && !st->degraded &&
+	    st->durable < st->next_seq)
+		return STREAM_WAIT;
 	if (st->drop || st->sess->closed) {
 		st->drop = false;
 		return STREAM_END;

@@ -37,14 +37,23 @@
  * finished ones are dropped first.  Bounds memory per session. */
 #define SESSION_MAX_KEPT_STREAMS 64
 
+struct stream;
+
 struct session_limits {
 	int max_sessions;
 	int idle_timeout_s;
+	/* shared sessions: how long an unused resident copy stays in this
+	 * process (the session itself lives on in the store) */
+	int cache_idle_s;
 	int max_streams; /* streams with a live connection at once */
 	size_t replay_events;
 	size_t replay_bytes;
 	int retry_ms;
 	int keepalive_s;
+	/* Shared sessions: called (s->mu held, must not block) when a
+	 * stream written here got events or finished, so that the store
+	 * flushes it; NULL without a store. */
+	void (*dirty)(struct stream *st);
 };
 
 /* MCP log levels, RFC 5424 order (logging/setLevel). */
@@ -87,6 +96,24 @@ struct stream {
 	int64_t last_write_ms;
 	uint64_t sent_upto; /* events before this went out to some reader */
 	bool ever_attached;
+	/*
+	 * Shared sessions (docs/architecture.md "Sessions across replicas").
+	 * gated [const]: written here and stored; readers see events below
+	 * durable only, i.e. once stored, so that any replica can replay
+	 * what a client saw.  mirror [const]: written by another replica (or
+	 * the standalone stream of a shared session): events come from the
+	 * store.  The rest is the store's bookkeeping.
+	 */
+	bool gated, mirror;
+	uint64_t durable; /* gated: events below are stored */
+	uint64_t flushed; /* gated: events below were handed to the store */
+	bool done_stored; /* gated: the store knows it is done */
+	bool flushing;	  /* a store job holds this stream */
+	bool lost;	  /* taken over by another replica: not ours */
+	bool degraded;	  /* the store failed for too long: local only */
+	int64_t dirty_ms; /* when unstored events first waited (0: none) */
+	bool fetch_again; /* mirror: new events came during a fetch */
+	json_t *requests; /* gated: the request ids it answers (array) */
 	struct stream *next;
 };
 
@@ -114,6 +141,12 @@ struct session {
 	/* [const] a 2026-07-28 request's scope (session_create_request):
 	 * no id on the wire, no priming or resumption, no server requests */
 	bool modern;
+	/* [const] stored in PostgreSQL and served by any replica; key is
+	 * its store key (a hash of id), store the store (server/sessstore) */
+	bool shared;
+	char key[33];
+	struct sessstore *store;
+	int64_t rev; /* shared: revision of log_level and subscriptions */
 	bool closed; /* deleted or expired: no new work */
 	bool initialized;
 	int log_level; /* enum mcp_level; MCP_LEVEL_INFO until setLevel */
@@ -162,6 +195,22 @@ int session_create(struct session_table *t, const char *version,
 int session_create_request(struct session_table *t, const char *version,
 			   const json_t *caps, const json_t *info,
 			   int log_level, struct session **out) WUR;
+/*
+ * A resident copy of a shared session loaded from the store: same
+ * contract as session_create, with the id given.  An id already resident
+ * gives that session (acquired).  subscriptions: borrowed (copied).
+ */
+int session_adopt(struct session_table *t, const char *id, const char *key,
+		  struct sessstore *store, const char *version,
+		  const json_t *caps, const json_t *info, int log_level,
+		  const json_t *subscriptions, int64_t rev,
+		  struct session **out) WUR;
+/* Marks s shared (before anyone else sees it: right after
+ * session_create). */
+void session_share(struct session *s, const char *key, struct sessstore *store);
+/* Removes s from the table and closes it if it is still there: this
+ * process forgets it (the store keeps shared sessions). */
+void session_forget(struct session_table *t, struct session *s);
 /* A reference to a live session, marked busy (session_release undoes
  * both).  STATUS_NOTFOUND for unknown, expired or deleted ids. */
 int session_acquire(struct session_table *t, const char *id,
@@ -194,12 +243,29 @@ int stream_send_text(struct stream *st, const char *text, size_t len) WUR;
 void stream_finish(struct stream *st);
 /* Ends the current connection but keeps the stream for resumption. */
 void stream_drop_connection(struct stream *st);
+/*
+ * A mirror of a stream written elsewhere (another replica, or the store
+ * for a shared session's standalone stream), empty, its next event
+ * numbered first.  STATUS_FULL past the kept-stream bound.
+ */
+int stream_open_mirror(struct session *s, const char *id, bool standalone,
+		       uint64_t first, struct stream **out) WUR;
+/* Empties a mirror so that its next event is numbered first. */
+int stream_mirror_reset(struct stream *st, uint64_t first) WUR;
+/* Appends event seq (encoded, from the store) to a mirror: events it
+ * has are skipped, a gap empties it first; wakes the reader. */
+int stream_mirror_append(struct stream *st, uint64_t seq, const char *ev,
+			 size_t len) WUR;
+/* Gated streams: events below n are stored; wakes the reader. */
+void stream_set_durable(struct stream *st, uint64_t n);
 /* Finds a stream of this session by id ("<stream>-<seq>" prefix). */
 struct stream *stream_find(struct session *s, const char *id, size_t len);
 /*
  * Attaches a reader; any previous reader ends at its next read.  *gen
  * identifies this reader; cur is set to start after after_seq (or at the
- * start when after_seq is UINT64_MAX).  STATUS_FULL past max_streams.
+ * start when after_seq is UINT64_MAX).  STATUS_FULL past max_streams
+ * (GET streams: a POST stream's first reader, its response, is not
+ * counted against it).
  */
 int stream_attach(struct stream *st, void (*wake)(void *), void *arg,
 		  uint64_t after_seq, unsigned *gen,

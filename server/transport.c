@@ -30,6 +30,8 @@
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
+#include "sessdb.h"
+#include "sessstore.h"
 #include "tools.h"
 
 /* SSE chunk size handed to MHD per reader call. */
@@ -56,6 +58,7 @@ struct http_exchange {
 	struct stream *stream; /* SSE mode once a message precedes them */
 	bool drop_on_attach;
 	unsigned status; /* HTTP status of a JSON reply (0: 200) */
+	json_t *ids;	 /* shared sessions: the request ids it answers */
 };
 
 /* An SSE connection reading one stream. */
@@ -143,6 +146,10 @@ ex_open_stream(struct http_exchange *ex)
 	rc = stream_open(ex->s, false, prime_streams(ex->s), &ex->stream);
 	if (rc != STATUS_OK)
 		return rc;
+	/* stored with the stream: if this replica dies, another answers
+	 * these with an error (sessstore.c) */
+	if (ex->ids != NULL)
+		ex->stream->requests = json_incref(ex->ids);
 	for (i = 0; i < ex->nanswers; i++) {
 		rc = stream_send_text(ex->stream, ex->answers[i].p,
 				      ex->answers[i].len);
@@ -262,6 +269,7 @@ ex_free(struct exchange *base)
 
 	ex_clear_answers(ex);
 	free(ex->answers);
+	json_decref(ex->ids);
 	session_release(ex->s);
 	free(ex);
 }
@@ -478,11 +486,153 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	return http_reply_owned(r, status, "application/json", body, len, hdrs);
 }
 
+/* What r->tp holds on /mcp: an exchange waiting for its answers, or a
+ * request waiting for the session store (shared sessions). */
+enum tp_kind {
+	TP_POST = 1,
+	TP_WAIT,
+};
+
 struct post_state {
+	enum tp_kind kind; /* TP_POST */
 	struct server *srv;
 	struct http_exchange *ex;
 	bool batch;
 };
+
+/* --- waiting for the session store ----------------------------------- */
+
+enum wait_op {
+	W_LOOKUP, /* the session is not resident here: load it */
+	W_CREATE, /* initialize: the session is stored before its id goes out */
+	W_DELETE,
+	W_ATTACH, /* GET: a stream written elsewhere, or the GET stream */
+};
+
+/*
+ * A request parked while a store job runs; the job's completion resumes
+ * the connection and the request is handled again from the start (the
+ * session is resident then), or answered from the outcome.  Two
+ * references: the request's (tp_free) and the job's (until done runs).
+ */
+struct store_wait {
+	enum tp_kind kind; /* TP_WAIT */
+	enum wait_op op;
+	atomic_int refs;
+	pthread_mutex_t mu;
+	struct MHD_Connection *conn;
+	bool suspended, done; /* under mu */
+	int rc;		      /* the job's status, once done */
+	struct session *s;    /* W_CREATE, W_ATTACH: a reference */
+	json_t *response;     /* W_CREATE: the InitializeResult */
+	uint64_t after;	      /* W_ATTACH: Last-Event-ID's number */
+	char stream_id[32];   /* W_ATTACH: "" for the GET stream */
+};
+
+static void
+wait_unref(struct store_wait *w)
+{
+	if (atomic_fetch_sub(&w->refs, 1) != 1)
+		return;
+	if (w->s != NULL)
+		session_unref(w->s);
+	json_decref(w->response);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
+static void
+wait_free_tp(void *tp)
+{
+	wait_unref(tp);
+}
+
+/* A finished wait left on r (a lookup that made the session resident). */
+static struct store_wait *
+wait_of(struct req *r)
+{
+	struct store_wait *w = r->tp;
+
+	return w != NULL && w->kind == TP_WAIT ? w : NULL;
+}
+
+static void
+wait_clear(struct req *r)
+{
+	struct store_wait *w = wait_of(r);
+
+	if (w != NULL) {
+		r->tp = NULL;
+		r->tp_free = NULL;
+		wait_unref(w);
+	}
+}
+
+static void
+wait_done(void *arg, int status)
+{
+	struct store_wait *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	w->rc = status;
+	if (w->suspended) {
+		w->suspended = false;
+		MHD_resume_connection(w->conn);
+	}
+	pthread_mutex_unlock(&w->mu);
+	wait_unref(w);
+}
+
+static struct store_wait *
+wait_new(struct req *r, enum wait_op op)
+{
+	struct store_wait *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return NULL;
+	w->kind = TP_WAIT;
+	w->op = op;
+	atomic_init(&w->refs, 2);
+	pthread_mutex_init(&w->mu, NULL);
+	w->conn = r->conn;
+	wait_clear(r);
+	r->tp = w;
+	r->tp_free = wait_free_tp;
+	return w;
+}
+
+/* The answer when the store could not do its part: never a 404 that
+ * would make a client drop a live session. */
+static enum MHD_Result
+store_unavailable(struct req *r)
+{
+	return http_reply_rpc_error(
+		r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+		"the session store is unavailable: retry in a second",
+		(const char *[]){"Retry-After", "1", NULL});
+}
+
+/*
+ * Starts op on the store and parks the request.  The wait w is r->tp
+ * already (wait_new); start queues the job with wait_done.  On a refused
+ * job the request is answered 503 at once.
+ */
+static enum MHD_Result
+wait_park(struct req *r, struct store_wait *w, int rc)
+{
+	if (rc != STATUS_OK) {
+		wait_unref(w); /* the job's reference: it will not run */
+		return store_unavailable(r);
+	}
+	pthread_mutex_lock(&w->mu);
+	if (!w->done) {
+		w->suspended = true;
+		MHD_suspend_connection(r->conn);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return MHD_YES;
+}
 
 static void
 post_state_free(void *tp)
@@ -504,6 +654,10 @@ post_state_free(void *tp)
 	exchange_unref(&ps->ex->base);
 	free(ps);
 }
+
+static enum MHD_Result post_first(struct req *r);
+static enum MHD_Result get_stream(struct req *r);
+static enum MHD_Result delete_session(struct req *r);
 
 static const char *
 version_list(void)
@@ -547,6 +701,21 @@ find_session(struct req *r, enum MHD_Result *ret)
 		return NULL;
 	}
 	if (session_acquire(r->srv->sessions, id, &s) != STATUS_OK) {
+		struct store_wait *w = wait_of(r);
+
+		/* shared sessions: load it (once) and come back */
+		if (r->srv->store != NULL && w == NULL &&
+		    strlen(id) == SESSION_ID_LEN) {
+			w = wait_new(r, W_LOOKUP);
+			if (w == NULL) {
+				*ret = store_unavailable(r);
+				return NULL;
+			}
+			*ret = wait_park(r, w,
+					 sessstore_lookup(r->srv->store, id,
+							  wait_done, w));
+			return NULL;
+		}
 		*ret = http_reply_rpc_error(
 			r, MHD_HTTP_NOT_FOUND, -32001,
 			"session not found (expired or deleted): initialize a "
@@ -554,6 +723,9 @@ find_session(struct req *r, enum MHD_Result *ret)
 			NULL);
 		return NULL;
 	}
+	if (s->shared && wait_of(r) == NULL)
+		sessstore_hit(s->store);
+	wait_clear(r);
 	snprintf(r->session, sizeof(r->session), "%s", s->id);
 	return s;
 }
@@ -596,8 +768,121 @@ post_initialize(struct req *r, const json_t *msg)
 	}
 	memcpy(sid, s->id, sizeof(sid));
 	snprintf(r->session, sizeof(r->session), "%s", sid);
+	if (r->srv->store != NULL) {
+		/* stored before its id goes out: the client's next request
+		 * may reach any replica */
+		struct store_wait *w = wait_new(r, W_CREATE);
+		char key[SESSDB_KEY_LEN + 1];
+
+		if (w == NULL) {
+			session_delete(r->srv->sessions, sid);
+			session_release(s);
+			json_decref(response);
+			return store_unavailable(r);
+		}
+		sessdb_key(sid, key);
+		session_share(s, key, r->srv->store);
+		session_ref(s);
+		w->s = s;
+		w->response = response;
+		session_release(s);
+		rc = sessstore_create(r->srv->store, s, wait_done, w);
+		if (rc != STATUS_OK)
+			session_delete(r->srv->sessions, sid);
+		return wait_park(r, w, rc);
+	}
 	session_release(s);
 	return reply_json(r, MHD_HTTP_OK, response, sid);
+}
+
+/* A GET stream that could not be opened (sse_respond's rc). */
+static enum MHD_Result
+stream_refused(struct req *r, int rc)
+{
+	return http_reply_rpc_error(
+		r,
+		rc == STATUS_FULL ? MHD_HTTP_TOO_MANY_REQUESTS
+				  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		RPC_SERVER_BUSY,
+		rc == STATUS_FULL
+			? "too many open streams on this session "
+			  "(server.max_streams_per_session): close one"
+			: "could not open the event stream",
+		NULL);
+}
+
+/* A parked request's store job is done: answer, or handle it again. */
+static enum MHD_Result
+wait_resumed(struct req *r, struct store_wait *w)
+{
+	struct session *s = w->s;
+	struct stream *st;
+	enum MHD_Result ret = MHD_YES;
+	int rc;
+
+	switch (w->op) {
+	case W_LOOKUP:
+		if (w->rc == STATUS_NOTFOUND)
+			return http_reply_rpc_error(
+				r, MHD_HTTP_NOT_FOUND, -32001,
+				"session not found (expired or deleted): "
+				"initialize a new session",
+				NULL);
+		if (w->rc != STATUS_OK)
+			return store_unavailable(r);
+		/* resident now: once more from the start (w stays on r so
+		 * that a miss now is a 404, not another lookup) */
+		switch (r->method) {
+		case HTTP_POST: return post_first(r);
+		case HTTP_GET: return get_stream(r);
+		default: return delete_session(r);
+		}
+	case W_CREATE:
+		if (w->rc != STATUS_OK) {
+			session_delete(r->srv->sessions, s->id);
+			return store_unavailable(r);
+		}
+		ret = reply_json(r, MHD_HTTP_OK, w->response, s->id);
+		w->response = NULL;
+		return ret;
+	case W_DELETE:
+		if (w->rc == STATUS_NOTFOUND)
+			return http_reply_rpc_error(r, MHD_HTTP_NOT_FOUND,
+						    -32001, "session not found",
+						    NULL);
+		if (w->rc != STATUS_OK)
+			return store_unavailable(r);
+		log_info(&(struct log_fields){.request_id = r->rid,
+					      .session = r->session,
+					      .duration_ms = -1},
+			 "session deleted by the client");
+		return http_reply(r, MHD_HTTP_OK, NULL, "", 0, NULL);
+	case W_ATTACH: break;
+	}
+	if (w->rc == STATUS_NOTFOUND)
+		return http_reply_rpc_error(
+			r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+			w->stream_id[0] != '\0'
+				? "unknown Last-Event-ID: the stream is gone; "
+				  "open a new stream without Last-Event-ID"
+				: "session not found (expired or deleted): "
+				  "initialize a new session",
+			NULL);
+	if (w->rc != STATUS_OK)
+		return store_unavailable(r);
+	pthread_mutex_lock(&s->mu);
+	st = w->stream_id[0] != '\0'
+		     ? stream_find(s, w->stream_id, strlen(w->stream_id))
+		     : s->standalone;
+	rc = st != NULL && !s->closed
+		     ? sse_respond(r, s, st, w->after, false, &ret)
+		     : STATUS_NOTFOUND;
+	pthread_mutex_unlock(&s->mu);
+	if (rc == STATUS_NOTFOUND)
+		return store_unavailable(r); /* evicted meanwhile: retry */
+	if (rc != STATUS_OK)
+		return stream_refused(r, rc);
+	return ret;
 }
 
 /* --- 2026-07-28: stateless requests --------------------------------- */
@@ -1076,11 +1361,18 @@ post_first(struct req *r)
 	ex->s = s;
 	s = NULL; /* the exchange holds the reference now */
 	ex->conn = r->conn;
+	ps->kind = TP_POST;
 	ps->srv = r->srv;
 	ps->ex = ex;
 	ps->batch = batch;
 	r->tp = ps;
 	r->tp_free = post_state_free;
+	if (ex->s->shared && (ex->ids = json_array()) == NULL) {
+		ret = http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					   RPC_INTERNAL_ERROR, "out of memory",
+					   NULL);
+		goto out;
+	}
 
 	/* Count requests first so early answers cannot end the exchange. */
 	for (i = 0; i < n; i++) {
@@ -1089,6 +1381,8 @@ post_first(struct req *r)
 
 		if (k == RPC_REQUEST || k == RPC_INVALID)
 			requests++;
+		if (k == RPC_REQUEST && ex->ids != NULL)
+			json_array_append(ex->ids, json_object_get(m, "id"));
 	}
 	pthread_mutex_lock(&ex->s->mu);
 	ex->outstanding = requests;
@@ -1139,6 +1433,32 @@ out:
 
 /* --- GET and DELETE -------------------------------------------------- */
 
+/* GET on a shared session: the store makes this replica the stream's
+ * reader and fills a mirror of it; s: acquired, released here. */
+static enum MHD_Result
+get_shared(struct req *r, struct session *s, const char *id, size_t len,
+	   uint64_t after)
+{
+	struct store_wait *w = wait_new(r, W_ATTACH);
+	int rc;
+
+	if (w == NULL) {
+		session_release(s);
+		return store_unavailable(r);
+	}
+	session_ref(s);
+	w->s = s;
+	w->after = after;
+	if (id != NULL)
+		snprintf(w->stream_id, sizeof(w->stream_id), "%.*s", (int)len,
+			 id);
+	rc = sessstore_attach(r->srv->store, s,
+			      id != NULL ? w->stream_id : NULL, after,
+			      wait_done, w);
+	session_release(s);
+	return wait_park(r, w, rc);
+}
+
 static enum MHD_Result
 get_stream(struct req *r)
 {
@@ -1165,12 +1485,22 @@ get_stream(struct req *r)
 		const char *dash = strrchr(last, '-');
 		char *end;
 		unsigned long long seq = 0;
+		bool valid = false;
 
 		if (dash != NULL && dash[1] >= '0' && dash[1] <= '9') {
 			seq = strtoull(dash + 1, &end, 10);
-			if (*end == '\0')
+			valid = *end == '\0' && dash - last > 0 &&
+				dash - last < STREAM_ID_LEN + 1;
+			if (valid)
 				st = stream_find(s, last,
 						 (size_t)(dash - last));
+		}
+		/* a shared session's stream written on another replica, or
+		 * mirrored here: the store has it (and the events since) */
+		if (s->shared && valid && (st == NULL || st->mirror)) {
+			pthread_mutex_unlock(&s->mu);
+			return get_shared(r, s, last, (size_t)(dash - last),
+					  seq);
 		}
 		if (st == NULL) {
 			pthread_mutex_unlock(&s->mu);
@@ -1182,6 +1512,9 @@ get_stream(struct req *r)
 				NULL);
 		}
 		after = seq;
+	} else if (s->shared) {
+		pthread_mutex_unlock(&s->mu);
+		return get_shared(r, s, NULL, 0, UINT64_MAX);
 	} else {
 		if (s->standalone == NULL) {
 			rc = stream_open(s, true, prime_streams(s),
@@ -1202,16 +1535,7 @@ get_stream(struct req *r)
 	pthread_mutex_unlock(&s->mu);
 	session_release(s);
 	if (rc != STATUS_OK)
-		return http_reply_rpc_error(
-			r,
-			rc == STATUS_FULL ? MHD_HTTP_TOO_MANY_REQUESTS
-					  : MHD_HTTP_INTERNAL_SERVER_ERROR,
-			RPC_SERVER_BUSY,
-			rc == STATUS_FULL
-				? "too many open streams on this session "
-				  "(server.max_streams_per_session): close one"
-				: "could not open the event stream",
-			NULL);
+		return stream_refused(r, rc);
 	return ret;
 }
 
@@ -1224,6 +1548,16 @@ delete_session(struct req *r)
 		return http_reply_rpc_error(
 			r, MHD_HTTP_BAD_REQUEST, RPC_SERVER_BUSY,
 			"missing Mcp-Session-Id header", NULL);
+	if (r->srv->store != NULL && strlen(id) == SESSION_ID_LEN) {
+		struct store_wait *w = wait_new(r, W_DELETE);
+
+		if (w == NULL)
+			return store_unavailable(r);
+		snprintf(r->session, sizeof(r->session), "%s", id);
+		return wait_park(
+			r, w,
+			sessstore_delete(r->srv->store, id, wait_done, w));
+	}
 	if (session_delete(r->srv->sessions, id) != STATUS_OK)
 		return http_reply_rpc_error(r, MHD_HTTP_NOT_FOUND, -32001,
 					    "session not found", NULL);
@@ -1239,9 +1573,12 @@ transport_mcp(struct req *r)
 {
 	enum MHD_Result ret = MHD_YES;
 
-	if (r->tp != NULL) { /* resumed: the exchange's answers are ready */
+	if (r->tp != NULL) { /* resumed */
 		struct post_state *ps = r->tp;
+		struct store_wait *w = wait_of(r);
 
+		if (w != NULL)
+			return wait_resumed(r, w);
 		return exchange_answer(r, ps->ex, ps->batch);
 	}
 	if (r->method != HTTP_POST && !version_header_ok(r, &ret))

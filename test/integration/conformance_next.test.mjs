@@ -9,54 +9,21 @@
 // There is no expected-failures list.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { LOG_DIR, ROOT, startServer } from './lib/server.mjs';
+import { checkLine as line, readChecks, runSuite } from './lib/conformance.mjs';
+import { LOG_DIR, startServer } from './lib/server.mjs';
 
-const CLI = path.join(ROOT, 'test/integration/node_modules/conformance-next/dist/index.js');
-const SUITE_TIMEOUT_MS = 300000;
 const REVISIONS = { '2025-11-25': 33, '2026-07-28': 50 };
 const PLACEHOLDERS = new Set(['tasks-status-notifications']);
-
 
 // The skills extension's scenarios are in neither requirement set: each
 // runs alone (--scenario), on the 2026-07-28 wire.  Sextant does not offer
 // the extension, so their checks are SKIPPED after server/discover, whose
 // answer the suite still validates (wire-schema-valid).
 const SKILLS = ['sep-2640-skills-directory', 'sep-2640-skills-enumeration', 'sep-2640-skills-manifest'];
-
-function runSuite(url, revision, outDir, scenario) {
-	const logPath = path.join(outDir, 'suite.log');
-	const select = scenario ? ['--scenario', scenario] : ['--requirements', revision];
-	return new Promise((resolve) => {
-		const log = fs.openSync(logPath, 'w');
-		const child = spawn(process.execPath, [CLI, 'server', '--url', url, ...select, '-o', outDir], {
-			stdio: ['ignore', log, log],
-		});
-		fs.closeSync(log);
-		const timer = setTimeout(() => child.kill('SIGKILL'), SUITE_TIMEOUT_MS);
-		child.on('exit', (code, signal) => {
-			clearTimeout(timer);
-			resolve({ code, signal, logPath });
-		});
-	});
-}
-
-// scenario -> checks[] from <outDir>/server-<scenario>-<ISO time>/checks.json
-function readChecks(outDir) {
-	const out = new Map();
-	for (const dir of fs.readdirSync(outDir)) {
-		const m = /^server-(.+)-(\d{4}-\d\d-\d\dT[\d-]+Z)$/.exec(dir);
-		const f = path.join(outDir, dir, 'checks.json');
-		if (m && fs.existsSync(f)) out.set(m[1], JSON.parse(fs.readFileSync(f, 'utf8')));
-	}
-	return out;
-}
-
-const line = (c) => `${c.status} ${c.id ?? c.name}: ${c.description ?? ''}${c.errorMessage ? ` -- ${c.errorMessage}` : ''}`;
 
 let srv = null;
 let setupError = null;

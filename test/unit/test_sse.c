@@ -424,6 +424,72 @@ test_log_drained(void **state)
 	sse_log_free(log);
 }
 
+/* A limit holds back events at and past it, mid-stream too; raising it
+ * lets the same cursor go on. */
+static void
+test_log_read_upto(void **state)
+{
+	static const struct {
+		uint64_t limit;
+		const char *want;
+	} cases[] = {
+		{0, ""}, {5, ""}, {6, "f"}, {7, "fg"}, {8, "fgh"}, {99, "fgh"},
+	};
+	struct sse_log *log = new_log(4, 4096);
+	struct sse_cursor cur;
+	char out[16];
+	size_t i, n;
+	bool gap;
+
+	(void)state;
+	append(log, 5, "f");
+	append(log, 6, "g");
+	append(log, 7, "h");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cur = (struct sse_cursor){5, 0};
+		n = sse_log_read_upto(log, &cur, cases[i].limit, out,
+				      sizeof(out), &gap);
+		out[n] = '\0';
+		assert_string_equal(out, cases[i].want);
+		assert_false(gap);
+	}
+	cur = (struct sse_cursor){5, 0};
+	assert_int_equal(sse_log_read_upto(log, &cur, 6, out, 1, &gap), 1);
+	assert_int_equal(sse_log_read_upto(log, &cur, 6, out, 8, &gap), 0);
+	assert_int_equal(cur.seq, 6);
+	assert_int_equal(sse_log_read_upto(log, &cur, 8, out, 8, &gap), 2);
+	assert_memory_equal(out, "gh", 2);
+	/* a cursor before the oldest kept event still reports the gap */
+	cur = (struct sse_cursor){1, 0};
+	assert_int_equal(sse_log_read_upto(log, &cur, 6, out, 8, &gap), 1);
+	assert_true(gap);
+	sse_log_free(log);
+}
+
+/* sse_log_get finds kept events only. */
+static void
+test_log_get(void **state)
+{
+	struct sse_log *log = new_log(2, 4096);
+	const char *ev;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(sse_log_get(log, 0, &ev, &len), STATUS_NOTFOUND);
+	assert_null(ev);
+	append(log, 3, "abc");
+	append(log, 4, "de");
+	assert_int_equal(sse_log_get(log, 3, &ev, &len), STATUS_OK);
+	assert_int_equal(len, 3);
+	assert_memory_equal(ev, "abc", 3);
+	append(log, 5, "x"); /* evicts 3 */
+	assert_int_equal(sse_log_get(log, 3, &ev, &len), STATUS_NOTFOUND);
+	assert_int_equal(sse_log_get(log, 6, &ev, &len), STATUS_NOTFOUND);
+	assert_int_equal(sse_log_get(log, 5, &ev, &len), STATUS_OK);
+	assert_memory_equal(ev, "x", 1);
+	sse_log_free(log);
+}
+
 int
 main(void)
 {
@@ -441,6 +507,8 @@ main(void)
 		cmocka_unit_test(test_log_resume_mid_event),
 		cmocka_unit_test(test_log_gap_mid_event),
 		cmocka_unit_test(test_log_drained),
+		cmocka_unit_test(test_log_read_upto),
+		cmocka_unit_test(test_log_get),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

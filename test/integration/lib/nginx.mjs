@@ -5,7 +5,8 @@
 // UID and by name (Grafana's data source JSON), and the data source proxy
 // /api/datasources/proxy/uid/<uid>/<path> mapped onto each data source's
 // upstream; every /api path but /api/health wants "Authorization: Bearer
-// <token>" and answers 401 with Grafana's JSON otherwise.
+// <token>" and answers 401 with Grafana's JSON otherwise.  startRoundRobin()
+// (below) is a load balancer over gateway replicas.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -143,54 +144,38 @@ ${proxies}
 `;
 }
 
-export class GrafanaFront {
-	constructor({ name, dir, port, token, datasources }) {
+// One nginx process run from its own directory (nginx.conf written there by
+// the caller), with its access log, error log and graceful stop.
+class NginxProcess {
+	constructor({ name, dir, port }) {
 		this.name = name;
 		this.dir = dir;
 		this.port = port;
-		this.token = token;
-		this.datasources = datasources;
 		this.url = `http://127.0.0.1:${port}`;
 		this.logPath = path.join(LOG_DIR, `${name}-${port}-${Date.now()}.log`);
 		this.accessLog = path.join(dir, 'access.log');
-		this.mark = 0;
 	}
 
-	async start() {
+	// Starts nginx and waits until probe (a path) answers 200 through it.
+	async startAndWait(probe, what) {
 		const conf = path.join(this.dir, 'nginx.conf');
 		this.proc = new Proc(this.name, NGINX_BIN, ['-p', this.dir, '-c', conf, '-e', path.join(this.dir, 'error.log')], this.logPath);
-		await waitUntil(this.proc, '/api/health', async () => {
-			const res = await fetch(`${this.url}/api/health`, { signal: AbortSignal.timeout(1000) });
+		await waitUntil(this.proc, what, async () => {
+			const res = await fetch(`${this.url}${probe}`, { signal: AbortSignal.timeout(1000) });
 			await res.arrayBuffer();
 			return res.status === 200;
 		});
 	}
 
-	// The requests nginx logged since the last resetRequests():
-	// [{method, uri, status}].
-	requests() {
+	// The access log's lines after byte offset `from`.
+	accessLines(from = 0) {
 		let text = '';
 		try {
 			text = fs.readFileSync(this.accessLog, 'utf8');
 		} catch {
 			return [];
 		}
-		return text
-			.slice(this.mark)
-			.split('\n')
-			.filter(Boolean)
-			.map((l) => {
-				const [method, uri, status] = l.split(' ');
-				return { method, uri, status: Number(status) };
-			});
-	}
-
-	resetRequests() {
-		try {
-			this.mark = fs.statSync(this.accessLog).size;
-		} catch {
-			this.mark = 0;
-		}
+		return text.slice(from).split('\n').filter(Boolean);
 	}
 
 	// The error log (upstream failures are logged there).
@@ -210,6 +195,36 @@ export class GrafanaFront {
 		} finally {
 			fs.rmSync(this.dir, { recursive: true, force: true });
 			dirs.delete(this.dir);
+		}
+	}
+}
+
+export class GrafanaFront extends NginxProcess {
+	constructor({ name, dir, port, token, datasources }) {
+		super({ name, dir, port });
+		this.token = token;
+		this.datasources = datasources;
+		this.mark = 0;
+	}
+
+	start() {
+		return this.startAndWait('/api/health', '/api/health');
+	}
+
+	// The requests nginx logged since the last resetRequests():
+	// [{method, uri, status}].
+	requests() {
+		return this.accessLines(this.mark).map((l) => {
+			const [method, uri, status] = l.split(' ');
+			return { method, uri, status: Number(status) };
+		});
+	}
+
+	resetRequests() {
+		try {
+			this.mark = fs.statSync(this.accessLog).size;
+		} catch {
+			this.mark = 0;
 		}
 	}
 }
@@ -238,4 +253,96 @@ export async function startGrafanaFront({ name = 'grafana-front', token, datasou
 	const front = new GrafanaFront({ name, dir, port, token, datasources });
 	await front.start();
 	return front;
+}
+
+// ---- a round-robin front for gateway replicas --------------------------------------
+//
+// startRoundRobin() runs a second kind of nginx: a load balancer that sends
+// each request to the next of several upstreams in turn (nginx balances per
+// request, not per connection), the way a Kubernetes Service or an ingress
+// spreads one MCP session over replicas.  Upstream keep-alive, HTTP/1.1,
+// no response buffering (SSE goes through as it is written), the client's
+// Host passed on (the gateway accepts loopback Hosts only).  An upstream is
+// never marked down (max_fails=0) and a failed request is never retried on
+// the other one (proxy_next_upstream off): a replica's error reaches the
+// test instead of being hidden.
+
+function roundRobinText({ dir, port, upstreams }) {
+	const p = (f) => path.join(dir, f);
+	return `# written by test/integration/lib/nginx.mjs (startRoundRobin)
+daemon off;
+master_process off;
+worker_processes 1;
+pid ${p('nginx.pid')};
+error_log ${p('error.log')} warn;
+events { worker_connections 1024; }
+http {
+	log_format upstreams '$request_method $request_uri $status $upstream_addr';
+	access_log ${p('access.log')} upstreams;
+	client_body_temp_path ${p('tmp/body')};
+	proxy_temp_path ${p('tmp/proxy')};
+	fastcgi_temp_path ${p('tmp/fastcgi')};
+	uwsgi_temp_path ${p('tmp/uwsgi')};
+	scgi_temp_path ${p('tmp/scgi')};
+	server_tokens off;
+	upstream replicas {
+${upstreams.map((u) => `		server ${u} max_fails=0;`).join('\n')}
+		keepalive 64;
+	}
+	server {
+		listen 127.0.0.1:${port};
+		location / {
+			proxy_pass http://replicas;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_set_header Host $http_host;
+			proxy_buffering off;
+			proxy_read_timeout 60s;
+			proxy_next_upstream off;
+		}
+	}
+}
+`;
+}
+
+export class RoundRobin extends NginxProcess {
+	constructor({ name, dir, port, upstreams }) {
+		super({ name, dir, port });
+		this.upstreams = upstreams;
+		this.mcpUrl = `${this.url}/mcp`;
+	}
+
+	// /healthz of whichever upstream comes next answers through nginx
+	start() {
+		return this.startAndWait('/healthz', '/healthz through nginx');
+	}
+
+	// Every request nginx logged: [{method, uri, status, upstream}] where
+	// upstream is the 'host:port' that served it ('-' when none did).
+	requests() {
+		return this.accessLines().map((l) => {
+			const [method, uri, status, upstream] = l.split(' ');
+			return { method, uri, status: Number(status), upstream };
+		});
+	}
+}
+
+// Starts nginx on a free loopback port in front of upstreams: servers with
+// a `host` ('127.0.0.1:<port>', as lib/server.mjs's Server has) or such
+// strings.  Resolves once /healthz answers through it.
+export async function startRoundRobin({ name = 'round-robin', upstreams }) {
+	requireBinary(NGINX_BIN, 'nginx-light (or nginx)');
+	const hosts = upstreams.map((u) => (typeof u === 'string' ? u : u.host));
+	for (const h of hosts) {
+		if (!/^[0-9.]+:\d+$/.test(h)) throw new Error(`round-robin upstream ${JSON.stringify(h)}: expected 'address:port'`);
+	}
+	fs.mkdirSync(LOG_DIR, { recursive: true });
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sextant-${name}-`));
+	dirs.add(dir);
+	fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true });
+	const port = await freePort();
+	fs.writeFileSync(path.join(dir, 'nginx.conf'), roundRobinText({ dir, port, upstreams: hosts }));
+	const rr = new RoundRobin({ name, dir, port, upstreams: hosts });
+	await rr.start();
+	return rr;
 }

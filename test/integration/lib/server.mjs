@@ -2,7 +2,8 @@
 // startServer() picks a free loopback port (retrying if another process takes
 // it first), waits for /healthz and sends the server's stderr to a log file;
 // stop() sends SIGTERM and fails unless the server exits 0 within the grace
-// period with no sanitizer report in its stderr.
+// period with no sanitizer report in its stderr; kill({ check: true })
+// crashes it on purpose (SIGKILL) and checks its stderr up to then.
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -86,6 +87,7 @@ export class Server {
 		this.mcpUrl = `${this.url}/mcp`;
 		this.exitStatus = null;
 		this.termSent = false;
+		this.killSent = false;
 		this.exited = new Promise((resolve) => {
 			proc.on('exit', (code, signal) => {
 				this.exitStatus = { code, signal };
@@ -110,7 +112,7 @@ export class Server {
 
 	// Throws (with the stderr tail) if the server has died.
 	assertAlive() {
-		if (this.exitStatus && !this.termSent) {
+		if (this.exitStatus && !this.termSent && !this.killSent) {
 			throw new Error(`${this.name}: server died (${JSON.stringify(this.exitStatus)}); stderr (${this.stderrPath}), last lines:\n${this.tail()}`);
 		}
 	}
@@ -150,11 +152,28 @@ export class Server {
 		}
 	}
 
-	// Cleanup for after() hooks: kills without checking anything.
-	async kill() {
-		if (this.exitStatus) return;
-		this.proc.kill('SIGKILL');
-		await this.exited;
+	// SIGKILL and wait for the exit.  Without check it is the cleanup of
+	// after() hooks: nothing is checked.  With check (a test crashing a
+	// server on purpose) it throws, with the stderr tail, when the server
+	// had died by itself before, or when its stderr up to the kill holds a
+	// sanitizer report (a killed process reports no leaks: only what it
+	// wrote before the kill is checked).
+	async kill({ check = false } = {}) {
+		const problems = [];
+		if (this.exitStatus) {
+			if (!check) return;
+			if (!this.termSent && !this.killSent) problems.push(`server exited before kill(): ${JSON.stringify(this.exitStatus)}`);
+		} else {
+			this.killSent = true;
+			this.proc.kill('SIGKILL');
+			await this.exited;
+		}
+		if (!check) return;
+		const reports = sanitizerReports(this.stderr());
+		if (reports.length) problems.push(`sanitizer report in stderr:\n  ${reports.slice(0, 5).join('\n  ')}`);
+		if (problems.length) {
+			throw new Error(`${this.name}: ${problems.join('; ')}\n--- stderr (${this.stderrPath}), last lines:\n${this.tail()}`);
+		}
 	}
 }
 

@@ -1,0 +1,1762 @@
+/*
+ * sessstore.c - the session store: 2025 sessions in PostgreSQL, served
+ * by any replica (contracts in sessstore.h, statements in lib/sessdb).
+ *
+ * DESIGN
+ *
+ * Threads.  A pool of store threads (sessions.store_threads) runs every
+ * job; each job leases a connection from the store's own pg pool, so tool
+ * queries and session work never starve each other.  One listener thread
+ * (lib/pglisten) turns NOTIFYs into jobs.  The main thread's tick only
+ * queues the janitor job (heartbeat, sweep, takeover, touches, retries,
+ * catch-up reads), one at a time.
+ *
+ * Locking.  Session table -> s->mu -> the pool's queue; no SQL is ever run
+ * with s->mu held: jobs copy what they need under it, drop it for the
+ * statement, and take it again to apply the result.
+ *
+ * Invariants (docs/architecture.md "Sessions across replicas"):
+ *  I1 durable before visible: a gated stream's reader sees events below
+ *     st->durable only, set once sessdb_append committed them; so any
+ *     replica can replay what a client saw, and nothing it did not see is
+ *     lost when this replica dies (the takeover numbers its answers
+ *     after everything stored).
+ *  I2 one writer per sequence: a POST stream is flushed by one job at a
+ *     time (st->flushing), in order; mcp_append refuses a gap.  The
+ *     standalone stream's numbers are taken under its row's lock.
+ *  I3 the tables are the truth, NOTIFY a hint: every NOTIFY-driven action
+ *     is redone by the janitor's catch-up (mirrors with a reader, answers
+ *     for our pending requests) every few seconds.
+ *  I4 no bearer secret leaves the process: rows and payloads carry
+ *     sessdb_key(id).
+ */
+#include "sessstore.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "call.h"
+#include "exchange.h"
+#include "log.h"
+#include "pg.h"
+#include "pglisten.h"
+#include "pool.h"
+#include "rpc.h"
+#include "server.h"
+#include "session.h"
+#include "sessdb.h"
+#include "sse.h"
+
+#define STORE_QUEUE	 4096
+#define SWEEP_EVERY_MS	 5000
+#define CATCHUP_EVERY_MS 2000
+#define MAX_TOUCH_KEYS	 1000
+#define TAKEOVER_MESSAGE                                                       \
+	"the gateway replica running this request stopped before answering; "  \
+	"the session is intact: send the request again"
+
+struct sessstore {
+	struct server *srv;
+	const struct config *cfg;
+	struct pool *pool;
+	struct pg_pool *pg;
+	struct pglisten *listen;
+	char replica[SESSDB_REPLICA_LEN + 1];
+	char tag[9];
+	char host[64];
+	char channel[sizeof(SESSDB_REPLICA_PREFIX) + SESSDB_REPLICA_LEN];
+	atomic_bool up;
+	atomic_bool registered;
+	atomic_bool janitor_busy;
+	atomic_bool catchup; /* the listener reconnected: catch up now */
+	atomic_bool draining;
+	/* janitor state: its job only */
+	int64_t next_sweep_ms, next_touch_ms, next_catchup_ms, last_touch_ms;
+	/* DELETEs waiting for the other replicas to drop their copies */
+	pthread_mutex_t ack_mu;
+	pthread_cond_t ack_cond;
+	struct ack_wait *acks;
+	struct metric_family *ops; /* op, outcome */
+	struct metric *takeovers;
+	struct metric *hits, *misses; /* requests finding the session here */
+};
+
+/* A DELETE waiting for an "x" from each live replica (ack_mu). */
+struct ack_wait {
+	char key[SESSDB_KEY_LEN + 1];
+	char (*peers)[SESSDB_REPLICA_LEN + 1];
+	bool *acked;
+	int n, left;
+	struct ack_wait *next;
+};
+
+struct job;
+typedef void job_fn(struct job *j, struct pg_conn *c, int rc,
+		    struct pg_error *err);
+
+struct job {
+	struct pool_job pj; /* first */
+	struct sessstore *st;
+	job_fn *fn;
+	const char *op; /* for the metric */
+	sessstore_done_fn *done;
+	void *arg;
+	struct session *s; /* a reference, or NULL */
+	struct stream *stm;
+	struct exchange *ex; /* a reference, or NULL */
+	json_t *id, *msg;
+	char *text;
+	char key[SESSDB_KEY_LEN + 1];
+	char sid[SESSION_ID_LEN + 1];
+	char stream_id[32];
+	char req_id[256]; /* a request id, or a cancel's id as JSON */
+	uint64_t after;
+	int level;
+	bool on;
+	int64_t now_ms;
+};
+
+/* --- jobs ------------------------------------------------------------- */
+
+static const char *
+outcome(int rc)
+{
+	switch (rc) {
+	case STATUS_OK: return "ok";
+	case STATUS_NOTFOUND: return "notfound";
+	case STATUS_TIMEOUT: return "timeout";
+	default: return "error";
+	}
+}
+
+/* Tracks whether the database answers, logging each transition once. */
+static void
+note(struct sessstore *st, int rc, const struct pg_error *err)
+{
+	bool down = rc == STATUS_IO || rc == STATUS_TIMEOUT;
+
+	if (down && atomic_exchange(&st->up, false))
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "session store unavailable: %s (%s); shared sessions "
+			 "wait for it (503 with Retry-After)",
+			 err->client, err->detail);
+	else if (rc == STATUS_OK && !atomic_exchange(&st->up, true))
+		log_info(&(struct log_fields){.duration_ms = -1},
+			 "session store available");
+}
+
+static void
+job_free(struct job *j)
+{
+	if (j->s != NULL)
+		session_unref(j->s);
+	exchange_unref(j->ex);
+	json_decref(j->id);
+	json_decref(j->msg);
+	free(j->text);
+	free(j);
+}
+
+static void
+job_run(struct pool_job *pj)
+{
+	struct job *j = (struct job *)pj;
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = pg_acquire(j->st->pg, NULL, -1, &c, &err);
+	if (rc != STATUS_OK)
+		note(j->st, rc, &err);
+	j->fn(j, rc == STATUS_OK ? c : NULL, rc, &err);
+	pg_release(c);
+	job_free(j);
+}
+
+static struct job *
+job_new(struct sessstore *st, job_fn *fn, const char *op)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->pj.run = job_run;
+	j->st = st;
+	j->fn = fn;
+	j->op = op;
+	return j;
+}
+
+/* Queues j; on failure frees it and returns the error (done not run). */
+static int
+job_submit(struct job *j)
+{
+	int rc = pool_submit(j->st->pool, &j->pj);
+
+	if (rc != STATUS_OK) {
+		j->done = NULL;
+		job_free(j);
+	}
+	return rc;
+}
+
+static void
+finish(struct job *j, int rc, const struct pg_error *err)
+{
+	note(j->st, rc, err);
+	metric_inc(
+		metric_child(j->st->ops, (const char *[]){j->op, outcome(rc)}));
+	if (j->done != NULL)
+		j->done(j->arg, rc);
+}
+
+/* --- finding resident sessions by key -------------------------------- */
+
+struct by_key {
+	const char *key;
+	struct session *found;
+};
+
+static void
+match_key(struct session *s, void *arg)
+{
+	struct by_key *b = arg;
+
+	if (b->found == NULL && s->shared && strcmp(s->key, b->key) == 0) {
+		session_ref(s);
+		b->found = s;
+	}
+}
+
+/* The resident session with this key (a reference), or NULL. */
+static struct session *
+find_key(struct sessstore *st, const char *key)
+{
+	struct by_key b = {key, NULL};
+
+	session_table_foreach(st->srv->sessions, match_key, &b);
+	return b.found;
+}
+
+/* --- create, lookup, delete ------------------------------------------ */
+
+static void
+create_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct session *s = j->s;
+	struct sessdb_session row;
+
+	memset(&row, 0, sizeof(row));
+	if (c != NULL) {
+		snprintf(row.key, sizeof(row.key), "%s", s->key);
+		snprintf(row.version, sizeof(row.version), "%s", s->version);
+		row.caps = json_dumps(s->client_caps, JSON_COMPACT);
+		row.info = json_dumps(s->client_info, JSON_COMPACT);
+		pthread_mutex_lock(&s->mu);
+		row.log_level = s->log_level;
+		row.subscriptions = json_dumps(s->subscriptions, JSON_COMPACT);
+		pthread_mutex_unlock(&s->mu);
+		if (row.caps == NULL || row.info == NULL ||
+		    row.subscriptions == NULL)
+			rc = STATUS_NOMEM;
+		else
+			rc = sessdb_insert(c, &row, err);
+		free(row.caps);
+		free(row.info);
+		free(row.subscriptions);
+	}
+	if (rc != STATUS_OK)
+		log_warn(&(struct log_fields){.session = s->id,
+					      .duration_ms = -1},
+			 "session not stored: %s (%s)", status_str(rc),
+			 err->detail);
+	finish(j, rc, err);
+}
+
+int
+sessstore_create(struct sessstore *st, struct session *s,
+		 sessstore_done_fn *done, void *arg)
+{
+	struct job *j = job_new(st, create_fn, "create");
+
+	if (j == NULL)
+		return STATUS_NOMEM;
+	session_ref(s);
+	j->s = s;
+	j->done = done;
+	j->arg = arg;
+	return job_submit(j);
+}
+
+static void
+lookup_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessdb_session *row = NULL;
+	struct session *s = NULL;
+	json_t *caps = NULL, *info = NULL, *subs = NULL;
+
+	if (c != NULL)
+		rc = sessdb_get(c, j->key, &row, err);
+	metric_inc(j->st->misses);
+	if (rc == STATUS_OK) {
+		caps = json_loads(row->caps, 0, NULL);
+		info = json_loads(row->info, 0, NULL);
+		subs = json_loads(row->subscriptions, 0, NULL);
+		rc = session_adopt(j->st->srv->sessions, j->sid, j->key, j->st,
+				   row->version, caps, info, row->log_level,
+				   subs, row->rev, &s);
+		if (rc == STATUS_OK)
+			session_release(s); /* the table keeps it */
+	}
+	json_decref(caps);
+	json_decref(info);
+	json_decref(subs);
+	sessdb_session_free(row);
+	finish(j, rc, err);
+}
+
+/* Queues a job about session id (lookup, delete). */
+static int
+submit_for_id(struct sessstore *st, job_fn *fn, const char *op, const char *id,
+	      sessstore_done_fn *done, void *arg)
+{
+	struct job *j = job_new(st, fn, op);
+
+	if (j == NULL)
+		return STATUS_NOMEM;
+	snprintf(j->sid, sizeof(j->sid), "%s", id);
+	sessdb_key(id, j->key);
+	j->done = done;
+	j->arg = arg;
+	return job_submit(j);
+}
+
+int
+sessstore_lookup(struct sessstore *st, const char *id, sessstore_done_fn *done,
+		 void *arg)
+{
+	return submit_for_id(st, lookup_fn, "lookup", id, done, arg);
+}
+
+/* Listener thread: replica dropped its copy of key. */
+static void
+acked(struct sessstore *st, const char *key, const char *replica)
+{
+	struct ack_wait *w;
+	int i;
+
+	pthread_mutex_lock(&st->ack_mu);
+	for (w = st->acks; w != NULL; w = w->next)
+		if (strcmp(w->key, key) == 0)
+			for (i = 0; i < w->n; i++)
+				if (!w->acked[i] &&
+				    strcmp(w->peers[i], replica) == 0) {
+					w->acked[i] = true;
+					w->left--;
+				}
+	pthread_cond_broadcast(&st->ack_cond);
+	pthread_mutex_unlock(&st->ack_mu);
+}
+
+/*
+ * DELETE: once it answers, no replica may serve the session any more (a
+ * client's next request may reach any of them).  The live replicas are
+ * asked to drop their copies ("d <key> <us>") and each says when it has
+ * ("x"); one that does not within the bound is taken as gone (its copy
+ * goes at its next NOTIFY or lookup, or with it).
+ */
+static void
+delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct ack_wait w;
+	PGresult *peers = NULL;
+	bool here;
+	int i;
+
+	memset(&w, 0, sizeof(w));
+	if (c == NULL)
+		goto out;
+	if (sessdb_peers(c, st->replica, st->cfg->sessions.replica_timeout_s,
+			 &peers, err) == STATUS_OK &&
+	    PQntuples(peers) > 0) {
+		w.n = PQntuples(peers);
+		w.peers = calloc((size_t)w.n, sizeof(*w.peers));
+		w.acked = calloc((size_t)w.n, sizeof(*w.acked));
+		if (w.peers == NULL || w.acked == NULL)
+			w.n = 0;
+		for (i = 0; i < w.n; i++)
+			snprintf(w.peers[i], sizeof(w.peers[i]), "%s",
+				 PQgetvalue(peers, i, 0));
+		w.left = w.n;
+		snprintf(w.key, sizeof(w.key), "%s", j->key);
+		pthread_mutex_lock(&st->ack_mu);
+		w.next = st->acks;
+		st->acks = &w;
+		pthread_mutex_unlock(&st->ack_mu);
+	}
+	rc = sessdb_delete(c, j->key, w.n > 0 ? st->replica : NULL, err);
+	if (rc == STATUS_OK && w.n > 0) {
+		int64_t until = session_now_ms() +
+				(st->cfg->sessions.store_timeout_ms < 2000
+					 ? st->cfg->sessions.store_timeout_ms
+					 : 2000);
+		struct timespec ts;
+
+		pthread_mutex_lock(&st->ack_mu);
+		while (w.left > 0 && session_now_ms() < until) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&st->ack_cond, &st->ack_mu, &ts);
+		}
+		pthread_mutex_unlock(&st->ack_mu);
+		if (w.left > 0)
+			log_warn(&(struct log_fields){.duration_ms = -1},
+				 "session %.8s deleted: %d of %d other "
+				 "gateway(s) did not confirm dropping it",
+				 j->key, w.left, w.n);
+	}
+	if (w.n > 0) {
+		struct ack_wait **pp;
+
+		pthread_mutex_lock(&st->ack_mu);
+		for (pp = &st->acks; *pp != NULL; pp = &(*pp)->next)
+			if (*pp == &w) {
+				*pp = w.next;
+				break;
+			}
+		pthread_mutex_unlock(&st->ack_mu);
+	}
+	if (rc == STATUS_OK || rc == STATUS_NOTFOUND) {
+		/* our copy goes too, at once */
+		here = session_delete(st->srv->sessions, j->sid) == STATUS_OK;
+		if (here)
+			rc = STATUS_OK;
+	}
+out:
+	PQclear(peers);
+	free(w.peers);
+	free(w.acked);
+	finish(j, rc, err);
+}
+
+int
+sessstore_delete(struct sessstore *st, const char *id, sessstore_done_fn *done,
+		 void *arg)
+{
+	return submit_for_id(st, delete_fn, "delete", id, done, arg);
+}
+
+/* --- mirrors: streams written elsewhere ------------------------------- */
+
+/*
+ * Reads the events of stream_id after `after` into its mirror in s,
+ * creating or restarting the mirror at `start` when `reset`.  The mirror
+ * ends once the stored stream is done and every event is in.
+ */
+static int
+fill_mirror(struct sessstore *st, struct pg_conn *c, struct session *s,
+	    const char *stream_id, bool standalone, uint64_t after, bool reset,
+	    uint64_t start, struct pg_error *err)
+{
+	PGresult *rows = NULL;
+	struct stream *m;
+	uint64_t next = 0;
+	bool done = false;
+	int rc, i;
+
+	rc = sessdb_read(c, s->key, stream_id, after,
+			 st->cfg->server.sse_replay_events, &rows, &done, &next,
+			 err);
+	if (rc != STATUS_OK)
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	m = stream_find(s, stream_id, strlen(stream_id));
+	if (m == NULL && !s->closed)
+		rc = stream_open_mirror(s, stream_id, standalone, start, &m);
+	else if (m != NULL && !m->mirror)
+		m = NULL; /* written here after all: nothing to mirror */
+	else if (m != NULL && reset)
+		rc = stream_mirror_reset(m, start);
+	if (m != NULL && rc == STATUS_OK) {
+		if (standalone)
+			s->standalone = m;
+		for (i = 0; i < PQntuples(rows) && rc == STATUS_OK; i++) {
+			uint64_t seq;
+			const char *data = PQgetvalue(rows, i, 3);
+
+			if (PQgetisnull(rows, i, 2) ||
+			    pg_text_u64(PQgetvalue(rows, i, 2), &seq) !=
+				    STATUS_OK)
+				continue;
+			rc = stream_mirror_append(m, seq, data, strlen(data));
+		}
+		if (done && m->next_seq >= next && !m->done)
+			stream_finish(m);
+	}
+	pthread_mutex_unlock(&s->mu);
+	PQclear(rows);
+	return rc;
+}
+
+/* The events a dead replica's stream still owes: one error answer per
+ * request it never answered. */
+struct owed {
+	const char *stream_id;
+	json_t *requests; /* array of ids */
+	int retry_ms;
+};
+
+static bool
+answered_in(PGresult *events, const json_t *id)
+{
+	int i;
+
+	for (i = 0; i < PQntuples(events); i++) {
+		const char *ev = PQgetvalue(events, i, 1), *d, *end;
+		json_t *msg;
+		bool hit;
+
+		d = strstr(ev, "data: ");
+		if (d == NULL)
+			continue;
+		d += 6;
+		end = strchr(d, '\n');
+		msg = json_loadb(d, end != NULL ? (size_t)(end - d) : strlen(d),
+				 0, NULL);
+		hit = msg != NULL && json_object_get(msg, "method") == NULL &&
+		      json_equal(json_object_get(msg, "id"), (json_t *)id);
+		json_decref(msg);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+static int
+owed_events(void *arg, PGresult *events, uint64_t next_seq, char ***ev,
+	    size_t *n)
+{
+	struct owed *o = arg;
+	size_t i, k = 0, max = json_array_size(o->requests);
+	char **v;
+
+	*ev = NULL;
+	*n = 0;
+	v = calloc(max > 0 ? max : 1, sizeof(*v));
+	if (v == NULL)
+		return STATUS_NOMEM;
+	for (i = 0; i < max; i++) {
+		const json_t *id = json_array_get(o->requests, i);
+		json_t *msg;
+		char *text, eid[64];
+		struct buf b;
+		int rc;
+
+		if (answered_in(events, id))
+			continue;
+		msg = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:b}}}", "jsonrpc",
+				"2.0", "id", id, "error", "code",
+				RPC_INTERNAL_ERROR, "message", TAKEOVER_MESSAGE,
+				"data", "retryable", 1);
+		text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
+		json_decref(msg);
+		snprintf(eid, sizeof(eid), "%s-%llu", o->stream_id,
+			 (unsigned long long)(next_seq + k));
+		buf_init(&b, (size_t)1 << 20);
+		rc = text != NULL ? sse_encode(&b, eid, -1, text, strlen(text))
+				  : STATUS_NOMEM;
+		free(text);
+		if (rc != STATUS_OK) {
+			buf_free(&b);
+			while (k > 0)
+				free(v[--k]);
+			free(v);
+			return rc;
+		}
+		v[k++] = buf_steal(&b, NULL);
+	}
+	*ev = v;
+	*n = k;
+	return STATUS_OK;
+}
+
+/* Ends a dead replica's stream: its unanswered requests get an error.
+ * requests: the stream's request ids (JSON), NULL to read them. */
+static int
+take_over(struct sessstore *st, struct pg_conn *c, const char *key,
+	  const char *stream_id, const char *dead, const char *requests,
+	  struct pg_error *err)
+{
+	struct owed o = {stream_id, NULL, st->cfg->server.sse_retry_ms};
+	PGresult *res = NULL;
+	int rc;
+
+	if (requests == NULL) {
+		rc = pg_query(c,
+			      "SELECT coalesce(requests, '[]')::text FROM "
+			      "mcp_streams WHERE session_key = $1 AND id = $2",
+			      2, (const char *[]){key, stream_id}, &res, err);
+		if (rc != STATUS_OK)
+			return rc;
+		if (PQntuples(res) != 1) {
+			PQclear(res);
+			return STATUS_NOTFOUND;
+		}
+		o.requests = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+		PQclear(res);
+	} else {
+		o.requests = json_loads(requests, 0, NULL);
+	}
+
+	if (!json_is_array(o.requests)) {
+		json_decref(o.requests);
+		o.requests = json_array();
+	}
+	rc = sessdb_takeover(c, key, stream_id, dead, owed_events, &o, err);
+	if (rc == STATUS_OK) {
+		metric_inc(st->takeovers);
+		log_info(&(struct log_fields){.duration_ms = -1},
+			 "replica %s stopped: stream %s of session %.8s ended "
+			 "with an error for each of its %zu open request(s)",
+			 dead, stream_id, key, json_array_size(o.requests));
+	}
+	json_decref(o.requests);
+	return rc;
+}
+
+/*
+ * A new standalone stream's id, and its priming event (event 0: the
+ * retry delay, no data) for the revisions that expect one (*prime NULL
+ * for the others; owned).  In case two replicas create it at once, the
+ * store keeps one and the other's id and event are dropped.
+ */
+static int
+new_standalone(struct sessstore *st, const struct session *s,
+	       char id[STREAM_ID_LEN + 1], char **prime)
+{
+	struct buf b;
+	char eid[STREAM_ID_LEN + 8];
+	int rc;
+
+	*prime = NULL;
+	rc = auth_random_hex(id, STREAM_ID_LEN + 1, STREAM_ID_LEN / 2);
+	if (rc != STATUS_OK || strcmp(s->version, "2025-11-25") < 0)
+		return rc;
+	snprintf(eid, sizeof(eid), "%s-0", id);
+	buf_init(&b, 4096);
+	rc = sse_encode(&b, eid, st->cfg->server.sse_retry_ms, "", 0);
+	if (rc == STATUS_OK && (*prime = buf_steal(&b, NULL)) == NULL)
+		rc = STATUS_NOMEM;
+	buf_free(&b);
+	return rc;
+}
+
+static void
+attach_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct session *s = j->s;
+	struct sessdb_stream info;
+	char new_id[STREAM_ID_LEN + 1], *prime = NULL;
+	uint64_t after, start;
+	int tries;
+
+	if (c == NULL)
+		goto out;
+	/* only used when the session has no standalone stream yet */
+	if (j->stream_id[0] == '\0' &&
+	    (rc = new_standalone(st, s, new_id, &prime)) != STATUS_OK)
+		goto out;
+	if (j->stream_id[0] != '\0')
+		new_id[0] = '\0';
+	for (tries = 0; tries < 2; tries++) {
+		rc = sessdb_attach(
+			c, s->key,
+			j->stream_id[0] != '\0' ? j->stream_id : NULL, new_id,
+			prime, st->replica, st->cfg->sessions.replica_timeout_s,
+			&info, err);
+		if (rc != STATUS_OK || info.done || !info.owner_dead ||
+		    strcmp(info.owner, st->replica) == 0)
+			break;
+		/* its writer is gone: end it here rather than wait */
+		rc = take_over(st, c, s->key, info.id, info.owner, NULL, err);
+		if (rc == STATUS_NOTFOUND)
+			rc = STATUS_OK; /* someone else did */
+		if (rc != STATUS_OK)
+			break;
+	}
+	if (rc != STATUS_OK)
+		goto out;
+	snprintf(j->stream_id, sizeof(j->stream_id), "%s", info.id);
+	if (j->after != UINT64_MAX) {
+		after = j->after; /* Last-Event-ID */
+	} else if (info.fresh) {
+		after = UINT64_MAX; /* never read: what it holds */
+	} else {
+		after = info.next_seq > 0 ? info.next_seq - 1 : UINT64_MAX;
+	}
+	start = after == UINT64_MAX ? info.first : after + 1;
+	rc = fill_mirror(st, c, s, info.id, info.standalone, after, true, start,
+			 err);
+out:
+	free(prime);
+	finish(j, rc, err);
+}
+
+int
+sessstore_attach(struct sessstore *st, struct session *s, const char *stream_id,
+		 uint64_t after, sessstore_done_fn *done, void *arg)
+{
+	struct job *j = job_new(st, attach_fn, "attach");
+
+	if (j == NULL)
+		return STATUS_NOMEM;
+	session_ref(s);
+	j->s = s;
+	snprintf(j->stream_id, sizeof(j->stream_id), "%s",
+		 stream_id != NULL ? stream_id : "");
+	j->after = after;
+	j->done = done;
+	j->arg = arg;
+	return job_submit(j);
+}
+
+/* New events on a mirror here (NOTIFY "e", catch-up). */
+static void
+fetch_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct session *s = j->s;
+	struct stream *m;
+	uint64_t after = UINT64_MAX;
+	bool standalone = false, want = false;
+
+	if (s == NULL)
+		s = j->s = find_key(j->st, j->key);
+	if (c == NULL || s == NULL)
+		goto out;
+	pthread_mutex_lock(&s->mu);
+	m = stream_find(s, j->stream_id, strlen(j->stream_id));
+	if (m != NULL && m->mirror && !m->done) {
+		want = true;
+		standalone = m->standalone;
+		after = m->next_seq > 0 ? m->next_seq - 1 : UINT64_MAX;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (want)
+		rc = fill_mirror(j->st, c, s, j->stream_id, standalone, after,
+				 false, 0, err);
+	if (rc == STATUS_NOTFOUND)
+		rc = STATUS_OK;
+out:
+	finish(j, rc, err);
+}
+
+static void
+queue_fetch(struct sessstore *st, struct session *s, const char *key,
+	    const char *stream_id)
+{
+	struct job *j = job_new(st, fetch_fn, "fetch");
+
+	if (j == NULL)
+		return;
+	if (s != NULL)
+		session_ref(s);
+	j->s = s;
+	snprintf(j->key, sizeof(j->key), "%s", key);
+	snprintf(j->stream_id, sizeof(j->stream_id), "%s", stream_id);
+	(void)job_submit(j); /* the catch-up reads it later otherwise */
+}
+
+/* --- the writer: gated streams to the store -------------------------- */
+
+static void queue_flush(struct sessstore *st, struct session *s,
+			struct stream *stm);
+
+static void
+degrade(struct stream *stm, const char *why)
+{
+	stm->degraded = true;
+	if (stm->attached && stm->wake != NULL)
+		stm->wake(stm->wake_arg);
+	log_warn(&(struct log_fields){.session = stm->sess->id,
+				      .duration_ms = -1},
+		 "stream %s: %s; it goes on here but cannot be resumed on "
+		 "another gateway",
+		 stm->id, why);
+}
+
+static void
+flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct session *s = j->s;
+	struct stream *stm = j->stm;
+	struct sessdb_append a;
+	char reader[SESSDB_REPLICA_LEN + 1], *requests = NULL;
+	char **data = NULL;
+	uint64_t from, to, first = 0, last = 0, i;
+	bool done;
+
+	memset(&a, 0, sizeof(a));
+	/* a stream's owner must have a replica row first: a stream of an
+	 * unknown replica counts as a dead one's */
+	if (c != NULL && !atomic_load(&st->registered)) {
+		rc = sessdb_register(c, st->replica, st->host, (int)getpid(),
+				     err);
+		if (rc == STATUS_OK)
+			atomic_store(&st->registered, true);
+		else
+			c = NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (c == NULL || stm->lost || stm->degraded) {
+		stm->flushing = false;
+		pthread_mutex_unlock(&s->mu);
+		goto out;
+	}
+	from = stm->flushed;
+	to = stm->next_seq;
+	done = stm->done;
+	if (sse_log_range(stm->log, &first, &last) && from < first) {
+		degrade(stm, "events were dropped before they could be stored "
+			     "(raise server.sse_replay_events)");
+		stm->flushing = false;
+		pthread_mutex_unlock(&s->mu);
+		goto out;
+	}
+	data = calloc(to - from + 1, sizeof(*data));
+	for (i = from; data != NULL && i < to; i++) {
+		const char *ev;
+		size_t len;
+
+		if (sse_log_get(stm->log, i, &ev, &len) != STATUS_OK ||
+		    (data[i - from] = strndup(ev, len)) == NULL)
+			break;
+	}
+	if (data == NULL || i < to) {
+		rc = STATUS_NOMEM;
+		stm->flushing = false;
+		pthread_mutex_unlock(&s->mu);
+		goto out;
+	}
+	requests = stm->requests != NULL
+			   ? json_dumps(stm->requests, JSON_COMPACT)
+			   : NULL;
+	pthread_mutex_unlock(&s->mu);
+
+	a.replica = st->replica;
+	a.key = s->key;
+	a.stream = stm->id; /* [const] */
+	a.requests = requests;
+	a.n = (size_t)(to - from);
+	a.seq = from;
+	a.data = (const char *const *)data;
+	a.first = first;
+	a.done = done;
+	rc = sessdb_append(c, &a, reader, err);
+
+	pthread_mutex_lock(&s->mu);
+	stm->flushing = false;
+	if (rc == STATUS_OK) {
+		stm->flushed = to;
+		stm->done_stored = done;
+		stm->dirty_ms = to < stm->next_seq ? session_now_ms() : 0;
+		stream_set_durable(stm, to);
+		if (done && stm->attached && stm->wake != NULL)
+			stm->wake(stm->wake_arg);
+		if (to < stm->next_seq || (stm->done && !stm->done_stored))
+			queue_flush(st, s, stm);
+	} else if (rc == STATUS_CLOSED) {
+		stm->lost = true;
+		degrade(stm, "another gateway took it over");
+	} else if (rc == STATUS_NOTFOUND) {
+		stm->degraded = true; /* the session is gone */
+		if (stm->attached && stm->wake != NULL)
+			stm->wake(stm->wake_arg);
+	} else if (stm->dirty_ms != 0 &&
+		   session_now_ms() - stm->dirty_ms >
+			   st->cfg->sessions.durable_wait_ms) {
+		degrade(stm, "the session store did not take its events");
+	}
+	pthread_mutex_unlock(&s->mu);
+out:
+	for (i = 0; data != NULL && i < a.n; i++)
+		free(data[i]);
+	free(data);
+	free(requests);
+	finish(j, rc == STATUS_NOTFOUND || rc == STATUS_CLOSED ? STATUS_OK : rc,
+	       err);
+}
+
+/* s->mu held. */
+static void
+queue_flush(struct sessstore *st, struct session *s, struct stream *stm)
+{
+	struct job *j;
+
+	if (stm->flushing || stm->lost || stm->degraded)
+		return;
+	j = job_new(st, flush_fn, "flush");
+	if (j == NULL)
+		return; /* the janitor retries */
+	session_ref(s);
+	j->s = s;
+	j->stm = stm;
+	stm->flushing = true;
+	if (pool_submit(st->pool, &j->pj) != STATUS_OK) {
+		stm->flushing = false;
+		/* job_free would take s->mu through nothing, but unref may
+		 * free s: it cannot, the caller holds a reference */
+		session_unref(s);
+		free(j);
+	}
+}
+
+void
+sessstore_stream_dirty(struct stream *stm)
+{
+	struct session *s = stm->sess;
+
+	if (s->store != NULL)
+		queue_flush(s->store, s, stm);
+}
+
+/* --- session changes --------------------------------------------------- */
+
+static void
+change_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct session *s = j->s;
+	char *subs_text = NULL;
+	json_t *subs = NULL, *answer;
+	int64_t rev = 0;
+
+	if (c != NULL) {
+		if (j->text == NULL)
+			rc = sessdb_set_level(c, s->key, j->level, &rev, err);
+		else
+			rc = sessdb_subscribe(c, s->key, j->text, j->on, &rev,
+					      &subs_text, err);
+	}
+	if (rc == STATUS_OK && subs_text != NULL &&
+	    (subs = json_loads(subs_text, 0, NULL)) == NULL)
+		rc = STATUS_NOMEM;
+	if (rc == STATUS_OK) {
+		pthread_mutex_lock(&s->mu);
+		if (rev > s->rev) {
+			s->rev = rev;
+			if (subs != NULL) {
+				json_decref(s->subscriptions);
+				s->subscriptions = subs;
+				subs = NULL;
+			} else {
+				s->log_level = j->level;
+			}
+		}
+		pthread_mutex_unlock(&s->mu);
+		answer = rpc_result(j->id, json_object());
+	} else if (rc == STATUS_FULL) {
+		answer = rpc_error(j->id, RPC_INVALID_PARAMS,
+				   "too many subscriptions on this session (at "
+				   "most 1000): unsubscribe first",
+				   NULL);
+	} else if (rc == STATUS_NOTFOUND) {
+		answer = rpc_error(j->id, RPC_INVALID_REQUEST,
+				   "session not found (expired or deleted): "
+				   "initialize a new session",
+				   NULL);
+	} else {
+		answer = rpc_error(j->id, RPC_INTERNAL_ERROR,
+				   "could not save the session change: the "
+				   "session store is unavailable, retry",
+				   NULL);
+	}
+	exchange_send(j->ex, answer, true);
+	json_decref(subs);
+	free(subs_text);
+	finish(j, rc, err);
+}
+
+int
+sessstore_change(struct sessstore *st, struct session *s, struct exchange *ex,
+		 const json_t *id, const char *uri, bool on, int level)
+{
+	struct job *j =
+		job_new(st, change_fn, uri != NULL ? "subscribe" : "set_level");
+
+	if (j == NULL)
+		return STATUS_NOMEM;
+	if (uri != NULL && (j->text = strdup(uri)) == NULL) {
+		free(j);
+		return STATUS_NOMEM;
+	}
+	session_ref(s);
+	j->s = s;
+	exchange_ref(ex);
+	j->ex = ex;
+	j->id = json_incref((json_t *)id);
+	j->on = on;
+	j->level = level;
+	return job_submit(j);
+}
+
+/* --- answers, cancels, notifications --------------------------------- */
+
+static void
+answer_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	if (c != NULL)
+		rc = sessdb_pending_answer(c, j->key, j->req_id, j->text, err);
+	if (rc == STATUS_NOTFOUND)
+		log_debug(&(struct log_fields){.duration_ms = -1},
+			  "response to unknown request %s ignored", j->req_id);
+	else if (rc != STATUS_OK)
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "a client's answer to request %s was lost: %s",
+			 j->req_id, status_str(rc));
+	finish(j, rc, err);
+}
+
+void
+sessstore_answer(struct sessstore *st, struct session *s, const char *req_id,
+		 const json_t *msg)
+{
+	struct job *j = job_new(st, answer_fn, "answer");
+
+	if (j == NULL)
+		return;
+	snprintf(j->key, sizeof(j->key), "%s", s->key);
+	snprintf(j->req_id, sizeof(j->req_id), "%s", req_id);
+	j->text = json_dumps(msg, JSON_COMPACT);
+	if (j->text == NULL) {
+		job_free(j);
+		j = NULL;
+	}
+	if (j == NULL || job_submit(j) != STATUS_OK)
+		log_warn(&(struct log_fields){.session = s->id,
+					      .duration_ms = -1},
+			 "a client's answer to request %s was lost: the "
+			 "session store is busy",
+			 req_id);
+}
+
+static void
+cancel_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	if (c != NULL)
+		rc = sessdb_cancel(c, j->key, j->text, err);
+	finish(j, rc, err);
+}
+
+void
+sessstore_cancel(struct sessstore *st, struct session *s, const json_t *req_id)
+{
+	struct job *j = job_new(st, cancel_fn, "cancel");
+
+	if (j == NULL)
+		return;
+	snprintf(j->key, sizeof(j->key), "%s", s->key);
+	j->text = json_dumps(req_id, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (j->text == NULL || strlen(j->text) > 200) {
+		job_free(j);
+		return;
+	}
+	(void)job_submit(j);
+}
+
+static void
+notify_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct session *s = j->s;
+	char stream[32], reader[SESSDB_REPLICA_LEN + 1],
+		new_id[STREAM_ID_LEN + 1];
+	char *prime = NULL;
+	uint64_t seq = 0;
+
+	if (c == NULL)
+		goto out;
+	if ((rc = new_standalone(st, s, new_id, &prime)) != STATUS_OK)
+		goto out;
+	rc = sessdb_notify(c, st->replica, s->key, new_id, prime, j->text,
+			   st->cfg->server.sse_replay_events, stream, &seq,
+			   reader, err);
+	if (rc == STATUS_OK && strcmp(reader, st->replica) == 0) {
+		bool want;
+		uint64_t after = UINT64_MAX;
+		struct stream *m;
+
+		pthread_mutex_lock(&s->mu);
+		m = stream_find(s, stream, strlen(stream));
+		want = m != NULL && m->mirror;
+		if (want && m->next_seq > 0)
+			after = m->next_seq - 1;
+		pthread_mutex_unlock(&s->mu);
+		if (want)
+			rc = fill_mirror(st, c, s, stream, true, after, false,
+					 0, err);
+	}
+	if (rc == STATUS_NOTFOUND)
+		rc = STATUS_OK;
+out:
+	if (rc != STATUS_OK)
+		log_warn(&(struct log_fields){.session = s->id,
+					      .duration_ms = -1},
+			 "notification dropped: %s", status_str(rc));
+	free(prime);
+	finish(j, rc, err);
+}
+
+void
+sessstore_notify(struct sessstore *st, struct session *s, json_t *msg)
+{
+	struct job *j = job_new(st, notify_fn, "notify");
+
+	if (j == NULL) {
+		json_decref(msg);
+		return;
+	}
+	session_ref(s);
+	j->s = s;
+	j->text = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (j->text == NULL) {
+		job_free(j);
+		return;
+	}
+	if (job_submit(j) != STATUS_OK)
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "notification dropped: the session store is busy");
+}
+
+/* --- pending server-to-client requests -------------------------------- */
+
+int
+sessstore_pending_add(struct sessstore *st, struct session *s,
+		      const char *req_id)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = pg_acquire(st->pg, NULL, -1, &c, &err);
+	if (rc == STATUS_OK)
+		rc = sessdb_pending_add(c, s->key, req_id, st->replica, &err);
+	pg_release(c);
+	note(st, rc, &err);
+	return rc;
+}
+
+void
+sessstore_pending_drop(struct sessstore *st, struct session *s,
+		       const char *req_id)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = pg_acquire(st->pg, NULL, -1, &c, &err);
+	if (rc == STATUS_OK)
+		rc = sessdb_pending_drop(c, s->key, req_id, &err);
+	pg_release(c);
+	/* the sweep removes it otherwise */
+	(void)rc;
+}
+
+/* Answers stored for our requests: hand each to its waiting call. */
+static int
+take_answers(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
+{
+	PGresult *rows = NULL;
+	int rc, i;
+
+	rc = sessdb_pending_take(c, st->replica, &rows, err);
+	for (i = 0; rc == STATUS_OK && i < PQntuples(rows); i++) {
+		struct session *s = find_key(st, PQgetvalue(rows, i, 0));
+		const char *id = PQgetvalue(rows, i, 1);
+		json_t *msg = json_loads(PQgetvalue(rows, i, 2), 0, NULL);
+		struct pending *p;
+
+		if (s != NULL && msg != NULL) {
+			pthread_mutex_lock(&s->mu);
+			for (p = s->pending; p != NULL; p = p->next)
+				if (!p->answered && strcmp(p->id, id) == 0)
+					break;
+			if (p != NULL) {
+				p->result = json_incref(
+					json_object_get(msg, "result"));
+				p->error = json_incref(
+					json_object_get(msg, "error"));
+				p->answered = true;
+				call_wake_locked(p->call);
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
+		json_decref(msg);
+		session_unref(s);
+	}
+	PQclear(rows);
+	return rc;
+}
+
+/* --- NOTIFYs ------------------------------------------------------------ */
+
+static void
+notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct session *s;
+
+	if (c == NULL)
+		goto out;
+	switch (j->text[0]) {
+	case 'a': rc = take_answers(st, c, err); break;
+	case 'd':
+		s = find_key(st, j->key);
+		if (s != NULL) {
+			session_forget(st->srv->sessions, s);
+			session_unref(s);
+		}
+		/* deleted by a replica waiting for us to drop our copy */
+		if (j->req_id[0] != '\0' && strcmp(j->req_id, st->replica) != 0)
+			rc = sessdb_ack(c, j->req_id, j->key, st->replica, err);
+		break;
+	case 'u': {
+		struct sessdb_session *row = NULL;
+		json_t *subs;
+
+		s = find_key(st, j->key);
+		if (s == NULL)
+			break;
+		rc = sessdb_get(c, j->key, &row, err);
+		if (rc == STATUS_OK &&
+		    (subs = json_loads(row->subscriptions, 0, NULL)) != NULL) {
+			pthread_mutex_lock(&s->mu);
+			if (row->rev > s->rev) {
+				s->rev = row->rev;
+				s->log_level = row->log_level;
+				json_decref(s->subscriptions);
+				s->subscriptions = subs;
+				subs = NULL;
+			}
+			pthread_mutex_unlock(&s->mu);
+			json_decref(subs);
+		}
+		if (rc == STATUS_NOTFOUND) {
+			session_forget(st->srv->sessions, s);
+			rc = STATUS_OK;
+		}
+		sessdb_session_free(row);
+		session_unref(s);
+		break;
+	}
+	case 'c': {
+		json_t *id = json_loads(j->req_id, JSON_DECODE_ANY, NULL);
+
+		s = find_key(st, j->key);
+		if (s != NULL && id != NULL)
+			(void)call_cancel_request(s, id);
+		json_decref(id);
+		session_unref(s);
+		break;
+	}
+	default: break;
+	}
+out:
+	finish(j, rc, err);
+}
+
+/* Listener thread: queue and return. */
+static void
+on_notify(void *arg, const char *channel, const char *payload)
+{
+	struct sessstore *st = arg;
+	char kind = payload[0];
+	const char *p = payload + 1;
+	size_t klen;
+	struct job *j;
+
+	(void)channel;
+	if (kind == '\0' || *p != ' ')
+		return;
+	p++;
+	klen = strcspn(p, " ");
+	if (klen != SESSDB_KEY_LEN)
+		return;
+	if (kind == 'x') {
+		char key[SESSDB_KEY_LEN + 1];
+
+		memcpy(key, p, klen);
+		key[klen] = '\0';
+		if (p[klen] == ' ')
+			acked(st, key, p + klen + 1);
+		return;
+	}
+	if (kind == 'e') {
+		char key[SESSDB_KEY_LEN + 1];
+
+		memcpy(key, p, klen);
+		key[klen] = '\0';
+		if (p[klen] == ' ')
+			queue_fetch(st, NULL, key, p + klen + 1);
+		return;
+	}
+	if (strchr("adcu", kind) == NULL)
+		return;
+	j = job_new(st, notified_fn, "notified");
+	if (j == NULL)
+		return;
+	j->text = strdup(payload);
+	memcpy(j->key, p, klen);
+	j->key[klen] = '\0';
+	if (p[klen] == ' ')
+		snprintf(j->req_id, sizeof(j->req_id), "%s", p + klen + 1);
+	if (j->text == NULL) {
+		job_free(j);
+		return;
+	}
+	(void)job_submit(j);
+}
+
+static void
+on_connect(void *arg, uint64_t epoch)
+{
+	struct sessstore *st = arg;
+
+	/* NOTIFYs sent while we were away are lost: read the tables */
+	if (epoch > 1)
+		atomic_store(&st->catchup, true);
+}
+
+static void
+on_lost(void *arg, const char *detail)
+{
+	(void)arg;
+	log_warn(&(struct log_fields){.duration_ms = -1},
+		 "session store: notification connection lost (%s); "
+		 "reconnecting",
+		 detail);
+}
+
+/* --- the janitor ------------------------------------------------------- */
+
+struct scan {
+	struct sessstore *st;
+	int64_t now, since;
+	const char **keys;
+	size_t nkeys;
+	bool catchup;
+	struct session **mirrored; /* sessions with a mirror being read */
+	size_t nmirrored;
+};
+
+static void
+scan_one(struct session *s, void *arg)
+{
+	struct scan *sc = arg;
+	struct stream *stm;
+	bool mirrored = false;
+
+	if (!s->shared)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (sc->keys != NULL && sc->nkeys < MAX_TOUCH_KEYS &&
+	    (s->busy > 0 || s->live_streams > 0 ||
+	     s->last_active_ms >= sc->since))
+		sc->keys[sc->nkeys++] = strdup(s->key);
+	for (stm = s->streams; stm != NULL; stm = stm->next) {
+		if (stm->mirror && stm->attached && !stm->done)
+			mirrored = true;
+		if (!stm->gated || stm->flushing || stm->lost ||
+		    stm->degraded ||
+		    (stm->flushed >= stm->next_seq &&
+		     !(stm->done && !stm->done_stored)))
+			continue;
+		if (stm->dirty_ms != 0 &&
+		    sc->now - stm->dirty_ms >
+			    sc->st->cfg->sessions.durable_wait_ms)
+			degrade(stm,
+				"the session store did not take its events");
+		else
+			queue_flush(sc->st, s, stm);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (mirrored && sc->catchup && sc->nmirrored < MAX_TOUCH_KEYS) {
+		session_ref(s);
+		sc->mirrored[sc->nmirrored++] = s;
+	}
+}
+
+static void
+catch_up_mirrors(struct sessstore *st, struct session *s)
+{
+	struct stream *stm;
+	char ids[SESSION_MAX_KEPT_STREAMS][STREAM_ID_LEN + 1];
+	int n = 0, i;
+
+	pthread_mutex_lock(&s->mu);
+	for (stm = s->streams; stm != NULL && n < SESSION_MAX_KEPT_STREAMS;
+	     stm = stm->next)
+		if (stm->mirror && stm->attached && !stm->done)
+			snprintf(ids[n++], sizeof(ids[0]), "%s", stm->id);
+	pthread_mutex_unlock(&s->mu);
+	for (i = 0; i < n; i++)
+		queue_fetch(st, s, s->key, ids[i]);
+}
+
+static void
+janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	struct sessstore *st = j->st;
+	struct scan sc = {.st = st, .now = j->now_ms};
+	PGresult *rows = NULL;
+	size_t i;
+	int k;
+
+	/* retries and degraded streams need no database: always */
+	if (c != NULL && j->now_ms >= st->next_touch_ms) {
+		int every = st->cfg->server.session_idle_timeout_s / 10;
+
+		every = every < 1 ? 1 : every > 30 ? 30 : every;
+		sc.keys = calloc(MAX_TOUCH_KEYS, sizeof(*sc.keys));
+		sc.since = st->last_touch_ms - 1000;
+		st->last_touch_ms = j->now_ms;
+		st->next_touch_ms = j->now_ms + (int64_t)every * 1000;
+	}
+	sc.catchup = c != NULL && (atomic_exchange(&st->catchup, false) ||
+				   j->now_ms >= st->next_catchup_ms);
+	if (sc.catchup) {
+		st->next_catchup_ms = j->now_ms + CATCHUP_EVERY_MS;
+		sc.mirrored = calloc(MAX_TOUCH_KEYS, sizeof(*sc.mirrored));
+	}
+	session_table_foreach(st->srv->sessions, scan_one, &sc);
+	for (i = 0; i < sc.nmirrored; i++) {
+		catch_up_mirrors(st, sc.mirrored[i]);
+		session_unref(sc.mirrored[i]);
+	}
+	if (c == NULL)
+		goto out;
+	if (!atomic_load(&st->registered) ||
+	    (rc = sessdb_heartbeat(c, st->replica, err)) == STATUS_NOTFOUND) {
+		if (atomic_load(&st->draining))
+			goto out;
+		rc = sessdb_register(c, st->replica, st->host, (int)getpid(),
+				     err);
+		if (rc == STATUS_OK)
+			atomic_store(&st->registered, true);
+	}
+	if (rc != STATUS_OK)
+		goto out;
+	if (sc.nkeys > 0)
+		rc = sessdb_touch(c, sc.keys, sc.nkeys, err);
+	if (sc.catchup)
+		(void)take_answers(st, c, err);
+	/* one replica a round expires sessions and ends dead replicas'
+	 * streams */
+	if (j->now_ms >= st->next_sweep_ms) {
+		int expired = 0;
+
+		st->next_sweep_ms = j->now_ms + SWEEP_EVERY_MS;
+		rc = sessdb_sweep(c, st->cfg->server.session_idle_timeout_s,
+				  st->cfg->sessions.stream_keep_s,
+				  st->cfg->workers.client_request_timeout_s +
+					  60,
+				  &expired, err);
+		if (rc == STATUS_AGAIN)
+			rc = STATUS_OK;
+		if (expired > 0)
+			log_info(&(struct log_fields){.duration_ms = -1},
+				 "%d shared session(s) expired after %d s idle",
+				 expired,
+				 st->cfg->server.session_idle_timeout_s);
+	}
+	if (rc == STATUS_OK)
+		rc = sessdb_orphans(c, st->cfg->sessions.replica_timeout_s,
+				    &rows, err);
+	for (k = 0; rc == STATUS_OK && k < PQntuples(rows); k++) {
+		int trc = take_over(
+			st, c, PQgetvalue(rows, k, 0), PQgetvalue(rows, k, 1),
+			PQgetvalue(rows, k, 2), PQgetvalue(rows, k, 3), err);
+
+		if (trc != STATUS_OK && trc != STATUS_NOTFOUND)
+			rc = trc;
+	}
+out:
+	PQclear(rows);
+	for (i = 0; i < sc.nkeys; i++)
+		free((char *)sc.keys[i]);
+	free(sc.keys);
+	free(sc.mirrored);
+	atomic_store(&st->janitor_busy, false);
+	finish(j, rc, err);
+}
+
+void
+sessstore_tick(struct sessstore *st, int64_t now_ms)
+{
+	struct job *j;
+
+	if (st == NULL || atomic_load(&st->draining) ||
+	    atomic_exchange(&st->janitor_busy, true))
+		return;
+	j = job_new(st, janitor_fn, "janitor");
+	if (j == NULL) {
+		atomic_store(&st->janitor_busy, false);
+		return;
+	}
+	j->now_ms = now_ms;
+	if (job_submit(j) != STATUS_OK)
+		atomic_store(&st->janitor_busy, false);
+}
+
+/* --- life cycle ---------------------------------------------------------- */
+
+bool
+sessstore_wanted(const struct server *srv)
+{
+	const struct config *cfg = srv->cfg;
+
+	return cfg->database.url[0] != '\0' &&
+	       strcmp(cfg->sessions.store, "memory") != 0;
+}
+
+bool
+sessstore_up(struct sessstore *st)
+{
+	return st != NULL && atomic_load(&st->up);
+}
+
+const char *
+sessstore_tag(const struct sessstore *st)
+{
+	return st->tag;
+}
+
+void
+sessstore_hit(struct sessstore *st)
+{
+	metric_inc(st->hits);
+}
+
+static double
+gauge_up(void *arg)
+{
+	return sessstore_up(arg) ? 1 : 0;
+}
+
+/*
+ * Whether this database role can keep sessions: STATUS_OK, STATUS_IO when
+ * the database cannot be asked now (then it will be used when it is
+ * back), STATUS_UNSUPPORTED with why (tables missing, no privilege).
+ */
+static int
+probe(const struct config *cfg, char *why, size_t len)
+{
+	static const char sql[] =
+		/* one privilege per call: with a list it is "any of" */
+		"SELECT bool_and(has_table_privilege(t, p)) FROM unnest(ARRAY["
+		"'mcp_replicas', 'mcp_sessions', 'mcp_streams', 'mcp_events', "
+		"'mcp_pending']) AS t, unnest(ARRAY['SELECT', 'INSERT', "
+		"'UPDATE', 'DELETE']) AS p";
+	const char *keys[] = {"dbname", "connect_timeout", "application_name",
+			      NULL};
+	const char *vals[] = {cfg->database.url, "5", "sextant-sessions", NULL};
+	PGconn *conn = PQconnectdbParams(keys, vals, 1);
+	PGresult *res = NULL;
+	int rc = STATUS_IO;
+
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		goto out;
+	res = PQexec(conn, sql);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+		rc = PQgetvalue(res, 0, 0)[0] == 't' ? STATUS_OK
+						     : STATUS_UNSUPPORTED;
+		if (rc != STATUS_OK)
+			snprintf(why, len,
+				 "the database role lacks INSERT, UPDATE or "
+				 "DELETE on the mcp_* tables: grant them, or "
+				 "set sessions.store = \"memory\"");
+	} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
+		   strcmp(PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL
+				  ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
+				  : "",
+			  "42P01") == 0) {
+		rc = STATUS_UNSUPPORTED;
+		snprintf(why, len,
+			 "the session tables are missing: run `sextant "
+			 "migrate`");
+	}
+out:
+	PQclear(res);
+	PQfinish(conn);
+	return rc;
+}
+
+int
+sessstore_new(struct server *srv, struct sessstore **out, char *err,
+	      size_t errlen)
+{
+	const struct config *cfg = srv->cfg;
+	struct sessstore *st;
+	struct pg_error perr;
+	const char *channels[2];
+	char why[256];
+	int rc;
+
+	*out = NULL;
+	rc = probe(cfg, why, sizeof(why));
+	if (rc == STATUS_UNSUPPORTED &&
+	    strcmp(cfg->sessions.store, "auto") == 0) {
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "sessions stay in this process (a client must come "
+			 "back to this gateway): %s",
+			 why);
+		return STATUS_OK;
+	}
+	if (rc == STATUS_UNSUPPORTED) {
+		snprintf(err, errlen, "sessions.store = \"database\": %s", why);
+		return STATUS_INVALID;
+	}
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return STATUS_NOMEM;
+	st->srv = srv;
+	st->cfg = cfg;
+	atomic_init(&st->up, true);
+	pthread_mutex_init(&st->ack_mu, NULL);
+	pthread_cond_init(&st->ack_cond, NULL);
+	if ((rc = auth_random_hex(st->replica, sizeof(st->replica),
+				  SESSDB_REPLICA_LEN / 2)) != STATUS_OK) {
+		snprintf(err, errlen, "session store: no randomness");
+		goto fail;
+	}
+	memcpy(st->tag, st->replica, 8);
+	if (gethostname(st->host, sizeof(st->host)) != 0)
+		snprintf(st->host, sizeof(st->host), "unknown");
+	st->host[sizeof(st->host) - 1] = '\0';
+	snprintf(st->channel, sizeof(st->channel), "%s%s",
+		 SESSDB_REPLICA_PREFIX, st->replica);
+	st->ops = metrics_family(srv->metrics, METRIC_COUNTER,
+				 "sextant_session_store_ops_total",
+				 "Shared-session store operations by kind and "
+				 "outcome",
+				 "op,outcome", NULL, 0);
+	st->takeovers = metric_child(
+		metrics_family(srv->metrics, METRIC_COUNTER,
+			       "sextant_session_takeovers_total",
+			       "Streams of stopped replicas ended here", NULL,
+			       NULL, 0),
+		NULL);
+	{
+		struct metric_family *f = metrics_family(
+			srv->metrics, METRIC_COUNTER,
+			"sextant_session_cache_total",
+			"Requests of shared sessions by whether the session "
+			"was in this gateway's memory (hit) or loaded from the "
+			"store (miss)",
+			"result", NULL, 0);
+
+		st->hits = metric_child(f, (const char *[]){"hit"});
+		st->misses = metric_child(f, (const char *[]){"miss"});
+	}
+	if (st->ops == NULL || st->takeovers == NULL || st->hits == NULL ||
+	    st->misses == NULL ||
+	    metrics_gauge_fn(srv->metrics, "sextant_session_store_up",
+			     "1 while the shared-session store answers",
+			     gauge_up, st) != STATUS_OK) {
+		rc = STATUS_NOMEM;
+		snprintf(err, errlen, "session store: out of memory");
+		goto fail;
+	}
+	{
+		struct pg_pool_config pc = {
+			.conninfo = cfg->database.url,
+			/* the store threads, plus tool workers adding and
+			 * dropping pending requests */
+			.size = cfg->sessions.store_threads + 2,
+			.statement_timeout_ms = cfg->sessions.store_timeout_ms,
+			.acquire_timeout_ms = cfg->sessions.store_timeout_ms,
+		};
+
+		if ((rc = pg_pool_new(&pc, &st->pg, &perr)) != STATUS_OK) {
+			snprintf(err, errlen, "session store: %s", perr.client);
+			goto fail;
+		}
+	}
+	if ((rc = pool_new(cfg->sessions.store_threads, STORE_QUEUE,
+			   &st->pool)) != STATUS_OK) {
+		snprintf(err, errlen, "session store: cannot start threads");
+		goto fail;
+	}
+	channels[0] = SESSDB_CHANNEL;
+	channels[1] = st->channel;
+	{
+		struct pglisten_config lc = {
+			.conninfo = cfg->database.url,
+			.channels = channels,
+			.nchannels = 2,
+			.on_notify = on_notify,
+			.on_connect = on_connect,
+			.on_lost = on_lost,
+			.arg = st,
+		};
+
+		if ((rc = pglisten_start(&lc, &st->listen, &perr)) !=
+		    STATUS_OK) {
+			snprintf(err, errlen, "session store: %s", perr.client);
+			goto fail;
+		}
+	}
+	log_info(&(struct log_fields){.duration_ms = -1},
+		 "sessions are shared through the database (replica %s)",
+		 st->replica);
+	*out = st;
+	sessstore_tick(st, session_now_ms()); /* register now */
+	return STATUS_OK;
+fail:
+	sessstore_free(st);
+	return rc;
+}
+
+void
+sessstore_drain(struct sessstore *st)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+
+	if (st == NULL)
+		return;
+	atomic_store(&st->draining, true);
+	/* a last flush of what is queued, then we are dead to the others:
+	 * they end what we leave open */
+	(void)!pool_drain(st->pool, st->cfg->sessions.store_timeout_ms);
+	if (pg_acquire(st->pg, NULL, -1, &c, &err) == STATUS_OK)
+		(void)!sessdb_retire(c, st->replica, &err);
+	pg_release(c);
+}
+
+void
+sessstore_free(struct sessstore *st)
+{
+	if (st == NULL)
+		return;
+	pglisten_stop(st->listen);
+	pool_free(st->pool);
+	pg_pool_free(st->pg);
+	pthread_cond_destroy(&st->ack_cond);
+	pthread_mutex_destroy(&st->ack_mu);
+	free(st);
+}
