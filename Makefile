@@ -106,11 +106,11 @@ LIB_SRC += lib/pglisten.c lib/sessdb.c
 LIB_TESTS += pglisten sessdb
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
-SERVER_TESTS += reqmeta tasks
+SERVER_TESTS += reqmeta tasks sessstore
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact
-FUZZERS += grafana seal
+FUZZERS += grafana seal note
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -187,8 +187,12 @@ create(struct session_table *t, const char *id, const char *version,
 		return STATUS_IO;
 	}
 	snprintf(s->version, sizeof(s->version), "%s", version);
-	s->client_caps = caps != NULL ? json_deep_copy(caps) : json_object();
-	s->client_info = info != NULL ? json_deep_copy(info) : json_object();
+	/* shared, not copied: nobody changes them (jansson's reference
+	 * counts are atomic), and a copy per 2026-07-28 request costs */
+	s->client_caps =
+		caps != NULL ? json_incref((json_t *)caps) : json_object();
+	s->client_info =
+		info != NULL ? json_incref((json_t *)info) : json_object();
 	s->subscriptions = json_object();
 	pthread_mutex_init(&s->mu, NULL);
 	s->lim = t->lim;

@@ -176,8 +176,8 @@ void session_table_free(struct session_table *t);
 int session_table_count(struct session_table *t);
 
 /*
- * Creates a session and adds it to the table.  caps and info: borrowed
- * (copied).  *out gets a reference, marked busy like session_acquire's:
+ * Creates a session and adds it to the table.  caps and info: the
+ * session takes a reference (they must not change afterwards).  *out gets a reference, marked busy like session_acquire's:
  * give it back with session_release.  STATUS_FULL when the
  * table holds max_sessions, STATUS_IO when the CSPRNG fails.
  */

@@ -118,6 +118,7 @@ struct job {
 	uint64_t after;
 	int level;
 	bool on;
+	char note; /* notified_fn: the NOTIFY's kind */
 	int64_t now_ms;
 };
 
@@ -1222,7 +1223,7 @@ notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 
 	if (c == NULL)
 		goto out;
-	switch (j->text[0]) {
+	switch (j->note) {
 	case 'a': rc = take_answers(st, c, err); break;
 	case 'd':
 		s = find_key(st, j->key);
@@ -1279,55 +1280,68 @@ out:
 	finish(j, rc, err);
 }
 
-/* Listener thread: queue and return. */
+int
+sessstore_parse_note(const char *payload, struct sessstore_note *out)
+{
+	const char *p = payload, *rest;
+	size_t i, len;
+
+	memset(out, 0, sizeof(*out));
+	if (strchr("acdeux", p[0]) == NULL || p[0] == '\0' || p[1] != ' ')
+		return STATUS_INVALID;
+	out->kind = p[0];
+	p += 2;
+	for (i = 0; i < SESSDB_KEY_LEN; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') ||
+		      (p[i] >= 'a' && p[i] <= 'f')))
+			return STATUS_INVALID;
+	memcpy(out->key, p, SESSDB_KEY_LEN);
+	p += SESSDB_KEY_LEN;
+	if (*p == '\0') /* "d <key>" and "u <key>" may stop here */
+		return strchr("du", out->kind) != NULL ? STATUS_OK
+						       : STATUS_INVALID;
+	if (*p != ' ')
+		return STATUS_INVALID;
+	rest = p + 1;
+	len = strlen(rest);
+	if (len == 0 || len >= sizeof(out->rest))
+		return STATUS_INVALID;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)rest[i] < 0x20 || rest[i] == 0x7f)
+			return STATUS_INVALID;
+	memcpy(out->rest, rest, len + 1);
+	return STATUS_OK;
+}
+
+/* Listener thread: queue and return.  Any database user can NOTIFY any
+ * channel: a payload that is not ours is dropped. */
 static void
 on_notify(void *arg, const char *channel, const char *payload)
 {
 	struct sessstore *st = arg;
-	char kind = payload[0];
-	const char *p = payload + 1;
-	size_t klen;
+	struct sessstore_note n;
 	struct job *j;
 
 	(void)channel;
-	if (kind == '\0' || *p != ' ')
-		return;
-	p++;
-	klen = strcspn(p, " ");
-	if (klen != SESSDB_KEY_LEN)
-		return;
-	if (kind == 'x') {
-		char key[SESSDB_KEY_LEN + 1];
-
-		memcpy(key, p, klen);
-		key[klen] = '\0';
-		if (p[klen] == ' ')
-			acked(st, key, p + klen + 1);
+	if (sessstore_parse_note(payload, &n) != STATUS_OK) {
+		log_debug(&(struct log_fields){.duration_ms = -1},
+			  "notification ignored: not a session store one");
 		return;
 	}
-	if (kind == 'e') {
-		char key[SESSDB_KEY_LEN + 1];
-
-		memcpy(key, p, klen);
-		key[klen] = '\0';
-		if (p[klen] == ' ')
-			queue_fetch(st, NULL, key, p + klen + 1);
+	if (n.kind == 'x') {
+		acked(st, n.key, n.rest);
 		return;
 	}
-	if (strchr("adcu", kind) == NULL)
+	if (n.kind == 'e') {
+		queue_fetch(st, NULL, n.key, n.rest);
 		return;
+	}
 	j = job_new(st, notified_fn, "notified");
 	if (j == NULL)
 		return;
-	j->text = strdup(payload);
-	memcpy(j->key, p, klen);
-	j->key[klen] = '\0';
-	if (p[klen] == ' ')
-		snprintf(j->req_id, sizeof(j->req_id), "%s", p + klen + 1);
-	if (j->text == NULL) {
-		job_free(j);
-		return;
-	}
+	j->note = n.kind;
+	memcpy(j->key, n.key, sizeof(j->key));
+	memcpy(j->req_id, n.rest, sizeof(j->req_id));
 	(void)job_submit(j);
 }
 

@@ -105,6 +105,17 @@ int sessstore_pending_add(struct sessstore *st, struct session *s,
 void sessstore_pending_drop(struct sessstore *st, struct session *s,
 			    const char *req_id);
 
+/* A NOTIFY payload of the store ("<kind> <key>[ <rest>]", lib/sessdb.h):
+ * kind one of a c d e u x, key 32 lowercase hex, rest printable ASCII
+ * below 256 bytes (required but for d and u).  STATUS_INVALID for
+ * anything else: any database user can NOTIFY any channel. */
+struct sessstore_note {
+	char kind;
+	char key[33];
+	char rest[256];
+};
+int sessstore_parse_note(const char *payload, struct sessstore_note *out) WUR;
+
 /* session_limits.dirty: a gated stream has events or an end to store. */
 void sessstore_stream_dirty(struct stream *stm);
 

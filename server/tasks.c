@@ -338,11 +338,25 @@ tasks_update(struct task_table *t, const char *id, const json_t *answers)
 	pthread_mutex_lock(&t->mu);
 	k = find(t, id);
 	if (k != NULL && k->wanted != NULL && json_is_object(answers)) {
-		json_object_foreach((json_t *)answers, key, a)
+		void *tmp;
+
+		json_object_foreach_safe((json_t *)answers, tmp, key, a)
 		{
-			/* keys not outstanding are ignored (TK) */
-			if (json_object_get(k->wanted, key) != NULL)
+			/* keys not outstanding are ignored (TK); answered ones
+			 * leave inputRequests at once, not when the call wakes:
+			 * a tasks/get right after must not show them */
+			if (json_object_get(k->wanted, key) != NULL) {
 				json_object_set(k->answers, key, a);
+				json_object_del(k->wanted, key);
+			}
+		}
+		if (json_object_size(k->wanted) == 0) {
+			json_decref(k->wanted);
+			k->wanted = NULL;
+			if (k->status == TASK_INPUT_REQUIRED) {
+				k->status = TASK_WORKING;
+				k->updated_ms = wall_ms();
+			}
 		}
 		pthread_cond_broadcast(&t->changed);
 	}
