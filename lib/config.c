@@ -222,11 +222,6 @@ static const struct key_def keys[] = {
 	    100, 60000,
 	    "Longest wait for the session store before a request is answered "
 	    "503 with Retry-After."),
-	INT("sessions", "durable_wait_ms", sessions.durable_wait_ms, 1000, 0,
-	    60000,
-	    "How long SSE events wait to be stored before their stream goes "
-	    "on without them being resumable on other gateways (database "
-	    "trouble)."),
 	INT("sessions", "replica_timeout_s", sessions.replica_timeout_s, 5, 2,
 	    300,
 	    "Seconds without a heartbeat after which a gateway counts as "

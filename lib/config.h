@@ -142,7 +142,6 @@ struct config {
 		char *store;	       /* "auto" | "database" | "memory" */
 		int store_threads;     /* store jobs, each with a connection */
 		int store_timeout_ms;  /* 503 beyond */
-		int durable_wait_ms;   /* events unstored before degrading */
 		int replica_timeout_s; /* heartbeat age of a dead replica */
 		int cache_idle_s;      /* resident copies forgotten after */
 		int stream_keep_s;     /* finished streams kept for replay */

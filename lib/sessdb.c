@@ -358,6 +358,25 @@ sessdb_touch(struct pg_conn *c, const char *const *keys, size_t n,
 }
 
 int
+sessdb_revs(struct pg_conn *c, const char *const *keys, size_t n,
+	    PGresult **rows, struct pg_error *err)
+{
+	char *arr;
+	int rc;
+
+	*rows = NULL;
+	arr = key_array(keys, n);
+	if (arr == NULL)
+		return local_error(err, STATUS_NOMEM, NOMEM_MSG);
+	rc = pg_query(c,
+		      "SELECT k, s.rev FROM unnest($1::text[]) AS k "
+		      "LEFT JOIN mcp_sessions s ON s.key = k",
+		      1, (const char *[]){arr}, rows, err);
+	free(arr);
+	return rc;
+}
+
+int
 sessdb_cancel(struct pg_conn *c, const char *key, const char *idjson,
 	      struct pg_error *err)
 {
@@ -594,7 +613,8 @@ sessdb_read(struct pg_conn *c, const char *key, const char *stream_id,
 	/* one snapshot for both: REPEATABLE READ is not needed, a single
 	 * statement sees one */
 	rc = pg_query(c,
-		      "SELECT s.done, s.next_seq, e.seq, e.data "
+		      "SELECT s.done, s.next_seq, e.seq, e.data, "
+		      "coalesce(s.reader, '') "
 		      "FROM mcp_streams s LEFT JOIN LATERAL (SELECT seq, data "
 		      "FROM mcp_events e WHERE e.session_key = s.session_key "
 		      "AND e.stream_id = s.id AND e.seq > $3::bigint "

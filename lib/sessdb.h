@@ -103,6 +103,11 @@ int sessdb_peers(struct pg_conn *c, const char *replica, int dead_s,
 /* last_active = now() for the keys that still exist. */
 int sessdb_touch(struct pg_conn *c, const char *const *keys, size_t n,
 		 struct pg_error *err) WUR;
+/* The current rev of each key (rows (key, rev), rev NULL for a session
+ * that is gone), PQclear'd by the caller: a replica whose notifications
+ * were lost checks its copies with it.  n >= 1. */
+int sessdb_revs(struct pg_conn *c, const char *const *keys, size_t n,
+		PGresult **rows, struct pg_error *err) WUR;
 /* NOTIFYs "c <key> <idjson>" (idjson: compact JSON, at most 200 bytes). */
 int sessdb_cancel(struct pg_conn *c, const char *key, const char *idjson,
 		  struct pg_error *err) WUR;
@@ -165,8 +170,8 @@ int sessdb_attach(struct pg_conn *c, const char *key, const char *stream_id,
 		  struct pg_error *err) WUR;
 /*
  * Events after seq `after` (UINT64_MAX: from the oldest kept), at most
- * limit, in order: rows (done, next_seq, seq, data), PQclear'd by the
- * caller; when no event follows `after` there is one row, with seq and
+ * limit, in order: rows (done, next_seq, seq, data, reader: the
+ * replica reading the stream, "" for none), PQclear'd by the caller; when no event follows `after` there is one row, with seq and
  * data NULL (skip rows whose seq is NULL).  *done and *next_seq describe
  * the stream as of the same snapshot.
  * STATUS_NOTFOUND when the stream is gone.

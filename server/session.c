@@ -167,10 +167,25 @@ session_table_count(struct session_table *t)
 	return n;
 }
 
+/* The session with this id, or NULL (table lock held). */
+static struct session *
+table_find(struct session_table *t, const char *id)
+{
+	struct session *s;
+
+	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
+	     s = s->hnext)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
 /* A session with id (NULL: a random one) added to t; see session_create. */
 static int
 create(struct session_table *t, const char *id, const char *version,
-       const json_t *caps, const json_t *info, struct session **out)
+       const json_t *caps, const json_t *info,
+       void (*init)(struct session *s, void *arg), void *arg,
+       struct session **out)
 {
 	struct session *s;
 	size_t b;
@@ -205,7 +220,16 @@ create(struct session_table *t, const char *id, const char *version,
 		session_free(s);
 		return STATUS_NOMEM;
 	}
+	if (init != NULL) /* before anyone can find it */
+		init(s, arg);
 	pthread_mutex_lock(&t->mu);
+	/* an id given twice at once (two loads of one shared session): one
+	 * copy only, or answers and cancels could reach the other */
+	if (id != NULL && table_find(t, id) != NULL) {
+		pthread_mutex_unlock(&t->mu);
+		session_free(s);
+		return STATUS_EXISTS;
+	}
 	if (t->count >= t->lim.max_sessions) {
 		pthread_mutex_unlock(&t->mu);
 		session_free(s);
@@ -224,7 +248,7 @@ int
 session_create(struct session_table *t, const char *version, const json_t *caps,
 	       const json_t *info, struct session **out)
 {
-	return create(t, NULL, version, caps, info, out);
+	return create(t, NULL, version, caps, info, NULL, NULL, out);
 }
 
 int
@@ -240,26 +264,13 @@ session_create_request(struct session_table *t, const char *version,
 	 * do, and spares the CSPRNG on the hot path */
 	snprintf(id, sizeof(id), "r%llu",
 		 (unsigned long long)atomic_fetch_add(&next, 1) + 1);
-	rc = create(t, id, version, caps, info, out);
+	rc = create(t, id, version, caps, info, NULL, NULL, out);
 	if (rc == STATUS_OK) {
 		(*out)->modern = true;
 		(*out)->initialized = true;
 		(*out)->log_level = log_level;
 	}
 	return rc;
-}
-
-/* The session with this id, or NULL (table lock held). */
-static struct session *
-table_find(struct session_table *t, const char *id)
-{
-	struct session *s;
-
-	for (s = t->buckets[hash_id(id) & (t->nbuckets - 1)]; s != NULL;
-	     s = s->hnext)
-		if (strcmp(s->id, id) == 0)
-			return s;
-	return NULL;
 }
 
 void
@@ -271,43 +282,49 @@ session_share(struct session *s, const char *key, struct sessstore *store)
 	s->rev = 1;
 }
 
+struct adopt {
+	const char *key;
+	struct sessstore *store;
+	int log_level;
+	json_t *subs; /* taken */
+	int64_t rev;
+};
+
+static void
+adopt_init(struct session *s, void *arg)
+{
+	struct adopt *a = arg;
+
+	session_share(s, a->key, a->store);
+	s->log_level = a->log_level;
+	s->rev = a->rev;
+	json_decref(s->subscriptions);
+	s->subscriptions = a->subs;
+	a->subs = NULL;
+	s->initialized = true;
+}
+
 int
 session_adopt(struct session_table *t, const char *id, const char *key,
 	      struct sessstore *store, const char *version, const json_t *caps,
 	      const json_t *info, int log_level, const json_t *subscriptions,
 	      int64_t rev, struct session **out)
 {
-	struct session *s;
-	json_t *subs;
+	struct adopt a = {key, store, log_level, NULL, rev};
 	int rc;
 
 	/* two requests may load one session at once: the first copy wins */
 	if (session_acquire(t, id, out) == STATUS_OK)
 		return STATUS_OK;
-	subs = json_is_object(subscriptions) ? json_deep_copy(subscriptions)
-					     : json_object();
-	if (subs == NULL)
+	a.subs = json_is_object(subscriptions) ? json_deep_copy(subscriptions)
+					       : json_object();
+	if (a.subs == NULL)
 		return STATUS_NOMEM;
-	pthread_mutex_lock(&t->mu);
-	s = table_find(t, id);
-	pthread_mutex_unlock(&t->mu);
-	if (s != NULL) {
-		json_decref(subs);
+	rc = create(t, id, version, caps, info, adopt_init, &a, out);
+	json_decref(a.subs);	 /* NULL once taken */
+	if (rc == STATUS_EXISTS) /* another load won meanwhile */
 		return session_acquire(t, id, out);
-	}
-	rc = create(t, id, version, caps, info, out);
-	if (rc != STATUS_OK) {
-		json_decref(subs);
-		return rc;
-	}
-	s = *out;
-	session_share(s, key, store);
-	s->log_level = log_level;
-	s->rev = rev;
-	json_decref(s->subscriptions);
-	s->subscriptions = subs;
-	s->initialized = true;
-	return STATUS_OK;
+	return rc;
 }
 
 int
@@ -452,7 +469,7 @@ static bool
 stream_unstored(const struct stream *st)
 {
 	return st->flushing ||
-	       (st->gated && !st->lost && !st->degraded &&
+	       (st->gated && !st->lost &&
 		(st->durable < st->next_seq || (st->done && !st->done_stored)));
 }
 
@@ -605,9 +622,7 @@ stream_append_encoded(struct stream *st, const char *data, size_t len,
 	if (rc != STATUS_OK)
 		return rc;
 	st->next_seq++;
-	if (st->gated && !st->degraded) {
-		if (st->dirty_ms == 0)
-			st->dirty_ms = session_now_ms();
+	if (st->gated && !st->lost) {
 		if (st->sess->lim.dirty != NULL)
 			st->sess->lim.dirty(st);
 		return STATUS_OK; /* the reader is woken once stored */
@@ -705,7 +720,7 @@ void
 stream_finish(struct stream *st)
 {
 	st->done = true;
-	if (st->gated && !st->degraded && st->sess->lim.dirty != NULL)
+	if (st->gated && !st->lost && st->sess->lim.dirty != NULL)
 		st->sess->lim.dirty(st);
 	if (st->attached && st->wake != NULL)
 		st->wake(st->wake_arg);
@@ -865,9 +880,8 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 	/* A closed session still flushes what its streams hold (a drain
 	 * must not drop final responses), then ends them. */
 	*n = sse_log_read_upto(st->log, cur,
-			       st->gated && !st->degraded ? st->durable
-							  : UINT64_MAX,
-			       dst, max, &gap);
+			       st->gated ? st->durable : UINT64_MAX, dst, max,
+			       &gap);
 	if (gap)
 		log_warn(&(struct log_fields){.session = st->sess->id,
 					      .duration_ms = -1},
@@ -888,13 +902,17 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 	}
 	/* a drop (SEP-1699) waits until what was sent before it is stored:
 	 * the client must have an event id to resume from */
-	if (st->drop && st->gated && !st->degraded &&
-	    st->durable < st->next_seq)
+	if (st->drop && st->gated && !st->lost && st->durable < st->next_seq)
 		return STREAM_WAIT;
 	if (st->drop || st->sess->closed) {
 		st->drop = false;
 		return STREAM_END;
 	}
+	/* a stream another replica took over (or whose session is gone):
+	 * what was not stored is never shown; the client resumes and gets
+	 * the stored events and the answers written for it */
+	if (st->gated && st->lost && cur->seq >= st->durable)
+		return STREAM_END;
 	if (st->done && sse_log_drained(st->log, cur))
 		return STREAM_END;
 	return STREAM_WAIT;

@@ -109,9 +109,8 @@ struct stream {
 	uint64_t flushed; /* gated: events below were handed to the store */
 	bool done_stored; /* gated: the store knows it is done */
 	bool flushing;	  /* a store job holds this stream */
-	bool lost;	  /* taken over by another replica: not ours */
-	bool degraded;	  /* the store failed for too long: local only */
-	int64_t dirty_ms; /* when unstored events first waited (0: none) */
+	bool lost; /* taken over, session gone, or events dropped before they
+		      were stored: nothing more is stored or shown */
 	bool fetch_again; /* mirror: new events came during a fetch */
 	json_t *requests; /* gated: the request ids it answers (array) */
 	struct stream *next;

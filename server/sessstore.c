@@ -56,6 +56,8 @@
 #define SWEEP_EVERY_MS	 5000
 #define CATCHUP_EVERY_MS 2000
 #define MAX_TOUCH_KEYS	 1000
+#define TOMBS		 64    /* deleted keys remembered ... */
+#define TOMB_MS		 30000 /* ... this long */
 #define TAKEOVER_MESSAGE                                                       \
 	"the gateway replica running this request stopped before answering; "  \
 	"the session is intact: send the request again"
@@ -63,7 +65,9 @@
 struct sessstore {
 	struct server *srv;
 	const struct config *cfg;
-	struct pool *pool;
+	struct pool *pool;  /* store jobs */
+	struct pool *jpool; /* the janitor alone: heartbeats never queue
+			       behind store work */
 	struct pg_pool *pg;
 	struct pglisten *listen;
 	char replica[SESSDB_REPLICA_LEN + 1];
@@ -73,12 +77,24 @@ struct sessstore {
 	atomic_bool up;
 	atomic_bool registered;
 	atomic_bool janitor_busy;
-	atomic_bool catchup; /* the listener reconnected: catch up now */
+	atomic_bool catchup;	/* the listener reconnected: catch up now */
+	atomic_bool revalidate; /* ... and check the resident copies */
 	atomic_bool draining;
+	/* since when this replica's heartbeats succeed without a gap (0:
+	 * failing): it takes over nobody before the others, back from the
+	 * same outage, had replica_timeout_s to beat again */
+	_Atomic int64_t healthy_since_ms;
 	/* janitor state: its job only */
 	int64_t next_sweep_ms, next_touch_ms, next_catchup_ms, last_touch_ms;
-	/* DELETEs waiting for the other replicas to drop their copies */
+	/* DELETEs waiting for the other replicas to drop their copies, and
+	 * the keys deleted lately (a load racing the delete must not bring
+	 * its copy back): both under ack_mu */
 	pthread_mutex_t ack_mu;
+	struct {
+		char key[SESSDB_KEY_LEN + 1];
+		int64_t ms;
+	} tombs[TOMBS];
+	unsigned ntomb;
 	pthread_cond_t ack_cond;
 	struct ack_wait *acks;
 	struct metric_family *ops; /* op, outcome */
@@ -121,6 +137,9 @@ struct job {
 	char note; /* notified_fn: the NOTIFY's kind */
 	int64_t now_ms;
 };
+
+static bool may_take_over(struct sessstore *st, int64_t now_ms);
+static bool tombstoned(struct sessstore *st, const char *key);
 
 /* --- jobs ------------------------------------------------------------- */
 
@@ -312,8 +331,15 @@ lookup_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		rc = session_adopt(j->st->srv->sessions, j->sid, j->key, j->st,
 				   row->version, caps, info, row->log_level,
 				   subs, row->rev, &s);
-		if (rc == STATUS_OK)
+		if (rc == STATUS_OK) {
+			/* deleted while we read it: the 'd' job ran before
+			 * the copy existed (it records the key first) */
+			if (tombstoned(j->st, j->key)) {
+				session_forget(j->st->srv->sessions, s);
+				rc = STATUS_NOTFOUND;
+			}
 			session_release(s); /* the table keeps it */
+		}
 	}
 	json_decref(caps);
 	json_decref(info);
@@ -365,6 +391,32 @@ acked(struct sessstore *st, const char *key, const char *replica)
 	pthread_mutex_unlock(&st->ack_mu);
 }
 
+static void
+tomb_add(struct sessstore *st, const char *key)
+{
+	pthread_mutex_lock(&st->ack_mu);
+	snprintf(st->tombs[st->ntomb % TOMBS].key, SESSDB_KEY_LEN + 1, "%s",
+		 key);
+	st->tombs[st->ntomb % TOMBS].ms = session_now_ms();
+	st->ntomb++;
+	pthread_mutex_unlock(&st->ack_mu);
+}
+
+static bool
+tombstoned(struct sessstore *st, const char *key)
+{
+	int64_t now = session_now_ms();
+	bool hit = false;
+	unsigned i;
+
+	pthread_mutex_lock(&st->ack_mu);
+	for (i = 0; i < TOMBS && !hit; i++)
+		hit = now - st->tombs[i].ms < TOMB_MS &&
+		      strcmp(st->tombs[i].key, key) == 0;
+	pthread_mutex_unlock(&st->ack_mu);
+	return hit;
+}
+
 /*
  * DELETE: once it answers, no replica may serve the session any more (a
  * client's next request may reach any of them).  The live replicas are
@@ -387,20 +439,21 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	if (sessdb_peers(c, st->replica, st->cfg->sessions.replica_timeout_s,
 			 &peers, err) == STATUS_OK &&
 	    PQntuples(peers) > 0) {
-		w.n = PQntuples(peers);
-		w.peers = calloc((size_t)w.n, sizeof(*w.peers));
-		w.acked = calloc((size_t)w.n, sizeof(*w.acked));
-		if (w.peers == NULL || w.acked == NULL)
-			w.n = 0;
-		for (i = 0; i < w.n; i++)
-			snprintf(w.peers[i], sizeof(w.peers[i]), "%s",
-				 PQgetvalue(peers, i, 0));
-		w.left = w.n;
-		snprintf(w.key, sizeof(w.key), "%s", j->key);
-		pthread_mutex_lock(&st->ack_mu);
-		w.next = st->acks;
-		st->acks = &w;
-		pthread_mutex_unlock(&st->ack_mu);
+		int n = PQntuples(peers);
+
+		w.peers = calloc((size_t)n, sizeof(*w.peers));
+		w.acked = calloc((size_t)n, sizeof(*w.acked));
+		if (w.peers != NULL && w.acked != NULL) {
+			w.n = w.left = n;
+			for (i = 0; i < n; i++)
+				snprintf(w.peers[i], sizeof(w.peers[i]), "%s",
+					 PQgetvalue(peers, i, 0));
+			snprintf(w.key, sizeof(w.key), "%s", j->key);
+			pthread_mutex_lock(&st->ack_mu);
+			w.next = st->acks;
+			st->acks = &w;
+			pthread_mutex_unlock(&st->ack_mu);
+		}
 	}
 	rc = sessdb_delete(c, j->key, w.n > 0 ? st->replica : NULL, err);
 	if (rc == STATUS_OK && w.n > 0) {
@@ -411,7 +464,8 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		struct timespec ts;
 
 		pthread_mutex_lock(&st->ack_mu);
-		while (w.left > 0 && session_now_ms() < until) {
+		while (w.left > 0 && session_now_ms() < until &&
+		       !atomic_load(&st->draining)) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 20 * 1000000L;
 			if (ts.tv_nsec >= 1000000000L) {
@@ -439,6 +493,7 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		pthread_mutex_unlock(&st->ack_mu);
 	}
 	if (rc == STATUS_OK || rc == STATUS_NOTFOUND) {
+		tomb_add(st, j->key);
 		/* our copy goes too, at once */
 		here = session_delete(st->srv->sessions, j->sid) == STATUS_OK;
 		if (here)
@@ -483,6 +538,15 @@ fill_mirror(struct sessstore *st, struct pg_conn *c, struct session *s,
 		return rc;
 	pthread_mutex_lock(&s->mu);
 	m = stream_find(s, stream_id, strlen(stream_id));
+	if (!reset && m != NULL && m->mirror &&
+	    strcmp(PQgetvalue(rows, 0, 4), st->replica) != 0) {
+		/* the client reads this stream on another replica now: one
+		 * connection per stream, so ours ends */
+		stream_drop_connection(m);
+		pthread_mutex_unlock(&s->mu);
+		PQclear(rows);
+		return STATUS_OK;
+	}
 	if (m == NULL && !s->closed)
 		rc = stream_open_mirror(s, stream_id, standalone, start, &m);
 	else if (m != NULL && !m->mirror)
@@ -688,6 +752,7 @@ attach_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 			prime, st->replica, st->cfg->sessions.replica_timeout_s,
 			&info, err);
 		if (rc != STATUS_OK || info.done || !info.owner_dead ||
+		    !may_take_over(st, session_now_ms()) ||
 		    strcmp(info.owner, st->replica) == 0)
 			break;
 		/* its writer is gone: end it here rather than wait */
@@ -784,16 +849,17 @@ queue_fetch(struct sessstore *st, struct session *s, const char *key,
 static void queue_flush(struct sessstore *st, struct session *s,
 			struct stream *stm);
 
+/* s->mu held: nothing more of stm is stored or shown (the reader ends at
+ * what was stored; the client resumes and gets what the store has). */
 static void
-degrade(struct stream *stm, const char *why)
+lose(struct stream *stm, const char *why)
 {
-	stm->degraded = true;
+	stm->lost = true;
 	if (stm->attached && stm->wake != NULL)
 		stm->wake(stm->wake_arg);
 	log_warn(&(struct log_fields){.session = stm->sess->id,
 				      .duration_ms = -1},
-		 "stream %s: %s; it goes on here but cannot be resumed on "
-		 "another gateway",
+		 "stream %s: %s; its reader ends at the last stored event",
 		 stm->id, why);
 }
 
@@ -806,6 +872,7 @@ flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	struct sessdb_append a;
 	char reader[SESSDB_REPLICA_LEN + 1], *requests = NULL;
 	char **data = NULL;
+	size_t ndata = 0;
 	uint64_t from, to, first = 0, last = 0, i;
 	bool done;
 
@@ -821,7 +888,7 @@ flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 			c = NULL;
 	}
 	pthread_mutex_lock(&s->mu);
-	if (c == NULL || stm->lost || stm->degraded) {
+	if (c == NULL || stm->lost) {
 		stm->flushing = false;
 		pthread_mutex_unlock(&s->mu);
 		goto out;
@@ -830,13 +897,14 @@ flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	to = stm->next_seq;
 	done = stm->done;
 	if (sse_log_range(stm->log, &first, &last) && from < first) {
-		degrade(stm, "events were dropped before they could be stored "
-			     "(raise server.sse_replay_events)");
+		lose(stm, "events were dropped before they could be stored "
+			  "(raise server.sse_replay_events)");
 		stm->flushing = false;
 		pthread_mutex_unlock(&s->mu);
 		goto out;
 	}
-	data = calloc(to - from + 1, sizeof(*data));
+	ndata = (size_t)(to - from);
+	data = calloc(ndata + 1, sizeof(*data));
 	for (i = from; data != NULL && i < to; i++) {
 		const char *ev;
 		size_t len;
@@ -872,27 +940,21 @@ flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	if (rc == STATUS_OK) {
 		stm->flushed = to;
 		stm->done_stored = done;
-		stm->dirty_ms = to < stm->next_seq ? session_now_ms() : 0;
 		stream_set_durable(stm, to);
 		if (done && stm->attached && stm->wake != NULL)
 			stm->wake(stm->wake_arg);
 		if (to < stm->next_seq || (stm->done && !stm->done_stored))
 			queue_flush(st, s, stm);
 	} else if (rc == STATUS_CLOSED) {
-		stm->lost = true;
-		degrade(stm, "another gateway took it over");
+		/* taken over: its requests got their answers elsewhere */
+		lose(stm, "another gateway took it over");
 	} else if (rc == STATUS_NOTFOUND) {
-		stm->degraded = true; /* the session is gone */
-		if (stm->attached && stm->wake != NULL)
-			stm->wake(stm->wake_arg);
-	} else if (stm->dirty_ms != 0 &&
-		   session_now_ms() - stm->dirty_ms >
-			   st->cfg->sessions.durable_wait_ms) {
-		degrade(stm, "the session store did not take its events");
+		lose(stm, "its session is gone");
 	}
+	/* any other error: the events wait, and the janitor flushes again */
 	pthread_mutex_unlock(&s->mu);
 out:
-	for (i = 0; data != NULL && i < a.n; i++)
+	for (i = 0; data != NULL && i < ndata; i++)
 		free(data[i]);
 	free(data);
 	free(requests);
@@ -906,7 +968,7 @@ queue_flush(struct sessstore *st, struct session *s, struct stream *stm)
 {
 	struct job *j;
 
-	if (stm->flushing || stm->lost || stm->degraded)
+	if (stm->flushing || stm->lost)
 		return;
 	j = job_new(st, flush_fn, "flush");
 	if (j == NULL)
@@ -1215,6 +1277,108 @@ take_answers(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
 
 /* --- NOTIFYs ------------------------------------------------------------ */
 
+/* Re-reads a resident copy's level and subscriptions (a change made on
+ * another replica); forgets it when the session is gone. */
+static int
+refresh_copy(struct sessstore *st, struct pg_conn *c, struct session *s,
+	     struct pg_error *err)
+{
+	struct sessdb_session *row = NULL;
+	json_t *subs;
+	int rc;
+
+	rc = sessdb_get(c, s->key, &row, err);
+	if (rc == STATUS_OK &&
+	    (subs = json_loads(row->subscriptions, 0, NULL)) != NULL) {
+		pthread_mutex_lock(&s->mu);
+		if (row->rev > s->rev) {
+			s->rev = row->rev;
+			s->log_level = row->log_level;
+			json_decref(s->subscriptions);
+			s->subscriptions = subs;
+			subs = NULL;
+		}
+		pthread_mutex_unlock(&s->mu);
+		json_decref(subs);
+	}
+	if (rc == STATUS_NOTFOUND) {
+		tomb_add(st, s->key);
+		session_forget(st->srv->sessions, s);
+		rc = STATUS_OK;
+	}
+	sessdb_session_free(row);
+	return rc;
+}
+
+struct resident {
+	struct session *v[MAX_TOUCH_KEYS];
+	size_t n;
+};
+
+static void
+collect_shared(struct session *s, void *arg)
+{
+	struct resident *r = arg;
+
+	if (s->shared && r->n < MAX_TOUCH_KEYS) {
+		session_ref(s);
+		r->v[r->n++] = s;
+	}
+}
+
+/*
+ * After the listener reconnected, the NOTIFYs sent meanwhile are lost:
+ * every resident copy is checked against its row (gone: forgotten;
+ * changed: re-read).
+ */
+static int
+revalidate(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
+{
+	struct resident *r = calloc(1, sizeof(*r));
+	const char **keys = NULL;
+	PGresult *rows = NULL;
+	size_t i;
+	int rc = STATUS_OK, k;
+
+	if (r == NULL)
+		return STATUS_NOMEM;
+	session_table_foreach(st->srv->sessions, collect_shared, r);
+	if (r->n > 0 && (keys = calloc(r->n, sizeof(*keys))) == NULL)
+		rc = STATUS_NOMEM;
+	for (i = 0; keys != NULL && i < r->n; i++)
+		keys[i] = r->v[i]->key;
+	if (keys != NULL)
+		rc = sessdb_revs(c, keys, r->n, &rows, err);
+	for (k = 0; rc == STATUS_OK && k < PQntuples(rows); k++) {
+		const char *key = PQgetvalue(rows, k, 0);
+		int64_t rev = 0;
+
+		for (i = 0; i < r->n && strcmp(r->v[i]->key, key) != 0; i++)
+			;
+		if (i == r->n)
+			continue;
+		if (PQgetisnull(rows, k, 1)) {
+			tomb_add(st, key);
+			session_forget(st->srv->sessions, r->v[i]);
+		} else if (pg_text_i64(PQgetvalue(rows, k, 1), &rev) ==
+			   STATUS_OK) {
+			bool changed;
+
+			pthread_mutex_lock(&r->v[i]->mu);
+			changed = rev != r->v[i]->rev;
+			pthread_mutex_unlock(&r->v[i]->mu);
+			if (changed)
+				rc = refresh_copy(st, c, r->v[i], err);
+		}
+	}
+	PQclear(rows);
+	for (i = 0; i < r->n; i++)
+		session_unref(r->v[i]);
+	free(keys);
+	free(r);
+	return rc;
+}
+
 static void
 notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 {
@@ -1225,7 +1389,16 @@ notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		goto out;
 	switch (j->note) {
 	case 'a': rc = take_answers(st, c, err); break;
-	case 'd':
+	case 'd': {
+		struct sessdb_session *row = NULL;
+
+		/* any database user can NOTIFY: believe the table */
+		rc = sessdb_get(c, j->key, &row, err);
+		sessdb_session_free(row);
+		if (rc != STATUS_NOTFOUND)
+			break;
+		rc = STATUS_OK;
+		tomb_add(st, j->key); /* before looking: see lookup_fn */
 		s = find_key(st, j->key);
 		if (s != NULL) {
 			session_forget(st->srv->sessions, s);
@@ -1235,35 +1408,13 @@ notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		if (j->req_id[0] != '\0' && strcmp(j->req_id, st->replica) != 0)
 			rc = sessdb_ack(c, j->req_id, j->key, st->replica, err);
 		break;
-	case 'u': {
-		struct sessdb_session *row = NULL;
-		json_t *subs;
-
+	}
+	case 'u':
 		s = find_key(st, j->key);
-		if (s == NULL)
-			break;
-		rc = sessdb_get(c, j->key, &row, err);
-		if (rc == STATUS_OK &&
-		    (subs = json_loads(row->subscriptions, 0, NULL)) != NULL) {
-			pthread_mutex_lock(&s->mu);
-			if (row->rev > s->rev) {
-				s->rev = row->rev;
-				s->log_level = row->log_level;
-				json_decref(s->subscriptions);
-				s->subscriptions = subs;
-				subs = NULL;
-			}
-			pthread_mutex_unlock(&s->mu);
-			json_decref(subs);
-		}
-		if (rc == STATUS_NOTFOUND) {
-			session_forget(st->srv->sessions, s);
-			rc = STATUS_OK;
-		}
-		sessdb_session_free(row);
+		if (s != NULL)
+			rc = refresh_copy(st, c, s, err);
 		session_unref(s);
 		break;
-	}
 	case 'c': {
 		json_t *id = json_loads(j->req_id, JSON_DECODE_ANY, NULL);
 
@@ -1351,8 +1502,10 @@ on_connect(void *arg, uint64_t epoch)
 	struct sessstore *st = arg;
 
 	/* NOTIFYs sent while we were away are lost: read the tables */
-	if (epoch > 1)
+	if (epoch > 1) {
+		atomic_store(&st->revalidate, true);
 		atomic_store(&st->catchup, true);
+	}
 }
 
 static void
@@ -1390,22 +1543,16 @@ scan_one(struct session *s, void *arg)
 	if (sc->keys != NULL && sc->nkeys < MAX_TOUCH_KEYS &&
 	    (s->busy > 0 || s->live_streams > 0 ||
 	     s->last_active_ms >= sc->since))
-		sc->keys[sc->nkeys++] = strdup(s->key);
+		if ((sc->keys[sc->nkeys] = strdup(s->key)) != NULL)
+			sc->nkeys++;
 	for (stm = s->streams; stm != NULL; stm = stm->next) {
 		if (stm->mirror && stm->attached && !stm->done)
 			mirrored = true;
 		if (!stm->gated || stm->flushing || stm->lost ||
-		    stm->degraded ||
 		    (stm->flushed >= stm->next_seq &&
 		     !(stm->done && !stm->done_stored)))
 			continue;
-		if (stm->dirty_ms != 0 &&
-		    sc->now - stm->dirty_ms >
-			    sc->st->cfg->sessions.durable_wait_ms)
-			degrade(stm,
-				"the session store did not take its events");
-		else
-			queue_flush(sc->st, s, stm);
+		queue_flush(sc->st, s, stm); /* a flush that failed */
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (mirrored && sc->catchup && sc->nmirrored < MAX_TOUCH_KEYS) {
@@ -1431,6 +1578,33 @@ catch_up_mirrors(struct sessstore *st, struct session *s)
 		queue_fetch(st, s, s->key, ids[i]);
 }
 
+/* Sessions used here get last_active = now() this often: a tenth of the
+ * idle timeout, 1 to 30 s. */
+static int64_t
+touch_every_ms(const struct sessstore *st)
+{
+	int every = st->cfg->server.session_idle_timeout_s / 10;
+
+	return (int64_t)(every < 1 ? 1 : every > 30 ? 30 : every) * 1000;
+}
+
+/*
+ * Whether this replica may end other replicas' streams: only after its
+ * own heartbeats have succeeded for longer than the timeout.  After an
+ * outage every heartbeat is old; the first replica back must not take the
+ * others' work before they had the time to beat again.
+ */
+static bool
+may_take_over(struct sessstore *st, int64_t now_ms)
+{
+	int64_t since = atomic_load(&st->healthy_since_ms);
+
+	return since != 0 &&
+	       now_ms - since >
+		       (int64_t)st->cfg->sessions.replica_timeout_s * 1000 +
+			       1000;
+}
+
 static void
 janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 {
@@ -1440,15 +1614,10 @@ janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	size_t i;
 	int k;
 
-	/* retries and degraded streams need no database: always */
+	/* flush retries need no database here: always */
 	if (c != NULL && j->now_ms >= st->next_touch_ms) {
-		int every = st->cfg->server.session_idle_timeout_s / 10;
-
-		every = every < 1 ? 1 : every > 30 ? 30 : every;
 		sc.keys = calloc(MAX_TOUCH_KEYS, sizeof(*sc.keys));
 		sc.since = st->last_touch_ms - 1000;
-		st->last_touch_ms = j->now_ms;
-		st->next_touch_ms = j->now_ms + (int64_t)every * 1000;
 	}
 	sc.catchup = c != NULL && (atomic_exchange(&st->catchup, false) ||
 				   j->now_ms >= st->next_catchup_ms);
@@ -1461,8 +1630,10 @@ janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		catch_up_mirrors(st, sc.mirrored[i]);
 		session_unref(sc.mirrored[i]);
 	}
-	if (c == NULL)
+	if (c == NULL) {
+		atomic_store(&st->healthy_since_ms, 0);
 		goto out;
+	}
 	if (!atomic_load(&st->registered) ||
 	    (rc = sessdb_heartbeat(c, st->replica, err)) == STATUS_NOTFOUND) {
 		if (atomic_load(&st->draining))
@@ -1472,12 +1643,24 @@ janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		if (rc == STATUS_OK)
 			atomic_store(&st->registered, true);
 	}
-	if (rc != STATUS_OK)
+	if (rc != STATUS_OK) {
+		atomic_store(&st->healthy_since_ms, 0);
 		goto out;
-	if (sc.nkeys > 0)
-		rc = sessdb_touch(c, sc.keys, sc.nkeys, err);
+	}
+	if (atomic_load(&st->healthy_since_ms) == 0)
+		atomic_store(&st->healthy_since_ms, j->now_ms);
+	if (sc.keys != NULL &&
+	    (sc.nkeys == 0 ||
+	     (rc = sessdb_touch(c, sc.keys, sc.nkeys, err)) == STATUS_OK)) {
+		/* only now: a failed round is touched again next time */
+		st->last_touch_ms = j->now_ms;
+		st->next_touch_ms = j->now_ms + touch_every_ms(st);
+	}
 	if (sc.catchup)
 		(void)take_answers(st, c, err);
+	if (atomic_exchange(&st->revalidate, false) &&
+	    revalidate(st, c, err) != STATUS_OK)
+		atomic_store(&st->revalidate, true); /* next round */
 	/* one replica a round expires sessions and ends dead replicas'
 	 * streams */
 	if (j->now_ms >= st->next_sweep_ms) {
@@ -1497,7 +1680,7 @@ janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 				 expired,
 				 st->cfg->server.session_idle_timeout_s);
 	}
-	if (rc == STATUS_OK)
+	if (rc == STATUS_OK && may_take_over(st, j->now_ms))
 		rc = sessdb_orphans(c, st->cfg->sessions.replica_timeout_s,
 				    &rows, err);
 	for (k = 0; rc == STATUS_OK && k < PQntuples(rows); k++) {
@@ -1532,8 +1715,10 @@ sessstore_tick(struct sessstore *st, int64_t now_ms)
 		return;
 	}
 	j->now_ms = now_ms;
-	if (job_submit(j) != STATUS_OK)
+	if (pool_submit(st->jpool, &j->pj) != STATUS_OK) {
+		job_free(j);
 		atomic_store(&st->janitor_busy, false);
+	}
 }
 
 /* --- life cycle ---------------------------------------------------------- */
@@ -1711,7 +1896,8 @@ sessstore_new(struct server *srv, struct sessstore **out, char *err,
 		}
 	}
 	if ((rc = pool_new(cfg->sessions.store_threads, STORE_QUEUE,
-			   &st->pool)) != STATUS_OK) {
+			   &st->pool)) != STATUS_OK ||
+	    (rc = pool_new(1, 4, &st->jpool)) != STATUS_OK) {
 		snprintf(err, errlen, "session store: cannot start threads");
 		goto fail;
 	}
@@ -1756,7 +1942,10 @@ sessstore_drain(struct sessstore *st)
 	atomic_store(&st->draining, true);
 	/* a last flush of what is queued, then we are dead to the others:
 	 * they end what we leave open */
-	(void)!pool_drain(st->pool, st->cfg->sessions.store_timeout_ms);
+	/* every job is bounded (statement and acquire timeouts): waiting
+	 * for all means no request stays parked when HTTP stops */
+	(void)!pool_drain(st->jpool, -1);
+	(void)!pool_drain(st->pool, -1);
 	if (pg_acquire(st->pg, NULL, -1, &c, &err) == STATUS_OK)
 		(void)!sessdb_retire(c, st->replica, &err);
 	pg_release(c);
@@ -1768,6 +1957,7 @@ sessstore_free(struct sessstore *st)
 	if (st == NULL)
 		return;
 	pglisten_stop(st->listen);
+	pool_free(st->jpool);
 	pool_free(st->pool);
 	pg_pool_free(st->pg);
 	pthread_cond_destroy(&st->ack_cond);

@@ -17,6 +17,7 @@
  */
 #include "transport.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1488,8 +1489,13 @@ get_stream(struct req *r)
 		bool valid = false;
 
 		if (dash != NULL && dash[1] >= '0' && dash[1] <= '9') {
+			errno = 0;
 			seq = strtoull(dash + 1, &end, 10);
-			valid = *end == '\0' && dash - last > 0 &&
+			/* below INT64_MAX: the store's numbers are bigint,
+			 * and UINT64_MAX means "no Last-Event-ID" here */
+			valid = *end == '\0' && errno == 0 &&
+				seq < (unsigned long long)INT64_MAX &&
+				dash - last > 0 &&
 				dash - last < STREAM_ID_LEN + 1;
 			if (valid)
 				st = stream_find(s, last,
@@ -1502,7 +1508,7 @@ get_stream(struct req *r)
 			return get_shared(r, s, last, (size_t)(dash - last),
 					  seq);
 		}
-		if (st == NULL) {
+		if (st == NULL || !valid) {
 			pthread_mutex_unlock(&s->mu);
 			session_release(s);
 			return http_reply_rpc_error(

@@ -11,13 +11,15 @@
 // per-process sessions.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { startRoundRobin } from './lib/nginx.mjs';
-import { pgSh, startPostgres } from './lib/pg.mjs';
+import { findPsql, pgSh, psql, startPostgres } from './lib/pg.mjs';
 import {
 	REPLICA_TIMEOUT_S,
 	Session,
@@ -295,6 +297,69 @@ describe('sessions shared by two replicas on one database', () => {
 		await sub(A, 'resources/unsubscribe', 'test://watched-resource');
 		assert.deepEqual((await sessionRow(pg.url, s.id))?.subscriptions, {});
 		assert.equal((await s.delete(A)).status, 200);
+	});
+
+	test('13. one reader per stream: a GET on B replaces the GET on A, which ends, and events go to B only', async () => {
+		const s = new Session();
+		await s.initialize(A);
+		const gA = await s.openGet(A);
+		assert.ok(gA instanceof SseStream, `GET on A: HTTP ${gA.status} ${gA.text ?? ''}`);
+		const gB = await s.openGet(B);
+		assert.ok(gB instanceof SseStream, `GET on B: HTTP ${gB.status} ${gB.text ?? ''}`);
+		try {
+			await reconfigure(A, ['test_image_content']);
+			const onB = await readUntil(gB, (m) => m.method === 'notifications/tools/list_changed', 10000);
+			assert.ok(onB.match, `no tools/list_changed on B, the stream's reader: ${JSON.stringify(onB.events)}`);
+			const onA = await readUntil(gA, (m) => m.method === 'notifications/tools/list_changed', 6000);
+			assert.equal(onA.match, null, `the replaced reader on A got the event too: ${JSON.stringify(onA.events)}`);
+			assert.ok(onA.ended, "A's replaced connection did not end");
+		} finally {
+			gA.close();
+			gB.close();
+			await reconfigure(A, []);
+		}
+		assert.equal((await s.delete(A)).status, 200);
+	});
+
+	test('14. Last-Event-ID numbers out of range are 400, never a 503 to retry forever or a fresh stream', async () => {
+		const s = new Session();
+		await s.initialize(A);
+		for (const id of ['0a1b2c3d4e5f-9223372036854775807', '0a1b2c3d4e5f-18446744073709551615', '0a1b2c3d4e5f-99999999999999999999999']) {
+			for (const srv of [A, B]) {
+				const r = await s.openGet(srv, id);
+				assert.ok(!(r instanceof SseStream), `Last-Event-ID ${id} on ${srv.name}: a stream was opened`);
+				assert.equal(r.status, 400, `Last-Event-ID ${id} on ${srv.name}: HTTP ${r.status} ${r.text ?? ''}`);
+			}
+		}
+		assert.equal((await s.delete(A)).status, 200);
+	});
+
+	test('15. SIGTERM while a request waits for the session store: it is answered and the gateway exits 0', async () => {
+		const C = await startReplica({ name: 'replica-c', dir, pgUrl: pg.url, keyFile });
+		let locker = null;
+		try {
+			// three sessions whose rows are held: their DELETEs wait in
+			// C's store (2 threads, 2 s statement timeout) longer than
+			// any fixed bound would
+			const sessions = [];
+			for (let i = 0; i < 3; i++) {
+				const s = new Session();
+				await s.initialize(C);
+				sessions.push(s);
+			}
+			const keys = sessions.map((s) => `'${crypto.createHash('sha256').update(s.id).digest('hex').slice(0, 32)}'`);
+			locker = spawn(findPsql(), ['-X', '-w', '-q', '-d', pg.url, '-c', `BEGIN; SELECT 1 FROM mcp_sessions WHERE key IN (${keys.join(', ')}) FOR UPDATE; SELECT pg_sleep(8); COMMIT;`], { stdio: 'ignore' });
+			await waitFor(async () => (await psql(pg.url, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(8)%' AND state = 'active' AND pid <> pg_backend_pid()`)) !== '0', 5000, 'the row locks');
+			const dels = sessions.map((s) => s.delete(C));
+			await sleep(300);
+			C.terminate();
+			for (const r of await Promise.all(dels))
+				assert.ok([200, 503].includes(r.status), `a parked DELETE: HTTP ${r.status} ${r.text ?? ''}`);
+			await C.stop(); // throws unless exit 0 with no sanitizer report
+		} finally {
+			locker?.kill();
+			if (!C.exitStatus) await C.stop().catch(() => {});
+		}
 	});
 
 	test('12. sessions.store = "memory": a session stays in its process (404 on B) and is not stored', async () => {

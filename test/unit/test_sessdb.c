@@ -258,7 +258,9 @@ read_events(const PGresult *rows)
 {
 	int n = PQntuples(rows);
 
-	assert_int_equal(PQnfields(rows), 4);
+	/* done, next_seq, seq, data, reader ("" for none, never NULL) */
+	assert_int_equal(PQnfields(rows), 5);
+	assert_false(PQgetisnull(rows, 0, 4));
 	if (n == 1 && PQgetisnull(rows, 0, READ_SEQ)) {
 		assert_true(PQgetisnull(rows, 0, READ_DATA));
 		return 0;
@@ -1419,6 +1421,18 @@ test_read(void **state)
 	assert_int_equal(read_events(rows), 0);
 	assert_true(done);
 	assert_int_equal(next, 11);
+	assert_string_equal(PQgetvalue(rows, 0, 4), ""); /* no reader yet */
+	PQclear(rows);
+	/* the reader comes with the rows: a replica whose connection was
+	 * replaced learns it there */
+	{
+		struct sessdb_stream st;
+
+		OK(sessdb_attach(c, key, "p1", NULL, NULL, R_OTHER, 5, &st,
+				 &err));
+	}
+	OK(sessdb_read(c, key, "p1", 0, 100, &rows, &done, &next, &err));
+	assert_string_equal(PQgetvalue(rows, 0, 4), R_OTHER);
 	PQclear(rows);
 	rows = (PGresult *)&rows;
 	CHECK(sessdb_read(c, key, "p9", 0, 100, &rows, &done, &next, &err),

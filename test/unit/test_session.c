@@ -179,9 +179,11 @@ test_create_acquire_delete(void **state)
 	for (i = 0; i < SESSION_ID_LEN; i++)
 		assert_non_null(strchr("0123456789abcdef", s->id[i]));
 	assert_string_equal(s->version, "2025-06-18");
-	/* caps and info are copied, not borrowed. */
-	json_object_set_new(caps, "roots", json_object());
-	assert_null(json_object_get(s->client_caps, "roots"));
+	/* caps and info: the session holds a reference (they never change),
+	 * so they outlive the caller's */
+	assert_ptr_equal(s->client_caps, caps);
+	json_decref(caps);
+	caps = NULL;
 	assert_non_null(json_object_get(s->client_caps, "sampling"));
 	assert_string_equal(
 		json_string_value(json_object_get(s->client_info, "name")),
@@ -967,12 +969,95 @@ test_keepalive_yields_to_data(void **state)
 	stream_detach(st, rd.gen);
 }
 
+/*
+ * A shared session's stream shows only what is stored (durable): nothing
+ * before, what is stored once it is, and when another replica took the
+ * stream over (lost) the reader ends at the last stored event instead of
+ * showing what never was stored.
+ */
+static void
+test_gated_stream(void **state)
+{
+	struct fixture *f = *state;
+	struct stream *st = NULL;
+	struct reader rd = {0};
+	char out[256];
+
+	session_share(f->s, "0123456789abcdef0123456789abcdef", NULL);
+	assert_int_equal(stream_open(f->s, false, false, &st), STATUS_OK);
+	assert_true(st->gated);
+	assert_int_equal(stream_send_text(st, "{\"a\":1}", 7), STATUS_OK);
+	assert_int_equal(stream_send_text(st, "{\"b\":2}", 7), STATUS_OK);
+	attach(st, &rd, UINT64_MAX);
+	assert_int_equal(drain(st, &rd, 64, out, sizeof(out)), STREAM_WAIT);
+	assert_string_equal(out, "");
+	stream_set_durable(st, 1);
+	assert_int_equal(rd.wakes, 1);
+	assert_int_equal(drain(st, &rd, 64, out, sizeof(out)), STREAM_WAIT);
+	assert_non_null(strstr(out, "{\"a\":1}"));
+	assert_null(strstr(out, "{\"b\":2}"));
+	/* a drop waits until what was sent before it is stored */
+	stream_drop_connection(st);
+	assert_int_equal(drain(st, &rd, 64, out, sizeof(out)), STREAM_WAIT);
+	st->drop = false;
+	st->lost = true;
+	assert_int_equal(drain(st, &rd, 64, out, sizeof(out)), STREAM_END);
+	assert_string_equal(out, "");
+	stream_detach(st, rd.gen);
+}
+
+struct adopter {
+	struct session_table *t;
+	struct session *got;
+	int rc;
+};
+
+static void *
+adopt_thread(void *arg)
+{
+	struct adopter *a = arg;
+
+	a->rc = session_adopt(a->t, "aaaabbbbccccddddeeeeffff00001111",
+			      "0123456789abcdef0123456789abcdef", NULL,
+			      "2025-11-25", NULL, NULL, MCP_LEVEL_INFO, NULL, 1,
+			      &a->got);
+	return NULL;
+}
+
+/* Two loads of one shared session at once leave one copy. */
+static void
+test_adopt_race(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		struct session_table *t = new_table(&limits);
+		struct adopter a[2] = {{.t = t}, {.t = t}};
+		pthread_t th[2];
+
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_create(&th[i], NULL,
+							adopt_thread, &a[i]),
+					 0);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(a[0].rc, STATUS_OK);
+		assert_int_equal(a[1].rc, STATUS_OK);
+		assert_ptr_equal(a[0].got, a[1].got);
+		assert_true(a[0].got->shared);
+		assert_int_equal(session_table_count(t), 1);
+		session_release(a[0].got);
+		session_release(a[1].got);
+		session_table_free(t);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_level_parse),
 		cmocka_unit_test(test_create_acquire_delete),
+		cmocka_unit_test(test_adopt_race),
 		cmocka_unit_test(test_distinct_ids),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_delete_with_reference),
@@ -1005,6 +1090,8 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_evicted_standalone_is_forgotten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gated_stream, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_live_stream_limit, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_keepalive, setup,
