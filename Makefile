@@ -107,6 +107,18 @@ LIB_TESTS += pglisten sessdb
 SERVER_TESTS := session rpc dispatch tools
 SERVER_TESTS += stdio_mcp legacy_sse
 SERVER_TESTS += reqmeta tasks sessstore
+# ---- [skills] the Skills extension (SEP-2640): the files of
+# server/skills/<name>/ (a SKILL.md and what it refers to), embedded like the
+# migrations (scripts/gen-embed.sh) and served by server/skills.c at
+# skill://sextant/<name>/...  The directories are prerequisites so that
+# adding or removing a file regenerates it.
+SKILL_FILES := $(sort $(shell find server/skills -type f ! -name '.*'))
+SERVER_SRC += server/skills.c build/gen/skills.c
+build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
+		scripts/gen-embed.sh
+	@mkdir -p $(@D)
+	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
+# ---------------------------------------------------------------------------
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact

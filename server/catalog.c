@@ -1,10 +1,14 @@
 /*
  * catalog.c - the registries of resources, resource templates and
  * prompts.  Filled at start-up, read-only afterwards (see catalog.h).
+ * The skill files (skills.c) follow the registered resources in every
+ * mode: they are compiled in, and catalog_reset does not drop them.
  */
 #include "catalog.h"
 
 #include <string.h>
+
+#include "skills.h"
 
 /* Fixed capacities: every entry is compiled in, so these only need to
  * exceed what the code registers. */
@@ -57,13 +61,14 @@ catalog_reset(void)
 size_t
 catalog_resource_count(void)
 {
-	return nresources;
+	return nresources + skills_resource_count();
 }
 
 const struct resource_def *
 catalog_resource_at(size_t i)
 {
-	return i < nresources ? resources[i] : NULL;
+	return i < nresources ? resources[i]
+			      : skills_resource_at(i - nresources);
 }
 
 size_t
@@ -108,9 +113,12 @@ catalog_read(const char *uri, json_t **contents)
 	int rc;
 
 	*contents = NULL;
-	for (i = 0; i < nresources; i++)
-		if (strcmp(resources[i]->uri, uri) == 0)
-			return resources[i]->read(uri, contents);
+	for (i = 0; i < catalog_resource_count(); i++) {
+		const struct resource_def *d = catalog_resource_at(i);
+
+		if (d != NULL && strcmp(d->uri, uri) == 0)
+			return d->read(uri, contents);
+	}
 	for (i = 0; i < ntemplates; i++) {
 		rc = templates[i]->read(uri, contents);
 		if (rc != STATUS_NOTFOUND)

@@ -79,7 +79,9 @@ int catalog_add_template(const struct resource_template_def *def) WUR;
 int catalog_add_prompt(const struct prompt_def *def) WUR;
 void catalog_reset(void); /* drops all registrations (tests, shutdown) */
 
-/* Lookups for the dispatcher. */
+/* Lookups for the dispatcher.  The resources are the registered ones,
+ * then the skill files of skills.h (always served, conformance mode
+ * included: catalog_reset keeps them). */
 size_t catalog_resource_count(void);
 const struct resource_def *catalog_resource_at(size_t i);
 size_t catalog_template_count(void);

@@ -24,6 +24,7 @@
 #include "server.h"
 #include "session.h"
 #include "sessstore.h"
+#include "skills.h"
 #include "tasks.h"
 #include "tools.h"
 
@@ -172,6 +173,8 @@ static const char *const modern_methods[] = {
 	"tasks/update",
 	"tasks/cancel",
 	"subscriptions/listen",
+	"skills/list",
+	"skills/get",
 	NULL,
 };
 
@@ -226,10 +229,11 @@ do_discover(struct rq *r)
 		json_array_append_new(versions,
 				      json_string(reqmeta_versions[i]));
 	/* listChanged and subscribe: delivered on subscriptions/listen */
-	caps = json_pack("{s:{s:b}, s:{s:b}, s:{}, s:{}, s:{}, s:{s:{}}}",
+	/* skills: {} = no directoryRead (optional, SEP-2640) */
+	caps = json_pack("{s:{s:b}, s:{s:b}, s:{}, s:{}, s:{}, s:{s:{}, s:{}}}",
 			 "tools", "listChanged", 1, "resources", "subscribe", 1,
 			 "prompts", "completions", "logging", "extensions",
-			 TASKS_EXTENSION);
+			 TASKS_EXTENSION, SKILLS_EXTENSION);
 	(void)r;
 	return json_pack("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}",
 			 "supportedVersions", versions, "capabilities", caps,
@@ -370,6 +374,77 @@ do_tasks_cancel(struct rq *r)
 	if (tasks_cancel(r->srv->tasks, id) != STATUS_OK)
 		return unknown_task(r, id);
 	return json_object();
+}
+
+/* ---- skills (SEP-2640 extension, 2026-07-28) ------------------------------ */
+
+/*
+ * The extension is written against revision 2026-07-28 and declared only
+ * in server/discover, so 2025 sessions do not have these methods.  The
+ * skills are compiled in: they change only with the binary, hence the
+ * list's cache hints on both results.
+ */
+static const char *resource_uri(struct rq *r);
+
+static json_t *
+skills_result(struct rq *r, const char *key, int rc, json_t *value)
+{
+	if (rc != STATUS_OK)
+		return rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			       "the skills of this server are unavailable "
+			       "(%s): see the server log",
+			       status_str(rc));
+	return json_pack("{s:o, s:I, s:s}", key, value, "ttlMs",
+			 (json_int_t)MODERN_LIST_TTL_MS, "cacheScope",
+			 "public");
+}
+
+static json_t *
+skills_not_here(struct rq *r)
+{
+	return rq_fail(r, RPC_METHOD_NOT_FOUND, NULL,
+		       "%s belongs to the skills extension of revision "
+		       "2026-07-28: send it as a 2026-07-28 request",
+		       r->method);
+}
+
+static json_t *
+do_skills_list(struct rq *r)
+{
+	const json_t *c = json_object_get(r->params, "cursor");
+	json_t *skills = NULL;
+	int rc;
+
+	if (!r->s->modern)
+		return skills_not_here(r);
+	/* one page: no cursor of ours exists */
+	if (c != NULL && !json_is_null(c))
+		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
+			       "invalid cursor: skills/list answers in one "
+			       "page, omit the cursor");
+	rc = skills_list(&skills);
+	return skills_result(r, "skills", rc, skills);
+}
+
+static json_t *
+do_skills_get(struct rq *r)
+{
+	const char *uri;
+	json_t *skill = NULL;
+	int rc;
+
+	if (!r->s->modern)
+		return skills_not_here(r);
+	if ((uri = resource_uri(r)) == NULL)
+		return NULL;
+	rc = skills_get(uri, &skill);
+	if (rc == STATUS_NOTFOUND)
+		return rq_fail(r, RPC_INVALID_PARAMS,
+			       json_pack("{s:s}", "uri", uri),
+			       "unknown skill uri %s: skills/list shows the "
+			       "skills this server serves",
+			       uri);
+	return skills_result(r, "skill", rc, skill);
 }
 
 /*
@@ -959,6 +1034,8 @@ static const struct {
 	{"tasks/get", do_tasks_get},
 	{"tasks/update", do_tasks_update},
 	{"tasks/cancel", do_tasks_cancel},
+	{"skills/list", do_skills_list},
+	{"skills/get", do_skills_get},
 };
 
 static const char *const known_methods[] = {"initialize",
@@ -979,6 +1056,8 @@ static const char *const known_methods[] = {"initialize",
 					    "notifications/roots/list_changed",
 					    "notifications/progress",
 					    "server/discover",
+					    "skills/list",
+					    "skills/get",
 					    NULL};
 
 bool

@@ -276,7 +276,7 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		assert.equal(prompts.items.length, 5);
 		assert.equal(prompts.pages, 2);
 		const res = await all(s, 'resources/list', 'resources');
-		assert.equal(res.items.length, 3);
+		assert.equal(res.items.length, 4); // 3 fixtures + skill://sextant/investigate/SKILL.md
 	});
 
 	test('an invalid cursor is -32602', async () => {

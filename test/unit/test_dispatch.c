@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "call.h"
 #include "config.h"
 #include "conformance.h"
@@ -1414,7 +1416,8 @@ test_resources_list(void **state)
 	resp = request(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 			  "\"resources/list\"}");
 	arr = json_object_get(result_of(resp), "resources");
-	assert_int_equal(json_array_size(arr), 3);
+	/* the three fixtures, then the skill (test_skills) */
+	assert_int_equal(json_array_size(arr), 4);
 	assert_json(json_array_get(arr, 0),
 		    "{\"uri\":\"test://static-text\",\"name\":\"static-text\","
 		    "\"title\":\"Static Text Resource\",\"description\":\"A "
@@ -1812,6 +1815,148 @@ test_set_level(void **state)
 	sess_done(s);
 }
 
+/* ---- skills (SEP-2640) ------------------------------------------------- */
+
+#define SKILL_URI "skill://sextant/investigate/SKILL.md"
+
+/* "sha256:<hex>" of text, computed here rather than by the server. */
+static void
+sha256_hex(const char *text, char out[72])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+
+	assert_int_equal(
+		EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL), 1);
+	assert_int_equal(n, 32);
+	memcpy(out, "sha256:", 7);
+	for (i = 0; i < n; i++)
+		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+}
+
+static void
+test_skills(void **state)
+{
+	struct session *m = NULL, *old = sess_new("2025-11-25", NULL);
+	json_t *resp, *entry, *got;
+	const json_t *r, *res, *fm, *c, *ext;
+	const char *text;
+	char digest[72], want[1200];
+
+	(void)state;
+	assert_int_equal(session_create_request(srv.requests, "2026-07-28",
+						NULL, NULL, MCP_LEVEL_OFF, &m),
+			 STATUS_OK);
+	/* declared in server/discover without directoryRead */
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+			  "\"server/discover\"}");
+	ext = json_object_get(json_object_get(result_of(resp), "capabilities"),
+			      "extensions");
+	assert_json(json_object_get(ext, "io.modelcontextprotocol/skills"),
+		    "{}");
+	assert_non_null(json_object_get(ext, "io.modelcontextprotocol/tasks"));
+	json_decref(resp);
+
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+			  "\"skills/list\",\"params\":{}}");
+	r = result_of(resp);
+	assert_string_equal(json_string_value(json_object_get(r, "resultType")),
+			    "complete");
+	assert_true(json_is_integer(json_object_get(r, "ttlMs")));
+	assert_non_null(json_string_value(json_object_get(r, "cacheScope")));
+	assert_null(json_object_get(r, "nextCursor"));
+	assert_int_equal(json_array_size(json_object_get(r, "skills")), 1);
+	entry = json_deep_copy(json_array_get(json_object_get(r, "skills"), 0));
+	json_decref(resp);
+	assert_string_equal(json_string_value(json_object_get(entry, "uri")),
+			    SKILL_URI);
+	fm = json_object_get(entry, "frontmatter");
+	assert_int_equal(json_object_size(fm), 2);
+	assert_string_equal(json_string_value(json_object_get(fm, "name")),
+			    "investigate");
+	assert_true(strlen(json_string_value(
+			    json_object_get(fm, "description"))) > 20);
+	res = json_object_get(entry, "resources");
+	assert_int_equal(json_array_size(res), 1);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(res, 0), "uri")),
+			    SKILL_URI);
+
+	/* the manifest matches the bytes resources/read serves */
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+			  "\"resources/read\",\"params\":{\"uri\":\"" SKILL_URI
+			  "\"}}");
+	c = json_array_get(json_object_get(result_of(resp), "contents"), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "mimeType")),
+			    "text/markdown");
+	text = json_string_value(json_object_get(c, "text"));
+	assert_non_null(text);
+	sha256_hex(text, digest);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(res, 0), "digest")),
+			    digest);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(res, 0), "size")),
+			 strlen(text));
+	/* the frontmatter is the file's, as YAML double-quoted lines */
+	snprintf(want, sizeof(want),
+		 "---\nname: \"investigate\"\ndescription: \"%s\"\n---\n",
+		 json_string_value(json_object_get(fm, "description")));
+	assert_int_equal(strncmp(text, want, strlen(want)), 0);
+	/* the runbook names real tools */
+	assert_non_null(strstr(text, "`query_traces`"));
+	assert_non_null(strstr(text, "`min_duration_ms`"));
+	json_decref(resp);
+
+	/* skills/get: the same entry, no cursor */
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
+			  "\"skills/get\",\"params\":{\"uri\":\"" SKILL_URI
+			  "\"}}");
+	r = result_of(resp);
+	got = json_object_get(r, "skill");
+	assert_true(json_equal(got, entry));
+	assert_true(json_is_integer(json_object_get(r, "ttlMs")));
+	assert_non_null(json_string_value(json_object_get(r, "cacheScope")));
+	assert_null(json_object_get(r, "nextCursor"));
+	json_decref(resp);
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
+			  "\"skills/get\",\"params\":{\"uri\":"
+			  "\"skill://sextant/nope/SKILL.md\"}}");
+	assert_rpc_error(resp, RPC_INVALID_PARAMS,
+			 "skill://sextant/nope/SKILL.md");
+	json_decref(resp);
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
+			  "\"skills/get\",\"params\":{}}");
+	assert_rpc_error(resp, RPC_INVALID_PARAMS, "uri");
+	json_decref(resp);
+	resp = request(m, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+			  "\"skills/list\",\"params\":{\"cursor\":\"p1\"}}");
+	assert_rpc_error(resp, RPC_INVALID_PARAMS, "cursor");
+	json_decref(resp);
+
+	/* 2025 sessions: the resource is listed, named by its frontmatter,
+	 * but the extension's methods are 2026-07-28 only */
+	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":"
+			    "\"resources/list\"}");
+	r = json_array_get(json_object_get(result_of(resp), "resources"), 3);
+	assert_string_equal(json_string_value(json_object_get(r, "uri")),
+			    SKILL_URI);
+	assert_string_equal(json_string_value(json_object_get(r, "name")),
+			    "investigate");
+	assert_true(json_equal(json_object_get(r, "description"),
+			       json_object_get(fm, "description")));
+	json_decref(resp);
+	resp = request(old, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+			    "\"skills/list\"}");
+	assert_rpc_error(resp, RPC_METHOD_NOT_FOUND, "2026-07-28");
+	json_decref(resp);
+
+	json_decref(entry);
+	(void)session_delete(srv.requests, m->id);
+	session_release(m);
+	sess_done(old);
+}
+
 /* ---- a small server: one worker, one queue slot, pages of 2 ----------- */
 
 static int
@@ -1877,7 +2022,8 @@ test_pagination(void **state)
 	json_decref(all);
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
 	assert_json(all, "[\"test://static-text\",\"test://static-binary\","
-			 "\"test://watched-resource\"]");
+			 "\"test://watched-resource\","
+			 "\"skill://sextant/investigate/SKILL.md\"]");
 	assert_int_equal(pages, 2);
 	json_decref(all);
 	all = collect_pages(s, "prompts/list", "prompts", "name", &pages);
@@ -1975,6 +2121,7 @@ main(void)
 		cmocka_unit_test(test_resources_read),
 		cmocka_unit_test(test_resources_read_binary),
 		cmocka_unit_test(test_resources_bad_uri),
+		cmocka_unit_test(test_skills),
 		cmocka_unit_test(test_subscribe),
 		cmocka_unit_test(test_prompts_list),
 		cmocka_unit_test(test_prompts_get),
