@@ -6,7 +6,7 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h] [--traces-sql walk|group]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
 // range on every call); --live: time_range "1h" / "24h" and now() in SQL.
@@ -34,6 +34,7 @@ const opt = {
 	warmup: 1,
 	kinds: 'm1h,m24h,t1h',
 	live: false,
+	tracesSql: 'walk',
 };
 for (let i = 2; i < process.argv.length; i++) {
 	const a = process.argv[i];
@@ -51,12 +52,14 @@ for (let i = 2; i < process.argv.length; i++) {
 	else if (a === '--kinds') opt.kinds = v();
 	else if (a === '--to') opt.to = v();
 	else if (a === '--live') opt.live = true;
+	else if (a === '--traces-sql') opt.tracesSql = v();
 	else die(`unknown argument ${a}`);
 }
 if (!opt.mcp || !opt.pgUrl || !opt.out) die('--mcp, --pg-url and --out are required');
 if (!Number.isInteger(opt.calls) || opt.calls < 1) die('--calls: expected a positive integer');
 if (!Number.isInteger(opt.warmup) || opt.warmup < 0) die('--warmup: expected a non-negative integer');
 if (opt.live === (opt.to !== undefined)) die('give exactly one of --to ISO and --live');
+if (!['walk', 'group'].includes(opt.tracesSql)) die(`--traces-sql: walk or group, not ${opt.tracesSql}`);
 const anchorMs = opt.live ? null : Date.parse(opt.to);
 if (!opt.live && !Number.isFinite(anchorMs)) die(`--to: not a date: ${opt.to}`);
 const services = opt.services.split(',').filter(Boolean);
@@ -95,15 +98,30 @@ function metricsSql(service, hours, range) {
 }
 
 // The 10 traces with the most recent span of the service in the range (all
-// sources), and every span of them.  The newest 20,000 spans of the range
-// bound the search, as the tool does; the check below compares the ids.
+// sources), and every span of them.  The best statement found: a walk of
+// the (service_name, start_time) index newest first that stops at the 10th
+// distinct trace (a recursive CTE carrying the ids seen; ties to the lower
+// id), as the tool does per source.  Results before 2026-11-22 05:00 UTC
+// were measured against grouping the newest 20,000 spans of the range
+// instead (--traces-sql group): 15-40 ms where the walk takes a few.  The
+// check below compares the ids.
 function tracesSql(service, hours, range) {
 	const [from, to] = sqlRange(hours, range);
+	const where = `service_name = '${service}' AND start_time >= ${from} AND start_time < ${to}`;
+	const ids =
+		opt.tracesSql === 'group'
+			? 'ids AS (SELECT trace_id FROM (SELECT trace_id, start_time FROM spans ' +
+				`WHERE ${where} ORDER BY start_time DESC LIMIT 20000) s GROUP BY trace_id ` +
+				'ORDER BY max(start_time) DESC, trace_id LIMIT 10) '
+			: 'RECURSIVE ids (trace_id, start_time, seen) AS (' +
+				`(SELECT trace_id, start_time, ARRAY[trace_id] FROM spans WHERE ${where} ` +
+				'ORDER BY start_time DESC, trace_id LIMIT 1) UNION ALL ' +
+				'(SELECT n.trace_id, n.start_time, ids.seen || n.trace_id FROM ids CROSS JOIN LATERAL ' +
+				`(SELECT trace_id, start_time FROM spans WHERE ${where} AND start_time <= ids.start_time ` +
+				'AND trace_id <> ALL (ids.seen) ORDER BY start_time DESC, trace_id LIMIT 1) n ' +
+				'WHERE cardinality(ids.seen) < 10)) ';
 	return (
-		'WITH ids AS (SELECT trace_id FROM (SELECT trace_id, start_time FROM spans ' +
-		`WHERE service_name = '${service}' AND start_time >= ${from} AND start_time < ${to} ` +
-		'ORDER BY start_time DESC LIMIT 20000) s GROUP BY trace_id ' +
-		'ORDER BY max(start_time) DESC, trace_id LIMIT 10) ' +
+		`WITH ${ids}` +
 		"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), encode(parent_span_id, 'hex'), " +
 		'source, sextant_unix_nano(start_time, start_nanos), duration_ns, kind, status_code, ' +
 		'service_name, name, status_message FROM spans ' +

@@ -22,6 +22,10 @@
 #                 repeatable; every run starts from RESET ALL
 #   --shared-buffers SIZE  PostgreSQL shared_buffers (restarts the cluster
 #                 when it differs)                           128MB
+#   --traces-sql walk|group  the SQL side of query_traces: a walk of the
+#                 index newest first that stops at the 10th trace (the
+#                 best found), or grouping the newest 20,000 spans (the
+#                 statement of the runs before 2026-11-22 05:00)  walk
 # Knobs (env): BENCH_SEXTANT (binary, build/sextant), BENCH_CONFIG (config
 # file for serve, none: built-in defaults), BENCH_PGDIR (the kept cluster,
 # bench/out/query-pg); SEXTANT_* reach the gateway.
@@ -49,6 +53,7 @@ LIVE=0
 SERVICES=checkout,payments,api-gateway,inventory
 PG_SETS=()
 SHARED_BUFFERS=128MB
+TRACES_SQL=walk
 SEXTANT=${BENCH_SEXTANT:-build/sextant}
 CONFIG=${BENCH_CONFIG:-}
 # Targets of issue 4.
@@ -102,6 +107,12 @@ while [ $# -gt 0 ]; do
 		[[ "$2" =~ ^[0-9]+(kB|MB|GB)$ ]] ||
 			die "--shared-buffers: expected a size such as 128MB or 2GB, got \"$2\""
 		SHARED_BUFFERS=$2
+		shift 2
+		;;
+	--traces-sql)
+		[ $# -ge 2 ] || die "$1 needs a value"
+		[[ "$2" =~ ^(walk|group)$ ]] || die "--traces-sql: walk or group, got \"$2\""
+		TRACES_SQL=$2
 		shift 2
 		;;
 	--fresh) FRESH=1 && shift ;;
@@ -348,7 +359,7 @@ FAILED=0
 for r in $(seq 1 "$RUNS"); do
 	note "run $r of $RUNS: $CALLS calls per query and side"
 	bounded "$RUN_S" "$NODE" bench/query-run.mjs --mcp "$BASE/mcp" --pg-url "$PG_URL" --psql "$PSQL" \
-		--services "$SERVICES" --calls "$CALLS" "${MODE[@]}" --out "$OUT/run-$r.json" >&2 || {
+		--services "$SERVICES" --calls "$CALLS" --traces-sql "$TRACES_SQL" "${MODE[@]}" --out "$OUT/run-$r.json" >&2 || {
 		echo "query.sh: run $r: a call failed or the tool and the SQL disagreed (see $OUT/run-$r.json)" >&2
 		FAILED=1
 	}
@@ -382,7 +393,7 @@ for (const k of Object.keys(rs[0].summary)) {
 	const sp50 = med(g('sql', 'p50')), sp95 = med(g('sql', 'p95'));
 	const ratio = mp50 / sp50;
 	let target = '', met = '';
-	if (k === 'm1h') {
+	if (k === 'm1h' || k === 't1h') {
 		target = `p50 <= ${t1hRatio}x SQL, p95 < ${t1hP95} ms`;
 		const okR = ratio <= Number(t1hRatio), okP = mp95 < Number(t1hP95);
 		met = okR && okP ? 'yes' : `**no** (${[okR ? '' : 'ratio', okP ? '' : 'p95'].filter(Boolean).join(', ')})`;
@@ -414,7 +425,7 @@ EOF
 		echo "Ranges: from/to ending at $ANCHOR, where the data ends (loaded $(state_get loaded)), the same on every call."
 	fi
 	echo "$RUNS runs x $CALLS calls per query and side, services $SERVICES in turn, MCP and SQL alternating first;" \
-		"rollup rows: $ROLLUP_ROWS, hours still dirty: $DIRTY_LEFT."
+		"query_traces SQL: $TRACES_SQL; rollup rows: $ROLLUP_ROWS, hours still dirty: $DIRTY_LEFT."
 	echo
 	cat "$OUT/table.md"
 	echo

@@ -391,28 +391,74 @@ spanquery_metrics_free(struct spanquery_metrics *m)
 
 /* ---- traces ------------------------------------------------------------- */
 
+/*
+ * Two statements pick a source's traces.  The common case, the most recent
+ * traces with no duration filter, walks the (service_name, source,
+ * start_time) index (for any service (source, start_time)) newest first
+ * and stops at the (max_traces + 1)th distinct trace: one index probe per
+ * trace, each resuming at the span the last one found (a recursive CTE
+ * carrying the ids seen).  Every span newer than that trace's belongs to
+ * the traces already found, so it reads theirs and no others, whatever the
+ * range holds (under a millisecond for a busy hour of 10 million spans,
+ * against 30-50 ms to group every trace of the hour; bench/RESULTS.md).
+ * The walk is ordered by (start_time DESC, trace_id), so the first span met
+ * of each trace is its latest and ties go to the lower id, as ORDER BY
+ * 2 DESC, 1 in the other two.
+ *
+ * With min_duration or sort = slowest a walk would read spans in an order
+ * the filter does not follow (a selective duration makes it read the whole
+ * range at random, and the planner may turn each probe into a scan of the
+ * range), so those group the newest (or longest) SCAN_SPANS matching spans
+ * by trace instead, bounded as before: the traces found there are the best
+ * ones, but when SCAN_SPANS spans were read other traces may lie beyond
+ * them, so "more" is set then.
+ */
+#define SCAN_SPANS "20000"
+
+#define WALK_WHERE                                                             \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz AND ($3::text IS NULL OR service_name = $3) "         \
+	"AND source = $5 "
+
+/* $1 from, $2 to, $3 service, $4 max_traces, $5 source */
+static const char trace_ids_walk_sql[] =
+	"WITH RECURSIVE w (trace_id, start_time, seen) AS ("
+	"(SELECT trace_id, start_time, ARRAY[trace_id] FROM spans " WALK_WHERE
+	"ORDER BY start_time DESC, trace_id LIMIT 1) "
+	"UNION ALL "
+	"(SELECT n.trace_id, n.start_time, w.seen || n.trace_id FROM w "
+	"CROSS JOIN LATERAL (SELECT trace_id, start_time FROM spans " WALK_WHERE
+	"AND start_time <= w.start_time AND trace_id <> ALL (w.seen) "
+	"ORDER BY start_time DESC, trace_id LIMIT 1) n "
+	"WHERE cardinality(w.seen) <= $4::int)) "
+	"SELECT encode(trace_id, 'hex'), "
+	"(extract(epoch FROM start_time) * 1000000)::bigint, "
+	"count(*) OVER () > $4::int FROM w "
+	"ORDER BY start_time DESC, trace_id LIMIT $4::int";
+
 #define TRACE_WHERE                                                            \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
 	"$2::timestamptz "                                                     \
 	"AND ($3::text IS NULL OR service_name = $3) "                         \
 	"AND ($4::bigint IS NULL OR duration_ns >= $4) AND source = $6 "
 
-/* The newest (or longest) 20,000 spans bound the work on a busy range;
- * the traces they belong to are plenty to pick max_traces from. */
+/* $1 from, $2 to, $3 service, $4 min duration (ns), $5 max_traces,
+ * $6 source; the third column: more traces than $5, or maybe */
+#define GROUP_MORE                                                             \
+	"count(*) OVER () > $5::int OR sum(count(*)) OVER () >= " SCAN_SPANS
+
 static const char trace_ids_recent_sql[] =
 	"SELECT encode(trace_id, 'hex'), "
-	"(extract(epoch FROM max(start_time)) * 1000000)::bigint, "
-	"count(*) OVER () FROM "
-	"(SELECT trace_id, start_time FROM spans " TRACE_WHERE
-	"ORDER BY start_time DESC LIMIT 20000) s "
-	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5";
+	"(extract(epoch FROM max(start_time)) * 1000000)::bigint, " GROUP_MORE
+	" FROM (SELECT trace_id, start_time FROM spans " TRACE_WHERE
+	"ORDER BY start_time DESC LIMIT " SCAN_SPANS ") s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5::int";
 
 static const char trace_ids_slowest_sql[] =
-	"SELECT encode(trace_id, 'hex'), max(duration_ns), count(*) OVER () "
-	"FROM "
-	"(SELECT trace_id, duration_ns FROM spans " TRACE_WHERE
-	"ORDER BY duration_ns DESC LIMIT 20000) s "
-	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5";
+	"SELECT encode(trace_id, 'hex'), max(duration_ns), " GROUP_MORE
+	" FROM (SELECT trace_id, duration_ns FROM spans " TRACE_WHERE
+	"ORDER BY duration_ns DESC LIMIT " SCAN_SPANS ") s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5::int";
 
 int
 spanquery_trace_ids_send(struct pg_conn *c, const char *source,
@@ -433,11 +479,16 @@ spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 	pg_ts_text(f->from_ms, from, sizeof(from));
 	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
-	snprintf(lim, sizeof(lim), "%d", SPANQUERY_MAX_IDS);
+	snprintf(lim, sizeof(lim), "%zu", f->max_traces);
 	v[0] = from;
 	v[1] = to;
 	v[2] = f->service;
-	v[3] = f->min_duration_ns >= 0 ? mind : NULL;
+	if (!f->slowest && f->min_duration_ns < 0) {
+		v[3] = lim;
+		v[4] = source;
+		return pg_send(c, trace_ids_walk_sql, 5, v, err);
+	}
+	v[3] = mind;
 	v[4] = lim;
 	v[5] = source;
 	return pg_send(
@@ -447,24 +498,32 @@ spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 
 int
 spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
-			 int64_t *keys, size_t *n, int64_t *matched,
+			 int64_t *keys, size_t *n, bool *more,
 			 struct pg_error *err)
 {
 	PGresult *res = NULL;
 	int rc;
 
 	*n = 0;
-	*matched = 0;
+	*more = false;
 	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
 		return rc;
-	for (int i = 0; i < PQntuples(res) && *n < cap; i++) {
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *m = PQgetvalue(res, i, 2);
+
+		if (strcmp(m, "t") != 0 && strcmp(m, "f") != 0) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		if (m[0] == 't' || *n == cap)
+			*more = true;
+		if (*n == cap)
+			continue;
 		if (hex_decode(PQgetvalue(res, i, 0), ids[*n], 16) !=
 			    STATUS_OK ||
 		    pg_text_i64(PQgetvalue(res, i, 1), &keys[*n]) !=
-			    STATUS_OK ||
-		    pg_text_i64(PQgetvalue(res, i, 2), matched) != STATUS_OK) {
-			pg_bad_row(err, "trace id");
-			rc = STATUS_IO;
+			    STATUS_OK) {
+			rc = pg_bad_row(err, "trace id");
 			break;
 		}
 		(*n)++;
@@ -472,7 +531,7 @@ spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 	PQclear(res);
 	if (rc != STATUS_OK) {
 		*n = 0;
-		*matched = 0;
+		*more = false;
 	}
 	return rc;
 }

@@ -93,9 +93,6 @@ void spanquery_metrics_free(struct spanquery_metrics *m);
 /* spans fetched per source and call at most; more sets truncated */
 #define SPANQUERY_MAX_SPANS  50000
 #define SPANQUERY_MAX_TRACES 100
-/* trace ids a source returns at most: enough to count the matches of a
- * busy hour exactly, few enough to send (33 bytes each) */
-#define SPANQUERY_MAX_IDS 2000
 
 struct spanquery_trace_filter {
 	const char *service; /* NULL: any */
@@ -106,20 +103,27 @@ struct spanquery_trace_filter {
 };
 
 /*
- * The ids of the traces with a span of this source in the range (of
- * service, at least min_duration long), most recent or slowest first:
- * _send, then _recv into ids / keys (room for cap, at most
- * SPANQUERY_MAX_IDS are returned), so that the caller can pick the best
- * max_traces over the sources and count the matches across them.
- * keys[i] orders them across sources: the trace's latest span start (Unix
- * us) or its longest span (ns).  *n gets how many; *matched how many
- * traces the 20,000 newest (or longest) matching spans belong to in all.
+ * The ids of the best max_traces traces with a span of this source in the
+ * range (of service, at least min_duration long), most recent or slowest
+ * first: _send, then _recv into ids / keys (room for cap; at most
+ * max_traces come), so that the caller can pick the best max_traces over
+ * the sources.  keys[i] orders them across sources: the trace's latest
+ * matching span start (Unix us) or its longest matching span (ns); ties go
+ * to the lower id.  *n gets how many.
+ *
+ * *more is set when this source has matching traces beyond those returned
+ * (or beyond cap).  The most recent traces with no min_duration are found
+ * by a walk that stops at the (max_traces + 1)th trace, so *more is exact
+ * and the cost does not grow with the range.  With min_duration or
+ * slowest, the newest (longest) 20,000 matching spans are grouped by trace:
+ * *more is exact below that and set whenever it is reached (there may be
+ * other traces beyond them).
  */
 int spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 			     const struct spanquery_trace_filter *f,
 			     struct pg_error *err) WUR;
 int spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
-			     int64_t *keys, size_t *n, int64_t *matched,
+			     int64_t *keys, size_t *n, bool *more,
 			     struct pg_error *err) WUR;
 
 struct spanquery_span {

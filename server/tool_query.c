@@ -1052,7 +1052,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	char status[NSPAN][300], err[512];
 	uint8_t(*ids)[16] = NULL, one_id[16];
 	int64_t *keys = NULL;
-	size_t nids = 0, nspans = 0, *order = NULL, more_traces = 0;
+	size_t nids = 0, nspans = 0, *order = NULL;
+	bool more_traces = false;
 	const char *trace_id = tool_arg_str(args, "trace_id");
 	const json_t *md = json_object_get(args, "min_duration_ms");
 	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
@@ -1100,8 +1101,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	(void)call_progress(call, 1, 4, "finding traces");
 
 	/* 1. which traces: each source's candidates, then the best overall */
-	ids = calloc(NSPAN * SPANQUERY_MAX_IDS, sizeof(*ids));
-	keys = calloc(NSPAN * SPANQUERY_MAX_IDS, sizeof(*keys));
+	ids = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*ids));
+	keys = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*keys));
 	if (ids == NULL || keys == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
@@ -1111,7 +1112,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		nids = 1;
 	} else {
 		size_t got[NSPAN] = {0};
-		int64_t matched[NSPAN] = {0}, most = 0;
+		bool more[NSPAN] = {false};
 
 		/* pass 0 sends on each source's own connection, pass 1 reads
 		 * the answers (a source sharing the first connection is sent
@@ -1132,9 +1133,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 						c, srcs[i].name, &tf, &pe);
 				if (rc == STATUS_OK && pass == 1)
 					rc = spanquery_trace_ids_recv(
-						c, SPANQUERY_MAX_IDS,
-						ids + nids, keys + nids,
-						&got[i], &matched[i], &pe);
+						c, tf.max_traces, ids + nids,
+						keys + nids, &got[i], &more[i],
+						&pe);
 				if (rc == STATUS_CANCELLED ||
 				    call_cancelled(call)) {
 					rc = STATUS_CANCELLED;
@@ -1149,17 +1150,18 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			}
 		rc = STATUS_OK;
 		/* union by id (a trace both sources saw counts once), then
-		 * the best key first */
+		 * the best key first.  Each source gave its best max_traces,
+		 * so the best max_traces overall are among them (a trace's
+		 * key is its best source's, where fewer than max_traces
+		 * traces beat it).  More traces match when a source has more
+		 * than it gave, or the union has. */
 		nids = union_ids(ids, keys, nids);
-		/* matching traces: exact unless a source had more than
-		 * SPANQUERY_MAX_IDS, then a lower bound */
-		most = (int64_t)nids;
 		for (int i = 0; i < NSPAN; i++)
-			if (matched[i] > most)
-				most = matched[i];
-		if (nids > tf.max_traces)
+			more_traces = more_traces || more[i];
+		if (nids > tf.max_traces) {
 			nids = tf.max_traces;
-		more_traces = (size_t)most - nids;
+			more_traces = true;
+		}
 	}
 
 	/* 2. their spans, from each source */
@@ -1337,13 +1339,20 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			goto out;
 		}
 	}
-	if (more_traces > 0)
+	if (more_traces) {
+		bool raise = tf.max_traces < SPANQUERY_MAX_TRACES;
+
 		(void)!buf_printf(&b,
-				  "\n%zu more matching trace%s not shown: "
-				  "narrow the time range or raise max_traces "
-				  "(up to %d).\n",
-				  more_traces, more_traces == 1 ? "" : "s",
-				  SPANQUERY_MAX_TRACES);
+				  "\nMore traces match than the %zu shown: "
+				  "narrow time_range%s %s min_duration_ms",
+				  res->n_traces, raise ? "," : " or",
+				  tf.min_duration_ns >= 0 ? "raise" : "add");
+		if (raise)
+			(void)!buf_printf(&b,
+					  ", or raise max_traces (up to %d)",
+					  SPANQUERY_MAX_TRACES);
+		(void)!buf_puts(&b, ".\n");
+	}
 	for (int i = 0; i < NSPAN; i++)
 		if (sp[i] != NULL && sp[i]->truncated)
 			(void)!buf_printf(&b,
@@ -1353,8 +1362,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	if (res->n_traces > 0)
 		(void)traces_analysis(&b, res, order);
 
-	sc = json_pack("{s:o, s:{}, s:I}", "traces", list, "sources",
-		       "traces_not_shown", (json_int_t)more_traces);
+	sc = json_pack("{s:o, s:{}, s:b}", "traces", list, "sources",
+		       "more_traces", more_traces);
 	list = NULL;
 	if (sc == NULL) {
 		rc = STATUS_NOMEM;

@@ -815,6 +815,7 @@ describe('query_traces', () => {
 		assert.equal(sc.traces.length, 1);
 		const tr = sc.traces[0];
 		assert.equal(tr.trace_id, T_DUP);
+		assert.equal(sc.more_traces, false);
 		const want = await sqlTraceSpans(pg.url, T_DUP);
 		const rows = Number(await psql(pg.url, `SELECT count(*) FROM spans WHERE trace_id = ${hexLit(T_DUP)}`));
 		assert.equal(rows, 6, 'two spans stored twice');
@@ -900,12 +901,13 @@ describe('query_traces', () => {
 		close(tr.duration_ms, sqlTr.duration_ms, 'duration_ms');
 	});
 
-	test('by service: traces most recent first, span counts and durations equal SQL, max_traces and traces_not_shown', async () => {
+	test('by service: traces most recent first, span counts and durations equal SQL, max_traces and more_traces', async () => {
 		const want = await sqlTraces(pg.url, { service: 'trace-lab', ...lastHour() });
 		assert.equal(want.length, 12);
 		const { sc, text } = await call('query_traces', { service: 'trace-lab' });
 		assert.equal(sc.traces.length, 10, 'max_traces defaults to 10');
-		assert.equal(sc.traces_not_shown, 2);
+		assert.equal(sc.more_traces, want.length > 10);
+		assert.match(text, /^More traces match than the 10 shown: narrow time_range, add min_duration_ms, or raise max_traces \(up to 100\)\.$/m);
 		assert.deepEqual(sc.traces.map((t) => t.trace_id), want.slice(0, 10).map((w) => w.trace_id));
 		for (const t of sc.traces) {
 			const w = want.find((x) => x.trace_id === t.trace_id);
@@ -921,7 +923,7 @@ describe('query_traces', () => {
 		assert.equal(over.length, 7, 'six simple traces and T_DUP; T_ORPHAN lasts 70 ms but no span of it 55');
 		const { sc } = await call('query_traces', { service: 'trace-lab', min_duration_ms: 55, max_traces: 20 });
 		assert.deepEqual(sc.traces.map((t) => t.trace_id), over.map((w) => w.trace_id));
-		assert.equal(sc.traces_not_shown ?? 0, 0);
+		assert.equal(sc.more_traces, false);
 	});
 
 	test('sort slowest with max_traces: the longest first, as SQL orders them', async () => {
@@ -931,12 +933,27 @@ describe('query_traces', () => {
 		assert.deepEqual(sc.traces.map((t) => t.trace_id), slow.slice(0, 3).map((w) => w.trace_id));
 	});
 
-	test('traces_not_shown counts every matching trace left out', async () => {
-		const all = await sqlTraces(pg.url, { service: 'trace-lab', ...lastHour() });
-		for (const args of [{ max_traces: 3, sort: 'slowest' }, { max_traces: 1 }, { max_traces: 5 }]) {
-			const { sc } = await call('query_traces', { service: 'trace-lab', ...args });
-			assert.equal(sc.traces.length, args.max_traces);
-			assert.equal(sc.traces_not_shown, all.length - args.max_traces, `${JSON.stringify(args)}: ${all.length} traces match`);
+	test('more_traces: true exactly when more traces match than max_traces, over both sources', async () => {
+		const range = lastHour();
+		const all = await sqlTraces(pg.url, { service: 'trace-lab', ...range });
+		// per source: at most 7 traces each, 12 in all, so that max_traces
+		// 8..11 is exceeded only by the traces of both sources together
+		const perSource = JSON.parse(await psql(pg.url, `SELECT json_object_agg(source, n) FROM
+			(SELECT source, count(DISTINCT trace_id) AS n FROM spans WHERE service_name = 'trace-lab'
+			AND start_time >= ${lit(range.from)}::timestamptz AND start_time < ${lit(range.to)}::timestamptz GROUP BY source) c`));
+		assert.deepEqual(perSource, { ebpf: 6, otlp: 7 });
+		const byId = (x, y) => (x.trace_id < y.trace_id ? -1 : x.trace_id > y.trace_id ? 1 : 0);
+		const cases = [1, 5, 7, 8, 11, 12, 13].flatMap((max_traces) => [{ max_traces }, { max_traces, sort: 'slowest' }]);
+		cases.push({ max_traces: 6, min_duration_ms: 55 }, { max_traces: 7, min_duration_ms: 55 }, { max_traces: 2, min_duration_ms: 55, sort: 'slowest' });
+		for (const args of cases) {
+			const what = JSON.stringify(args);
+			const match = all.filter((w) => args.min_duration_ms === undefined || w.longest_ms >= args.min_duration_ms);
+			const best = args.sort === 'slowest' ? [...match].sort((x, y) => y.longest_ms - x.longest_ms || byId(x, y)) : match;
+			const { sc, text } = await call('query_traces', { service: 'trace-lab', ...args });
+			assert.deepEqual(sc.traces.map((t) => t.trace_id), best.slice(0, args.max_traces).map((w) => w.trace_id), `${what}: the best ${args.max_traces} of ${match.length}`);
+			assert.equal(sc.more_traces, match.length > args.max_traces, `${what}: ${match.length} traces match`);
+			if (sc.more_traces) assert.match(text, new RegExp(`^More traces match than the ${args.max_traces} shown: narrow time_range`, 'm'), what);
+			else assert.doesNotMatch(text, /More traces match/, what);
 		}
 	});
 

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hex.h"
 #include "log.h"
 #include "migrate.h"
 #include "otlp.h"
@@ -1547,6 +1548,7 @@ struct ids_case {
 	bool slowest;
 	int want[6]; /* trace numbers, 0-terminated */
 	int64_t keys[6];
+	bool more; /* matching traces beyond those returned */
 };
 
 /* keys: latest span start in us from W (recent), longest span in ns */
@@ -1626,8 +1628,9 @@ static const struct ids_case ids_cases[] = {
 	 2,
 	 3,
 	 false,
-	 {3, 2, 4},
-	 {120000000, 60100000, 30000000}},
+	 {3, 2},
+	 {120000000, 60100000},
+	 true},
 	{"a smaller cap wins",
 	 "otlp",
 	 NULL,
@@ -1638,7 +1641,43 @@ static const struct ids_case ids_cases[] = {
 	 1,
 	 false,
 	 {3},
-	 {120000000}},
+	 {120000000},
+	 true},
+	{"exactly max_traces",
+	 "otlp",
+	 NULL,
+	 -60,
+	 300,
+	 -1,
+	 4,
+	 11,
+	 false,
+	 {3, 2, 4, 1},
+	 {120000000, 60100000, 30000000, 5000}},
+	{"a duration filter, one more than max_traces",
+	 "otlp",
+	 NULL,
+	 -60,
+	 300,
+	 10000000,
+	 2,
+	 11,
+	 false,
+	 {2, 4},
+	 {60100000, 30000000},
+	 true},
+	{"slowest, one more than max_traces",
+	 "otlp",
+	 NULL,
+	 -60,
+	 300,
+	 -1,
+	 3,
+	 11,
+	 true,
+	 {4, 2, 1},
+	 {1000000000, 500000000, 50000000},
+	 true},
 	{"time range",
 	 "otlp",
 	 "tr-front",
@@ -1682,8 +1721,9 @@ test_trace_ids(void **state)
 			.slowest = ic->slowest,
 		};
 		uint8_t ids[16][16];
-		int64_t keys[16], matched = -1;
+		int64_t keys[16];
 		size_t n = 99, want_n = 0;
+		bool more = !ic->more;
 		struct pg_error err;
 
 		while (want_n < 6 && ic->want[want_n] != 0)
@@ -1692,15 +1732,14 @@ test_trace_ids(void **state)
 			spanquery_trace_ids_send(c, ic->source, &f, &err),
 			STATUS_OK);
 		assert_int_equal(spanquery_trace_ids_recv(c, ic->cap, ids, keys,
-							  &n, &matched, &err),
+							  &n, &more, &err),
 				 STATUS_OK);
 		if (n != want_n)
 			fail_msg("%s: %zu traces, want %zu", ic->name, n,
 				 want_n);
-		/* every trace the query found, beyond what cap let through */
-		if (matched < (int64_t)n)
-			fail_msg("%s: matched %" PRId64 " < %zu returned",
-				 ic->name, matched, n);
+		if (more != ic->more)
+			fail_msg("%s: more %d, want %d", ic->name, more,
+				 ic->more);
 		for (size_t k = 0; k < n; k++) {
 			int64_t want_key =
 				ic->slowest ? ic->keys[k]
@@ -1755,18 +1794,20 @@ test_trace_ids_bad_filter(void **state)
 			.min_duration_ns = -1,
 			.max_traces = SPANQUERY_MAX_TRACES,
 		};
-		uint8_t ids[SPANQUERY_MAX_TRACES + 1][16];
-		int64_t keys[SPANQUERY_MAX_TRACES + 1], matched = -1;
+		uint8_t ids[SPANQUERY_MAX_TRACES][16];
+		int64_t keys[SPANQUERY_MAX_TRACES];
 		struct pg_error err;
 		size_t n = 0;
+		bool more = true;
 
 		assert_int_equal(spanquery_trace_ids_send(c, "otlp", &f, &err),
 				 STATUS_OK);
 		assert_int_equal(
-			spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES + 1,
-						 ids, keys, &n, &matched, &err),
+			spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids,
+						 keys, &n, &more, &err),
 			STATUS_OK);
 		assert_int_equal(n, 4);
+		assert_false(more);
 	}
 	pg_release(c);
 }
@@ -1913,6 +1954,194 @@ test_services(void **state)
 	pg_release(c);
 }
 
+/* ---- trace ids against a brute force ----------------------------------- */
+
+/*
+ * "tr-walk": WALK_TRACES traces of 1-8 spans over both sources and 5
+ * minutes, each trace's spans a few seconds apart, one trace of 400 spans
+ * over the whole 5 minutes; start times on 150 instants 2 s apart (many
+ * ties, the spans told apart by their nanoseconds only) and trace ids in no
+ * relation to time.  "tr-huge": one trace of HUGE_SPANS spans.  Written by
+ * the last test: test_services lists every service.
+ */
+#define WALK_TRACES 80
+#define WALK_BIG    17
+#define HUGE_SPANS  20001
+
+static void
+add_walk_spans(int64_t w_ms)
+{
+	for (uint32_t t = 0; t < WALK_TRACES; t++) {
+		uint32_t h = t * 2654435761u;
+		int n = t == WALK_BIG ? 400 : 1 + (int)(uniform() * 8);
+		int at = (int)(uniform() * 150);
+
+		for (int i = 0; i < n; i++) {
+			struct otlp_span *s = new_span();
+			int point = t == WALK_BIG ? (int)(uniform() * 150)
+						  : at + (int)(uniform() * 4);
+
+			if (point > 149)
+				point = 149;
+			memset(s->trace_id, 0, 16);
+			s->trace_id[0] = 0xd0;
+			s->trace_id[1] = (uint8_t)(h >> 24);
+			s->trace_id[2] = (uint8_t)(h >> 16);
+			s->trace_id[3] = (uint8_t)(h >> 8);
+			s->trace_id[15] = (uint8_t)t;
+			s->source = uniform() < 0.5 ? EB : OT;
+			s->service_name = "tr-walk";
+			s->kind = 2;
+			s->start_unix_nano = (uint64_t)w_ms * 1000000u +
+					     (uint64_t)point * 2000000000u +
+					     (uint64_t)(uniform() * 1000);
+			s->end_unix_nano = s->start_unix_nano + 1000000u +
+					   (uint64_t)(uniform() * 99e6);
+		}
+	}
+	for (uint32_t i = 0; i < HUGE_SPANS; i++) {
+		struct otlp_span *s = new_span();
+
+		memset(s->trace_id, 0, 16);
+		s->trace_id[0] = 0xe0;
+		s->source = OT;
+		s->service_name = "tr-huge";
+		s->kind = 1;
+		s->start_unix_nano =
+			(uint64_t)w_ms * 1000000u + 400000000000u + i * 1000u;
+		s->end_unix_nano = s->start_unix_nano + 5000000u;
+	}
+}
+
+/* Every matching trace, best first, computed over all its spans. */
+static const char walk_ref_sql[] =
+	"SELECT encode(trace_id, 'hex'), CASE WHEN $6::bool "
+	"THEN max(duration_ns) ELSE (extract(epoch FROM max(start_time)) "
+	"* 1000000)::bigint END FROM spans "
+	"WHERE start_time >= $1::timestamptz AND start_time < $2::timestamptz "
+	"AND ($3::text IS NULL OR service_name = $3) "
+	"AND ($4::bigint IS NULL OR duration_ns >= $4) AND source = $5 "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1";
+
+static void
+check_walk(struct pg_conn *c, const char *source,
+	   const struct spanquery_trace_filter *f)
+{
+	char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX], mind[24], what[160];
+	const char *v[6] = {from, to,	  f->service,
+			    NULL, source, f->slowest ? "t" : "f"};
+	uint8_t ids[SPANQUERY_MAX_TRACES][16];
+	int64_t keys[SPANQUERY_MAX_TRACES];
+	struct pg_error err;
+	PGresult *ref;
+	size_t n = 0, total, want;
+	bool more = false;
+
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
+	if (f->min_duration_ns >= 0)
+		v[3] = mind;
+	snprintf(what, sizeof(what), "%s %s %s..%s min %s %s max %zu", source,
+		 f->service != NULL ? f->service : "(any)", from, to,
+		 v[3] != NULL ? mind : "-", f->slowest ? "slowest" : "recent",
+		 f->max_traces);
+	ref = sql(c, walk_ref_sql, 6, v);
+	total = (size_t)PQntuples(ref);
+	want = total < f->max_traces ? total : f->max_traces;
+	assert_int_equal(spanquery_trace_ids_send(c, source, f, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids,
+						  keys, &n, &more, &err),
+			 STATUS_OK);
+	if (n != want || more != (total > f->max_traces))
+		fail_msg("%s: %zu traces, more %d; want %zu of %zu", what, n,
+			 more, want, total);
+	for (size_t k = 0; k < n; k++) {
+		char hex[33];
+		int64_t key = 0;
+
+		hex_encode(ids[k], 16, hex);
+		assert_int_equal(pg_text_i64(PQgetvalue(ref, (int)k, 1), &key),
+				 STATUS_OK);
+		if (strcmp(hex, PQgetvalue(ref, (int)k, 0)) != 0 ||
+		    keys[k] != key)
+			fail_msg("%s: #%zu is %s (%" PRId64 "), want %s (%s)",
+				 what, k, hex, keys[k],
+				 PQgetvalue(ref, (int)k, 0),
+				 PQgetvalue(ref, (int)k, 1));
+	}
+	PQclear(ref);
+}
+
+/*
+ * Every path (the walk; min_duration and slowest grouped) returns the best
+ * max_traces of the brute force, ties to the lower id, and more exactly
+ * when more traces match; the grouped paths say more once they read their
+ * 20,000 spans, the walk does not need to.
+ */
+static void
+test_trace_ids_walk(void **state)
+{
+	static const size_t maxes[] = {1, 2, 7, 40, SPANQUERY_MAX_TRACES};
+	static const char *const sources[] = {"ebpf", "otlp"};
+	static const char *const services[] = {"tr-walk", NULL};
+	static const int64_t mins[] = {-1, 50000000};
+	struct pg_conn *c = conn();
+	int64_t w = base_ms - 100 * MIN_MS;
+	const int64_t windows[][2] = {
+		{w - MIN_MS, w + 310 * 1000}, /* not tr-huge */
+		{w + 60 * 1000,
+		 w + 200 * 1000}, /* on instants, end exclusive */
+	};
+
+	(void)state;
+	add_walk_spans(w);
+	flush_spans(c);
+	/* every combination: source, service, window, min, sort, max */
+	for (size_t i = 0; i < 2 * 2 * 2 * 2 * 2 * ARRAY_LEN(maxes); i++) {
+		const int64_t *win = windows[i / 2 % 2];
+		struct spanquery_trace_filter f = {
+			.service = services[i / 4 % 2],
+			.from_ms = win[0],
+			.to_ms = win[1],
+			.min_duration_ns = mins[i / 8 % 2],
+			.slowest = i / 16 % 2 == 1,
+			.max_traces = maxes[i / 32],
+		};
+
+		check_walk(c, sources[i % 2], &f);
+	}
+	/* one trace of 20,001 spans: the walk knows it is alone, the
+	 * grouped paths stop reading at 20,000 spans and say more may
+	 * match */
+	for (int k = 0; k < 3; k++) {
+		struct spanquery_trace_filter f = {
+			.service = "tr-huge",
+			.from_ms = w,
+			.to_ms = w + 500 * 1000,
+			.min_duration_ns = k == 1 ? 1000000 : -1,
+			.max_traces = 10,
+			.slowest = k == 2,
+		};
+		uint8_t ids[10][16];
+		int64_t keys[10];
+		struct pg_error err;
+		size_t n = 0;
+		bool more = k == 0;
+
+		assert_int_equal(spanquery_trace_ids_send(c, "otlp", &f, &err),
+				 STATUS_OK);
+		assert_int_equal(spanquery_trace_ids_recv(c, 10, ids, keys, &n,
+							  &more, &err),
+				 STATUS_OK);
+		assert_int_equal(n, 1);
+		assert_int_equal(ids[0][0], 0xe0);
+		assert_int_equal(more, k != 0);
+	}
+	pg_release(c);
+}
+
 int
 main(void)
 {
@@ -1924,7 +2153,8 @@ main(void)
 		cmocka_unit_test(test_suggest_short_names),
 	};
 	/* in this order: the truncation test adds "many", the dirty-hour
-	 * test adds late ledger spans */
+	 * test adds late ledger spans, the walk test "tr-walk" and
+	 * "tr-huge" */
 	const struct CMUnitTest db[] = {
 		cmocka_unit_test(test_metrics_filters),
 		cmocka_unit_test(test_metrics_rollup),
@@ -1939,6 +2169,7 @@ main(void)
 		cmocka_unit_test(test_metrics_truncated),
 		cmocka_unit_test(test_metrics_dirty_hour),
 		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_trace_ids_walk),
 	};
 	int failed = cmocka_run_group_tests_name("spanquery, pure", pure, NULL,
 						 NULL);
