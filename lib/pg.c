@@ -1170,6 +1170,31 @@ pg_notice(void *arg, const PGresult *res)
 	log_debug(NULL, "database notice: %s", msg != NULL ? msg : "");
 }
 
+int
+pg_connect_poll(PGconn *conn, int64_t deadline_ms, int stop_fd, int timeout_s,
+		char *detail, size_t n)
+{
+	/* libpq: before the first PQconnectPoll, act as if it had said
+	 * PGRES_POLLING_WRITING. */
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	int rc;
+
+	while (st != PGRES_POLLING_OK) {
+		if (st == PGRES_POLLING_FAILED)
+			return STATUS_IO;
+		rc = pg_sock_wait(
+			conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+			deadline_ms, stop_fd, NULL);
+		if (rc == STATUS_TIMEOUT)
+			snprintf(detail, n, "connection timed out after %d s",
+				 timeout_s);
+		if (rc != STATUS_OK)
+			return rc;
+		st = PQconnectPoll(conn);
+	}
+	return STATUS_OK;
+}
+
 /*
  * Opens one connection, sets its statement timeout and makes its cancel
  * handle.  Returns STATUS_CLOSED when pg_pool_free interrupts it; on any
@@ -1178,7 +1203,6 @@ pg_notice(void *arg, const PGresult *res)
 static int
 slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 {
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	int64_t deadline = pg_mono_ms() + (int64_t)p->connect_timeout_s * 1000;
 	const char *values[1] = {p->timeout_value};
 	PGconn *conn = NULL;
@@ -1197,23 +1221,10 @@ slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 	PQsetNoticeReceiver(conn, pg_notice, c);
 	if (PQstatus(conn) == CONNECTION_BAD)
 		goto out;
-	/* libpq: before the first PQconnectPoll, act as if it had said
-	 * PGRES_POLLING_WRITING. */
-	while (st != PGRES_POLLING_OK) {
-		if (st == PGRES_POLLING_FAILED) {
-			rc = STATUS_IO;
-			goto out;
-		}
-		rc = pg_sock_wait(
-			conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-			deadline, p->stop_rd, NULL);
-		if (rc == STATUS_TIMEOUT)
-			snprintf(detail, n, "connection timed out after %d s",
-				 p->connect_timeout_s);
-		if (rc != STATUS_OK)
-			goto out;
-		st = PQconnectPoll(conn);
-	}
+	rc = pg_connect_poll(conn, deadline, p->stop_rd, p->connect_timeout_s,
+			     detail, n);
+	if (rc != STATUS_OK)
+		goto out;
 	rc = STATUS_IO;
 	if (PQsetnonblocking(conn, 1) != 0 ||
 	    !PQsendQueryParams(conn, SET_TIMEOUT_SQL, 1, NULL, values, NULL,

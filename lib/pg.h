@@ -283,4 +283,13 @@ void pg_one_line(char *s);
 int pg_sock_wait(PGconn *conn, short events, int64_t deadline_ms, int stop_fd,
 		 short *got) WUR;
 
+/*
+ * Drives a connection started with PQconnectStart* to the end: STATUS_OK
+ * once it is made, STATUS_IO when libpq failed (its message is in conn),
+ * STATUS_TIMEOUT at deadline_ms (detail says after timeout_s seconds),
+ * STATUS_CLOSED when stop_fd (>= 0) becomes readable.
+ */
+int pg_connect_poll(PGconn *conn, int64_t deadline_ms, int stop_fd,
+		    int timeout_s, char *detail, size_t n) WUR;
+
 #endif

@@ -230,7 +230,6 @@ run_listen(struct pglisten *l, PGconn *conn, int64_t deadline_ms, char *detail,
 static int
 conn_open(struct pglisten *l, PGconn **out, char *detail, size_t n)
 {
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	int64_t deadline = pg_mono_ms() + (int64_t)l->connect_timeout_s * 1000;
 	PGconn *conn = NULL;
 	int rc = STATUS_IO;
@@ -248,23 +247,10 @@ conn_open(struct pglisten *l, PGconn **out, char *detail, size_t n)
 	PQsetNoticeReceiver(conn, listen_notice, l);
 	if (PQstatus(conn) == CONNECTION_BAD)
 		goto out;
-	/* libpq: before the first PQconnectPoll, act as if it had said
-	 * PGRES_POLLING_WRITING. */
-	while (st != PGRES_POLLING_OK) {
-		if (st == PGRES_POLLING_FAILED) {
-			rc = STATUS_IO;
-			goto out;
-		}
-		rc = pg_sock_wait(
-			conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-			deadline, l->stop_rd, NULL);
-		if (rc == STATUS_TIMEOUT)
-			snprintf(detail, n, "connection timed out after %d s",
-				 l->connect_timeout_s);
-		if (rc != STATUS_OK)
-			goto out;
-		st = PQconnectPoll(conn);
-	}
+	rc = pg_connect_poll(conn, deadline, l->stop_rd, l->connect_timeout_s,
+			     detail, n);
+	if (rc != STATUS_OK)
+		goto out;
 	rc = run_listen(l, conn, deadline, detail, n);
 	if (rc != STATUS_OK)
 		goto out;

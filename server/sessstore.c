@@ -798,33 +798,39 @@ sessstore_attach(struct sessstore *st, struct session *s, const char *stream_id,
 	return job_submit(j);
 }
 
-/* New events on a mirror here (NOTIFY "e", catch-up). */
-static void
-fetch_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+/* Reads what follows a mirror here of stream_id (if there is one still
+ * open) from the store.  STATUS_NOTFOUND when the stream is gone. */
+static int
+refill_mirror(struct sessstore *st, struct pg_conn *c, struct session *s,
+	      const char *stream_id, struct pg_error *err)
 {
-	struct session *s = j->s;
 	struct stream *m;
 	uint64_t after = UINT64_MAX;
 	bool standalone = false, want = false;
 
-	if (s == NULL)
-		s = j->s = find_key(j->st, j->key);
-	if (c == NULL || s == NULL)
-		goto out;
 	pthread_mutex_lock(&s->mu);
-	m = stream_find(s, j->stream_id, strlen(j->stream_id));
+	m = stream_find(s, stream_id, strlen(stream_id));
 	if (m != NULL && m->mirror && !m->done) {
 		want = true;
 		standalone = m->standalone;
 		after = m->next_seq > 0 ? m->next_seq - 1 : UINT64_MAX;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (want)
-		rc = fill_mirror(j->st, c, s, j->stream_id, standalone, after,
-				 false, 0, err);
+	return want ? fill_mirror(st, c, s, stream_id, standalone, after, false,
+				  0, err)
+		    : STATUS_OK;
+}
+
+/* New events on a mirror here (NOTIFY "e", catch-up). */
+static void
+fetch_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
+{
+	if (j->s == NULL)
+		j->s = find_key(j->st, j->key);
+	if (c != NULL && j->s != NULL)
+		rc = refill_mirror(j->st, c, j->s, j->stream_id, err);
 	if (rc == STATUS_NOTFOUND)
 		rc = STATUS_OK;
-out:
 	finish(j, rc, err);
 }
 
@@ -919,7 +925,9 @@ flush_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		pthread_mutex_unlock(&s->mu);
 		goto out;
 	}
-	requests = stm->requests != NULL
+	/* the request ids are stored with the stream's row, which the first
+	 * flush (from event 0) creates */
+	requests = from == 0 && stm->requests != NULL
 			   ? json_dumps(stm->requests, JSON_COMPACT)
 			   : NULL;
 	pthread_mutex_unlock(&s->mu);
@@ -1155,21 +1163,9 @@ notify_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	rc = sessdb_notify(c, st->replica, s->key, new_id, prime, j->text,
 			   st->cfg->server.sse_replay_events, stream, &seq,
 			   reader, err);
-	if (rc == STATUS_OK && strcmp(reader, st->replica) == 0) {
-		bool want;
-		uint64_t after = UINT64_MAX;
-		struct stream *m;
-
-		pthread_mutex_lock(&s->mu);
-		m = stream_find(s, stream, strlen(stream));
-		want = m != NULL && m->mirror;
-		if (want && m->next_seq > 0)
-			after = m->next_seq - 1;
-		pthread_mutex_unlock(&s->mu);
-		if (want)
-			rc = fill_mirror(st, c, s, stream, true, after, false,
-					 0, err);
-	}
+	/* the reader is here: its mirror reads the event at once */
+	if (rc == STATUS_OK && strcmp(reader, st->replica) == 0)
+		rc = refill_mirror(st, c, s, stream, err);
 	if (rc == STATUS_NOTFOUND)
 		rc = STATUS_OK;
 out:
@@ -1205,9 +1201,11 @@ sessstore_notify(struct sessstore *st, struct session *s, json_t *msg)
 
 /* --- pending server-to-client requests -------------------------------- */
 
-int
-sessstore_pending_add(struct sessstore *st, struct session *s,
-		      const char *req_id)
+/* The row of a waiting server-to-client request, added or dropped on
+ * the calling (worker) thread. */
+static int
+pending_row(struct sessstore *st, struct session *s, const char *req_id,
+	    bool add)
 {
 	struct pg_conn *c = NULL;
 	struct pg_error err;
@@ -1216,27 +1214,27 @@ sessstore_pending_add(struct sessstore *st, struct session *s,
 	memset(&err, 0, sizeof(err));
 	rc = pg_acquire(st->pg, NULL, -1, &c, &err);
 	if (rc == STATUS_OK)
-		rc = sessdb_pending_add(c, s->key, req_id, st->replica, &err);
+		rc = add ? sessdb_pending_add(c, s->key, req_id, st->replica,
+					      &err)
+			 : sessdb_pending_drop(c, s->key, req_id, &err);
 	pg_release(c);
 	note(st, rc, &err);
 	return rc;
+}
+
+int
+sessstore_pending_add(struct sessstore *st, struct session *s,
+		      const char *req_id)
+{
+	return pending_row(st, s, req_id, true);
 }
 
 void
 sessstore_pending_drop(struct sessstore *st, struct session *s,
 		       const char *req_id)
 {
-	struct pg_conn *c = NULL;
-	struct pg_error err;
-	int rc;
-
-	memset(&err, 0, sizeof(err));
-	rc = pg_acquire(st->pg, NULL, -1, &c, &err);
-	if (rc == STATUS_OK)
-		rc = sessdb_pending_drop(c, s->key, req_id, &err);
-	pg_release(c);
-	/* the sweep removes it otherwise */
-	(void)rc;
+	/* a failure leaves the row to the sweep */
+	(void)pending_row(st, s, req_id, false);
 }
 
 /* Answers stored for our requests: hand each to its waiting call. */
