@@ -118,11 +118,17 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 		scripts/gen-embed.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
+# ---- [jsonload] the fast path parsing clients' JSON-RPC messages in front
+# of jansson's json_loadb (lib/jsonload); fuzz_jsonload checks it against
+# json_loadb.
+LIB_SRC += lib/jsonload.c
+LIB_TESTS += jsonload
 # ---------------------------------------------------------------------------
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact
 FUZZERS += grafana seal note
+FUZZERS += jsonload
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -30,6 +30,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "http.h"
+#include "jsonload.h"
 #include "log.h"
 #include "rpc.h"
 #include "server.h"
@@ -730,8 +731,8 @@ legacy_sse_post(struct req *r)
 			NULL);
 		goto out;
 	}
-	msg = json_loadb(r->body.data != NULL ? r->body.data : "", r->body.len,
-			 JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	msg = jsonload(r->body.data != NULL ? r->body.data : "", r->body.len,
+		       &jerr);
 	if (msg == NULL) {
 		snprintf(text, sizeof(text),
 			 "parse error: the body is not valid JSON (%s at line "

@@ -180,6 +180,17 @@ table_find(struct session_table *t, const char *id)
 	return NULL;
 }
 
+/* src cut to fit size (> 0) bytes with its NUL: snprintf("%s") without
+ * the format parsing, which shows on the per-request path. */
+static void
+copy_cut(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* A session with id (NULL: a random one) added to t; see session_create. */
 static int
 create(struct session_table *t, const char *id, const char *version,
@@ -195,13 +206,13 @@ create(struct session_table *t, const char *id, const char *version,
 	if (s == NULL)
 		return STATUS_NOMEM;
 	if (id != NULL) {
-		snprintf(s->id, sizeof(s->id), "%s", id);
+		copy_cut(s->id, sizeof(s->id), id);
 	} else if (auth_random_hex(s->id, sizeof(s->id), SESSION_ID_LEN / 2) !=
 		   STATUS_OK) {
 		free(s);
 		return STATUS_IO;
 	}
-	snprintf(s->version, sizeof(s->version), "%s", version);
+	copy_cut(s->version, sizeof(s->version), version);
 	/* shared, not copied: nobody changes them (jansson's reference
 	 * counts are atomic), and a copy per 2026-07-28 request costs */
 	s->client_caps =
@@ -257,13 +268,21 @@ session_create_request(struct session_table *t, const char *version,
 		       struct session **out)
 {
 	static atomic_ullong next;
-	char id[SESSION_ID_LEN + 1];
+	char digits[24], id[SESSION_ID_LEN + 1];
+	unsigned long long n = atomic_fetch_add(&next, 1) + 1;
+	size_t d = sizeof(digits);
 	int rc;
 
 	/* never on the wire, never looked up by a client: a counter will
-	 * do, and spares the CSPRNG on the hot path */
-	snprintf(id, sizeof(id), "r%llu",
-		 (unsigned long long)atomic_fetch_add(&next, 1) + 1);
+	 * do, and spares the CSPRNG on the hot path ("r<n>", written by
+	 * hand for the same reason as copy_cut) */
+	do {
+		digits[--d] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	id[0] = 'r';
+	memcpy(id + 1, digits + d, sizeof(digits) - d);
+	id[1 + sizeof(digits) - d] = '\0';
 	rc = create(t, id, version, caps, info, NULL, NULL, out);
 	if (rc == STATUS_OK) {
 		(*out)->modern = true;

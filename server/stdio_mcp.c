@@ -39,6 +39,7 @@
 
 #include "dispatch.h"
 #include "exchange.h"
+#include "jsonload.h"
 #include "log.h"
 #include "pool.h"
 #include "rpc.h"
@@ -619,8 +620,7 @@ on_line(void *arg, const char *line, size_t len, bool too_long)
 			    len, (long long)c->srv->cfg->server.max_body_bytes);
 		return;
 	}
-	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-			 &jerr);
+	msg = jsonload(line, len, &jerr);
 	if (msg == NULL) {
 		reply_error(c, NULL, RPC_PARSE_ERROR,
 			    "parse error: the line is not valid JSON (%s at "

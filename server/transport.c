@@ -26,6 +26,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "http.h"
+#include "jsonload.h"
 #include "log.h"
 #include "reqmeta.h"
 #include "rpc.h"
@@ -1269,8 +1270,8 @@ post_first(struct req *r)
 	int requests = 0;
 	char msg[300];
 
-	body = json_loadb(r->body.data != NULL ? r->body.data : "", r->body.len,
-			  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	body = jsonload(r->body.data != NULL ? r->body.data : "", r->body.len,
+			&jerr);
 	if (body == NULL) {
 		snprintf(msg, sizeof(msg),
 			 "parse error: the body is not valid JSON (%s at line "
