@@ -19,8 +19,9 @@
 struct session_table {
 	struct session_limits lim;
 	pthread_mutex_t mu;
-	struct session **buckets;
-	size_t nbuckets; /* power of two */
+	struct session **buckets;  /* by id (hnext) */
+	struct session **kbuckets; /* shared sessions by store key (knext) */
+	size_t nbuckets;	   /* of each; a power of two */
 	int count;
 };
 
@@ -73,7 +74,10 @@ session_table_new(const struct session_limits *lim, struct session_table **out)
 	while (n < (size_t)lim->max_sessions / 2 && n < 65536)
 		n *= 2;
 	t->buckets = calloc(n, sizeof(*t->buckets));
-	if (t->buckets == NULL) {
+	t->kbuckets = calloc(n, sizeof(*t->kbuckets));
+	if (t->buckets == NULL || t->kbuckets == NULL) {
+		free(t->buckets);
+		free(t->kbuckets);
 		free(t);
 		return STATUS_NOMEM;
 	}
@@ -153,6 +157,7 @@ session_table_free(struct session_table *t)
 	session_table_close_all(t);
 	pthread_mutex_destroy(&t->mu);
 	free(t->buckets);
+	free(t->kbuckets);
 	free(t);
 }
 
@@ -165,6 +170,16 @@ session_table_count(struct session_table *t)
 	n = t->count;
 	pthread_mutex_unlock(&t->mu);
 	return n;
+}
+
+/* Puts shared s into the key index (table lock held, s in the table). */
+static void
+table_index_key(struct session_table *t, struct session *s)
+{
+	size_t b = hash_id(s->key) & (t->nbuckets - 1);
+
+	s->knext = t->kbuckets[b];
+	t->kbuckets[b] = s;
 }
 
 /* The session with this id, or NULL (table lock held). */
@@ -249,6 +264,8 @@ create(struct session_table *t, const char *id, const char *version,
 	b = hash_id(s->id) & (t->nbuckets - 1);
 	s->hnext = t->buckets[b];
 	t->buckets[b] = s;
+	if (s->shared) /* adopted: init shared it */
+		table_index_key(t, s);
 	t->count++;
 	pthread_mutex_unlock(&t->mu);
 	*out = s;
@@ -292,13 +309,40 @@ session_create_request(struct session_table *t, const char *version,
 	return rc;
 }
 
-void
-session_share(struct session *s, const char *key, struct sessstore *store)
+static void
+share(struct session *s, const char *key, struct sessstore *store)
 {
 	s->shared = true;
-	snprintf(s->key, sizeof(s->key), "%s", key);
+	copy_cut(s->key, sizeof(s->key), key);
 	s->store = store;
 	s->rev = 1;
+}
+
+void
+session_share(struct session_table *t, struct session *s, const char *key,
+	      struct sessstore *store)
+{
+	pthread_mutex_lock(&t->mu);
+	share(s, key, store);
+	if (table_find(t, s->id) == s)
+		table_index_key(t, s);
+	pthread_mutex_unlock(&t->mu);
+}
+
+struct session *
+session_find_key(struct session_table *t, const char *key)
+{
+	struct session *s;
+
+	pthread_mutex_lock(&t->mu);
+	for (s = t->kbuckets[hash_id(key) & (t->nbuckets - 1)]; s != NULL;
+	     s = s->knext)
+		if (strcmp(s->key, key) == 0) {
+			session_ref(s);
+			break;
+		}
+	pthread_mutex_unlock(&t->mu);
+	return s;
 }
 
 struct adopt {
@@ -314,7 +358,7 @@ adopt_init(struct session *s, void *arg)
 {
 	struct adopt *a = arg;
 
-	session_share(s, a->key, a->store);
+	share(s, a->key, a->store);
 	s->log_level = a->log_level;
 	s->rev = a->rev;
 	json_decref(s->subscriptions);
@@ -384,20 +428,28 @@ session_release(struct session *s)
 	session_unref(s);
 }
 
-/* Unlinks s from its chain (table lock held).  True if it was there. */
+/* Unlinks s from its chains (table lock held).  True if it was there. */
 static bool
 table_unlink(struct session_table *t, struct session *s)
 {
 	struct session **pp = &t->buckets[hash_id(s->id) & (t->nbuckets - 1)];
 
-	for (; *pp != NULL; pp = &(*pp)->hnext) {
+	for (; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == s)
+			break;
+	if (*pp == NULL)
+		return false;
+	*pp = s->hnext;
+	t->count--;
+	if (!s->shared)
+		return true;
+	for (pp = &t->kbuckets[hash_id(s->key) & (t->nbuckets - 1)];
+	     *pp != NULL; pp = &(*pp)->knext)
 		if (*pp == s) {
-			*pp = s->hnext;
-			t->count--;
-			return true;
+			*pp = s->knext;
+			break;
 		}
-	}
-	return false;
+	return true;
 }
 
 int

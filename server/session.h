@@ -161,7 +161,8 @@ struct session {
 	uint64_t next_request_id;
 	int64_t last_active_ms;
 	int busy;	       /* requests and jobs using it now: not idle */
-	struct session *hnext; /* table chain */
+	struct session *hnext; /* table chain by id */
+	struct session *knext; /* table chain by key (shared ones) */
 };
 
 struct session_table;
@@ -205,8 +206,13 @@ int session_adopt(struct session_table *t, const char *id, const char *key,
 		  const json_t *subscriptions, int64_t rev,
 		  struct session **out) WUR;
 /* Marks s shared (before anyone else sees it: right after
- * session_create). */
-void session_share(struct session *s, const char *key, struct sessstore *store);
+ * session_create) and indexes it by key. */
+void session_share(struct session_table *t, struct session *s, const char *key,
+		   struct sessstore *store);
+/* The resident shared session with this store key, with a reference
+ * (session_unref), or NULL.  A hash lookup: the store calls it for every
+ * notification from the other replicas. */
+struct session *session_find_key(struct session_table *t, const char *key);
 /* Removes s from the table and closes it if it is still there: this
  * process forgets it (the store keeps shared sessions). */
 void session_forget(struct session_table *t, struct session *s);

@@ -238,30 +238,11 @@ finish(struct job *j, int rc, const struct pg_error *err)
 
 /* --- finding resident sessions by key -------------------------------- */
 
-struct by_key {
-	const char *key;
-	struct session *found;
-};
-
-static void
-match_key(struct session *s, void *arg)
-{
-	struct by_key *b = arg;
-
-	if (b->found == NULL && s->shared && strcmp(s->key, b->key) == 0) {
-		session_ref(s);
-		b->found = s;
-	}
-}
-
 /* The resident session with this key (a reference), or NULL. */
 static struct session *
 find_key(struct sessstore *st, const char *key)
 {
-	struct by_key b = {key, NULL};
-
-	session_table_foreach(st->srv->sessions, match_key, &b);
-	return b.found;
+	return session_find_key(st->srv->sessions, key);
 }
 
 /* --- create, lookup, delete ------------------------------------------ */

@@ -783,7 +783,7 @@ post_initialize(struct req *r, const json_t *msg)
 			return store_unavailable(r);
 		}
 		sessdb_key(sid, key);
-		session_share(s, key, r->srv->store);
+		session_share(r->srv->sessions, s, key, r->srv->store);
 		session_ref(s);
 		w->s = s;
 		w->response = response;

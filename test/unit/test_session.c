@@ -983,7 +983,7 @@ test_gated_stream(void **state)
 	struct reader rd = {0};
 	char out[256];
 
-	session_share(f->s, "0123456789abcdef0123456789abcdef", NULL);
+	session_share(f->t, f->s, "0123456789abcdef0123456789abcdef", NULL);
 	assert_int_equal(stream_open(f->s, false, false, &st), STATUS_OK);
 	assert_true(st->gated);
 	assert_int_equal(stream_send_text(st, "{\"a\":1}", 7), STATUS_OK);
@@ -1051,6 +1051,94 @@ test_adopt_race(void **state)
 	}
 }
 
+/*
+ * Shared sessions are found by store key: shared at creation or adopted,
+ * gone once forgotten, deleted or expired; unshared ones never.
+ */
+static void
+test_find_key(void **state)
+{
+	struct session_table *t = new_table(&limits);
+	struct session *a = NULL, *b = NULL, *c = NULL, *got;
+	const char *ka = "0123456789abcdef0123456789abcdef";
+	const char *kb = "fedcba9876543210fedcba9876543210";
+	char id[SESSION_ID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(session_create(t, "2025-11-25", NULL, NULL, &a),
+			 STATUS_OK);
+	assert_null(session_find_key(t, ka));
+	session_share(t, a, ka, NULL);
+	got = session_find_key(t, ka);
+	assert_ptr_equal(got, a);
+	session_unref(got);
+	assert_int_equal(session_adopt(t, "aaaabbbbccccddddeeeeffff00001111",
+				       kb, NULL, "2025-11-25", NULL, NULL,
+				       MCP_LEVEL_INFO, NULL, 1, &b),
+			 STATUS_OK);
+	got = session_find_key(t, kb);
+	assert_ptr_equal(got, b);
+	session_unref(got);
+	/* an unshared session is not in the key index */
+	assert_int_equal(session_create(t, "2025-11-25", NULL, NULL, &c),
+			 STATUS_OK);
+	assert_null(session_find_key(t, "00000000000000000000000000000000"));
+	memcpy(id, a->id, sizeof(id));
+	session_release(a);
+	assert_int_equal(session_delete(t, id), STATUS_OK);
+	assert_null(session_find_key(t, ka));
+	got = session_find_key(t, kb);
+	assert_ptr_equal(got, b);
+	session_unref(got);
+	session_forget(t, b);
+	assert_null(session_find_key(t, kb));
+	session_release(b);
+	session_release(c);
+	assert_int_equal(session_table_count(t), 1);
+	session_table_free(t);
+}
+
+/* Many shared sessions: each is found by its key, and only by it. */
+static void
+test_find_key_many(void **state)
+{
+	struct session_limits lim = limits;
+	struct session_table *t;
+	struct session *s[64];
+	char key[64][33];
+
+	(void)state;
+	lim.max_sessions = 64;
+	t = new_table(&lim);
+	for (int i = 0; i < 64; i++) {
+		assert_int_equal(
+			session_create(t, "2025-11-25", NULL, NULL, &s[i]),
+			STATUS_OK);
+		snprintf(key[i], sizeof(key[i]), "%032x", i * 7919);
+		session_share(t, s[i], key[i], NULL);
+	}
+	for (int i = 0; i < 64; i++) {
+		struct session *got = session_find_key(t, key[i]);
+
+		assert_ptr_equal(got, s[i]);
+		session_unref(got);
+	}
+	for (int i = 0; i < 64; i += 2)
+		session_forget(t, s[i]);
+	for (int i = 0; i < 64; i++) {
+		struct session *got = session_find_key(t, key[i]);
+
+		if (i % 2 == 0) {
+			assert_null(got);
+		} else {
+			assert_ptr_equal(got, s[i]);
+			session_unref(got);
+		}
+		session_release(s[i]);
+	}
+	session_table_free(t);
+}
+
 int
 main(void)
 {
@@ -1058,6 +1146,8 @@ main(void)
 		cmocka_unit_test(test_level_parse),
 		cmocka_unit_test(test_create_acquire_delete),
 		cmocka_unit_test(test_adopt_race),
+		cmocka_unit_test(test_find_key),
+		cmocka_unit_test(test_find_key_many),
 		cmocka_unit_test(test_distinct_ids),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_delete_with_reference),
