@@ -97,9 +97,30 @@ struct sessstore {
 	unsigned ntomb;
 	pthread_cond_t ack_cond;
 	struct ack_wait *acks;
+	/* loads of sessions not resident here, each with the requests
+	 * waiting for it (load_mu) */
+	pthread_mutex_t load_mu;
+	struct load *loads;
 	struct metric_family *ops; /* op, outcome */
 	struct metric *takeovers;
 	struct metric *hits, *misses; /* requests finding the session here */
+};
+
+/*
+ * One load of a session from the store and the requests waiting for it:
+ * concurrent first requests for a session this replica does not hold
+ * (round-robin sends a client's burst everywhere at once) share one read
+ * instead of each reading the row and racing to adopt it.
+ */
+struct load {
+	struct load *next;
+	struct sessstore *st;
+	char key[SESSDB_KEY_LEN + 1];
+	int n, cap;
+	struct load_waiter {
+		sessstore_done_fn *done;
+		void *arg;
+	} * w;
 };
 
 /* A DELETE waiting for an "x" from each live replica (ack_mu). */
@@ -304,7 +325,6 @@ lookup_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 
 	if (c != NULL)
 		rc = sessdb_get(c, j->key, &row, err);
-	metric_inc(j->st->misses);
 	if (rc == STATUS_OK) {
 		caps = json_loads(row->caps, 0, NULL);
 		info = json_loads(row->info, 0, NULL);
@@ -345,11 +365,90 @@ submit_for_id(struct sessstore *st, job_fn *fn, const char *op, const char *id,
 	return job_submit(j);
 }
 
+/* Adds a waiter to l (load_mu held). */
+static int
+load_join(struct load *l, sessstore_done_fn *done, void *arg)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap != 0 ? 2 * l->cap : 4;
+		struct load_waiter *w = realloc(l->w, (size_t)cap * sizeof(*w));
+
+		if (w == NULL)
+			return STATUS_NOMEM;
+		l->w = w;
+		l->cap = cap;
+	}
+	l->w[l->n].done = done;
+	l->w[l->n].arg = arg;
+	l->n++;
+	return STATUS_OK;
+}
+
+/* The lookup job's done: every waiter learns the outcome. */
+static void
+loaded(void *arg, int rc)
+{
+	struct load *l = arg, **pp;
+
+	pthread_mutex_lock(&l->st->load_mu);
+	for (pp = &l->st->loads; *pp != l; pp = &(*pp)->next)
+		;
+	*pp = l->next;
+	pthread_mutex_unlock(&l->st->load_mu);
+	for (int i = 0; i < l->n; i++)
+		l->w[i].done(l->w[i].arg, rc);
+	free(l->w);
+	free(l);
+}
+
 int
 sessstore_lookup(struct sessstore *st, const char *id, sessstore_done_fn *done,
 		 void *arg)
 {
-	return submit_for_id(st, lookup_fn, "lookup", id, done, arg);
+	char key[SESSDB_KEY_LEN + 1];
+	struct load *l;
+	struct job *j = NULL;
+	int rc;
+
+	metric_inc(st->misses);
+	sessdb_key(id, key);
+	pthread_mutex_lock(&st->load_mu);
+	for (l = st->loads; l != NULL; l = l->next)
+		if (strcmp(l->key, key) == 0)
+			break;
+	if (l != NULL) {
+		rc = load_join(l, done, arg);
+		goto out;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL || (j = job_new(st, lookup_fn, "lookup")) == NULL ||
+	    load_join(l, done, arg) != STATUS_OK) {
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	l->st = st;
+	memcpy(l->key, key, sizeof(key));
+	snprintf(j->sid, sizeof(j->sid), "%s", id);
+	memcpy(j->key, key, sizeof(key));
+	j->done = loaded;
+	j->arg = l;
+	/* published only once queued, still under load_mu, which the job
+	 * takes before it can finish */
+	rc = job_submit(j);
+	j = NULL;
+	if (rc != STATUS_OK)
+		goto fail;
+	l->next = st->loads;
+	st->loads = l;
+	goto out;
+fail:
+	free(j);
+	if (l != NULL)
+		free(l->w);
+	free(l);
+out:
+	pthread_mutex_unlock(&st->load_mu);
+	return rc;
 }
 
 /* Listener thread: replica dropped its copy of key. */
@@ -1815,6 +1914,7 @@ sessstore_new(struct server *srv, struct sessstore **out, char *err,
 	st->cfg = cfg;
 	atomic_init(&st->up, true);
 	pthread_mutex_init(&st->ack_mu, NULL);
+	pthread_mutex_init(&st->load_mu, NULL);
 	pthread_cond_init(&st->ack_cond, NULL);
 	if ((rc = auth_random_hex(st->replica, sizeof(st->replica),
 				  SESSDB_REPLICA_LEN / 2)) != STATUS_OK) {
@@ -1941,5 +2041,6 @@ sessstore_free(struct sessstore *st)
 	pg_pool_free(st->pg);
 	pthread_cond_destroy(&st->ack_cond);
 	pthread_mutex_destroy(&st->ack_mu);
+	pthread_mutex_destroy(&st->load_mu);
 	free(st);
 }

@@ -67,7 +67,9 @@ typedef void sessstore_done_fn(void *arg, int status);
  * never runs.
  *
  * create: stores the new session s (marked shared by the caller).
- * lookup: loads session id and makes it resident in srv->sessions.
+ * lookup: loads session id and makes it resident in srv->sessions;
+ *   lookups of one session while one is under way wait for it (one read,
+ *   every done runs with its outcome).
  * delete: deletes it everywhere (this replica's copy closes too).
  * attach: makes this replica the reader of a stream of s (stream_id;
  *   NULL: its standalone stream) and fills a mirror of it with the

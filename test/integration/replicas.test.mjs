@@ -118,6 +118,30 @@ describe('sessions shared by two replicas on one database', () => {
 		assert.equal((await s.delete(B)).status, 200);
 	});
 
+	test('16. a burst of first requests on B for a session of A: one store read, every request answered', async () => {
+		const s = new Session();
+		await s.initialize(A);
+		const lookup = { op: 'lookup', outcome: 'ok' };
+		const readsBefore = await metric(B, 'sextant_session_store_ops_total', lookup);
+		const missBefore = await metric(B, 'sextant_session_cache_total', { result: 'miss' });
+		// the table held for a second: B's first read waits, so the
+		// whole burst finds the session missing, as under load
+		const locker = spawn(findPsql(), ['-X', '-w', '-q', '-d', pg.url, '-c', 'BEGIN; LOCK TABLE mcp_sessions IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(0.8); COMMIT;'], { stdio: 'ignore' });
+		try {
+			await waitFor(async () => (await psql(pg.url, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.8)%' AND state = 'active' AND pid <> pg_backend_pid()`)) !== '0', 5000, 'the table lock');
+			const answers = await Promise.all(Array.from({ length: 12 }, () => s.call(B, 'tools/list')));
+			for (const a of answers) assert.equal(a.status, 200, `tools/list on B: HTTP ${a.status} ${a.text ?? ''}`);
+			for (const a of answers) assert.ok(Array.isArray(a.response?.result?.tools), JSON.stringify(a.response));
+		} finally {
+			locker.kill();
+		}
+		const misses = (await metric(B, 'sextant_session_cache_total', { result: 'miss' })) - missBefore;
+		const reads = (await metric(B, 'sextant_session_store_ops_total', lookup)) - readsBefore;
+		assert.equal(misses, 12, 'every request of the burst should find the session missing');
+		assert.equal(reads, 1, `B read the session ${reads} times for ${misses} misses`);
+		assert.equal((await s.delete(B)).status, 200);
+	});
+
 	test('2. a POST stream resumed on the other replica: every event once, in order', async () => {
 		const s = new Session();
 		await s.initialize(A);
