@@ -95,7 +95,6 @@ struct sessstore {
 		int64_t ms;
 	} tombs[TOMBS];
 	unsigned ntomb;
-	pthread_cond_t ack_cond;
 	struct ack_wait *acks;
 	/* loads of sessions not resident here, each with the requests
 	 * waiting for it (load_mu) */
@@ -123,12 +122,20 @@ struct load {
 	} * w;
 };
 
-/* A DELETE waiting for an "x" from each live replica (ack_mu). */
+/*
+ * A DELETE waiting for an "x" from each live replica (ack_mu).  No thread
+ * waits: the delete job hands its completion (done, arg) over and
+ * returns; the last "x" (listener thread), the deadline (sessstore_tick)
+ * or shutdown (sessstore_drain) completes it, whichever unlinks it first.
+ */
 struct ack_wait {
 	char key[SESSDB_KEY_LEN + 1];
 	char (*peers)[SESSDB_REPLICA_LEN + 1];
 	bool *acked;
 	int n, left;
+	int64_t until_ms;	 /* when the rest are taken as gone */
+	sessstore_done_fn *done; /* NULL while the delete job owns it */
+	void *arg;
 	struct ack_wait *next;
 };
 
@@ -451,24 +458,78 @@ out:
 	return rc;
 }
 
+static void
+ack_wait_free(struct ack_wait *w)
+{
+	if (w == NULL)
+		return;
+	free(w->peers);
+	free(w->acked);
+	free(w);
+}
+
+/* Answers the DELETEs of done (unlinked, handed over), freeing them. */
+static void
+acks_complete(struct ack_wait *done)
+{
+	while (done != NULL) {
+		struct ack_wait *w = done;
+
+		done = w->next;
+		if (w->left > 0)
+			log_warn(&(struct log_fields){.duration_ms = -1},
+				 "session %.8s deleted: %d of %d other "
+				 "gateway(s) did not confirm dropping it",
+				 w->key, w->left, w->n);
+		w->done(w->arg, STATUS_OK);
+		ack_wait_free(w);
+	}
+}
+
+/* Unlinks the handed-over waits that are confirmed, past until_ms, or
+ * all of them (all: shutdown), and answers them. */
+static void
+acks_settle(struct sessstore *st, int64_t now_ms, bool all)
+{
+	struct ack_wait **pp, *w, *done = NULL;
+
+	pthread_mutex_lock(&st->ack_mu);
+	for (pp = &st->acks; (w = *pp) != NULL;) {
+		if (w->done != NULL &&
+		    (all || w->left == 0 || now_ms >= w->until_ms)) {
+			*pp = w->next;
+			w->next = done;
+			done = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	pthread_mutex_unlock(&st->ack_mu);
+	acks_complete(done);
+}
+
 /* Listener thread: replica dropped its copy of key. */
 static void
 acked(struct sessstore *st, const char *key, const char *replica)
 {
 	struct ack_wait *w;
+	bool settled = false;
 	int i;
 
 	pthread_mutex_lock(&st->ack_mu);
 	for (w = st->acks; w != NULL; w = w->next)
-		if (strcmp(w->key, key) == 0)
+		if (strcmp(w->key, key) == 0) {
 			for (i = 0; i < w->n; i++)
 				if (!w->acked[i] &&
 				    strcmp(w->peers[i], replica) == 0) {
 					w->acked[i] = true;
 					w->left--;
 				}
-	pthread_cond_broadcast(&st->ack_cond);
+			settled |= w->left == 0 && w->done != NULL;
+		}
 	pthread_mutex_unlock(&st->ack_mu);
+	if (settled)
+		acks_settle(st, session_now_ms(), false);
 }
 
 static void
@@ -508,70 +569,35 @@ static void
 delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 {
 	struct sessstore *st = j->st;
-	struct ack_wait w;
+	struct ack_wait *w = NULL, **pp;
 	PGresult *peers = NULL;
-	bool here;
-	int i;
+	bool here, handed = false;
+	int i, n;
 
-	memset(&w, 0, sizeof(w));
 	if (c == NULL)
 		goto out;
 	if (sessdb_peers(c, st->replica, st->cfg->sessions.replica_timeout_s,
 			 &peers, err) == STATUS_OK &&
-	    PQntuples(peers) > 0) {
-		int n = PQntuples(peers);
-
-		w.peers = calloc((size_t)n, sizeof(*w.peers));
-		w.acked = calloc((size_t)n, sizeof(*w.acked));
-		if (w.peers != NULL && w.acked != NULL) {
-			w.n = w.left = n;
+	    (n = PQntuples(peers)) > 0 && (w = calloc(1, sizeof(*w))) != NULL) {
+		w->peers = calloc((size_t)n, sizeof(*w->peers));
+		w->acked = calloc((size_t)n, sizeof(*w->acked));
+		if (w->peers == NULL || w->acked == NULL) {
+			ack_wait_free(w);
+			w = NULL;
+		} else {
+			w->n = w->left = n;
 			for (i = 0; i < n; i++)
-				snprintf(w.peers[i], sizeof(w.peers[i]), "%s",
+				snprintf(w->peers[i], sizeof(w->peers[i]), "%s",
 					 PQgetvalue(peers, i, 0));
-			snprintf(w.key, sizeof(w.key), "%s", j->key);
+			snprintf(w->key, sizeof(w->key), "%s", j->key);
+			/* listed before the delete: no "x" goes uncounted */
 			pthread_mutex_lock(&st->ack_mu);
-			w.next = st->acks;
-			st->acks = &w;
+			w->next = st->acks;
+			st->acks = w;
 			pthread_mutex_unlock(&st->ack_mu);
 		}
 	}
-	rc = sessdb_delete(c, j->key, w.n > 0 ? st->replica : NULL, err);
-	if (rc == STATUS_OK && w.n > 0) {
-		int64_t until = session_now_ms() +
-				(st->cfg->sessions.store_timeout_ms < 2000
-					 ? st->cfg->sessions.store_timeout_ms
-					 : 2000);
-		struct timespec ts;
-
-		pthread_mutex_lock(&st->ack_mu);
-		while (w.left > 0 && session_now_ms() < until &&
-		       !atomic_load(&st->draining)) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 20 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&st->ack_cond, &st->ack_mu, &ts);
-		}
-		pthread_mutex_unlock(&st->ack_mu);
-		if (w.left > 0)
-			log_warn(&(struct log_fields){.duration_ms = -1},
-				 "session %.8s deleted: %d of %d other "
-				 "gateway(s) did not confirm dropping it",
-				 j->key, w.left, w.n);
-	}
-	if (w.n > 0) {
-		struct ack_wait **pp;
-
-		pthread_mutex_lock(&st->ack_mu);
-		for (pp = &st->acks; *pp != NULL; pp = &(*pp)->next)
-			if (*pp == &w) {
-				*pp = w.next;
-				break;
-			}
-		pthread_mutex_unlock(&st->ack_mu);
-	}
+	rc = sessdb_delete(c, j->key, w != NULL ? st->replica : NULL, err);
 	if (rc == STATUS_OK || rc == STATUS_NOTFOUND) {
 		tomb_add(st, j->key);
 		/* our copy goes too, at once */
@@ -579,10 +605,32 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		if (here)
 			rc = STATUS_OK;
 	}
+	if (w == NULL)
+		goto out;
+	pthread_mutex_lock(&st->ack_mu);
+	if (rc == STATUS_OK && w->left > 0 && !atomic_load(&st->draining)) {
+		/* the answer waits for the confirmations, this thread
+		 * does not */
+		w->until_ms = session_now_ms() +
+			      (st->cfg->sessions.store_timeout_ms < 2000
+				       ? st->cfg->sessions.store_timeout_ms
+				       : 2000);
+		w->done = j->done;
+		w->arg = j->arg;
+		j->done = NULL;
+		handed = true;
+	} else {
+		for (pp = &st->acks; *pp != NULL; pp = &(*pp)->next)
+			if (*pp == w) {
+				*pp = w->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&st->ack_mu);
+	if (!handed)
+		ack_wait_free(w);
 out:
 	PQclear(peers);
-	free(w.peers);
-	free(w.acked);
 	finish(j, rc, err);
 }
 
@@ -1784,7 +1832,10 @@ sessstore_tick(struct sessstore *st, int64_t now_ms)
 {
 	struct job *j;
 
-	if (st == NULL || atomic_load(&st->draining) ||
+	if (st == NULL)
+		return;
+	acks_settle(st, now_ms, false);
+	if (atomic_load(&st->draining) ||
 	    atomic_exchange(&st->janitor_busy, true))
 		return;
 	j = job_new(st, janitor_fn, "janitor");
@@ -1915,7 +1966,6 @@ sessstore_new(struct server *srv, struct sessstore **out, char *err,
 	atomic_init(&st->up, true);
 	pthread_mutex_init(&st->ack_mu, NULL);
 	pthread_mutex_init(&st->load_mu, NULL);
-	pthread_cond_init(&st->ack_cond, NULL);
 	if ((rc = auth_random_hex(st->replica, sizeof(st->replica),
 				  SESSDB_REPLICA_LEN / 2)) != STATUS_OK) {
 		snprintf(err, errlen, "session store: no randomness");
@@ -2025,6 +2075,7 @@ sessstore_drain(struct sessstore *st)
 	 * for all means no request stays parked when HTTP stops */
 	(void)!pool_drain(st->jpool, -1);
 	(void)!pool_drain(st->pool, -1);
+	acks_settle(st, 0, true); /* DELETEs waiting for confirmations */
 	if (pg_acquire(st->pg, NULL, -1, &c, &err) == STATUS_OK)
 		(void)!sessdb_retire(c, st->replica, &err);
 	pg_release(c);
@@ -2039,7 +2090,14 @@ sessstore_free(struct sessstore *st)
 	pool_free(st->jpool);
 	pool_free(st->pool);
 	pg_pool_free(st->pg);
-	pthread_cond_destroy(&st->ack_cond);
+	/* sessstore_drain answered every handed-over DELETE and let no new
+	 * one wait; what is left belongs to nobody (a failed start) */
+	while (st->acks != NULL) {
+		struct ack_wait *w = st->acks;
+
+		st->acks = w->next;
+		ack_wait_free(w);
+	}
 	pthread_mutex_destroy(&st->ack_mu);
 	pthread_mutex_destroy(&st->load_mu);
 	free(st);

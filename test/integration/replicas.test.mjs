@@ -142,6 +142,42 @@ describe('sessions shared by two replicas on one database', () => {
 		assert.equal((await s.delete(B)).status, 200);
 	});
 
+	test('17. DELETEs waiting for a replica that never confirms hold no store thread: another session loads meanwhile', async () => {
+		// a live-looking replica that answers nothing: each DELETE on B
+		// waits its bound (2-3 s) for the ghost's confirmation
+		const ghost = 'deadbeefdeadbeef';
+		const victims = [];
+		for (let i = 0; i < 4; i++) {
+			const s = new Session();
+			await s.initialize(B);
+			victims.push(s);
+		}
+		const other = new Session();
+		await other.initialize(A);
+		await psql(pg.url, `INSERT INTO mcp_replicas (id, host, pid, seen_at) VALUES ('${ghost}', 'ghost', 1, now() + interval '1 hour')`);
+		try {
+			const t0 = Date.now();
+			const dels = victims.map((s) => s.delete(B).then((r) => ({ r, ms: Date.now() - t0 })));
+			await sleep(300);
+			const t1 = Date.now();
+			const list = await other.call(B, 'tools/list');
+			const loadMs = Date.now() - t1;
+			const done = await Promise.all(dels);
+			assert.equal(list.status, 200, `tools/list on B: HTTP ${list.status} ${list.text ?? ''}`);
+			for (const { r, ms } of done) {
+				assert.equal(r.status, 200, `DELETE on B: HTTP ${r.status} ${r.text ?? ''}`);
+				assert.ok(ms >= 1500, `a DELETE answered after ${ms} ms, without waiting for the ghost: this case tests nothing`);
+			}
+			// with the waits on its 2 store threads, the load queued
+			// behind them for 2 s and more
+			assert.ok(loadMs < 1000, `loading the other session on B took ${loadMs} ms while the DELETEs waited`);
+			for (const s of victims) assert.equal((await s.call(A, 'tools/list')).status, 404, 'a deleted session still answers on A');
+		} finally {
+			await psql(pg.url, `DELETE FROM mcp_replicas WHERE id = '${ghost}'`);
+		}
+		assert.equal((await other.delete(A)).status, 200);
+	});
+
 	test('2. a POST stream resumed on the other replica: every event once, in order', async () => {
 		const s = new Session();
 		await s.initialize(A);
