@@ -6,11 +6,15 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "utf8.h"
 
 /* "SEXTANT" 0x04 (0x01 migrate, 0x02 partitions, 0x03 rollups). */
@@ -63,6 +67,88 @@ field_i64(const PGresult *res, int row, int col, int64_t *out,
 	    pg_text_i64(PQgetvalue(res, row, col), out) != STATUS_OK)
 		return pg_bad_row(err, "a session store number");
 	return STATUS_OK;
+}
+
+/* --- signed notifications -------------------------------------------- */
+
+/* The signature of the n bytes at p: SESSDB_SIG_LEN hex and a NUL. */
+static void
+signature(const uint8_t key[SESSDB_NOTIFY_KEY_BYTES], const char *p, size_t n,
+	  char out[SESSDB_SIG_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (HMAC(EVP_sha256(), key, SESSDB_NOTIFY_KEY_BYTES,
+		 (const unsigned char *)p, n, md, &mdlen) == NULL ||
+	    mdlen < SESSDB_SIG_LEN / 2)
+		/* cannot happen with OpenSSL 3; a zero MAC verifies nothing
+		 * a forger could not also write, so fail closed instead */
+		RAND_bytes(md, SESSDB_SIG_LEN / 2);
+	hex_encode(md, SESSDB_SIG_LEN / 2, out);
+}
+
+int
+sessdb_sign(const uint8_t key[SESSDB_NOTIFY_KEY_BYTES], const char *payload,
+	    char *out, size_t cap)
+{
+	size_t n = strlen(payload);
+
+	if (n + 1 + SESSDB_SIG_LEN + 1 > cap)
+		return STATUS_LIMIT;
+	memcpy(out, payload, n);
+	out[n] = ' ';
+	signature(key, payload, n, out + n + 1);
+	return STATUS_OK;
+}
+
+int
+sessdb_verify(const uint8_t key[SESSDB_NOTIFY_KEY_BYTES],
+	      const char *signed_payload, size_t *len)
+{
+	size_t n = strlen(signed_payload);
+	char want[SESSDB_SIG_LEN + 1];
+
+	*len = 0;
+	if (n < SESSDB_SIG_LEN + 2 ||
+	    signed_payload[n - SESSDB_SIG_LEN - 1] != ' ')
+		return STATUS_INVALID;
+	n -= SESSDB_SIG_LEN + 1;
+	signature(key, signed_payload, n, want);
+	if (CRYPTO_memcmp(want, signed_payload + n + 1, SESSDB_SIG_LEN) != 0)
+		return STATUS_INVALID;
+	*len = n;
+	return STATUS_OK;
+}
+
+int
+sessdb_notify_key(struct pg_conn *c,
+		  const uint8_t fresh[SESSDB_NOTIFY_KEY_BYTES],
+		  uint8_t key[SESSDB_NOTIFY_KEY_BYTES], struct pg_error *err)
+{
+	char hex[2 * SESSDB_NOTIFY_KEY_BYTES + 1];
+	PGresult *res = NULL;
+	int rc;
+
+	hex_encode(fresh, SESSDB_NOTIFY_KEY_BYTES, hex);
+	rc = pg_query(c,
+		      "WITH i AS (INSERT INTO mcp_notify_key (key) VALUES "
+		      "(decode($1, 'hex')) ON CONFLICT DO NOTHING RETURNING "
+		      "key) SELECT encode(key, 'hex') FROM i UNION ALL "
+		      "SELECT encode(key, 'hex') FROM mcp_notify_key",
+		      1, (const char *[]){hex}, &res, err);
+	if (rc != STATUS_OK)
+		goto out;
+	/* one of the two: the row this statement inserted, which the
+	 * same snapshot cannot see, or the one that was there */
+	if (PQntuples(res) < 1 ||
+	    hex_decode(PQgetvalue(res, 0, 0), key, SESSDB_NOTIFY_KEY_BYTES) !=
+		    STATUS_OK)
+		rc = local_error(err, STATUS_IO,
+				 "mcp_notify_key holds no valid key");
+out:
+	PQclear(res);
+	return rc;
 }
 
 /* --- replicas --------------------------------------------------------- */
@@ -290,13 +376,18 @@ sessdb_delete(struct pg_conn *c, const char *key, const char *by,
 }
 
 int
-sessdb_ack(struct pg_conn *c, const char *to, const char *key,
-	   const char *replica, struct pg_error *err)
+sessdb_ack(struct pg_conn *c, const uint8_t nkey[SESSDB_NOTIFY_KEY_BYTES],
+	   const char *to, const char *key, const char *replica,
+	   struct pg_error *err)
 {
-	return pg_query(c,
-			"SELECT pg_notify('" SESSDB_REPLICA_PREFIX
-			"' || $1, 'x ' || $2 || ' ' || $3)",
-			3, (const char *[]){to, key, replica}, NULL, err);
+	char payload[SESSDB_KEY_LEN + 64], sig[sizeof(payload) + 40];
+
+	snprintf(payload, sizeof(payload), "x %s %.20s", key, replica);
+	if (sessdb_sign(nkey, payload, sig, sizeof(sig)) != STATUS_OK)
+		return local_error(err, STATUS_LIMIT, "notification too long");
+	return pg_query(
+		c, "SELECT pg_notify('" SESSDB_REPLICA_PREFIX "' || $1, $2)", 2,
+		(const char *[]){to, sig}, NULL, err);
 }
 
 int
@@ -377,18 +468,20 @@ sessdb_revs(struct pg_conn *c, const char *const *keys, size_t n,
 }
 
 int
-sessdb_cancel(struct pg_conn *c, const char *key, const char *idjson,
-	      struct pg_error *err)
+sessdb_cancel(struct pg_conn *c, const uint8_t nkey[SESSDB_NOTIFY_KEY_BYTES],
+	      const char *key, const char *idjson, struct pg_error *err)
 {
-	char payload[SESSDB_KEY_LEN + 220];
+	char payload[SESSDB_KEY_LEN + 220], sig[sizeof(payload) + 40];
 
 	if (strlen(idjson) > 200)
 		return local_error(err, STATUS_LIMIT,
 				   "the request id is too long to cancel on "
 				   "another replica");
 	snprintf(payload, sizeof(payload), "c %s %s", key, idjson);
+	if (sessdb_sign(nkey, payload, sig, sizeof(sig)) != STATUS_OK)
+		return local_error(err, STATUS_LIMIT, "notification too long");
 	return pg_query(c, "SELECT pg_notify('" SESSDB_CHANNEL "', $1)", 1,
-			(const char *[]){payload}, NULL, err);
+			(const char *[]){sig}, NULL, err);
 }
 
 /* --- streams ---------------------------------------------------------- */

@@ -42,6 +42,29 @@
 /* key = hex(SHA-256(id))[0:32]. */
 void sessdb_key(const char *session_id, char key[SESSDB_KEY_LEN + 1]);
 
+/* --- signed notifications (migration 0010) ------------------------------
+ * "c" and "x" notifications act on their payload alone, and any role
+ * that can connect may NOTIFY: they carry " " + SESSDB_SIG_LEN hex of
+ * HMAC-SHA256(notify key, payload), and a gateway drops them unsigned or
+ * signed otherwise.  The key is a row only the gateways' role can read. */
+#define SESSDB_NOTIFY_KEY_BYTES 32
+#define SESSDB_SIG_LEN		32 /* hex of the first 16 bytes of the MAC */
+
+/* The stored notify key into key; when there is none, stores fresh (the
+ * caller's random bytes) first, so every replica ends up with one key. */
+int sessdb_notify_key(struct pg_conn *c,
+		      const uint8_t fresh[SESSDB_NOTIFY_KEY_BYTES],
+		      uint8_t key[SESSDB_NOTIFY_KEY_BYTES],
+		      struct pg_error *err) WUR;
+/* payload, " " and its signature into out (cap bytes with the NUL):
+ * STATUS_LIMIT when it does not fit. */
+int sessdb_sign(const uint8_t key[SESSDB_NOTIFY_KEY_BYTES], const char *payload,
+		char *out, size_t cap) WUR;
+/* STATUS_OK when signed ends in " " + the signature of what precedes it
+ * (its length into *len), else STATUS_INVALID.  Constant-time compare. */
+int sessdb_verify(const uint8_t key[SESSDB_NOTIFY_KEY_BYTES],
+		  const char *signed_payload, size_t *len) WUR;
+
 /* --- replicas --------------------------------------------------------- */
 
 /* Inserts or refreshes this replica's row. */
@@ -93,9 +116,11 @@ int sessdb_subscribe(struct pg_conn *c, const char *key, const char *uri,
  * STATUS_NOTFOUND when there was none. */
 int sessdb_delete(struct pg_conn *c, const char *key, const char *by,
 		  struct pg_error *err) WUR;
-/* NOTIFYs "x <key> <replica>" to replica `to`: the session is gone here. */
-int sessdb_ack(struct pg_conn *c, const char *to, const char *key,
-	       const char *replica, struct pg_error *err) WUR;
+/* NOTIFYs "x <key> <replica>", signed with nkey, to replica `to`: the
+ * session is gone here. */
+int sessdb_ack(struct pg_conn *c, const uint8_t nkey[SESSDB_NOTIFY_KEY_BYTES],
+	       const char *to, const char *key, const char *replica,
+	       struct pg_error *err) WUR;
 /* The other replicas alive (heartbeat within dead_s): rows (id), at most
  * 256, PQclear'd by the caller. */
 int sessdb_peers(struct pg_conn *c, const char *replica, int dead_s,
@@ -108,9 +133,11 @@ int sessdb_touch(struct pg_conn *c, const char *const *keys, size_t n,
  * were lost checks its copies with it.  n >= 1. */
 int sessdb_revs(struct pg_conn *c, const char *const *keys, size_t n,
 		PGresult **rows, struct pg_error *err) WUR;
-/* NOTIFYs "c <key> <idjson>" (idjson: compact JSON, at most 200 bytes). */
-int sessdb_cancel(struct pg_conn *c, const char *key, const char *idjson,
-		  struct pg_error *err) WUR;
+/* NOTIFYs "c <key> <idjson>", signed with nkey (idjson: compact JSON, at
+ * most 200 bytes). */
+int sessdb_cancel(struct pg_conn *c,
+		  const uint8_t nkey[SESSDB_NOTIFY_KEY_BYTES], const char *key,
+		  const char *idjson, struct pg_error *err) WUR;
 
 /* --- streams ---------------------------------------------------------- */
 

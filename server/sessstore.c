@@ -32,6 +32,8 @@
  */
 #include "sessstore.h"
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,11 @@ struct sessstore {
 	atomic_bool catchup;	/* the listener reconnected: catch up now */
 	atomic_bool revalidate; /* ... and check the resident copies */
 	atomic_bool draining;
+	/* the key that signs "c" and "x" notifications (sessdb_sign):
+	 * read from the database once, by whichever job needs it first;
+	 * set under ack_mu, then nkey_ok */
+	uint8_t nkey[SESSDB_NOTIFY_KEY_BYTES];
+	atomic_bool nkey_ok;
 	/* since when this replica's heartbeats succeed without a gap (0:
 	 * failing): it takes over nobody before the others, back from the
 	 * same outage, had replica_timeout_s to beat again */
@@ -262,6 +269,36 @@ finish(struct job *j, int rc, const struct pg_error *err)
 		metric_child(j->st->ops, (const char *[]){j->op, outcome(rc)}));
 	if (j->done != NULL)
 		j->done(j->arg, rc);
+}
+
+/* The notify key (loaded or created now if need be): STATUS_OK when
+ * st->nkey holds it. */
+static int
+notify_key(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
+{
+	uint8_t fresh[SESSDB_NOTIFY_KEY_BYTES], key[SESSDB_NOTIFY_KEY_BYTES];
+	int rc;
+
+	if (atomic_load(&st->nkey_ok))
+		return STATUS_OK;
+	if (RAND_bytes(fresh, sizeof(fresh)) != 1) {
+		snprintf(err->client, sizeof(err->client),
+			 "no random bytes for the notification key");
+		snprintf(err->detail, sizeof(err->detail), "%s", err->client);
+		return STATUS_IO;
+	}
+	rc = sessdb_notify_key(c, fresh, key, err);
+	OPENSSL_cleanse(fresh, sizeof(fresh));
+	if (rc != STATUS_OK)
+		return rc;
+	pthread_mutex_lock(&st->ack_mu);
+	if (!atomic_load(&st->nkey_ok)) {
+		memcpy(st->nkey, key, sizeof(key));
+		atomic_store(&st->nkey_ok, true);
+	}
+	pthread_mutex_unlock(&st->ack_mu);
+	OPENSSL_cleanse(key, sizeof(key));
+	return STATUS_OK;
 }
 
 /* --- finding resident sessions by key -------------------------------- */
@@ -1253,8 +1290,8 @@ sessstore_answer(struct sessstore *st, struct session *s, const char *req_id,
 static void
 cancel_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 {
-	if (c != NULL)
-		rc = sessdb_cancel(c, j->key, j->text, err);
+	if (c != NULL && (rc = notify_key(j->st, c, err)) == STATUS_OK)
+		rc = sessdb_cancel(c, j->st->nkey, j->key, j->text, err);
 	finish(j, rc, err);
 }
 
@@ -1531,8 +1568,11 @@ notified_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 			session_unref(s);
 		}
 		/* deleted by a replica waiting for us to drop our copy */
-		if (j->req_id[0] != '\0' && strcmp(j->req_id, st->replica) != 0)
-			rc = sessdb_ack(c, j->req_id, j->key, st->replica, err);
+		if (j->req_id[0] != '\0' &&
+		    strcmp(j->req_id, st->replica) != 0 &&
+		    (rc = notify_key(st, c, err)) == STATUS_OK)
+			rc = sessdb_ack(c, st->nkey, j->req_id, j->key,
+					st->replica, err);
 		break;
 	}
 	case 'u':
@@ -1598,8 +1638,24 @@ on_notify(void *arg, const char *channel, const char *payload)
 	struct sessstore *st = arg;
 	struct sessstore_note n;
 	struct job *j;
+	char body[sizeof(n.rest) + SESSDB_KEY_LEN + 8];
+	size_t len;
 
 	(void)channel;
+	/* cancels and acks act on what they say: only signed ones */
+	if (payload[0] == 'c' || payload[0] == 'x') {
+		if (!atomic_load(&st->nkey_ok) ||
+		    sessdb_verify(st->nkey, payload, &len) != STATUS_OK ||
+		    len >= sizeof(body)) {
+			log_debug(&(struct log_fields){.duration_ms = -1},
+				  "notification ignored: not signed with the "
+				  "session store's key");
+			return;
+		}
+		memcpy(body, payload, len);
+		body[len] = '\0';
+		payload = body;
+	}
 	if (sessstore_parse_note(payload, &n) != STATUS_OK) {
 		log_debug(&(struct log_fields){.duration_ms = -1},
 			  "notification ignored: not a session store one");
@@ -1775,6 +1831,17 @@ janitor_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	}
 	if (atomic_load(&st->healthy_since_ms) == 0)
 		atomic_store(&st->healthy_since_ms, j->now_ms);
+	if (!atomic_load(&st->nkey_ok)) {
+		/* early, so that signed notifications are believed from the
+		 * start; a failure here only delays that */
+		struct pg_error kerr;
+
+		memset(&kerr, 0, sizeof(kerr));
+		if (notify_key(st, c, &kerr) != STATUS_OK)
+			log_debug(&(struct log_fields){.duration_ms = -1},
+				  "notification key not loaded yet: %s",
+				  kerr.detail);
+	}
 	if (sc.keys != NULL &&
 	    (sc.nkeys == 0 ||
 	     (rc = sessdb_touch(c, sc.keys, sc.nkeys, err)) == STATUS_OK)) {
@@ -1897,8 +1964,8 @@ probe(const struct config *cfg, char *why, size_t len)
 		/* one privilege per call: with a list it is "any of" */
 		"SELECT bool_and(has_table_privilege(t, p)) FROM unnest(ARRAY["
 		"'mcp_replicas', 'mcp_sessions', 'mcp_streams', 'mcp_events', "
-		"'mcp_pending']) AS t, unnest(ARRAY['SELECT', 'INSERT', "
-		"'UPDATE', 'DELETE']) AS p";
+		"'mcp_pending', 'mcp_notify_key']) AS t, unnest(ARRAY["
+		"'SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p";
 	const char *keys[] = {"dbname", "connect_timeout", "application_name",
 			      NULL};
 	const char *vals[] = {cfg->database.url, "5", "sextant-sessions", NULL};

@@ -53,6 +53,9 @@ const CROSS_MS = 3000;
 const ELICIT_CAPS = { elicitation: {} };
 const isElicitation = (m) => m.method === 'elicitation/create' && m.id !== undefined;
 
+// A session's store key: the first 16 bytes of SHA-256(id), in hex.
+const keyOf = (id) => crypto.createHash('sha256').update(id).digest('hex').slice(0, 32);
+
 describe('sessions shared by two replicas on one database', () => {
 	let pg;
 	let dir;
@@ -159,6 +162,11 @@ describe('sessions shared by two replicas on one database', () => {
 			const t0 = Date.now();
 			const dels = victims.map((s) => s.delete(B).then((r) => ({ r, ms: Date.now() - t0 })));
 			await sleep(300);
+			// the ghost's confirmations, forged by a database role without
+			// the store's key: ignored, so the DELETEs still wait
+			const idB = await psql(pg.url, `SELECT id FROM mcp_replicas WHERE pid = ${B.proc.pid}`);
+			assert.match(idB, /^[0-9a-f]{16}$/, "B's replica id");
+			for (const v of victims) await psql(pg.url, `SELECT pg_notify('sextant_r_${idB}', 'x ${keyOf(v.id)} ${ghost}')`);
 			const t1 = Date.now();
 			const list = await other.call(B, 'tools/list');
 			const loadMs = Date.now() - t1;
@@ -166,7 +174,7 @@ describe('sessions shared by two replicas on one database', () => {
 			assert.equal(list.status, 200, `tools/list on B: HTTP ${list.status} ${list.text ?? ''}`);
 			for (const { r, ms } of done) {
 				assert.equal(r.status, 200, `DELETE on B: HTTP ${r.status} ${r.text ?? ''}`);
-				assert.ok(ms >= 1500, `a DELETE answered after ${ms} ms, without waiting for the ghost: this case tests nothing`);
+				assert.ok(ms >= 1500, `a DELETE answered after ${ms} ms: it took a forged confirmation, or never waited for the ghost`);
 			}
 			// with the waits on its 2 store threads, the load queued
 			// behind them for 2 s and more
@@ -321,6 +329,31 @@ describe('sessions shared by two replicas on one database', () => {
 			assert.ok(Date.now() - t0 < 10000, 'the call ran on as if never cancelled');
 			const rest = await drain(stream, CROSS_MS);
 			assert.deepEqual(rest.messages.filter(isResponse(id)), [], 'a response to a cancelled request');
+		} finally {
+			stream.close();
+		}
+		assert.equal((await s.delete(A)).status, 200);
+	});
+
+	test('18. a cancel NOTIFY not signed with the store key (any database role can NOTIFY) cancels nothing', async () => {
+		const s = new Session();
+		await s.initialize(A);
+		const cancelled = () => metric(A, 'sextant_tool_calls_total', { tool: 'test_cancellation', outcome: 'cancelled' });
+		const before0 = await cancelled();
+		const { id, stream } = await s.openCall(A, 'test_cancellation', { duration_ms: 20000 }, { meta: { progressToken: 'cancel-18' } });
+		try {
+			const running = await readUntil(stream, isProgress);
+			assert.ok(running.match, `no progress from test_cancellation on A: ${JSON.stringify(running.events)}`);
+			const payload = `c ${keyOf(s.id)} ${JSON.stringify(id)}`;
+			// unsigned, and signed with a key that is not the store's
+			await psql(pg.url, `SELECT pg_notify('sextant_sessions', '${payload}')`);
+			await psql(pg.url, `SELECT pg_notify('sextant_sessions', '${payload} ${'0'.repeat(32)}')`);
+			await sleep(1500);
+			assert.equal(await cancelled(), before0, 'a forged cancel cancelled the call on A');
+			// the signed path still works: a real cancel through B
+			const n = await s.send(B, { method: 'notifications/cancelled', params: { requestId: id, reason: 'the real one' } });
+			assert.equal(n.status, 202, `notifications/cancelled on B: HTTP ${n.status} ${n.text ?? ''}`);
+			await waitFor(async () => (await cancelled()) === before0 + 1, CROSS_MS, "A's test_cancellation counted as cancelled");
 		} finally {
 			stream.close();
 		}

@@ -34,6 +34,9 @@
 /* Replica ids: 16 hex, one set per test so that tests do not meet. */
 #define R_OWN	"aaaaaaaaaaaa0001"
 #define R_OTHER "aaaaaaaaaaaa0002"
+/* a notify key for the statements that sign */
+static const uint8_t NKEY[SESSDB_NOTIFY_KEY_BYTES] =
+	"0123456789abcdef0123456789abcde";
 
 static struct pgtest_cluster cluster;
 static struct pg_pool *pool;
@@ -731,7 +734,7 @@ test_delete_acks(void **state)
 {
 	struct pg_conn *c = conn();
 	struct pg_error err;
-	char key[SESSDB_KEY_LEN + 1], want[256];
+	char key[SESSDB_KEY_LEN + 1], want[256], plain[128], sig[192];
 	PGconn *l = lis_open(SESSDB_CHANNEL, SESSDB_REPLICA_PREFIX R_OWN,
 			     SESSDB_REPLICA_PREFIX R_OTHER, NULL);
 	PGresult *rows = NULL;
@@ -755,9 +758,10 @@ test_delete_acks(void **state)
 	OK(sessdb_delete(c, key, R_OWN, &err));
 	snprintf(want, sizeof(want), SESSDB_CHANNEL " d %s " R_OWN "\n", key);
 	lis_expect(l, want);
-	OK(sessdb_ack(c, R_OWN, key, R_OTHER, &err));
-	snprintf(want, sizeof(want),
-		 SESSDB_REPLICA_PREFIX R_OWN " x %s " R_OTHER "\n", key);
+	OK(sessdb_ack(c, NKEY, R_OWN, key, R_OTHER, &err));
+	snprintf(plain, sizeof(plain), "x %s " R_OTHER, key);
+	assert_int_equal(sessdb_sign(NKEY, plain, sig, sizeof(sig)), STATUS_OK);
+	snprintf(want, sizeof(want), SESSDB_REPLICA_PREFIX R_OWN " %s\n", sig);
 	lis_expect(l, want);
 	PQfinish(l);
 	pg_release(c);
@@ -801,27 +805,31 @@ test_cancel(void **state)
 	static const char *const ids[] = {"42", "\"abc\"", "\"x y\"", "-1.5"};
 	struct pg_conn *c = conn();
 	struct pg_error err;
-	char key[SESSDB_KEY_LEN + 1], want[512], big[202];
+	char key[SESSDB_KEY_LEN + 1], want[512], big[202], plain[300], sig[400];
 	PGconn *l = lis_open(SESSDB_CHANNEL, NULL);
 
 	(void)state;
 	sessdb_key("cancel", key);
 	for (size_t i = 0; i < ARRAY_LEN(ids); i++) {
-		OK(sessdb_cancel(c, key, ids[i], &err));
-		snprintf(want, sizeof(want), SESSDB_CHANNEL " c %s %s\n", key,
-			 ids[i]);
+		OK(sessdb_cancel(c, NKEY, key, ids[i], &err));
+		snprintf(plain, sizeof(plain), "c %s %s", key, ids[i]);
+		assert_int_equal(sessdb_sign(NKEY, plain, sig, sizeof(sig)),
+				 STATUS_OK);
+		snprintf(want, sizeof(want), SESSDB_CHANNEL " %s\n", sig);
 		lis_expect(l, want);
 	}
 	/* 200 bytes fit, 201 do not */
 	memset(big, '7', sizeof(big));
 	big[200] = '\0';
-	OK(sessdb_cancel(c, key, big, &err));
-	snprintf(want, sizeof(want), SESSDB_CHANNEL " c %s %s\n", key, big);
+	OK(sessdb_cancel(c, NKEY, key, big, &err));
+	snprintf(plain, sizeof(plain), "c %s %s", key, big);
+	assert_int_equal(sessdb_sign(NKEY, plain, sig, sizeof(sig)), STATUS_OK);
+	snprintf(want, sizeof(want), SESSDB_CHANNEL " %s\n", sig);
 	lis_expect(l, want);
 	big[200] = '7';
 	big[201] = '\0';
 	memset(&err, 0, sizeof(err));
-	CHECK(sessdb_cancel(c, key, big, &err), STATUS_LIMIT);
+	CHECK(sessdb_cancel(c, NKEY, key, big, &err), STATUS_LIMIT);
 	assert_true(err.client[0] != '\0');
 	lis_expect(l, "");
 	PQfinish(l);
@@ -2232,6 +2240,66 @@ test_server_stopped(void **state)
 	pg_release(c);
 }
 
+/* Signatures: what sessdb_sign writes verifies with that key only, and
+ * any change to the payload or the signature fails. */
+static void
+test_sign_verify(void **state)
+{
+	static const uint8_t other[SESSDB_NOTIFY_KEY_BYTES] =
+		"another key, 32 bytes long....";
+	char sig[128], bad[sizeof(sig) + 2];
+	size_t len = 99;
+
+	(void)state;
+	assert_int_equal(sessdb_sign(NKEY, "x 0123 aaaa", sig, sizeof(sig)),
+			 STATUS_OK);
+	assert_int_equal(strlen(sig), 11 + 1 + SESSDB_SIG_LEN);
+	assert_int_equal(sessdb_verify(NKEY, sig, &len), STATUS_OK);
+	assert_int_equal(len, 11);
+	assert_int_equal(sessdb_verify(other, sig, &len), STATUS_INVALID);
+	assert_int_equal(len, 0);
+	for (size_t i = 0; i < strlen(sig); i++) {
+		snprintf(bad, sizeof(bad), "%s", sig);
+		bad[i] = bad[i] == 'a' ? 'b' : 'a';
+		assert_int_equal(sessdb_verify(NKEY, bad, &len),
+				 STATUS_INVALID);
+	}
+	/* unsigned, cut, or with more after the signature */
+	assert_int_equal(sessdb_verify(NKEY, "x 0123 aaaa", &len),
+			 STATUS_INVALID);
+	snprintf(bad, sizeof(bad), "%.*s", (int)strlen(sig) - 1, sig);
+	assert_int_equal(sessdb_verify(NKEY, bad, &len), STATUS_INVALID);
+	snprintf(bad, sizeof(bad), "%s ", sig);
+	assert_int_equal(sessdb_verify(NKEY, bad, &len), STATUS_INVALID);
+	assert_int_equal(sessdb_verify(NKEY, "", &len), STATUS_INVALID);
+	/* no room */
+	assert_int_equal(
+		sessdb_sign(NKEY, "x 0123 aaaa", sig, 11 + 1 + SESSDB_SIG_LEN),
+		STATUS_LIMIT);
+}
+
+/* The first gateway's fresh key is stored; everyone gets that one. */
+static void
+test_notify_key(void **state)
+{
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	uint8_t a[SESSDB_NOTIFY_KEY_BYTES], b[SESSDB_NOTIFY_KEY_BYTES];
+	uint8_t fa[SESSDB_NOTIFY_KEY_BYTES], fb[SESSDB_NOTIFY_KEY_BYTES];
+
+	(void)state;
+	memset(fa, 0x11, sizeof(fa));
+	memset(fb, 0x22, sizeof(fb));
+	exec1("DELETE FROM mcp_notify_key", NULL);
+	OK(sessdb_notify_key(c, fa, a, &err));
+	assert_memory_equal(a, fa, sizeof(a));
+	OK(sessdb_notify_key(c, fb, b, &err));
+	assert_memory_equal(b, fa, sizeof(b));
+	assert_string_equal(val("SELECT count(*) FROM mcp_notify_key", 0, NULL),
+			    "1");
+	pg_release(c);
+}
+
 int
 main(void)
 {
@@ -2247,6 +2315,8 @@ main(void)
 		cmocka_unit_test(test_delete_acks),
 		cmocka_unit_test(test_touch),
 		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_sign_verify),
+		cmocka_unit_test(test_notify_key),
 		cmocka_unit_test(test_append),
 		cmocka_unit_test(test_notify),
 		cmocka_unit_test(test_notify_concurrent),
