@@ -608,7 +608,7 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	struct sessstore *st = j->st;
 	struct ack_wait *w = NULL, **pp;
 	PGresult *peers = NULL;
-	bool here, handed = false;
+	bool here, deleted, handed = false;
 	int i, n;
 
 	if (c == NULL)
@@ -635,6 +635,7 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		}
 	}
 	rc = sessdb_delete(c, j->key, w != NULL ? st->replica : NULL, err);
+	deleted = rc == STATUS_OK; /* by us: the others answer us */
 	if (rc == STATUS_OK || rc == STATUS_NOTFOUND) {
 		tomb_add(st, j->key);
 		/* our copy goes too, at once */
@@ -645,7 +646,7 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	if (w == NULL)
 		goto out;
 	pthread_mutex_lock(&st->ack_mu);
-	if (rc == STATUS_OK && w->left > 0 && !atomic_load(&st->draining)) {
+	if (deleted && w->left > 0 && !atomic_load(&st->draining)) {
 		/* the answer waits for the confirmations, this thread
 		 * does not */
 		w->until_ms = session_now_ms() +
