@@ -6,7 +6,8 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h] [--traces-sql walk|group]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h]
+//        [--traces-sql walk|group|prepared]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
 // range on every call); --live: time_range "1h" / "24h" and now() in SQL.
@@ -59,7 +60,7 @@ if (!opt.mcp || !opt.pgUrl || !opt.out) die('--mcp, --pg-url and --out are requi
 if (!Number.isInteger(opt.calls) || opt.calls < 1) die('--calls: expected a positive integer');
 if (!Number.isInteger(opt.warmup) || opt.warmup < 0) die('--warmup: expected a non-negative integer');
 if (opt.live === (opt.to !== undefined)) die('give exactly one of --to ISO and --live');
-if (!['walk', 'group'].includes(opt.tracesSql)) die(`--traces-sql: walk or group, not ${opt.tracesSql}`);
+if (!['walk', 'group', 'prepared'].includes(opt.tracesSql)) die(`--traces-sql: walk, group or prepared, not ${opt.tracesSql}`);
 const anchorMs = opt.live ? null : Date.parse(opt.to);
 if (!opt.live && !Number.isFinite(anchorMs)) die(`--to: not a date: ${opt.to}`);
 const services = opt.services.split(',').filter(Boolean);
@@ -103,11 +104,14 @@ function metricsSql(service, hours, range) {
 // distinct trace (a recursive CTE carrying the ids seen; ties to the lower
 // id), as the tool does per source.  Results before 2026-11-22 05:00 UTC
 // were measured against grouping the newest 20,000 spans of the range
-// instead (--traces-sql group): 15-40 ms where the walk takes a few.  The
-// check below compares the ids.
-function tracesSql(service, hours, range) {
-	const [from, to] = sqlRange(hours, range);
-	const where = `service_name = '${service}' AND start_time >= ${from} AND start_time < ${to}`;
+// instead (--traces-sql group): 15-40 ms where the walk takes a few.
+// --traces-sql prepared: the walk statement prepared once for the psql
+// session (PREPARE, then EXECUTE with the service and range; PostgreSQL
+// chooses custom or generic plans as it does for any prepared statement),
+// so that the SQL side skips planning too, as the tool's prepared
+// statements do.  The check below compares the ids.
+function tracesStatement(svc, from, to) {
+	const where = `service_name = ${svc} AND start_time >= ${from} AND start_time < ${to}`;
 	const ids =
 		opt.tracesSql === 'group'
 			? 'ids AS (SELECT trace_id FROM (SELECT trace_id, start_time FROM spans ' +
@@ -127,6 +131,17 @@ function tracesSql(service, hours, range) {
 		'service_name, name, status_message FROM spans ' +
 		'WHERE trace_id IN (SELECT trace_id FROM ids) ORDER BY trace_id, start_time'
 	);
+}
+
+const PREPARED_NAME = 'sextant_bench_traces';
+const PREPARE_SQL =
+	`PREPARE ${PREPARED_NAME} (text, timestamptz, timestamptz) AS ` +
+	tracesStatement('$1', '$2::timestamptz', '$3::timestamptz');
+
+function tracesSql(service, hours, range) {
+	const [from, to] = sqlRange(hours, range);
+	if (opt.tracesSql === 'prepared') return `EXECUTE ${PREPARED_NAME}('${service}', ${from}, ${to})`;
+	return tracesStatement(`'${service}'`, from, to);
 }
 
 function sqlFor(kind, service, range) {
@@ -389,10 +404,13 @@ function rangeAt(kind, endMs) {
 
 async function main() {
 	const psql = new Psql(opt.psql, opt.pgUrl);
+	if (opt.tracesSql === 'prepared' && kinds.includes('t1h')) await psql.run(PREPARE_SQL);
 	await initialize();
 	const out = {
 		started: new Date().toISOString(),
 		mode: opt.live ? 'live' : 'anchored',
+		traces_sql: opt.tracesSql,
+		prepare_sql: opt.tracesSql === 'prepared' ? PREPARE_SQL : null,
 		anchor: opt.live ? null : new Date(anchorMs).toISOString(),
 		services,
 		calls: opt.calls,

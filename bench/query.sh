@@ -22,10 +22,12 @@
 #                 repeatable; every run starts from RESET ALL
 #   --shared-buffers SIZE  PostgreSQL shared_buffers (restarts the cluster
 #                 when it differs)                           128MB
-#   --traces-sql walk|group  the SQL side of query_traces: a walk of the
-#                 index newest first that stops at the 10th trace (the
-#                 best found), or grouping the newest 20,000 spans (the
-#                 statement of the runs before 2026-11-22 05:00)  walk
+#   --traces-sql walk|group|prepared  the SQL side of query_traces: a walk
+#                 of the index newest first that stops at the 10th trace
+#                 (the best found), grouping the newest 20,000 spans (the
+#                 statement of the runs before 2026-11-22 05:00), or the
+#                 walk prepared once per psql session (PREPARE / EXECUTE:
+#                 no planning per call, as the tool's statements)  walk
 # Knobs (env): BENCH_SEXTANT (binary, build/sextant), BENCH_CONFIG (config
 # file for serve, none: built-in defaults), BENCH_PGDIR (the kept cluster,
 # bench/out/query-pg); SEXTANT_* reach the gateway.
@@ -111,7 +113,7 @@ while [ $# -gt 0 ]; do
 		;;
 	--traces-sql)
 		[ $# -ge 2 ] || die "$1 needs a value"
-		[[ "$2" =~ ^(walk|group)$ ]] || die "--traces-sql: walk or group, got \"$2\""
+		[[ "$2" =~ ^(walk|group|prepared)$ ]] || die "--traces-sql: walk, group or prepared, got \"$2\""
 		TRACES_SQL=$2
 		shift 2
 		;;

@@ -77,6 +77,11 @@ static const char MSG_ROLLED_BACK[] =
 
 static const char SET_TIMEOUT_SQL[] =
 	"SELECT pg_catalog.set_config('statement_timeout', $1, false)";
+/* pg_stmt.generic: for the rest of the transaction, which the statement's
+ * Sync ends unless the caller opened one */
+static const char GENERIC_PLAN_SQL[] = "SELECT pg_catalog.set_config("
+				       "'plan_cache_mode', "
+				       "'force_generic_plan', true)";
 
 enum slot_state {
 	SLOT_DOWN,	 /* no connection; the maintainer will open one */
@@ -94,10 +99,22 @@ struct pg_conn {
 	/* The owner's (see the locking rules). */
 	PGconn *conn;
 	PGcancel *cancel;
-	bool broken;	     /* lost or in an unknown protocol state */
-	bool fatal;	     /* the server sent a FATAL notice: it is closing */
-	bool in_copy;	     /* between pg_copy_begin and its end */
-	int timeout_ms;	     /* statement timeout in force on the server */
+	bool broken;	/* lost or in an unknown protocol state */
+	bool fatal;	/* the server sent a FATAL notice: it is closing */
+	bool in_copy;	/* between pg_copy_begin and its end */
+	int timeout_ms; /* statement timeout in force on the server */
+	/* Names of the statements prepared in this session (pg_stmt.name,
+	 * static strings); emptied when the session is replaced. */
+	const char *prepared[PG_PREPARED_MAX];
+	int n_prepared;
+	bool running_prepared; /* the statement in flight is a named one */
+	/* A named statement sent in pipeline mode (pg_send_prepared): the
+	 * results of pipe_before steps (its Parse, the plan mode) come
+	 * before its own, then the Sync; preparing is the name its Parse
+	 * makes, NULL when it was known. */
+	bool in_pipeline;
+	int pipe_before;
+	const char *preparing;
 	int64_t deadline_ms; /* client deadline of the statement running */
 	struct pg_cancel_token *token;
 	/* The token's mutex. */
@@ -374,6 +391,12 @@ conn_error(struct pg_conn *c, const PGresult *res, struct pg_error *err)
 	if (state == NULL)
 		state = "";
 
+	/* A named statement gone (26000) or whose cached plan no longer fits
+	 * the tables (0A000, "cached plan must not change result type"): the
+	 * session is not reused, so the next one prepares afresh. */
+	if (c->running_prepared &&
+	    (strcmp(state, "26000") == 0 || strcmp(state, "0A000") == 0))
+		c->broken = true;
 	if (res == NULL || PQstatus(c->conn) != CONNECTION_OK ||
 	    strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
 	    strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0) {
@@ -454,7 +477,44 @@ conn_start(struct pg_conn *c, struct pg_error *err)
 		return STATUS_CANCELLED;
 	}
 	c->deadline_ms = pg_mono_ms() + c->timeout_ms + grace_ms(c->timeout_ms);
+	c->running_prepared = false;
 	count(&c->pool->queries);
+	return STATUS_OK;
+}
+
+/*
+ * How collecting a statement's results ends: the first error (fail), else
+ * its last result (*keep) moves to *out (or stays for the caller to clear
+ * when out is NULL).
+ */
+static int
+collect_end(struct pg_conn *c, PGresult **keep, const PGresult *fail,
+	    PGresult **out, struct pg_error *err)
+{
+	if (fail != NULL)
+		return conn_error(c, fail, err);
+	if (*keep == NULL) {
+		count(&c->pool->errors);
+		return misuse(err, "the statement returned no result");
+	}
+	if (out != NULL) {
+		*out = *keep;
+		*keep = NULL;
+	}
+	return STATUS_OK;
+}
+
+/* The next result of what was sent (NULL: none left), waited for within
+ * the lease's deadline. */
+static int
+await_result(struct pg_conn *c, PGresult **r, struct pg_error *err)
+{
+	int rc = raw_await(c->conn, c->deadline_ms, -1);
+
+	*r = NULL;
+	if (rc != STATUS_OK)
+		return conn_wait_failed(c, rc, err);
+	*r = PQgetResult(c->conn);
 	return STATUS_OK;
 }
 
@@ -471,12 +531,8 @@ conn_collect(struct pg_conn *c, PGresult **out, struct pg_error *err)
 	int rc;
 
 	for (;;) {
-		rc = raw_await(c->conn, c->deadline_ms, -1);
-		if (rc != STATUS_OK) {
-			rc = conn_wait_failed(c, rc, err);
+		if ((rc = await_result(c, &r, err)) != STATUS_OK)
 			goto out;
-		}
-		r = PQgetResult(c->conn);
 		if (r == NULL)
 			break;
 		switch (PQresultStatus(r)) {
@@ -509,21 +565,82 @@ conn_collect(struct pg_conn *c, PGresult **out, struct pg_error *err)
 			break;
 		}
 	}
-	if (fail != NULL) {
-		rc = conn_error(c, fail, err);
-		goto out;
-	}
-	if (keep == NULL) {
-		count(&c->pool->errors);
-		rc = misuse(err, "the statement returned no result");
-		goto out;
-	}
-	if (out != NULL) {
-		*out = keep;
-		keep = NULL;
-	}
-	rc = STATUS_OK;
+	rc = collect_end(c, &keep, fail, out, err);
 out:
+	PQclear(keep);
+	PQclear(fail);
+	return rc;
+}
+
+/*
+ * conn_collect for a pipeline of send_pipeline: the results of the steps
+ * before the statement are dropped (the first error wins, as ever; a step
+ * after an error comes back as PGRES_PIPELINE_ABORTED), the statement's
+ * last result goes to *out, then the Sync ends the pipeline.  A Parse that
+ * succeeded is remembered even when a later step failed: the session has
+ * the statement (a prepared statement outlives a rollback).
+ */
+static int
+collect_pipeline(struct pg_conn *c, PGresult **out, struct pg_error *err)
+{
+	PGresult *keep = NULL, *fail = NULL, *r = NULL;
+	int rc = STATUS_OK;
+
+	for (int step = 0; step <= c->pipe_before; step++) {
+		for (;;) {
+			if ((rc = await_result(c, &r, err)) != STATUS_OK)
+				goto out;
+			if (r == NULL)
+				break;
+			switch (PQresultStatus(r)) {
+			case PGRES_PIPELINE_ABORTED: break;
+			case PGRES_COPY_IN:
+			case PGRES_COPY_OUT:
+			case PGRES_COPY_BOTH:
+				/* as in conn_collect: only dropping helps */
+				c->broken = true;
+				count(&c->pool->errors);
+				rc = misuse(err, "a COPY statement was "
+						 "prepared; COPY FROM STDIN "
+						 "has its own calls");
+				goto out;
+			case PGRES_TUPLES_OK:
+			case PGRES_COMMAND_OK:
+				if (step == 0 && c->preparing != NULL &&
+				    c->n_prepared < PG_PREPARED_MAX)
+					c->prepared[c->n_prepared++] =
+						c->preparing;
+				if (step == c->pipe_before && fail == NULL) {
+					PQclear(keep);
+					keep = r;
+					r = NULL;
+				}
+				break;
+			default:
+				if (fail == NULL) {
+					fail = r;
+					r = NULL;
+				}
+				break;
+			}
+			PQclear(r);
+			r = NULL;
+		}
+	}
+	if ((rc = await_result(c, &r, err)) != STATUS_OK)
+		goto out;
+	if (PQresultStatus(r) != PGRES_PIPELINE_SYNC ||
+	    !PQexitPipelineMode(c->conn)) {
+		/* not what send_pipeline sent: the state is unknown */
+		c->broken = true;
+		count(&c->pool->errors);
+		rc = misuse(err, "unexpected results in a pipeline");
+		goto out;
+	}
+	c->in_pipeline = false;
+	rc = collect_end(c, &keep, fail, out, err);
+out:
+	PQclear(r);
 	PQclear(keep);
 	PQclear(fail);
 	return rc;
@@ -564,6 +681,8 @@ pg_result(struct pg_conn *c, PGresult **out, struct pg_error *err)
 			"the connection was lost earlier in this lease");
 		return STATUS_IO;
 	}
+	if (c->in_pipeline)
+		return collect_pipeline(c, out, err);
 	if (c->in_copy || PQtransactionStatus(c->conn) != PQTRANS_ACTIVE)
 		return misuse(err, "no statement is waiting for its result");
 	return conn_collect(c, out, err);
@@ -581,6 +700,111 @@ pg_query(struct pg_conn *c, const char *sql, int nparams,
 	if (rc != STATUS_OK)
 		return rc;
 	return pg_result(c, out, err);
+}
+
+static bool
+conn_has_prepared(const struct pg_conn *c, const char *name)
+{
+	for (int i = 0; i < c->n_prepared; i++)
+		if (strcmp(c->prepared[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The named statement, preceded in one pipeline (one round trip) by its
+ * Parse when this session has not prepared it yet and by the plan mode
+ * when st->generic, and followed by a Sync: the server runs them as one
+ * implicit transaction, so a plan mode set for it lasts until the Sync and
+ * an error skips what follows it.  pg_result reads it (collect_pipeline).
+ */
+static int
+send_pipeline(struct pg_conn *c, const struct pg_stmt *st,
+	      const char *const *values, bool known)
+{
+	if (!PQenterPipelineMode(c->conn))
+		return STATUS_IO;
+	c->in_pipeline = true;
+	c->pipe_before = 0;
+	c->preparing = NULL;
+	if (!known) {
+		if (!PQsendPrepare(c->conn, st->name, st->sql, st->nparams,
+				   NULL))
+			return STATUS_IO;
+		c->preparing = st->name;
+		c->pipe_before++;
+	}
+	if (st->generic) {
+		if (!PQsendQueryParams(c->conn, GENERIC_PLAN_SQL, 0, NULL, NULL,
+				       NULL, NULL, 0))
+			return STATUS_IO;
+		c->pipe_before++;
+	}
+	if (!PQsendQueryPrepared(c->conn, st->name, st->nparams, values, NULL,
+				 NULL, st->binary) ||
+	    !PQpipelineSync(c->conn))
+		return STATUS_IO;
+	return STATUS_OK;
+}
+
+int
+pg_send_prepared(struct pg_conn *c, const struct pg_stmt *st,
+		 const char *const *values, struct pg_error *err)
+{
+	size_t len;
+	bool known;
+	int rc;
+
+	err_clear(err);
+	if (c == NULL || st == NULL || st->name == NULL || st->sql == NULL ||
+	    (len = strlen(st->name)) == 0 || len > PG_STMT_NAME_MAX ||
+	    st->nparams < 0 || st->nparams > PG_PARAMS_MAX ||
+	    (st->nparams > 0 && values == NULL))
+		return misuse(err, "bad arguments to a prepared statement");
+	known = conn_has_prepared(c, st->name);
+	rc = conn_start(c, err);
+	if (rc != STATUS_OK)
+		return rc;
+	if (!known && c->n_prepared == PG_PREPARED_MAX) {
+		/* no room left: unnamed, as pg_send */
+		if (!PQsendQueryParams(c->conn, st->sql, st->nparams, NULL,
+				       values, NULL, NULL, st->binary))
+			return conn_error(c, NULL, err);
+	} else if (known && !st->generic) {
+		if (!PQsendQueryPrepared(c->conn, st->name, st->nparams, values,
+					 NULL, NULL, st->binary))
+			return conn_error(c, NULL, err);
+	} else if (send_pipeline(c, st, values, known) != STATUS_OK) {
+		/* libpq refused (out of memory, connection lost) part way
+		 * into the pipeline: the session cannot be trusted */
+		return conn_error(c, NULL, err);
+	}
+	c->running_prepared = known || c->n_prepared < PG_PREPARED_MAX;
+	rc = raw_flush(c->conn, c->deadline_ms, -1);
+	if (rc != STATUS_OK)
+		return conn_wait_failed(c, rc, err);
+	return STATUS_OK;
+}
+
+int
+pg_query_prepared(struct pg_conn *c, const struct pg_stmt *st,
+		  const char *const *values, PGresult **out,
+		  struct pg_error *err)
+{
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	rc = pg_send_prepared(c, st, values, err);
+	if (rc != STATUS_OK)
+		return rc;
+	return pg_result(c, out, err);
+}
+
+int
+pg_prepared_count(const struct pg_conn *c)
+{
+	return c != NULL ? c->n_prepared : 0;
 }
 
 int
@@ -966,6 +1190,8 @@ token_unlink(struct pg_conn *c)
 static void
 slot_close(struct pg_conn *c)
 {
+	c->n_prepared = 0;
+	c->in_pipeline = false;
 	PQfreeCancel(c->cancel);
 	c->cancel = NULL;
 	PQfinish(c->conn);
@@ -1261,6 +1487,8 @@ slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 	}
 	c->conn = conn;
 	c->cancel = cancel;
+	c->n_prepared = 0; /* a new session has prepared nothing */
+	c->in_pipeline = false;
 	conn = NULL;
 	cancel = NULL;
 	rc = STATUS_OK;

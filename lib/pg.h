@@ -195,6 +195,60 @@ int pg_send(struct pg_conn *c, const char *sql, int nparams,
 int pg_result(struct pg_conn *c, PGresult **out, struct pg_error *err) WUR;
 
 /*
+ * Named prepared statements, for the statements a tool call runs every
+ * time: parsed and analysed once per connection, and with generic set
+ * planned once too.  Declare each as a static const struct pg_stmt; the
+ * pool tells statements apart by name, so a name is one SQL text for the
+ * whole program (prefixed with the module that owns it, e.g.
+ * "spanquery_walk").
+ *
+ * pg_send_prepared is pg_send for such a statement (collect with
+ * pg_result; same errors and ownership).  The first time on a connection
+ * the statement's Parse goes ahead of it in the same round trip (libpq's
+ * pipeline mode); later calls send only Bind and Execute.  A connection
+ * knows up to PG_PREPARED_MAX statements; past that, statements run
+ * unnamed as pg_send would.  What a connection prepared is forgotten when
+ * it is replaced (reconnection): the new session prepares again.  An
+ * execution that finds its statement gone or its cached plan unusable
+ * (SQLSTATE 26000, 0A000: a migration changed a table under it) fails as
+ * any statement would and the connection is closed at release, so that
+ * the next session starts clean.
+ *
+ * Plans: PostgreSQL plans a prepared statement for its values (a custom
+ * plan, as pg_send gets) for five executions, then keeps one generic plan
+ * only when it is estimated no dearer, which over partitioned tables it
+ * rarely is.  generic = true asks for the generic plan from the first
+ * execution on (plan_cache_mode = force_generic_plan, set for the
+ * statement's own transaction in the same round trip; in a transaction the
+ * caller opened it lasts until that ends): no planning per call.  Only for
+ * statements whose generic plan was checked (EXPLAIN ANALYZE EXECUTE under
+ * force_generic_plan) to be as good for every value: no "$n IS NULL OR"
+ * filters, which a generic plan cannot turn into index conditions.  A
+ * generic plan over a partitioned table prunes partitions as it starts
+ * ("Subplans Removed").
+ */
+#define PG_PREPARED_MAX	 32
+#define PG_STMT_NAME_MAX 63 /* NAMEDATALEN - 1 */
+struct pg_stmt {
+	const char *name; /* 1..PG_STMT_NAME_MAX bytes, unique per SQL */
+	const char *sql;
+	int nparams;  /* 0..PG_PARAMS_MAX; values[i] is $<i+1> */
+	bool generic; /* force the generic plan (see above) */
+	bool binary;  /* results in binary format (PQfformat 1): each
+		       * type's send format, e.g. int8 as 8 bytes in network
+		       * order, timestamptz as int8 microseconds since
+		       * 2000-01-01 UTC, bytea and text as their bytes */
+};
+
+int pg_send_prepared(struct pg_conn *c, const struct pg_stmt *st,
+		     const char *const *values, struct pg_error *err) WUR;
+int pg_query_prepared(struct pg_conn *c, const struct pg_stmt *st,
+		      const char *const *values, PGresult **out,
+		      struct pg_error *err) WUR;
+/* How many statements this connection has prepared (for tests). */
+int pg_prepared_count(const struct pg_conn *c);
+
+/*
  * Values of text-format results and parameters, shared by the store
  * queries.  pg_text_i64 / pg_text_u64: the whole string is one decimal
  * integer in range (no sign for u64), else STATUS_INVALID.  pg_ts_text:

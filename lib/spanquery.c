@@ -415,26 +415,82 @@ spanquery_metrics_free(struct spanquery_metrics *m)
  */
 #define SCAN_SPANS "20000"
 
-#define WALK_WHERE                                                             \
+/*
+ * The walk, as named statements with generic plans (pg_stmt.generic): no
+ * planning per call (0.4 ms of each walk's 0.7 ms in a warm session on
+ * the benchmark's 10 million spans; bench/RESULTS.md).  A generic plan
+ * cannot use "$n IS NULL OR service_name = $n" as an index condition, so
+ * "any service" is a statement of its own; each one's generic plan reads
+ * the same index as the custom plans did, pruning partitions at run time
+ * (checked with EXPLAIN ANALYZE EXECUTE under force_generic_plan).
+ *
+ * $1 from, $2 to, $3 max_traces, $4 source, $5 service (WALK_SVC only).
+ * WALK_IDS(where) is the CTE "w" of up to $3 + 1 traces, each with its
+ * latest matching span; WALK_TOP "t" keeps the best $3 and says whether
+ * there were more.
+ */
+#define WALK_ANY                                                               \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
-	"$2::timestamptz AND ($3::text IS NULL OR service_name = $3) "         \
-	"AND source = $5 "
+	"$2::timestamptz AND source = $4::text "
+#define WALK_SVC WALK_ANY "AND service_name = $5::text "
+#define WALK_IDS(where)                                                        \
+	"WITH RECURSIVE w (trace_id, start_time, seen) AS ("                   \
+	"(SELECT trace_id, start_time, ARRAY[trace_id] FROM spans " where      \
+	"ORDER BY start_time DESC, trace_id LIMIT 1) "                         \
+	"UNION ALL "                                                           \
+	"(SELECT n.trace_id, n.start_time, w.seen || n.trace_id FROM w "       \
+	"CROSS JOIN LATERAL (SELECT trace_id, start_time FROM spans " where    \
+	"AND start_time <= w.start_time AND trace_id <> ALL (w.seen) "         \
+	"ORDER BY start_time DESC, trace_id LIMIT 1) n "                       \
+	"WHERE cardinality(w.seen) <= $3::int)), "                             \
+	"t AS (SELECT trace_id, start_time, count(*) OVER () > $3::int "       \
+	"AS more FROM w ORDER BY start_time DESC, trace_id LIMIT $3::int) "
+#define WALK_KEY "(extract(epoch FROM start_time) * 1000000)::bigint"
 
-/* $1 from, $2 to, $3 service, $4 max_traces, $5 source */
-static const char trace_ids_walk_sql[] =
-	"WITH RECURSIVE w (trace_id, start_time, seen) AS ("
-	"(SELECT trace_id, start_time, ARRAY[trace_id] FROM spans " WALK_WHERE
-	"ORDER BY start_time DESC, trace_id LIMIT 1) "
-	"UNION ALL "
-	"(SELECT n.trace_id, n.start_time, w.seen || n.trace_id FROM w "
-	"CROSS JOIN LATERAL (SELECT trace_id, start_time FROM spans " WALK_WHERE
-	"AND start_time <= w.start_time AND trace_id <> ALL (w.seen) "
-	"ORDER BY start_time DESC, trace_id LIMIT 1) n "
-	"WHERE cardinality(w.seen) <= $4::int)) "
-	"SELECT encode(trace_id, 'hex'), "
-	"(extract(epoch FROM start_time) * 1000000)::bigint, "
-	"count(*) OVER () > $4::int FROM w "
-	"ORDER BY start_time DESC, trace_id LIMIT $4::int";
+#define WALK_SQL(where)                                                        \
+	WALK_IDS(where)                                                        \
+	"SELECT encode(trace_id, 'hex'), " WALK_KEY ", more "                  \
+	"FROM t ORDER BY start_time DESC, trace_id"
+
+static const struct pg_stmt walk_any = {"spanquery_walk_any",
+					WALK_SQL(WALK_ANY), 4, true};
+static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
+					WALK_SQL(WALK_SVC), 5, true};
+
+/*
+ * The walk and this source's spans of the traces it found, in one
+ * statement: one round trip instead of two.  The id rows come first, with
+ * no span id: trace id, the latest matching span start (the key), more (1
+ * or 0, in the start_nanos column); then the span rows as spans_stmt gives
+ * them, at most SPANQUERY_MAX_SPANS + 1.  The ids reach the span fetch as
+ * one array (an InitPlan), so each partition is one scan of its primary
+ * key, as with spans_stmt's parameter.  Unlike spans_stmt it leaves the
+ * order to the client (spans_of sorts them, as ORDER BY would: the sort
+ * took 0.14 of 0.73 ms for 210 spans); when it is cut at the limit, which
+ * spans it kept is unspecified (the caller fetches them again in order).
+ *
+ * Results come in binary (span_row): ids as their 16 and 8 bytes, times
+ * as microseconds.  In text, hex-encoding the ids and turning the start
+ * into Unix nanoseconds (numeric arithmetic) took 0.3 of 0.9 ms for 342
+ * spans (EXPLAIN ANALYZE, bench/RESULTS.md), and parsing them back was a
+ * third of the gateway's own time reading the rows.
+ */
+#define SPAN_COLS                                                              \
+	"trace_id, span_id, parent_span_id, start_time, start_nanos, "         \
+	"duration_ns, kind, status_code, service_name, name, status_message"
+#define SPAN_ORDER " ORDER BY trace_id, start_time LIMIT 50001"
+#define RECENT_SQL(where)                                                      \
+	WALK_IDS(where)                                                        \
+	"SELECT trace_id, NULL, NULL, start_time, "                            \
+	"more::int::smallint, NULL, NULL, NULL, NULL, NULL, "                  \
+	"NULL FROM t UNION ALL (SELECT " SPAN_COLS                             \
+	" FROM spans WHERE trace_id = ANY (ARRAY(SELECT "                      \
+	"trace_id FROM t)) AND source = $4::text LIMIT 50001)"
+
+static const struct pg_stmt recent_any = {"spanquery_recent_any",
+					  RECENT_SQL(WALK_ANY), 4, true, true};
+static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
+					  RECENT_SQL(WALK_SVC), 5, true, true};
 
 #define TRACE_WHERE                                                            \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
@@ -460,6 +516,34 @@ static const char trace_ids_slowest_sql[] =
 	"ORDER BY duration_ns DESC LIMIT " SCAN_SPANS ") s "
 	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5::int";
 
+bool
+spanquery_trace_walks(const struct spanquery_trace_filter *f)
+{
+	return !f->slowest && f->min_duration_ns < 0;
+}
+
+static int
+trace_filter_error(struct pg_error *err, const char *msg)
+{
+	snprintf(err->client, sizeof(err->client), "%s", msg);
+	err->detail[0] = err->sqlstate[0] = '\0';
+	return STATUS_INVALID;
+}
+
+static int
+check_trace_filter(const struct spanquery_trace_filter *f, struct pg_error *err)
+{
+	char msg[64];
+
+	if (f->max_traces >= 1 && f->max_traces <= SPANQUERY_MAX_TRACES &&
+	    f->from_ms < f->to_ms)
+		return STATUS_OK;
+	snprintf(msg, sizeof(msg),
+		 "max_traces must be 1..%d and the range non-empty",
+		 SPANQUERY_MAX_TRACES);
+	return trace_filter_error(err, msg);
+}
+
 int
 spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 			 const struct spanquery_trace_filter *f,
@@ -468,26 +552,22 @@ spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 	char from[48], to[48], mind[24], lim[16];
 	const char *v[6];
 
-	if (f->max_traces < 1 || f->max_traces > SPANQUERY_MAX_TRACES ||
-	    f->from_ms >= f->to_ms) {
-		snprintf(err->client, sizeof(err->client),
-			 "max_traces must be 1..%d and the range non-empty",
-			 SPANQUERY_MAX_TRACES);
-		err->detail[0] = err->sqlstate[0] = '\0';
+	if (check_trace_filter(f, err) != STATUS_OK)
 		return STATUS_INVALID;
-	}
 	pg_ts_text(f->from_ms, from, sizeof(from));
 	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
 	snprintf(lim, sizeof(lim), "%zu", f->max_traces);
 	v[0] = from;
 	v[1] = to;
-	v[2] = f->service;
-	if (!f->slowest && f->min_duration_ns < 0) {
-		v[3] = lim;
-		v[4] = source;
-		return pg_send(c, trace_ids_walk_sql, 5, v, err);
+	if (spanquery_trace_walks(f)) {
+		v[2] = lim;
+		v[3] = source;
+		v[4] = f->service;
+		return pg_send_prepared(c, f->service ? &walk_svc : &walk_any,
+					v, err);
 	}
+	v[2] = f->service;
 	v[3] = mind;
 	v[4] = lim;
 	v[5] = source;
@@ -536,12 +616,11 @@ spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 	return rc;
 }
 
-static const char spans_sql[] =
-	"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), "
-	"encode(parent_span_id, 'hex'), sextant_unix_nano(start_time, "
-	"start_nanos), duration_ns, kind, status_code, service_name, name, "
-	"status_message FROM spans WHERE trace_id = ANY ($1::bytea[]) "
-	"AND source = $2 ORDER BY trace_id, start_time LIMIT 50001";
+static const struct pg_stmt spans_stmt = {
+	"spanquery_spans",
+	"SELECT " SPAN_COLS " FROM spans WHERE trace_id = ANY ($1::bytea[]) "
+	"AND source = $2::text" SPAN_ORDER,
+	2, true, true};
 
 int
 spanquery_spans_send(struct pg_conn *c, const char *source,
@@ -560,83 +639,162 @@ spanquery_spans_send(struct pg_conn *c, const char *source,
 	}
 	arr[len++] = '{';
 	for (size_t i = 0; i < n; i++) {
-		len += (size_t)snprintf(arr + len, sizeof(arr) - len,
-					"%s\"\\\\x", i > 0 ? "," : "");
-		for (size_t k = 0; k < 16; k++)
-			len += (size_t)snprintf(arr + len, sizeof(arr) - len,
-						"%02x", ids[i][k]);
-		len += (size_t)snprintf(arr + len, sizeof(arr) - len, "\"");
+		if (i > 0)
+			arr[len++] = ',';
+		memcpy(arr + len, "\"\\\\x", 4);
+		hex_encode(ids[i], 16, arr + len + 4);
+		len += 4 + 32;
+		arr[len++] = '"';
 	}
-	snprintf(arr + len, sizeof(arr) - len, "}");
+	arr[len++] = '}';
+	arr[len] = '\0';
 	v[0] = arr;
 	v[1] = source;
-	return pg_send(c, spans_sql, 2, v, err);
+	return pg_send_prepared(c, &spans_stmt, v, err);
 }
 
 struct spans_priv {
 	PGresult *res;
 };
 
-int
-spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
-		     struct pg_error *err)
+/* PostgreSQL's epoch (2000-01-01) in Unix microseconds */
+#define PG_EPOCH_US 946684800000000LL
+
+/* Binary result values: column col of row i, exactly len bytes (a
+ * fixed-size type, or a trace / span id), in *out; false when NULL or of
+ * another length. */
+static bool
+bin_value(const PGresult *res, int i, int col, int len, const char **out)
+{
+	if (PQgetisnull(res, i, col) || PQgetlength(res, i, col) != len)
+		return false;
+	*out = PQgetvalue(res, i, col);
+	return true;
+}
+
+static int64_t
+bin_i64(const char *p)
+{
+	uint64_t v = 0;
+
+	for (int k = 0; k < 8; k++)
+		v = v << 8 | (uint8_t)p[k];
+	return (int64_t)v;
+}
+
+static int
+bin_i16(const char *p)
+{
+	return (int16_t)(uint16_t)((uint8_t)p[0] << 8 | (uint8_t)p[1]);
+}
+
+/* Unix microseconds of a binary timestamptz; false out of range. */
+static bool
+bin_unix_us(const PGresult *res, int i, int col, int64_t *us)
+{
+	const char *p;
+	int64_t v;
+
+	if (!bin_value(res, i, col, 8, &p))
+		return false;
+	v = bin_i64(p);
+	if (v < -PG_EPOCH_US || v > INT64_MAX / 1000 - PG_EPOCH_US - 1000)
+		return false; /* before 1970, or -infinity / infinity */
+	*us = v + PG_EPOCH_US;
+	return true;
+}
+
+/* One span row (SPAN_COLS, binary) of res; STATUS_IO (err filled) when a
+ * value is not what the columns hold. */
+static int
+span_row(const PGresult *res, int i, struct spanquery_span *sp,
+	 struct pg_error *err)
+{
+	const char *tid, *sid, *pid, *nanos, *dur, *kind, *status;
+	int64_t us, d;
+	int ns;
+
+	if (!bin_value(res, i, 0, 16, &tid) || !bin_value(res, i, 1, 8, &sid) ||
+	    !bin_unix_us(res, i, 3, &us) || !bin_value(res, i, 4, 2, &nanos) ||
+	    !bin_value(res, i, 5, 8, &dur) || !bin_value(res, i, 6, 2, &kind) ||
+	    !bin_value(res, i, 7, 2, &status) || PQgetisnull(res, i, 8) ||
+	    PQgetisnull(res, i, 9))
+		return pg_bad_row(err, "span row");
+	d = bin_i64(dur);
+	ns = bin_i16(nanos);
+	/* as sextant_unix_nano computes it; never before 1970 */
+	if (d < 0 || (int64_t)us * 1000 + ns < 0)
+		return pg_bad_row(err, "span row");
+	if (!PQgetisnull(res, i, 2)) {
+		if (!bin_value(res, i, 2, 8, &pid))
+			return pg_bad_row(err, "span row");
+		memcpy(sp->parent_span_id, pid, 8);
+		sp->has_parent = true;
+	}
+	memcpy(sp->trace_id, tid, 16);
+	memcpy(sp->span_id, sid, 8);
+	sp->start_ns = (uint64_t)(us * 1000 + ns);
+	sp->duration_ns = (uint64_t)d;
+	sp->kind = bin_i16(kind);
+	sp->status = bin_i16(status);
+	sp->service = PQgetvalue(res, i, 8);
+	sp->name = PQgetvalue(res, i, 9);
+	sp->status_message =
+		PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10);
+	return STATUS_OK;
+}
+
+/* spans_stmt's order: trace id, then start */
+static int
+by_trace_start(const void *a, const void *b)
+{
+	const struct spanquery_span *x = a, *y = b;
+	int c = memcmp(x->trace_id, y->trace_id, 16);
+
+	if (c != 0)
+		return c;
+	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/*
+ * The span rows of res (those with a span id: a recent_* result also
+ * holds id rows), at most SPANQUERY_MAX_SPANS, in result order or, with
+ * sort, by trace id and start.  Takes ownership of res (freed on
+ * failure).
+ */
+static int
+spans_of(PGresult *res, bool sort, struct spanquery_spans **out,
+	 struct pg_error *err)
 {
 	struct spanquery_spans *s = NULL;
 	struct spans_priv *priv = NULL;
-	PGresult *res = NULL;
-	int rc, n;
+	int rc = STATUS_OK, rows = PQntuples(res);
+	size_t n = 0;
 
 	*out = NULL;
-	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
-		return rc;
-	n = PQntuples(res);
 	s = calloc(1, sizeof(*s));
 	priv = calloc(1, sizeof(*priv));
 	if (s == NULL || priv == NULL ||
-	    (s->spans = calloc((size_t)n + 1, sizeof(*s->spans))) == NULL) {
+	    (s->spans = calloc((size_t)rows + 1, sizeof(*s->spans))) == NULL) {
 		snprintf(err->client, sizeof(err->client), "out of memory");
 		err->detail[0] = err->sqlstate[0] = '\0';
 		rc = STATUS_NOMEM;
 		goto fail;
 	}
-	if (n > SPANQUERY_MAX_SPANS) {
-		s->truncated = true;
-		n = SPANQUERY_MAX_SPANS;
-	}
-	for (int i = 0; i < n; i++) {
-		struct spanquery_span *sp = &s->spans[i];
-		int64_t start, dur, kind, status;
-
-		if (hex_decode(PQgetvalue(res, i, 0), sp->trace_id, 16) ||
-		    hex_decode(PQgetvalue(res, i, 1), sp->span_id, 8) ||
-		    pg_text_i64(PQgetvalue(res, i, 3), &start) ||
-		    pg_text_i64(PQgetvalue(res, i, 4), &dur) ||
-		    pg_text_i64(PQgetvalue(res, i, 5), &kind) ||
-		    pg_text_i64(PQgetvalue(res, i, 6), &status) || start < 0 ||
-		    dur < 0) {
-			pg_bad_row(err, "span row");
-			rc = STATUS_IO;
+	for (int i = 0; i < rows; i++) {
+		if (PQgetisnull(res, i, 1))
+			continue;
+		if (n == SPANQUERY_MAX_SPANS) {
+			s->truncated = true;
+			break;
+		}
+		if ((rc = span_row(res, i, &s->spans[n], err)) != STATUS_OK)
 			goto fail;
-		}
-		if (!PQgetisnull(res, i, 2)) {
-			if (hex_decode(PQgetvalue(res, i, 2),
-				       sp->parent_span_id, 8)) {
-				pg_bad_row(err, "span row");
-				rc = STATUS_IO;
-				goto fail;
-			}
-			sp->has_parent = true;
-		}
-		sp->start_ns = (uint64_t)start;
-		sp->duration_ns = (uint64_t)dur;
-		sp->kind = (int)kind;
-		sp->status = (int)status;
-		sp->service = PQgetvalue(res, i, 7);
-		sp->name = PQgetvalue(res, i, 8);
-		sp->status_message =
-			PQgetisnull(res, i, 9) ? NULL : PQgetvalue(res, i, 9);
+		n++;
 	}
-	s->n = (size_t)n;
+	s->n = n;
+	if (sort)
+		qsort(s->spans, n, sizeof(*s->spans), by_trace_start);
 	priv->res = res;
 	s->priv_ = priv;
 	*out = s;
@@ -648,6 +806,19 @@ fail:
 	free(priv);
 	PQclear(res);
 	return rc;
+}
+
+int
+spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
+		     struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	return spans_of(res, false, out, err);
 }
 
 void
@@ -663,6 +834,77 @@ spanquery_spans_free(struct spanquery_spans *s)
 	free(priv);
 	free(s->spans);
 	free(s);
+}
+
+int
+spanquery_recent_send(struct pg_conn *c, const char *source,
+		      const struct spanquery_trace_filter *f,
+		      struct pg_error *err)
+{
+	char from[48], to[48], lim[16];
+	const char *v[5];
+
+	if (!spanquery_trace_walks(f))
+		return trace_filter_error(err, "the combined statement is for "
+					       "the most recent traces, with "
+					       "no min_duration");
+	if (check_trace_filter(f, err) != STATUS_OK)
+		return STATUS_INVALID;
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(lim, sizeof(lim), "%zu", f->max_traces);
+	v[0] = from;
+	v[1] = to;
+	v[2] = lim;
+	v[3] = source;
+	v[4] = f->service;
+	return pg_send_prepared(c, f->service ? &recent_svc : &recent_any, v,
+				err);
+}
+
+int
+spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+		      int64_t *keys, size_t *n, bool *more,
+		      struct spanquery_spans **out, struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*n = 0;
+	*more = false;
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *tid, *m;
+		int64_t us;
+
+		if (!PQgetisnull(res, i, 1))
+			continue;
+		if (!bin_value(res, i, 0, 16, &tid) ||
+		    !bin_unix_us(res, i, 3, &us) ||
+		    !bin_value(res, i, 4, 2, &m) || bin_i16(m) < 0 ||
+		    bin_i16(m) > 1) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		if (bin_i16(m) == 1 || *n == cap)
+			*more = true;
+		if (*n == cap)
+			continue;
+		memcpy(ids[*n], tid, 16);
+		keys[*n] = us;
+		(*n)++;
+	}
+	if (rc == STATUS_OK)
+		rc = spans_of(res, true, out, err);
+	else
+		PQclear(res);
+	if (rc != STATUS_OK) {
+		*n = 0;
+		*more = false;
+	}
+	return rc;
 }
 
 /* ---- services ----------------------------------------------------------- */

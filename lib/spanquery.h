@@ -155,6 +155,33 @@ int spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
 			 struct pg_error *err) WUR;
 void spanquery_spans_free(struct spanquery_spans *s);
 
+/*
+ * True when f asks for the most recent traces with no min_duration: the
+ * case that the walk serves (spanquery_trace_ids_send), and that
+ * spanquery_recent_send serves in one round trip.
+ */
+bool spanquery_trace_walks(const struct spanquery_trace_filter *f);
+
+/*
+ * spanquery_trace_ids_send and spanquery_spans_send of the ids it finds, in
+ * one statement, for a filter that walks (else STATUS_INVALID): _recv
+ * gives the ids, keys and *more exactly as spanquery_trace_ids_recv does,
+ * and in *out this source's spans of those traces (all of the best
+ * max_traces, even past cap) as spanquery_spans_recv does, but for one
+ * thing: when there are more than SPANQUERY_MAX_SPANS (truncated set),
+ * which of them were kept is unspecified (fetch them again with
+ * spanquery_spans_send for the first ones).  The caller still fetches this
+ * source's spans of the traces that another source picked.  *out: caller
+ * frees with spanquery_spans_free; NULL on failure.
+ */
+int spanquery_recent_send(struct pg_conn *c, const char *source,
+			  const struct spanquery_trace_filter *f,
+			  struct pg_error *err) WUR;
+int spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+			  int64_t *keys, size_t *n, bool *more,
+			  struct spanquery_spans **out,
+			  struct pg_error *err) WUR;
+
 /* ---- services ---------------------------------------------------------- */
 
 #define SPANQUERY_MAX_SERVICES 10000

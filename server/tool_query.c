@@ -817,10 +817,22 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 	char dur[24], *msg = NULL;
 	int rc;
 
+	const char *parts[] = {render_source_label(node->span->source),
+			       " ",
+			       s->service,
+			       ": ",
+			       s->name,
+			       " (",
+			       dur,
+			       ")"};
+
 	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
-	rc = buf_printf(b, "%s %s: %s (%s)",
-			render_source_label(node->span->source), s->service,
-			s->name, dur);
+	/* "%s %s: %s (%s)" without printf's cost, once per span; a line
+	 * that does not fit is cut by the caller, whole */
+	rc = STATUS_OK;
+	for (size_t i = 0;
+	     rc == STATUS_OK && i < sizeof(parts) / sizeof(*parts); i++)
+		rc = buf_puts(b, parts[i]);
 	if (rc == STATUS_OK && node->also_seen_by != 0)
 		rc = buf_puts(b, " (also seen by eBPF)");
 	if (rc == STATUS_OK && s->status == 2) {
@@ -839,71 +851,140 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 	return rc;
 }
 
+/*
+ * timerange_format of span starts, which in a trace mostly share their
+ * second: the second is formatted once ("...T10:00:01Z") and the
+ * milliseconds patched in (".123Z"), as timerange_format writes them.
+ */
+struct start_fmt {
+	int64_t sec; /* of text; INT64_MIN when none yet */
+	char text[TIMERANGE_FORMAT_MAX];
+	size_t len; /* of text, without its 'Z' */
+};
+
+static size_t
+start_format(struct start_fmt *f, int64_t ms, char *buf, size_t cap)
+{
+	int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+	int frac = (int)(ms - sec * 1000);
+
+	if (sec != f->sec) {
+		f->len = timerange_format(sec * 1000, f->text, sizeof(f->text));
+		if (f->len == 0 || f->text[f->len - 1] != 'Z')
+			return timerange_format(ms, buf, cap);
+		f->len--;
+		f->sec = sec;
+	}
+	if (f->len + 6 > cap)
+		return timerange_format(ms, buf, cap);
+	memcpy(buf, f->text, f->len);
+	if (frac == 0) {
+		memcpy(buf + f->len, "Z", 2);
+		return f->len + 1;
+	}
+	buf[f->len] = '.';
+	buf[f->len + 1] = (char)('0' + frac / 100);
+	buf[f->len + 2] = (char)('0' + frac / 10 % 10);
+	buf[f->len + 3] = (char)('0' + frac % 10);
+	memcpy(buf + f->len + 4, "Z", 2);
+	return f->len + 5;
+}
+
+/* Adds key: v to o (stealing v); false when v is NULL or it failed. */
+static bool
+put(json_t *o, const char *key, json_t *v)
+{
+	return json_object_set_new_nocheck(o, key, v) == 0;
+}
+
+/* The span as {"span_id", ..., "children": []}, keys in the order the
+ * schema lists them; *children gets the (borrowed) children array. */
 static json_t *
-node_json(const struct merge_node *node)
+node_json(const struct merge_node *node, struct start_fmt *sf,
+	  json_t **children)
 {
 	const struct spanquery_span *s = node->span->user;
-	char sid[17], pid[17], start[40];
-	json_t *o, *seen = json_array();
+	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
+	size_t slen;
+	json_t *o = json_object(), *seen = json_array(), *kids = json_array();
+	bool ok = o != NULL && seen != NULL && kids != NULL;
 
 	hex_encode(s->span_id, 8, sid);
 	hex_encode(s->parent_span_id, 8, pid);
-	timerange_format((int64_t)(s->start_ns / 1000000), start,
-			 sizeof(start));
-	for (int m = 0; seen != NULL && m < MERGE_SOURCE_COUNT; m++)
+	slen = start_format(sf, (int64_t)(s->start_ns / 1000000), start,
+			    sizeof(start));
+	for (int m = 0; ok && m < MERGE_SOURCE_COUNT; m++)
 		if (node->also_seen_by & MERGE_SOURCE_BIT(m))
-			json_array_append_new(
-				seen, json_string(srcs[src_of_merge(m)].name));
-	o = json_pack(
-		"{s:s, s:s?, s:s, s:s, s:s, s:o, s:s, s:f, s:s, s:b, "
-		"s:[]}",
-		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
-		"service", s->service, "name", s->name, "source",
-		srcs[src_of_merge(node->span->source)].name, "also_seen_by",
-		seen, "start", start, "duration_ms",
-		(double)s->duration_ns / 1e6, "status",
-		tool_status_name(s->status), "slow", node->slow, "children");
+			ok = json_array_append_new(
+				     seen,
+				     json_string(srcs[src_of_merge(m)].name)) ==
+			     0;
+	*children = kids;
+	ok = ok && put(o, "span_id", json_stringn_nocheck(sid, 16)) &&
+	     put(o, "parent_span_id",
+		 s->has_parent ? json_stringn_nocheck(pid, 16) : json_null()) &&
+	     put(o, "service", json_string(s->service)) &&
+	     put(o, "name", json_string(s->name)) &&
+	     put(o, "source",
+		 json_string_nocheck(
+			 srcs[src_of_merge(node->span->source)].name));
+	/* o holds references of its own to seen and kids; ours go below */
+	ok = ok && put(o, "also_seen_by", json_incref(seen));
+	ok = ok && put(o, "start", json_stringn_nocheck(start, slen)) &&
+	     put(o, "duration_ms", json_real((double)s->duration_ns / 1e6)) &&
+	     put(o, "status", json_string(tool_status_name(s->status))) &&
+	     put(o, "slow", json_boolean(node->slow)) &&
+	     put(o, "children", json_incref(kids));
+	if (!ok) {
+		json_decref(o);
+		o = NULL;
+		*children = NULL;
+	}
+	json_decref(seen);
+	json_decref(kids);
 	return o;
 }
 
 /* The trace as {"trace_id", ..., "spans": [roots with children]}. */
 static json_t *
-trace_json(const struct merge_trace *t)
+trace_json(const struct merge_trace *t, struct start_fmt *sf)
 {
 	char tid[33], start[40];
-	json_t *o = NULL, **made = NULL, *roots = json_array();
+	json_t *o = NULL, **kids = NULL, *roots = json_array();
 
 	if (roots == NULL)
 		return NULL;
-	made = calloc(t->n_nodes + 1, sizeof(*made));
-	if (made == NULL)
+	kids = calloc(t->n_nodes + 1, sizeof(*kids));
+	if (kids == NULL)
 		goto fail;
 	/* preorder: a parent is made before its children */
 	for (size_t i = 0; i < t->n_nodes; i++) {
 		const struct merge_node *node = &t->nodes[i];
-		json_t *parent;
+		json_t *made = node_json(node, sf, &kids[i]);
 
-		if ((made[i] = node_json(node)) == NULL)
-			goto fail;
-		parent = node->parent == MERGE_NONE
-				 ? roots
-				 : json_object_get(made[node->parent],
-						   "children");
-		if (json_array_append(parent, made[i]) != 0)
+		if (json_array_append_new(node->parent == MERGE_NONE
+						  ? roots
+						  : kids[node->parent],
+					  made) != 0)
 			goto fail;
 	}
 	hex_encode(t->trace_id, 16, tid);
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
-	o = json_pack("{s:s, s:s, s:f, s:I, s:I, s:O}", "trace_id", tid,
-		      "start", start, "duration_ms",
-		      (double)(t->end_ns - t->start_ns) / 1e6, "span_count",
-		      (json_int_t)t->span_count, "spans_not_shown",
-		      (json_int_t)t->not_shown, "spans", roots);
+	o = json_object();
+	if (o == NULL || !put(o, "trace_id", json_stringn_nocheck(tid, 32)) ||
+	    !put(o, "start", json_string_nocheck(start)) ||
+	    !put(o, "duration_ms",
+		 json_real((double)(t->end_ns - t->start_ns) / 1e6)) ||
+	    !put(o, "span_count", json_integer((json_int_t)t->span_count)) ||
+	    !put(o, "spans_not_shown",
+		 json_integer((json_int_t)t->not_shown)) ||
+	    !put(o, "spans", json_incref(roots))) {
+		json_decref(o);
+		o = NULL;
+	}
 fail:
-	for (size_t i = 0; made != NULL && i < t->n_nodes; i++)
-		json_decref(made[i]);
-	free(made);
+	free(kids);
 	json_decref(roots);
 	return o;
 }
@@ -1037,11 +1118,151 @@ union_ids(uint8_t (*ids)[16], int64_t *keys, size_t n)
 	return m;
 }
 
+/* The statements of one query_traces call, per source (the argument of
+ * source_round's callbacks). */
+struct trace_fetch {
+	const struct spanquery_trace_filter *tf;
+	bool walks; /* the walk and its spans in one statement */
+	/* each source's candidates (step 1) */
+	uint8_t ids[NSPAN][SPANQUERY_MAX_TRACES][16];
+	int64_t keys[NSPAN][SPANQUERY_MAX_TRACES];
+	size_t got[NSPAN];
+	bool more[NSPAN];
+	/* the traces shown, and the ids each source fetches this round */
+	const uint8_t (*ids_final)[16];
+	size_t nfinal;
+	uint8_t want[NSPAN][SPANQUERY_MAX_TRACES][16];
+	size_t nwant[NSPAN];
+	/* spans: [0] from the walk's statement, [1] fetched after */
+	struct spanquery_spans *sp[NSPAN][2];
+};
+
+typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
+			 struct pg_error *pe);
+
+/*
+ * One statement per source in todo, each on the source's own connection
+ * at once: every one sent, then every one read.  A source that shares the
+ * first connection (none free for it) is sent and read in the second
+ * pass, after the first connection is free again.  A source whose
+ * statement fails is marked unavailable in status and left out of later
+ * rounds.  STATUS_CANCELLED (the call was), STATUS_NOMEM, else STATUS_OK.
+ */
+static int
+source_round(struct call *call, const struct tool_conns *k, unsigned todo,
+	     char (*status)[300], source_fn send, source_fn recv,
+	     struct trace_fetch *t)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NSPAN; i++) {
+			struct pg_conn *c = tool_conns_for(k, i);
+			bool mine = k->c[i] != NULL || i == 0;
+			struct pg_error pe;
+			int rc = STATUS_OK;
+
+			if (!(todo & (1u << i)) || status[i][0] != '\0' ||
+			    (pass == 0 && !mine))
+				continue;
+			if (mine ? pass == 0 : pass == 1)
+				rc = send(c, i, t, &pe);
+			if (rc == STATUS_OK && pass == 1)
+				rc = recv(c, i, t, &pe);
+			if (rc == STATUS_CANCELLED || call_cancelled(call))
+				return STATUS_CANCELLED;
+			if (rc == STATUS_NOMEM)
+				return rc;
+			if (rc != STATUS_OK)
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
+		}
+	return STATUS_OK;
+}
+
+static int
+trace_ids_send(struct pg_conn *c, int i, struct trace_fetch *t,
+	       struct pg_error *pe)
+{
+	if (t->walks)
+		return spanquery_recent_send(c, srcs[i].name, t->tf, pe);
+	return spanquery_trace_ids_send(c, srcs[i].name, t->tf, pe);
+}
+
+static int
+trace_ids_recv(struct pg_conn *c, int i, struct trace_fetch *t,
+	       struct pg_error *pe)
+{
+	if (t->walks)
+		return spanquery_recent_recv(c, t->tf->max_traces, t->ids[i],
+					     t->keys[i], &t->got[i],
+					     &t->more[i], &t->sp[i][0], pe);
+	return spanquery_trace_ids_recv(c, t->tf->max_traces, t->ids[i],
+					t->keys[i], &t->got[i], &t->more[i],
+					pe);
+}
+
+static int
+spans_send(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+{
+	return spanquery_spans_send(c, srcs[i].name,
+				    (const uint8_t(*)[16])t->want[i],
+				    t->nwant[i], pe);
+}
+
+static int
+spans_recv(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+{
+	return spanquery_spans_recv(c, &t->sp[i][1], pe);
+}
+
+static bool
+id_in(const uint8_t (*ids)[16], size_t n, const uint8_t *id)
+{
+	for (size_t j = 0; j < n; j++)
+		if (memcmp(ids[j], id, 16) == 0)
+			return true;
+	return false;
+}
+
+/* Into t->want[i]: the traces shown that source i did not pick (so the
+ * walk's statement did not fetch their spans); returns how many. */
+static size_t
+ids_missing(struct trace_fetch *t, int i)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < t->nfinal; j++)
+		if (!id_in((const uint8_t(*)[16])t->ids[i], t->got[i],
+			   t->ids_final[j]))
+			memcpy(t->want[i][n++], t->ids_final[j], 16);
+	return n;
+}
+
+/* A span of t->sp[i][part] that belongs to a trace shown: the walk's
+ * statement also fetched those of the traces its source picked that did
+ * not make it. */
+static bool
+span_wanted(const struct trace_fetch *t, int part,
+	    const struct spanquery_span *x)
+{
+	return part == 1 || id_in(t->ids_final, t->nfinal, x->trace_id);
+}
+
+static size_t
+kept_spans(const struct trace_fetch *t, int i, int part)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; t->sp[i][part] != NULL && j < t->sp[i][part]->n; j++)
+		n += span_wanted(t, part, &t->sp[i][part]->spans[j]);
+	return n;
+}
+
 static int
 traces_call(struct call *call, const json_t *args, json_t **result,
 	    const struct traces_req *req)
 {
-	struct spanquery_spans *sp[NSPAN] = {NULL};
+	struct trace_fetch *fx = NULL;
+	struct start_fmt sf = {.sec = INT64_MIN};
 	struct spanquery_trace_filter tf = {0};
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
@@ -1103,52 +1324,31 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	/* 1. which traces: each source's candidates, then the best overall */
 	ids = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*ids));
 	keys = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*keys));
-	if (ids == NULL || keys == NULL) {
+	fx = calloc(1, sizeof(*fx));
+	if (ids == NULL || keys == NULL || fx == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
 	}
+	fx->tf = &tf;
+	fx->walks = trace_id == NULL && spanquery_trace_walks(&tf);
 	if (trace_id != NULL) {
 		memcpy(ids[0], one_id, 16);
 		nids = 1;
 	} else {
-		size_t got[NSPAN] = {0};
-		bool more[NSPAN] = {false};
-
-		/* pass 0 sends on each source's own connection, pass 1 reads
-		 * the answers (a source sharing the first connection is sent
-		 * and read in pass 1, after the first is free again) */
-		for (int pass = 0; pass < 2; pass++)
-			for (int i = 0; i < NSPAN; i++) {
-				struct pg_conn *c = tool_conns_for(&k, i);
-				bool mine = k.c[i] != NULL || i == 0;
-				struct pg_error pe;
-
-				if (!(req->sources & (1u << i)) ||
-				    status[i][0] != '\0' ||
-				    (pass == 0 && !mine))
-					continue;
-				rc = STATUS_OK;
-				if (mine ? pass == 0 : pass == 1)
-					rc = spanquery_trace_ids_send(
-						c, srcs[i].name, &tf, &pe);
-				if (rc == STATUS_OK && pass == 1)
-					rc = spanquery_trace_ids_recv(
-						c, tf.max_traces, ids + nids,
-						keys + nids, &got[i], &more[i],
-						&pe);
-				if (rc == STATUS_CANCELLED ||
-				    call_cancelled(call)) {
-					rc = STATUS_CANCELLED;
-					goto out;
-				}
-				if (rc != STATUS_OK)
-					tool_unavailable(status[i],
-							 sizeof(status[i]), rc,
-							 &pe);
-				else if (pass == 1)
-					nids += got[i];
-			}
-		rc = STATUS_OK;
+		rc = source_round(call, &k, req->sources, status,
+				  trace_ids_send, trace_ids_recv, fx);
+		if (rc != STATUS_OK)
+			goto out;
+		for (int i = 0; i < NSPAN; i++) {
+			if (status[i][0] != '\0')
+				continue;
+			memcpy(ids + nids, fx->ids[i],
+			       fx->got[i] * sizeof(*ids));
+			memcpy(keys + nids, fx->keys[i],
+			       fx->got[i] * sizeof(*keys));
+			nids += fx->got[i];
+			more_traces = more_traces || fx->more[i];
+		}
 		/* union by id (a trace both sources saw counts once), then
 		 * the best key first.  Each source gave its best max_traces,
 		 * so the best max_traces overall are among them (a trace's
@@ -1156,61 +1356,86 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		 * traces beat it).  More traces match when a source has more
 		 * than it gave, or the union has. */
 		nids = union_ids(ids, keys, nids);
-		for (int i = 0; i < NSPAN; i++)
-			more_traces = more_traces || more[i];
 		if (nids > tf.max_traces) {
 			nids = tf.max_traces;
 			more_traces = true;
 		}
 	}
 
-	/* 2. their spans, from each source */
+	/* 2. their spans, from each source: with the walk, each source has
+	 * those of the traces it picked; it still needs those of the traces
+	 * only another source picked.  A source whose spans would pass
+	 * SPANQUERY_MAX_SPANS reads them again in one statement, so that the
+	 * first SPANQUERY_MAX_SPANS are the ones kept, as without the walk. */
 	(void)call_progress(call, 2, 4, "fetching spans");
-	for (int pass = 0; pass < 2 && nids > 0; pass++)
-		for (int i = 0; i < NSPAN; i++) {
-			struct pg_conn *c = tool_conns_for(&k, i);
-			bool mine = k.c[i] != NULL || i == 0;
-			struct pg_error pe;
+	fx->ids_final = (const uint8_t(*)[16])ids;
+	fx->nfinal = nids;
+	for (int round = 0; round < 2 && nids > 0; round++) {
+		unsigned todo = 0;
 
+		for (int i = 0; i < NSPAN; i++) {
 			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
 				continue;
-			if (pass == 0 && !mine)
-				continue;
-			rc = STATUS_OK;
-			if (pass == 0 || !mine)
-				rc = spanquery_spans_send(
-					c, srcs[i].name,
-					(const uint8_t(*)[16])ids, nids, &pe);
-			if (rc == STATUS_OK && pass == 1)
-				rc = spanquery_spans_recv(c, &sp[i], &pe);
-			if (rc == STATUS_CANCELLED || call_cancelled(call)) {
-				rc = STATUS_CANCELLED;
-				goto out;
+			if (round == 0 && fx->sp[i][0] != NULL &&
+			    !fx->sp[i][0]->truncated) {
+				fx->nwant[i] = ids_missing(fx, i);
+			} else if (round == 0 ||
+				   (fx->sp[i][0] != NULL &&
+				    (fx->sp[i][1] != NULL &&
+				     (fx->sp[i][1]->truncated ||
+				      kept_spans(fx, i, 0) + fx->sp[i][1]->n >
+					      SPANQUERY_MAX_SPANS)))) {
+				/* all of them, in one statement */
+				spanquery_spans_free(fx->sp[i][0]);
+				spanquery_spans_free(fx->sp[i][1]);
+				fx->sp[i][0] = fx->sp[i][1] = NULL;
+				memcpy(fx->want[i], ids, nids * sizeof(*ids));
+				fx->nwant[i] = nids;
+			} else {
+				fx->nwant[i] = 0;
 			}
-			if (rc == STATUS_NOMEM)
-				goto out;
-			if (rc != STATUS_OK)
-				tool_unavailable(status[i], sizeof(status[i]),
-						 rc, &pe);
-			else if (pass == 1)
-				nspans += sp[i]->n;
+			if (fx->nwant[i] > 0)
+				todo |= 1u << i;
 		}
+		if (todo == 0)
+			break;
+		rc = source_round(call, &k, todo, status, spans_send,
+				  spans_recv, fx);
+		if (rc != STATUS_OK)
+			goto out;
+	}
 	rc = STATUS_OK;
+	/* a source that failed on the way shows none of its spans, even
+	 * those its walk's statement brought */
 	for (int i = 0; i < NSPAN; i++)
-		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
-			struct spanquery_span *x = &sp[i]->spans[j];
-			const struct redact *r = call_redact(call);
+		if (status[i][0] != '\0')
+			for (int part = 0; part < 2; part++) {
+				spanquery_spans_free(fx->sp[i][part]);
+				fx->sp[i][part] = NULL;
+			}
+	for (int i = 0; i < NSPAN; i++)
+		for (int part = 0; part < 2; part++)
+			for (size_t j = 0;
+			     fx->sp[i][part] != NULL && j < fx->sp[i][part]->n;
+			     j++) {
+				struct spanquery_span *x =
+					&fx->sp[i][part]->spans[j];
+				const struct redact *r = call_redact(call);
 
-			x->service = redact_keep(&own, r, x->service);
-			x->name = redact_keep(&own, r, x->name);
-			x->status_message =
-				redact_keep(&own, r, x->status_message);
-		}
+				if (!span_wanted(fx, part, x))
+					continue;
+				x->service = redact_keep(&own, r, x->service);
+				x->name = redact_keep(&own, r, x->name);
+				x->status_message =
+					redact_keep(&own, r, x->status_message);
+				nspans++;
+			}
 	for (int i = 0; i < NSPAN; i++)
 		if ((req->sources & (1u << i)) && status[i][0] == '\0')
 			snprintf(status[i], sizeof(status[i]), "%s",
-				 sp[i] != NULL && sp[i]->n > 0 ? "ok"
-							       : "no_data");
+				 kept_spans(fx, i, 0) + kept_spans(fx, i, 1) > 0
+					 ? "ok"
+					 : "no_data");
 
 	/* 3. one tree per trace */
 	(void)call_progress(call, 3, 4, "merging");
@@ -1221,19 +1446,26 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	}
 	nspans = 0;
 	for (int i = 0; i < NSPAN; i++)
-		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
-			const struct spanquery_span *s = &sp[i]->spans[j];
-			struct merge_span *m = &spans[nspans++];
+		for (int part = 0; part < 2; part++)
+			for (size_t j = 0;
+			     fx->sp[i][part] != NULL && j < fx->sp[i][part]->n;
+			     j++) {
+				const struct spanquery_span *x =
+					&fx->sp[i][part]->spans[j];
+				struct merge_span *m;
 
-			memcpy(m->trace_id, s->trace_id, 16);
-			memcpy(m->span_id, s->span_id, 8);
-			memcpy(m->parent_span_id, s->parent_span_id, 8);
-			m->has_parent = s->has_parent;
-			m->start_ns = s->start_ns;
-			m->end_ns = s->start_ns + s->duration_ns;
-			m->source = srcs[i].merge;
-			m->user = s;
-		}
+				if (!span_wanted(fx, part, x))
+					continue;
+				m = &spans[nspans++];
+				memcpy(m->trace_id, x->trace_id, 16);
+				memcpy(m->span_id, x->span_id, 8);
+				memcpy(m->parent_span_id, x->parent_span_id, 8);
+				m->has_parent = x->has_parent;
+				m->start_ns = x->start_ns;
+				m->end_ns = x->start_ns + x->duration_ns;
+				m->source = srcs[i].merge;
+				m->user = x;
+			}
 	{
 		struct merge_opts opts = {.max_spans = (size_t)max_spans,
 					  .max_traces =
@@ -1334,7 +1566,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
 			goto out;
 		rc = STATUS_OK;
-		if (json_array_append_new(list, trace_json(t)) != 0) {
+		if (json_array_append_new(list, trace_json(t, &sf)) != 0) {
 			rc = STATUS_NOMEM;
 			goto out;
 		}
@@ -1354,7 +1586,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		(void)!buf_puts(&b, ".\n");
 	}
 	for (int i = 0; i < NSPAN; i++)
-		if (sp[i] != NULL && sp[i]->truncated)
+		if (fx->sp[i][1] != NULL && fx->sp[i][1]->truncated)
 			(void)!buf_printf(&b,
 					  "(%s: only the first %d spans were "
 					  "read)\n",
@@ -1387,8 +1619,11 @@ out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
 	merge_result_free(res);
-	for (int i = 0; i < NSPAN; i++)
-		spanquery_spans_free(sp[i]);
+	for (int i = 0; fx != NULL && i < NSPAN; i++) {
+		spanquery_spans_free(fx->sp[i][0]);
+		spanquery_spans_free(fx->sp[i][1]);
+	}
+	free(fx);
 	free(spans);
 	free(order);
 	free(ids);

@@ -1034,6 +1034,370 @@ test_restart(void **state)
 	pg_pool_free(p);
 }
 
+/* ---- prepared statements ---------------------------------------------- */
+
+/* The value of one column of pg_prepared_statements for name, as text
+ * ("" when the session has no such statement). */
+static char *
+prepared_field(struct pg_conn *c, const char *field, const char *name)
+{
+	char sql[160];
+	const char *vals[1] = {name};
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce((SELECT %s::text FROM pg_prepared_statements "
+		 "WHERE name = $1), '')",
+		 field);
+	return query_value(c, sql, 1, vals);
+}
+
+static void
+assert_field(struct pg_conn *c, const char *field, const char *name,
+	     const char *want)
+{
+	char *v = prepared_field(c, field, name);
+
+	if (strcmp(v, want) != 0)
+		fail_msg("%s of %s: %s, want %s", field, name, v, want);
+	free(v);
+}
+
+/* Runs st with values and returns row 0, column 0 (caller frees). */
+static char *
+prepared_value(struct pg_conn *c, const struct pg_stmt *st,
+	       const char *const *values)
+{
+	PGresult *res = NULL;
+	struct pg_error err;
+	char *v;
+	int rc = pg_query_prepared(c, st, values, &res, &err);
+
+	if (rc != STATUS_OK)
+		fprintf(stderr, "prepared %s: %s / %s\n", st->name, err.client,
+			err.detail);
+	assert_int_equal(rc, STATUS_OK);
+	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+	v = strdup(PQgetvalue(res, 0, 0));
+	assert_non_null(v);
+	PQclear(res);
+	return v;
+}
+
+/* st with values gives want in row 0, column 0. */
+static void
+prepared_is(struct pg_conn *c, const struct pg_stmt *st,
+	    const char *const *values, const char *want)
+{
+	char *v = prepared_value(c, st, values);
+
+	assert_string_equal(v, want);
+	free(v);
+}
+
+/* st with values fails with rc and sqlstate. */
+static void
+prepared_fails(struct pg_conn *c, const struct pg_stmt *st,
+	       const char *const *values, int rc, const char *sqlstate)
+{
+	struct pg_error err;
+
+	assert_int_equal(pg_query_prepared(c, st, values, NULL, &err), rc);
+	assert_string_equal(err.sqlstate, sqlstate);
+}
+
+/* A binary result of SELECT $1::int8, $1::text, NULL::bytea: 8 bytes in
+ * network order, the text's bytes, a NULL. */
+static void
+check_binary(struct pg_conn *c, const struct pg_stmt *st)
+{
+	PGresult *res = NULL;
+	struct pg_error err;
+	const unsigned char *p;
+
+	assert_int_equal(pg_query_prepared(c, st, (const char *const[]){"258"},
+					   &res, &err),
+			 STATUS_OK);
+	for (int col = 0; col < 3; col++)
+		assert_int_equal(PQfformat(res, col), 1);
+	assert_int_equal(PQgetlength(res, 0, 0), 8);
+	p = (const unsigned char *)PQgetvalue(res, 0, 0);
+	assert_memory_equal(p, "\0\0\0\0\0\0\1\2", 8);
+	assert_int_equal(PQgetlength(res, 0, 1), 3);
+	assert_string_equal(PQgetvalue(res, 0, 1), "258");
+	assert_true(PQgetisnull(res, 0, 2));
+	PQclear(res);
+}
+
+/*
+ * A statement is prepared once per session, under its name, and runs with
+ * bound values; custom plans by default, the generic plan from the first
+ * execution with generic set, and the plan mode does not outlive the
+ * statement's own transaction.
+ */
+static void
+test_prepared(void **state)
+{
+	static const struct pg_stmt add = {
+		"pgtest_add", "SELECT $1::int + $2::int", 2, false};
+	static const struct pg_stmt echo = {
+		"pgtest_echo", "SELECT $1::text, $1::text IS NULL", 1, true};
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	const char *v2[2] = {"40", "2"};
+	PGresult *res = NULL;
+	struct pg_error err;
+	long pid = backend_pid(c);
+	char *v;
+
+	(void)state;
+	assert_int_equal(pg_prepared_count(c), 0);
+	assert_field(c, "statement", "pgtest_add", "");
+	for (int i = 0; i < 7; i++) {
+		char a[16];
+		const char *vals[2] = {a, "2"};
+
+		snprintf(a, sizeof(a), "%d", 40 + i);
+		v = prepared_value(c, &add, vals);
+		assert_int_equal(strtol(v, NULL, 10), 42 + i);
+		free(v);
+		assert_int_equal(pg_prepared_count(c), 1);
+	}
+	assert_field(c, "statement", "pgtest_add", "SELECT $1::int + $2::int");
+	/* not generic: custom plans for five executions at least (then
+	 * PostgreSQL may keep the generic one, as cheap here) */
+	v = prepared_field(c, "custom_plans", "pgtest_add");
+	assert_true(strtol(v, NULL, 10) >= 5);
+	free(v);
+
+	/* generic: never a custom plan; tricky values stay values */
+	{
+		static const char *const tricky[] = {
+			"O'Reilly', $2; DROP TABLE x; --",
+			"",
+			NULL,
+		};
+
+		for (size_t i = 0; i < 3; i++) {
+			const char *vals[1] = {tricky[i]};
+
+			assert_int_equal(
+				pg_query_prepared(c, &echo, vals, &res, &err),
+				STATUS_OK);
+			if (tricky[i] == NULL) {
+				assert_true(PQgetisnull(res, 0, 0));
+				assert_string_equal(PQgetvalue(res, 0, 1), "t");
+			} else {
+				assert_string_equal(PQgetvalue(res, 0, 0),
+						    tricky[i]);
+				assert_string_equal(PQgetvalue(res, 0, 1), "f");
+			}
+			PQclear(res);
+			res = NULL;
+		}
+	}
+	assert_int_equal(pg_prepared_count(c), 2);
+	assert_field(c, "generic_plans", "pgtest_echo", "3");
+	assert_field(c, "custom_plans", "pgtest_echo", "0");
+	v = query_value(c, "SHOW plan_cache_mode", 0, NULL);
+	assert_string_equal(v, "auto");
+	free(v);
+	/* in a transaction of the caller's, the mode lasts until its end */
+	assert_int_equal(pg_begin(c, &err), STATUS_OK);
+	prepared_is(c, &echo, (const char *const[]){"in"}, "in");
+	v = query_value(c, "SHOW plan_cache_mode", 0, NULL);
+	assert_string_equal(v, "force_generic_plan");
+	free(v);
+	assert_int_equal(pg_commit(c, &err), STATUS_OK);
+	v = query_value(c, "SHOW plan_cache_mode", 0, NULL);
+	assert_string_equal(v, "auto");
+	free(v);
+
+	/* binary results, prepared and then known; generic or not */
+	{
+		static const struct pg_stmt bins[] = {
+			{"pgtest_bin", "SELECT $1::int8, $1::text, NULL::bytea",
+			 1, false, true},
+			{"pgtest_bin_generic",
+			 "SELECT $1::int8, $1::text, NULL::bytea", 1, true,
+			 true},
+		};
+
+		for (int k = 0; k < 4; k++)
+			check_binary(c, &bins[k % 2]);
+		assert_int_equal(pg_prepared_count(c), 4);
+		pg_release(c);
+		c = acquire(p);
+	}
+
+	/* the next lease of the same session knows both */
+	pg_release(c);
+	c = acquire(p);
+	assert_int_equal(backend_pid(c), pid);
+	assert_int_equal(pg_prepared_count(c), 4);
+	prepared_is(c, &add, v2, "42");
+	assert_field(c, "statement", "pgtest_add", "SELECT $1::int + $2::int");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/*
+ * Failures: a statement that does not parse is not recorded and leaves the
+ * session usable; an execution error (a data error, a timeout, a cancel)
+ * keeps the statement prepared and the session; a statement dropped
+ * behind the pool's back fails once, and its session is replaced; a new
+ * session prepares again.
+ */
+static void
+test_prepared_errors(void **state)
+{
+	static const struct pg_stmt bad = {"pgtest_bad", "SELEC $1::int", 1,
+					   true};
+	static const struct pg_stmt div = {"pgtest_div", "SELECT 10 / $1::int",
+					   1, true};
+	static const struct pg_stmt nap = {
+		"pgtest_nap", "SELECT pg_sleep($1::float8)", 1, false};
+	struct pg_pool *p = new_pool(1, 300);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	struct pg_stats st;
+	long pid = backend_pid(c);
+	char *v;
+
+	(void)state;
+	prepared_fails(c, &bad, (const char *const[]){"1"}, STATUS_IO, "42601");
+	assert_null(strstr(err.client, "SELEC"));
+	assert_int_equal(pg_prepared_count(c), 0);
+	assert_field(c, "statement", "pgtest_bad", "");
+
+	prepared_is(c, &div, (const char *const[]){"5"}, "2");
+	prepared_fails(c, &div, (const char *const[]){"0"}, STATUS_INVALID,
+		       "22012");
+	prepared_is(c, &div, (const char *const[]){"2"}, "5");
+
+	/* the first execution of nap times out: prepared all the same */
+	prepared_fails(c, &nap, (const char *const[]){"3"}, STATUS_TIMEOUT,
+		       "57014");
+	assert_int_equal(pg_prepared_count(c), 2);
+	assert_field(c, "statement", "pgtest_nap",
+		     "SELECT pg_sleep($1::float8)");
+	prepared_is(c, &nap, (const char *const[]){"0"}, "");
+	assert_int_equal(backend_pid(c), pid);
+
+	/* dropped behind the pool's back: fails, the session is replaced */
+	exec_ok(c, "DEALLOCATE pgtest_div");
+	prepared_fails(c, &div, (const char *const[]){"5"}, STATUS_IO, "26000");
+	pg_release(c);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.reconnects, 0);
+	c = acquire(p); /* waits for the replacement */
+	assert_true(backend_pid(c) != pid);
+	assert_int_equal(pg_prepared_count(c), 0);
+	prepared_is(c, &div, (const char *const[]){"5"}, "2");
+	assert_int_equal(pg_prepared_count(c), 1);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.reconnects, 1);
+
+	/* a session lost some other way is forgotten with what it knew */
+	pid = backend_pid(c);
+	{
+		struct pg_pool *q = new_pool(1, 5000);
+		struct pg_conn *k = acquire(q);
+		char pids[24];
+
+		snprintf(pids, sizeof(pids), "%ld", pid);
+		v = query_value(k, "SELECT pg_terminate_backend($1::int)", 1,
+				(const char *const[]){pids});
+		assert_string_equal(v, "t");
+		free(v);
+		pg_release(k);
+		pg_pool_free(q);
+	}
+	assert_int_equal(pg_query_prepared(c, &div, (const char *const[]){"5"},
+					   NULL, &err),
+			 STATUS_IO);
+	pg_release(c);
+	c = acquire(p);
+	assert_int_equal(pg_prepared_count(c), 0);
+	prepared_is(c, &div, (const char *const[]){"1"}, "10");
+	pg_release(c);
+	pg_pool_free(p);
+}
+
+/* Bad arguments; more statements than a session keeps run unnamed. */
+static void
+test_prepared_bounds(void **state)
+{
+	static char names[PG_PREPARED_MAX + 2][24];
+	static char sqls[PG_PREPARED_MAX + 2][40];
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	struct pg_error err;
+	char longname[PG_STMT_NAME_MAX + 2];
+	char *v;
+
+	(void)state;
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	{
+		const struct pg_stmt bad[] = {
+			{NULL, "SELECT 1", 0, false},
+			{"", "SELECT 1", 0, false},
+			{longname, "SELECT 1", 0, false},
+			{"pgtest_nosql", NULL, 0, false},
+			{"pgtest_neg", "SELECT 1", -1, false},
+			{"pgtest_novals", "SELECT $1::int", 1, false},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			err.client[0] = '\0';
+			assert_int_equal(
+				pg_send_prepared(c, &bad[i], NULL, &err),
+				STATUS_INVALID);
+			assert_true(err.client[0] != '\0');
+		}
+		assert_int_equal(pg_send_prepared(NULL, &bad[0], NULL, &err),
+				 STATUS_INVALID);
+		assert_int_equal(pg_send_prepared(c, NULL, NULL, &err),
+				 STATUS_INVALID);
+	}
+	longname[PG_STMT_NAME_MAX] = '\0'; /* the longest name is fine */
+	{
+		const struct pg_stmt longest = {longname, "SELECT 'long'", 0,
+						true};
+
+		prepared_is(c, &longest, NULL, "long");
+		assert_field(c, "statement", longname, "SELECT 'long'");
+	}
+	for (int i = 1; i < PG_PREPARED_MAX + 2; i++) {
+		struct pg_stmt st = {names[i], sqls[i], 1, i % 2 == 0};
+		char want[24];
+
+		snprintf(names[i], sizeof(names[i]), "pgtest_many_%d", i);
+		snprintf(sqls[i], sizeof(sqls[i]), "SELECT %d + $1::int", i);
+		snprintf(want, sizeof(want), "%d", i + 1);
+		v = prepared_value(c, &st, (const char *const[]){"1"});
+		assert_string_equal(v, want);
+		free(v);
+		assert_int_equal(pg_prepared_count(c),
+				 i < PG_PREPARED_MAX ? i + 1 : PG_PREPARED_MAX);
+	}
+	assert_field(c, "statement", "pgtest_many_31", "SELECT 31 + $1::int");
+	assert_field(c, "statement", "pgtest_many_32", "");
+	assert_field(c, "statement", "pgtest_many_33", "");
+	/* binary results on the unnamed path too */
+	{
+		static const struct pg_stmt bin = {
+			"pgtest_bin_unnamed",
+			"SELECT $1::int8, $1::text, NULL::bytea", 1, true,
+			true};
+
+		check_binary(c, &bin);
+		assert_field(c, "statement", "pgtest_bin_unnamed", "");
+	}
+	pg_release(c);
+	pg_pool_free(p);
+}
+
 int
 main(void)
 {
@@ -1055,6 +1419,9 @@ main(void)
 		cmocka_unit_test(test_script),
 		cmocka_unit_test(test_conninfo_forms),
 		cmocka_unit_test(test_restart),
+		cmocka_unit_test(test_prepared),
+		cmocka_unit_test(test_prepared_errors),
+		cmocka_unit_test(test_prepared_bounds),
 	};
 
 	/* PGTEST_DEBUG=1 shows the pool's own log lines. */

@@ -1704,6 +1704,114 @@ static const struct ids_case ids_cases[] = {
 	{"nothing", "otlp", "tr-none", -60, 300, -1, 10, 11, false, {0}, {0}},
 };
 
+/* trace id, start, span id: a total order of one source's spans */
+static int
+span_order(const void *pa, const void *pb)
+{
+	const struct spanquery_span *a = pa, *b = pb;
+	int c = memcmp(a->trace_id, b->trace_id, 16);
+
+	if (c == 0 && a->start_ns != b->start_ns)
+		c = a->start_ns < b->start_ns ? -1 : 1;
+	if (c == 0)
+		c = memcmp(a->span_id, b->span_id, 8);
+	return c;
+}
+
+/*
+ * a and b hold the same spans, each ordered by trace id and start (as
+ * ORDER BY trace_id, start_time: spans of one microsecond in any order).
+ */
+static void
+same_spans(const char *what, const struct spanquery_spans *a,
+	   const struct spanquery_spans *b)
+{
+	struct spanquery_span *x = NULL, *y = NULL;
+
+	if (a->n != b->n || a->truncated != b->truncated)
+		fail_msg("%s: %zu spans (truncated %d) vs %zu (%d)", what, a->n,
+			 a->truncated, b->n, b->truncated);
+	for (size_t i = 1; i < a->n; i++) {
+		const struct spanquery_span *p = &a->spans[i - 1],
+					    *q = &a->spans[i];
+		int c = memcmp(p->trace_id, q->trace_id, 16);
+
+		if (c > 0 ||
+		    (c == 0 && p->start_ns / 1000 > q->start_ns / 1000))
+			fail_msg("%s: span #%zu out of order", what, i);
+	}
+	x = calloc(a->n + 1, sizeof(*x));
+	y = calloc(b->n + 1, sizeof(*y));
+	assert_non_null(x);
+	assert_non_null(y);
+	memcpy(x, a->spans, a->n * sizeof(*x));
+	memcpy(y, b->spans, b->n * sizeof(*y));
+	qsort(x, a->n, sizeof(*x), span_order);
+	qsort(y, b->n, sizeof(*y), span_order);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct spanquery_span *u = &x[i], *v = &y[i];
+
+		if (memcmp(u->trace_id, v->trace_id, 16) != 0 ||
+		    memcmp(u->span_id, v->span_id, 8) != 0 ||
+		    u->has_parent != v->has_parent ||
+		    (u->has_parent &&
+		     memcmp(u->parent_span_id, v->parent_span_id, 8) != 0) ||
+		    u->start_ns != v->start_ns ||
+		    u->duration_ns != v->duration_ns || u->kind != v->kind ||
+		    u->status != v->status ||
+		    strcmp(u->service, v->service) != 0 ||
+		    strcmp(u->name, v->name) != 0 ||
+		    (u->status_message == NULL) !=
+			    (v->status_message == NULL) ||
+		    (u->status_message != NULL &&
+		     strcmp(u->status_message, v->status_message) != 0))
+			fail_msg("%s: span #%zu differs", what, i);
+	}
+	free(x);
+	free(y);
+}
+
+/*
+ * spanquery_recent_* against the two statements it stands for: the same
+ * ids, keys and more as spanquery_trace_ids_* with the same cap, and the
+ * spans spanquery_spans_* gives for the best max_traces of them.
+ */
+static void
+check_recent(struct pg_conn *c, const char *what, const char *source,
+	     const struct spanquery_trace_filter *f, size_t cap)
+{
+	uint8_t ids[SPANQUERY_MAX_TRACES][16], rids[SPANQUERY_MAX_TRACES][16];
+	int64_t keys[SPANQUERY_MAX_TRACES], rkeys[SPANQUERY_MAX_TRACES];
+	struct spanquery_spans *want = NULL, *got = NULL;
+	struct pg_error err;
+	size_t n = 0, rn = 99;
+	bool more = false, rmore = true;
+
+	assert_true(spanquery_trace_walks(f));
+	assert_int_equal(spanquery_trace_ids_send(c, source, f, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids,
+						  keys, &n, &more, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_spans_send(
+				 c, source, (const uint8_t(*)[16])ids, n, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_spans_recv(c, &want, &err), STATUS_OK);
+	assert_int_equal(spanquery_recent_send(c, source, f, &err), STATUS_OK);
+	assert_int_equal(spanquery_recent_recv(c, cap, rids, rkeys, &rn, &rmore,
+					       &got, &err),
+			 STATUS_OK);
+	if (rn != (n < cap ? n : cap) || rmore != (more || n > cap) ||
+	    memcmp(rids, ids, rn * 16) != 0 ||
+	    memcmp(rkeys, keys, rn * sizeof(*keys)) != 0)
+		fail_msg("%s: recent gave %zu ids (more %d), the walk %zu "
+			 "(more %d), cap %zu",
+			 what, rn, rmore, n, more, cap);
+	same_spans(what, got, want);
+	spanquery_spans_free(want);
+	spanquery_spans_free(got);
+}
+
 static void
 test_trace_ids(void **state)
 {
@@ -1753,6 +1861,8 @@ test_trace_ids(void **state)
 					 ic->name, k, (long long)keys[k],
 					 (long long)want_key);
 		}
+		if (spanquery_trace_walks(&f))
+			check_recent(c, ic->name, ic->source, &f, ic->cap);
 	}
 	pg_release(c);
 }
@@ -1783,6 +1893,27 @@ test_trace_ids_bad_filter(void **state)
 
 		err.client[0] = '\0';
 		assert_int_equal(spanquery_trace_ids_send(c, "otlp", &f, &err),
+				 STATUS_INVALID);
+		assert_true(err.client[0] != '\0');
+		err.client[0] = '\0';
+		assert_int_equal(spanquery_recent_send(c, "otlp", &f, &err),
+				 STATUS_INVALID);
+		assert_true(err.client[0] != '\0');
+	}
+	/* the combined statement is for the walk only */
+	for (int k = 0; k < 2; k++) {
+		struct spanquery_trace_filter f = {
+			.from_ms = trace_w_ms - 60000,
+			.to_ms = trace_w_ms + 300000,
+			.min_duration_ns = k == 0 ? 1000 : -1,
+			.max_traces = 10,
+			.slowest = k == 1,
+		};
+		struct pg_error err;
+
+		assert_false(spanquery_trace_walks(&f));
+		err.client[0] = '\0';
+		assert_int_equal(spanquery_recent_send(c, "otlp", &f, &err),
 				 STATUS_INVALID);
 		assert_true(err.client[0] != '\0');
 	}
@@ -2111,6 +2242,9 @@ test_trace_ids_walk(void **state)
 		};
 
 		check_walk(c, sources[i % 2], &f);
+		if (spanquery_trace_walks(&f))
+			check_recent(c, "brute force", sources[i % 2], &f,
+				     f.max_traces);
 	}
 	/* one trace of 20,001 spans: the walk knows it is alone, the
 	 * grouped paths stop reading at 20,000 spans and say more may
@@ -2138,6 +2272,191 @@ test_trace_ids_walk(void **state)
 		assert_int_equal(n, 1);
 		assert_int_equal(ids[0][0], 0xe0);
 		assert_int_equal(more, k != 0);
+	}
+	pg_release(c);
+}
+
+/*
+ * More spans than SPANQUERY_MAX_SPANS for the traces found: the combined
+ * statement says so (the tool then fetches them again in order), and
+ * spans_stmt keeps the first ones by trace id and start.  "tr-many": two
+ * traces of SPANQUERY_MAX_SPANS / 2 + 1 spans.
+ */
+static void
+test_recent_truncated(void **state)
+{
+	int64_t w = base_ms - 200 * MIN_MS;
+	struct spanquery_trace_filter f = {
+		.service = "tr-many",
+		.from_ms = w,
+		.to_ms = w + 10 * MIN_MS,
+		.min_duration_ns = -1,
+		.max_traces = 10,
+	};
+	struct spanquery_spans *got = NULL, *want = NULL;
+	struct pg_conn *c = conn();
+	uint8_t ids[10][16];
+	int64_t keys[10];
+	struct pg_error err;
+	size_t n = 0;
+	bool more = true;
+
+	(void)state;
+	for (int t = 0; t < 2; t++)
+		for (uint32_t i = 0; i < SPANQUERY_MAX_SPANS / 2 + 1; i++) {
+			struct otlp_span *s = new_span();
+
+			memset(s->trace_id, 0, 16);
+			s->trace_id[0] = 0xf0;
+			s->trace_id[15] = (uint8_t)t;
+			s->source = OT;
+			s->service_name = "tr-many";
+			s->kind = 1;
+			s->start_unix_nano = (uint64_t)w * 1000000u +
+					     (uint64_t)t * 60000000000u +
+					     i * 1000u;
+			s->end_unix_nano = s->start_unix_nano + 1000u;
+		}
+	flush_spans(c);
+	assert_int_equal(spanquery_recent_send(c, "otlp", &f, &err), STATUS_OK);
+	assert_int_equal(
+		spanquery_recent_recv(c, 10, ids, keys, &n, &more, &got, &err),
+		STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_false(more);
+	assert_true(got->truncated);
+	assert_int_equal(got->n, SPANQUERY_MAX_SPANS);
+	assert_int_equal(spanquery_spans_send(
+				 c, "otlp", (const uint8_t(*)[16])ids, n, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_spans_recv(c, &want, &err), STATUS_OK);
+	assert_true(want->truncated);
+	assert_int_equal(want->n, SPANQUERY_MAX_SPANS);
+	/* the first by trace id and start: all of trace 0, then trace 1's
+	 * earliest */
+	assert_int_equal(want->spans[0].trace_id[15], 0);
+	assert_int_equal(want->spans[want->n - 1].trace_id[15], 1);
+	assert_int_equal(want->spans[want->n - 1].start_ns,
+			 (uint64_t)w * 1000000u + 60000000000u +
+				 (SPANQUERY_MAX_SPANS / 2 - 2) * 1000u);
+	spanquery_spans_free(got);
+	spanquery_spans_free(want);
+	pg_release(c);
+}
+
+/*
+ * The walk's statements run on generic plans (planned once per session),
+ * and those read the (service_name, source, start_time) index, or the
+ * (source, start_time) one for any service, as the custom plans did.
+ */
+static void
+test_walk_generic_plans(void **state)
+{
+	static const struct {
+		const char *stmt, *service, *index;
+	} cases[] = {
+		{"spanquery_recent_svc", "tr-front",
+		 "service_name_source_start_time_idx"},
+		{"spanquery_recent_any", NULL, "source_start_time_idx"},
+		{"spanquery_walk_svc", "tr-front",
+		 "service_name_source_start_time_idx"},
+		{"spanquery_walk_any", NULL, "source_start_time_idx"},
+	};
+	struct pg_conn *c = conn();
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct spanquery_trace_filter f = {
+			.service = cases[i].service,
+			.from_ms = trace_w_ms - 60000,
+			.to_ms = trace_w_ms + 300000,
+			.min_duration_ns = -1,
+			.max_traces = 10,
+		};
+		const char *name[1] = {cases[i].stmt};
+		char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX], explain[400];
+		struct spanquery_spans *sp = NULL;
+		uint8_t ids[10][16];
+		int64_t keys[10];
+		struct pg_error err;
+		PGresult *res;
+		size_t n = 0;
+		bool more = false, seen = false;
+		long plans[2][2] = {{0, 0}, {0, 0}}; /* before / after */
+
+		for (int k = 0; k < 3; k++) {
+			if (k > 0) {
+				res = sql(c,
+					  "SELECT generic_plans, custom_plans "
+					  "FROM pg_prepared_statements WHERE "
+					  "name = $1",
+					  1, name);
+				assert_int_equal(PQntuples(res), 1);
+				plans[k - 1][0] =
+					strtol(PQgetvalue(res, 0, 0), NULL, 10);
+				plans[k - 1][1] =
+					strtol(PQgetvalue(res, 0, 1), NULL, 10);
+				PQclear(res);
+			}
+			if (k == 2)
+				break;
+			if (strncmp(cases[i].stmt, "spanquery_recent", 16) ==
+			    0) {
+				assert_int_equal(spanquery_recent_send(
+							 c, "otlp", &f, &err),
+						 STATUS_OK);
+				assert_int_equal(spanquery_recent_recv(
+							 c, 10, ids, keys, &n,
+							 &more, &sp, &err),
+						 STATUS_OK);
+				spanquery_spans_free(sp);
+				sp = NULL;
+			} else {
+				assert_int_equal(spanquery_trace_ids_send(
+							 c, "otlp", &f, &err),
+						 STATUS_OK);
+				assert_int_equal(spanquery_trace_ids_recv(
+							 c, 10, ids, keys, &n,
+							 &more, &err),
+						 STATUS_OK);
+			}
+			assert_true(n > 0);
+		}
+		/* the second execution: a generic plan, no custom one */
+		assert_int_equal(plans[1][0], plans[0][0] + 1);
+		assert_int_equal(plans[1][1], plans[0][1]);
+		assert_int_equal(plans[1][1], 0);
+		/* the plan it runs, as EXPLAIN shows it in the same mode */
+		pg_ts_text(f.from_ms, from, sizeof(from));
+		pg_ts_text(f.to_ms, to, sizeof(to));
+		snprintf(explain, sizeof(explain),
+			 "EXPLAIN EXECUTE %s('%s', '%s', 10, 'otlp'%s)",
+			 cases[i].stmt, from, to,
+			 cases[i].service != NULL ? ", 'tr-front'" : "");
+		assert_int_equal(pg_begin(c, &err), STATUS_OK);
+		PQclear(sql(c, "SET LOCAL plan_cache_mode = force_generic_plan",
+			    0, NULL));
+		res = sql(c, explain, 0, NULL);
+		/* the walk's scans are all of the index (the combined
+		 * statement's span fetch reads the primary key, or what the
+		 * planner likes for an empty partition) */
+		for (int r = 0; r < PQntuples(res); r++) {
+			const char *line = PQgetvalue(res, r, 0);
+			bool right = strstr(line, cases[i].index) != NULL &&
+				     (cases[i].service != NULL ||
+				      strstr(line, "service_name") == NULL);
+
+			seen |= right;
+			if (strstr(line, "Scan") != NULL &&
+			    strstr(line, " on spans") != NULL && !right &&
+			    strncmp(cases[i].stmt, "spanquery_walk", 14) == 0)
+				fail_msg("%s: %s", cases[i].stmt, line);
+		}
+		if (!seen)
+			fail_msg("%s: no scan of %s", cases[i].stmt,
+				 cases[i].index);
+		PQclear(res);
+		assert_int_equal(pg_rollback(c, &err), STATUS_OK);
 	}
 	pg_release(c);
 }
@@ -2170,6 +2489,8 @@ main(void)
 		cmocka_unit_test(test_metrics_dirty_hour),
 		cmocka_unit_test(test_services),
 		cmocka_unit_test(test_trace_ids_walk),
+		cmocka_unit_test(test_walk_generic_plans),
+		cmocka_unit_test(test_recent_truncated),
 	};
 	int failed = cmocka_run_group_tests_name("spanquery, pure", pure, NULL,
 						 NULL);
