@@ -123,12 +123,18 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 # json_loadb.
 LIB_SRC += lib/jsonload.c
 LIB_TESTS += jsonload
+# ---- [jsondump] compact JSON text for answers, byte for byte what
+# jansson's json_dumps writes (lib/jsondump); fuzz_jsondump checks it
+# against json_dumps.
+LIB_SRC += lib/jsondump.c
+LIB_TESTS += jsondump
 # ---------------------------------------------------------------------------
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
 FUZZERS += redact
 FUZZERS += grafana seal note
 FUZZERS += jsonload
+FUZZERS += jsondump
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "log.h"
 #include "ingest.h"
+#include "jsondump.h"
 #include "legacy_sse.h"
 #include "metrics.h"
 #include "pg.h"
@@ -133,7 +134,7 @@ http_reply_rpc_error(struct req *r, unsigned status, int code,
 		     const char *message, const char *const *headers)
 {
 	json_t *err = rpc_error(NULL, code, message, NULL);
-	char *text = err != NULL ? json_dumps(err, JSON_COMPACT) : NULL;
+	char *text = err != NULL ? jsondump(err, JSON_COMPACT) : NULL;
 	enum MHD_Result ret;
 
 	json_decref(err);

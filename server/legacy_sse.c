@@ -30,6 +30,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "http.h"
+#include "jsondump.h"
 #include "jsonload.h"
 #include "log.h"
 #include "rpc.h"
@@ -252,7 +253,7 @@ pre_append_locked(struct legacy_conn *c, const char *text, size_t len)
 static void
 pre_send(struct legacy_conn *c, json_t *msg)
 {
-	char *text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
+	char *text = msg != NULL ? jsondump(msg, JSON_COMPACT) : NULL;
 	struct buf ev;
 
 	json_decref(msg);
@@ -298,7 +299,7 @@ ex_send(struct exchange *base, json_t *msg, bool last)
 	(void)last; /* every message goes onto the stream as it comes */
 	if (msg == NULL)
 		return;
-	text = json_dumps(msg, JSON_COMPACT);
+	text = jsondump(msg, JSON_COMPACT);
 	json_decref(msg);
 	if (text == NULL) {
 		log_error(&(struct log_fields){.duration_ms = -1},
@@ -604,7 +605,7 @@ legacy_initialize(struct legacy_conn *c, const json_t *msg)
 		goto out;
 	}
 	ex = calloc(1, sizeof(*ex));
-	text = json_dumps(response, JSON_COMPACT);
+	text = jsondump(response, JSON_COMPACT);
 	if (ex == NULL || text == NULL)
 		goto nomem;
 	ex->base.ops = &legacy_exchange_ops;

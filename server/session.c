@@ -14,6 +14,7 @@
 
 #include "auth.h"
 #include "call.h"
+#include "jsondump.h"
 #include "log.h"
 
 struct session_table {
@@ -773,7 +774,7 @@ stream_send(struct stream *st, const json_t *msg)
 	char *text;
 	int rc;
 
-	text = json_dumps(msg, JSON_COMPACT);
+	text = jsondump(msg, JSON_COMPACT);
 	if (text == NULL)
 		return STATUS_NOMEM;
 	rc = stream_append_encoded(st, text, strlen(text), -1);

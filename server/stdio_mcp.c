@@ -39,6 +39,7 @@
 
 #include "dispatch.h"
 #include "exchange.h"
+#include "jsondump.h"
 #include "jsonload.h"
 #include "log.h"
 #include "pool.h"
@@ -303,7 +304,7 @@ conn_send_json(struct stdio_conn *c, json_t *msg)
 
 	if (msg == NULL)
 		return;
-	text = json_dumps(msg, JSON_COMPACT);
+	text = jsondump(msg, JSON_COMPACT);
 	json_decref(msg);
 	if (text == NULL) {
 		log_error(&(struct log_fields){.duration_ms = -1},

@@ -26,6 +26,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "http.h"
+#include "jsondump.h"
 #include "jsonload.h"
 #include "log.h"
 #include "reqmeta.h"
@@ -227,7 +228,7 @@ ex_send(struct exchange *base, json_t *msg, bool final)
 					json_object_get(e, "code")));
 	}
 	if (msg != NULL) {
-		text = json_dumps(msg, JSON_COMPACT);
+		text = jsondump(msg, JSON_COMPACT);
 		json_decref(msg);
 		if (text == NULL)
 			log_error(&(struct log_fields){.duration_ms = -1},
@@ -391,7 +392,7 @@ reply_json_text(struct req *r, unsigned status, const char *text, size_t len,
 static enum MHD_Result
 reply_json(struct req *r, unsigned status, json_t *msg, const char *session_id)
 {
-	char *text = json_dumps(msg, JSON_COMPACT);
+	char *text = jsondump(msg, JSON_COMPACT);
 	enum MHD_Result ret;
 
 	json_decref(msg);

@@ -1,0 +1,390 @@
+/*
+ * test_jsondump.c - unit tests for lib/jsondump: the text it writes for
+ * every type (checked against literal expected text and against
+ * json_dumps, which it must match byte for byte), what it refuses (bad
+ * UTF-8, loops, a bare scalar without JSON_ENCODE_ANY) and the flags and
+ * depths it leaves to json_dumps.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsondump.h"
+
+#define COMPACT_ANY (JSON_COMPACT | JSON_ENCODE_ANY)
+
+/* jsondump(v, flags) is want (NULL: fails), and so is json_dumps. */
+static void
+assert_dump(const json_t *v, size_t flags, const char *want)
+{
+	char *got = jsondump(v, flags), *ref = json_dumps(v, flags);
+
+	if (want == NULL) {
+		if (got != NULL)
+			fail_msg("jsondump gave %s, want NULL", got);
+		assert_null(ref);
+		return;
+	}
+	if (got == NULL)
+		fail_msg("jsondump gave NULL, want %s", want);
+	assert_string_equal(got, want);
+	assert_non_null(ref);
+	assert_string_equal(ref, want);
+	free(got);
+	free(ref);
+}
+
+/* jsondump(v, flags) is what json_dumps gives, whatever that is. */
+static void
+assert_same(const json_t *v, size_t flags)
+{
+	char *got = jsondump(v, flags), *ref = json_dumps(v, flags);
+
+	if (ref == NULL)
+		assert_null(got);
+	else {
+		assert_non_null(got);
+		assert_string_equal(got, ref);
+	}
+	free(got);
+	free(ref);
+}
+
+/* Takes the reference to v. */
+static void
+check(json_t *v, const char *want)
+{
+	assert_non_null(v);
+	assert_dump(v, COMPACT_ANY, want);
+	json_decref(v);
+}
+
+static void
+test_scalars(void **state)
+{
+	(void)state;
+	check(json_null(), "null");
+	check(json_true(), "true");
+	check(json_false(), "false");
+	check(json_integer(0), "0");
+	check(json_integer(7), "7");
+	check(json_integer(-1), "-1");
+	check(json_integer(1234567890123), "1234567890123");
+	check(json_integer(LLONG_MAX), "9223372036854775807");
+	check(json_integer(LLONG_MIN), "-9223372036854775808");
+}
+
+static void
+test_reals(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{0.0, "0.0"},
+		{-0.0, "-0.0"},
+		{1.0, "1.0"},
+		{-123.0, "-123.0"},
+		{0.5, "0.5"},
+		{-2.5, "-2.5"},
+		{0.1, "0.10000000000000001"},
+		{0.30000000000000004, "0.30000000000000004"},
+		{1e300, "1.0000000000000001e300"},
+		{-1e300, "-1.0000000000000001e300"},
+		{1e-7, "9.9999999999999995e-8"},
+		{1.5e-5, "1.5e-5"},
+		{0.0001, "0.0001"},
+		{1e16, "10000000000000000.0"},
+		{99999999999999984.0, "99999999999999984.0"},
+		{-99999999999999984.0, "-99999999999999984.0"},
+		{1e17, "1e17"},
+		{123456789012345678.0, "1.2345678901234568e17"},
+		{1e22, "1e22"},
+		{9007199254740993.0, "9007199254740992.0"},
+		{5e-324, "4.9406564584124654e-324"},
+		{1.7976931348623157e308, "1.7976931348623157e308"},
+		{12.345, "12.345000000000001"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check(json_real(cases[i].v), cases[i].want);
+}
+
+static void
+test_strings(void **state)
+{
+	(void)state;
+	check(json_string(""), "\"\"");
+	check(json_string("plain text"), "\"plain text\"");
+	check(json_string("q\"b\\s/"), "\"q\\\"b\\\\s/\"");
+	check(json_string("\b\f\n\r\t"), "\"\\b\\f\\n\\r\\t\"");
+	check(json_string("a\x01z\x1f\x7f"), "\"a\\u0001z\\u001F\x7f\"");
+	check(json_stringn("a\0b", 3), "\"a\\u0000b\"");
+	/* Non-ASCII UTF-8 is written as is, 2, 3 and 4 bytes. */
+	check(json_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+	      "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+	check(json_string("\xf4\x8f\xbf\xbf\xed\x9f\xbf"),
+	      "\"\xf4\x8f\xbf\xbf\xed\x9f\xbf\"");
+	check(json_string("end escape\n"), "\"end escape\\n\"");
+}
+
+/* A string value that is not UTF-8 fails the whole dump. */
+static void
+test_bad_utf8(void **state)
+{
+	static const char *const bad[] = {
+		"\xff",
+		"\x80",
+		"a\xc0\x80",
+		"\xc1\xbf",
+		"\xe0\x80\x80",
+		"\xed\xa0\x80",
+		"\xf0\x80\x80\x80",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"ok\n\xe2\x82",
+		"\xe2\x82z",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *s = json_stringn_nocheck(bad[i], strlen(bad[i]));
+		json_t *a = json_pack("[i,o]", 1, s);
+
+		check(json_incref(s), NULL);
+		check(a, NULL);
+	}
+}
+
+/*
+ * An object key that is not UTF-8 does not fail json_dumps: it writes the
+ * opening quote and what it had flushed (up to the last escape), then goes
+ * on with the ':'.  Garbled, but that is what must be matched.
+ */
+static void
+test_bad_utf8_key(void **state)
+{
+	json_t *o = json_object();
+
+	(void)state;
+	assert_int_equal(
+		json_object_setn_new_nocheck(o, "a\xff", 2, json_integer(1)),
+		0);
+	assert_int_equal(
+		json_object_setn_new_nocheck(o, "x\ny\xffz", 5, json_true()),
+		0);
+	assert_int_equal(json_object_set_new(o, "k", json_null()), 0);
+	check(o, "{\":1,\"x\\n:true,\"k\":null}");
+}
+
+static void
+test_containers(void **state)
+{
+	json_t *inner = json_pack("{s:i}", "x", 1);
+
+	(void)state;
+	check(json_array(), "[]");
+	check(json_object(), "{}");
+	check(json_pack("[[],{},[[]],{s:{}}]", "e"), "[[],{},[[]],{\"e\":{}}]");
+	check(json_pack("[i,s,b,n,f]", 1, "two", 1, 4.5),
+	      "[1,\"two\",true,null,4.5]");
+	/* Insertion order, not sorted, escaped keys. */
+	check(json_pack("{s:i,s:i,s:i,s:i}", "b", 1, "a", 2, "c\"", 3, "", 4),
+	      "{\"b\":1,\"a\":2,\"c\\\"\":3,\"\":4}");
+	/* Key with a NUL inside (json_object_setn). */
+	{
+		json_t *o = json_object();
+
+		json_object_setn_new(o, "a\0b", 3, json_integer(5));
+		check(o, "{\"a\\u0000b\":5}");
+	}
+	/* The same container twice is not a loop. */
+	check(json_pack("[O,O,{s:O}]", inner, inner, "k", inner),
+	      "[{\"x\":1},{\"x\":1},{\"k\":{\"x\":1}}]");
+	json_decref(inner);
+}
+
+static void
+test_message(void **state)
+{
+	json_t *msg = json_pack(
+		"{s:s,s:i,s:{s:[{s:s,s:s,s:{s:s,s:{s:{s:s}}}}],s:b}}",
+		"jsonrpc", "2.0", "id", 1, "result", "tools", "name",
+		"query_traces", "description", "Find traces.\nSlow ones first.",
+		"inputSchema", "type", "object", "properties", "service",
+		"type", "string", "truncated", 0);
+
+	(void)state;
+	check(msg, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{"
+		   "\"name\":\"query_traces\",\"description\":\"Find traces."
+		   "\\nSlow ones first.\",\"inputSchema\":{\"type\":"
+		   "\"object\",\"properties\":{\"service\":{\"type\":"
+		   "\"string\"}}}}],\"truncated\":false}}");
+}
+
+static void
+test_loops(void **state)
+{
+	json_t *a = json_array(), *c = json_array();
+	json_t *o = json_object(), *b = json_array();
+
+	(void)state;
+	/* jansson refuses a container directly inside itself, so: an array
+	 * one level inside itself, an object two levels inside itself. */
+	assert_int_equal(json_array_append(a, a), -1);
+	assert_int_equal(json_array_append(a, c), 0);
+	assert_int_equal(json_array_append(c, a), 0);
+	assert_dump(a, JSON_COMPACT, NULL);
+	assert_dump(c, JSON_COMPACT, NULL);
+	assert_int_equal(json_object_set_new(o, "b", b), 0);
+	assert_int_equal(json_array_append(b, o), 0);
+	assert_dump(o, JSON_COMPACT, NULL);
+	assert_dump(b, COMPACT_ANY, NULL);
+	/* Break the cycles so they can be freed. */
+	json_array_clear(c);
+	json_array_clear(b);
+	assert_dump(a, JSON_COMPACT, "[[]]");
+	assert_dump(o, JSON_COMPACT, "{\"b\":[]}");
+	json_decref(a);
+	json_decref(c);
+	json_decref(o);
+}
+
+/* A value of depth n: n nested arrays around 1 (n >= 1). */
+static json_t *
+nested(int n, json_t **innermost)
+{
+	json_t *root = json_array(), *c = root;
+
+	for (int i = 1; i < n; i++) {
+		json_t *next = json_array();
+
+		json_array_append_new(c, next);
+		c = next;
+	}
+	json_array_append_new(c, json_integer(1));
+	if (innermost != NULL)
+		*innermost = c;
+	return root;
+}
+
+/* Past JSONDUMP_MAX_DEPTH json_dumps answers (it has no limit). */
+static void
+test_depth(void **state)
+{
+	static const int depths[] = {1, JSONDUMP_MAX_DEPTH - 1,
+				     JSONDUMP_MAX_DEPTH, JSONDUMP_MAX_DEPTH + 1,
+				     3000};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		json_t *v = nested(depths[i], NULL);
+		char *s = jsondump(v, JSON_COMPACT);
+
+		assert_non_null(s);
+		assert_int_equal(strlen(s), 2 * (size_t)depths[i] + 1);
+		assert_same(v, JSON_COMPACT);
+		free(s);
+		json_decref(v);
+	}
+	/* A loop found only past the depth: still refused. */
+	{
+		json_t *inner, *v = nested(JSONDUMP_MAX_DEPTH + 10, &inner);
+
+		json_array_append(inner, v);
+		assert_dump(v, JSON_COMPACT, NULL);
+		json_array_clear(inner);
+		json_decref(v);
+	}
+}
+
+static void
+test_top_level(void **state)
+{
+	json_t *i = json_integer(3), *s = json_string("x");
+
+	(void)state;
+	/* A bare scalar needs JSON_ENCODE_ANY. */
+	assert_dump(i, JSON_COMPACT, NULL);
+	assert_dump(s, JSON_COMPACT, NULL);
+	assert_dump(i, COMPACT_ANY, "3");
+	assert_dump(s, COMPACT_ANY, "\"x\"");
+	assert_null(jsondump(NULL, JSON_COMPACT));
+	assert_null(jsondump(NULL, COMPACT_ANY));
+	json_decref(i);
+	json_decref(s);
+}
+
+/* Any other flags: json_dumps' own answer. */
+static void
+test_other_flags(void **state)
+{
+	json_t *v = json_pack("{s:i,s:[f,s],s:{}}", "z", 1, "a", 0.25,
+			      "/\xc3\xa9", "e");
+	static const size_t flags[] = {
+		0,
+		JSON_ENCODE_ANY,
+		JSON_COMPACT | JSON_SORT_KEYS,
+		JSON_COMPACT | JSON_ENSURE_ASCII,
+		JSON_COMPACT | JSON_ESCAPE_SLASH,
+		JSON_COMPACT | JSON_REAL_PRECISION(3),
+		JSON_INDENT(2),
+		JSON_COMPACT | JSON_EMBED,
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		assert_same(v, flags[i]);
+	assert_dump(v, JSON_COMPACT | JSON_SORT_KEYS,
+		    "{\"a\":[0.25,\"/\xc3\xa9\"],\"e\":{},\"z\":1}");
+	json_decref(v);
+}
+
+/* A large answer, grown through many reallocations. */
+static void
+test_large(void **state)
+{
+	json_t *rows = json_array();
+	char name[64];
+
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "span \"%d\"\t\xc3\xa9", i);
+		json_array_append_new(
+			rows, json_pack("{s:s,s:I,s:f,s:b,s:n}", "name", name,
+					"start", (json_int_t)i * 1000003, "ms",
+					i / 7.0, "error", i % 2, "parent"));
+	}
+	assert_same(rows, JSON_COMPACT);
+	assert_same(rows, COMPACT_ANY);
+	json_decref(rows);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scalars),
+		cmocka_unit_test(test_reals),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_bad_utf8),
+		cmocka_unit_test(test_bad_utf8_key),
+		cmocka_unit_test(test_containers),
+		cmocka_unit_test(test_message),
+		cmocka_unit_test(test_loops),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_top_level),
+		cmocka_unit_test(test_other_flags),
+		cmocka_unit_test(test_large),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
