@@ -10,6 +10,7 @@
 
 #include "call.h"
 #include "hex.h"
+#include "merge.h"
 #include "pg.h"
 #include "server.h"
 #include "spanquery.h"
@@ -163,4 +164,18 @@ tool_unknown_service(struct pg_conn *c, const char *service,
 	}
 	spanquery_names_free(names);
 	return unknown;
+}
+
+void
+tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
+		int source)
+{
+	memcpy(m->trace_id, x->trace_id, 16);
+	memcpy(m->span_id, x->span_id, 8);
+	memcpy(m->parent_span_id, x->parent_span_id, 8);
+	m->has_parent = x->has_parent;
+	m->start_ns = x->start_ns;
+	m->end_ns = x->start_ns + x->duration_ns;
+	m->source = source;
+	m->user = x;
 }

@@ -14,8 +14,10 @@
 #include "status.h"
 
 struct call;
+struct merge_span;
 struct pg_conn;
 struct pg_error;
+struct spanquery_span;
 struct timerange;
 
 /* Wall-clock time in ms since the Unix epoch.  Thread-safe. */
@@ -87,5 +89,10 @@ void tool_unavailable(char *status, size_t cap, int rc,
  */
 bool tool_unknown_service(struct pg_conn *c, const char *service,
 			  const char *list_tool, char *out, size_t cap);
+
+/* m: the span x as lib/merge takes it, from source (enum merge_source);
+ * m->user points at x (borrowed). */
+void tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
+		     int source);
 
 #endif

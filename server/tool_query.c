@@ -1452,19 +1452,10 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			     j++) {
 				const struct spanquery_span *x =
 					&fx->sp[i][part]->spans[j];
-				struct merge_span *m;
 
-				if (!span_wanted(fx, part, x))
-					continue;
-				m = &spans[nspans++];
-				memcpy(m->trace_id, x->trace_id, 16);
-				memcpy(m->span_id, x->span_id, 8);
-				memcpy(m->parent_span_id, x->parent_span_id, 8);
-				m->has_parent = x->has_parent;
-				m->start_ns = x->start_ns;
-				m->end_ns = x->start_ns + x->duration_ns;
-				m->source = srcs[i].merge;
-				m->user = x;
+				if (span_wanted(fx, part, x))
+					tool_merge_span(&spans[nspans++], x,
+							srcs[i].merge);
 			}
 	{
 		struct merge_opts opts = {.max_spans = (size_t)max_spans,

@@ -1187,19 +1187,9 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	}
 	nspans = 0;
 	for (int i = 0; i < NSRC; i++)
-		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
-			const struct spanquery_span *s = &sp[i]->spans[j];
-			struct merge_span *m = &spans[nspans++];
-
-			memcpy(m->trace_id, s->trace_id, 16);
-			memcpy(m->span_id, s->span_id, 8);
-			memcpy(m->parent_span_id, s->parent_span_id, 8);
-			m->has_parent = s->has_parent;
-			m->start_ns = s->start_ns;
-			m->end_ns = s->start_ns + s->duration_ns;
-			m->source = srcs[i].merge;
-			m->user = s;
-		}
+		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++)
+			tool_merge_span(&spans[nspans++], &sp[i]->spans[j],
+					srcs[i].merge);
 	{
 		/* every span read is a node: folding, not merge, keeps the
 		 * answer short */
