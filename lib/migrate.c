@@ -16,14 +16,11 @@
 
 #include <openssl/evp.h>
 
+#include "embed.h"
 #include "hex.h"
 #include "log.h"
 
-/* build/gen/migrations.c */
-struct embed_file {
-	const char *path;
-	const char *text;
-};
+/* build/gen/migrations.c (scripts/gen-embed.sh) */
 extern const struct embed_file migrate_sql[];
 extern const size_t migrate_sql_count;
 

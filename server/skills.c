@@ -13,13 +13,10 @@
 #include <string.h>
 
 #include "auth.h"
+#include "embed.h"
 #include "log.h"
 
 /* build/gen/skills.c (scripts/gen-embed.sh) */
-struct embed_file {
-	const char *path;
-	const char *text;
-};
 extern const struct embed_file skills_files[];
 extern const size_t skills_files_count;
 
