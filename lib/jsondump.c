@@ -1,12 +1,14 @@
 /*
  * jsondump.c - compact JSON text from jansson values, byte for byte what
- * jansson 2.14's json_dumps writes (see jsondump.h for the contract).
+ * jansson 2.14's json_dumps writes but for reals (see jsondump.h for the
+ * contract), and the writer that appends single values to a buffer.
  *
  * One recursive pass appending to one growable buffer.  The rules copied
  * from jansson's dump.c, strconv.c and utf.c: integers as "%lld"
- * (JSON_INTEGER_FORMAT); reals as "%.17g" with the locale's decimal point
- * turned into '.', ".0" appended when there is neither '.' nor 'e', and
- * the exponent's '+' and leading zeros dropped; strings with \" \\ \b \f
+ * (JSON_INTEGER_FORMAT); reals (dump_real) the shortest that reads back,
+ * with the locale's decimal point turned into '.', ".0" appended when
+ * there is neither '.' nor 'e', and the exponent's '+' and leading zeros
+ * dropped; strings with \" \\ \b \f
  * \n \r \t, other control characters as \u00XX (upper-case hex), every
  * other byte as is, and bad UTF-8 failing the whole dump; object members
  * in iteration (insertion) order.
@@ -71,20 +73,20 @@ static const unsigned char byte_class[256] = {
 /* clang-format on */
 
 static inline bool
-put(struct dump *d, const void *p, size_t n)
+put(struct buf *out, const void *p, size_t n)
 {
-	if (n < d->out.cap - d->out.len) {
-		memcpy(d->out.data + d->out.len, p, n);
-		d->out.len += n;
+	if (n < out->cap - out->len && n <= out->max - out->len) {
+		memcpy(out->data + out->len, p, n);
+		out->len += n;
 		return true;
 	}
-	return buf_append(&d->out, p, n) == STATUS_OK;
+	return buf_append(out, p, n) == STATUS_OK;
 }
 
 static inline bool
-put_char(struct dump *d, char c)
+put_char(struct buf *out, char c)
 {
-	return put(d, &c, 1);
+	return put(out, &c, 1);
 }
 
 /* The escape of c, a byte of class 1, into esc; returns its length. */
@@ -119,16 +121,16 @@ escape(unsigned char c, char esc[6])
  * left in the buffer and the key counts as written.
  */
 static enum dump_result
-dump_string(struct dump *d, const char *str, size_t n, bool key)
+dump_string(struct buf *out, const char *str, size_t n, bool key)
 {
 	const unsigned char *s = (const unsigned char *)str, *e = s + n;
 	const unsigned char *run = s;
 	size_t written, len;
 	char esc[6];
 
-	if (!put_char(d, '"'))
+	if (!put_char(out, '"'))
 		return DUMP_FAIL;
-	written = d->out.len;
+	written = out->len;
 	for (;;) {
 		while (s < e && byte_class[*s] == 0)
 			s++;
@@ -139,19 +141,19 @@ dump_string(struct dump *d, const char *str, size_t n, bool key)
 			if (len == 0) {
 				if (!key)
 					return DUMP_FAIL;
-				d->out.len = written;
+				out->len = written;
 				return DUMP_OK;
 			}
 			s += len;
 			continue;
 		}
 		len = escape(*s, esc);
-		if (!put(d, run, (size_t)(s - run)) || !put(d, esc, len))
+		if (!put(out, run, (size_t)(s - run)) || !put(out, esc, len))
 			return DUMP_FAIL;
-		written = d->out.len;
+		written = out->len;
 		run = ++s;
 	}
-	if (!put(d, run, (size_t)(s - run)) || !put_char(d, '"'))
+	if (!put(out, run, (size_t)(s - run)) || !put_char(out, '"'))
 		return DUMP_FAIL;
 	return DUMP_OK;
 }
@@ -170,7 +172,7 @@ put_digits(char *end, unsigned long long u)
 
 /* As snprintf("%" JSON_INTEGER_FORMAT). */
 static bool
-dump_integer(struct dump *d, json_int_t v)
+dump_integer(struct buf *out, json_int_t v)
 {
 	char tmp[24], *end = tmp + sizeof(tmp), *p;
 	unsigned long long u =
@@ -179,23 +181,74 @@ dump_integer(struct dump *d, json_int_t v)
 	p = put_digits(end, u);
 	if (v < 0)
 		*--p = '-';
-	return put(d, p, (size_t)(end - p));
+	return put(out, p, (size_t)(end - p));
 }
 
 /*
- * As jansson 2.14's jsonp_dtostr(precision 0 = 17) without dtoa: "%.17g",
- * the locale's decimal point (jansson assumes one byte) made '.', ".0"
- * when there is neither '.' nor 'e', then no '+' and no leading zeros in
- * the exponent.
+ * v = n / 10^6 for an integer n, as the division rounds it, with
+ * 1e-4 <= |v| < 1e9 (not integral; the caller took those): n's digits
+ * with the point six from the right and the trailing zeros dropped, into
+ * p (32 bytes); returns the length, 0 when v is not such a value.  The
+ * durations of spans (nanoseconds / 1e6 as milliseconds) are.  With
+ * |n| < 10^15 that decimal has at most 15 significant digits, so it is
+ * the one "%.15g" writes and the shortest that reads back as v.
+ */
+static size_t
+micro_fixed(double v, char *p)
+{
+	double x = v * 1e6;
+	long long n;
+	unsigned long long u;
+	char tmp[24], *end = tmp + sizeof(tmp), *d;
+	size_t len = 0, ndig, frac;
+
+	if (!(fabs(v) >= 1e-4 && fabs(v) < 1e9))
+		return 0;
+	n = llround(x);
+	if ((double)n / 1e6 != v)
+		return 0;
+	u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+	d = put_digits(end, u);
+	ndig = (size_t)(end - d);
+	if (n < 0)
+		p[len++] = '-';
+	if (ndig <= 6) {
+		p[len++] = '0';
+		p[len++] = '.';
+		for (size_t i = ndig; i < 6; i++)
+			p[len++] = '0';
+		frac = ndig;
+	} else {
+		memcpy(p + len, d, ndig - 6);
+		len += ndig - 6;
+		p[len++] = '.';
+		frac = 6;
+	}
+	memcpy(p + len, end - frac, frac);
+	len += frac;
+	while (p[len - 1] == '0')
+		len--;
+	return len;
+}
+
+/*
+ * Reals as the shortest decimal that reads back as the same double, as
+ * JavaScript and Python print them: "45.497626", where jansson's
+ * json_dumps ("%.17g") writes "45.497625999999997".  The same value for
+ * any JSON reader, in fewer and truthful digits.
  *
- * An integral value below 1e17 has at most 17 digits, so "%.17g" prints
- * it exactly, without exponent or point: those take a shortcut.
+ * An integral value below 1e17 is written as its digits and ".0" (17
+ * digits at most: exact, and a real still).  Span durations take
+ * micro_fixed.  Any other value: "%.15g", "%.16g" or "%.17g", the first
+ * that strtod reads back as v, with jansson's touches: the locale's
+ * decimal point made '.', ".0" when there is neither '.' nor 'e', no '+'
+ * and no leading zeros in the exponent.
  */
 static bool
-dump_real(struct dump *d, double v)
+dump_real(struct buf *out, double v)
 {
 	char buf[100], *p, *start, *end;
-	int ret;
+	int ret = 0;
 	size_t len;
 
 	if (v > -1e17 && v < 1e17 && v == (double)(long long)v) {
@@ -208,12 +261,18 @@ dump_real(struct dump *d, double v)
 			*--p = '-';
 		te[0] = '.';
 		te[1] = '0';
-		return put(d, p, (size_t)(te + 2 - p));
+		return put(out, p, (size_t)(te + 2 - p));
 	}
+	if ((len = micro_fixed(v, buf)) > 0)
+		return put(out, buf, len);
 
-	ret = snprintf(buf, sizeof(buf), "%.17g", v);
-	if (ret < 0 || (size_t)ret >= sizeof(buf))
-		return false;
+	for (int prec = 15; prec <= 17; prec++) {
+		ret = snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (ret < 0 || (size_t)ret >= sizeof(buf))
+			return false;
+		if (prec == 17 || strtod(buf, NULL) == v)
+			break;
+	}
 	len = (size_t)ret;
 	/* from_locale(): the locale's decimal point is the one byte that is
 	 * not a digit, sign or 'e' (a json_real is never inf or nan). */
@@ -244,7 +303,7 @@ dump_real(struct dump *d, double v)
 			len -= (size_t)(end - start);
 		}
 	}
-	return put(d, buf, len);
+	return put(out, buf, len);
 }
 
 static enum dump_result dump_value(struct dump *d, const json_t *v);
@@ -270,17 +329,17 @@ dump_array(struct dump *d, const json_t *v)
 
 	if (r != DUMP_OK)
 		return r;
-	if (!put_char(d, '['))
+	if (!put_char(&d->out, '['))
 		return DUMP_FAIL;
 	for (size_t i = 0; i < n; i++) {
-		if (i > 0 && !put_char(d, ','))
+		if (i > 0 && !put_char(&d->out, ','))
 			return DUMP_FAIL;
 		r = dump_value(d, json_array_get(v, i));
 		if (r != DUMP_OK)
 			return r;
 	}
 	d->depth--;
-	return put_char(d, ']') ? DUMP_OK : DUMP_FAIL;
+	return put_char(&d->out, ']') ? DUMP_OK : DUMP_FAIL;
 }
 
 static enum dump_result
@@ -291,16 +350,16 @@ dump_object(struct dump *d, const json_t *v)
 
 	if (r != DUMP_OK)
 		return r;
-	if (!put_char(d, '{'))
+	if (!put_char(&d->out, '{'))
 		return DUMP_FAIL;
 	for (bool first = true; iter != NULL; first = false) {
-		if (!first && !put_char(d, ','))
+		if (!first && !put_char(&d->out, ','))
 			return DUMP_FAIL;
-		r = dump_string(d, json_object_iter_key(iter),
+		r = dump_string(&d->out, json_object_iter_key(iter),
 				json_object_iter_key_len(iter), true);
 		if (r != DUMP_OK)
 			return r;
-		if (!put_char(d, ':'))
+		if (!put_char(&d->out, ':'))
 			return DUMP_FAIL;
 		r = dump_value(d, json_object_iter_value(iter));
 		if (r != DUMP_OK)
@@ -308,7 +367,7 @@ dump_object(struct dump *d, const json_t *v)
 		iter = json_object_iter_next((json_t *)v, iter);
 	}
 	d->depth--;
-	return put_char(d, '}') ? DUMP_OK : DUMP_FAIL;
+	return put_char(&d->out, '}') ? DUMP_OK : DUMP_FAIL;
 }
 
 static enum dump_result
@@ -320,16 +379,17 @@ dump_value(struct dump *d, const json_t *v)
 	case JSON_OBJECT: return dump_object(d, v);
 	case JSON_ARRAY: return dump_array(d, v);
 	case JSON_STRING:
-		return dump_string(d, json_string_value(v),
+		return dump_string(&d->out, json_string_value(v),
 				   json_string_length(v), false);
 	case JSON_INTEGER:
-		return dump_integer(d, json_integer_value(v)) ? DUMP_OK
-							      : DUMP_FAIL;
+		return dump_integer(&d->out, json_integer_value(v)) ? DUMP_OK
+								    : DUMP_FAIL;
 	case JSON_REAL:
-		return dump_real(d, json_real_value(v)) ? DUMP_OK : DUMP_FAIL;
-	case JSON_TRUE: return put(d, "true", 4) ? DUMP_OK : DUMP_FAIL;
-	case JSON_FALSE: return put(d, "false", 5) ? DUMP_OK : DUMP_FAIL;
-	case JSON_NULL: return put(d, "null", 4) ? DUMP_OK : DUMP_FAIL;
+		return dump_real(&d->out, json_real_value(v)) ? DUMP_OK
+							      : DUMP_FAIL;
+	case JSON_TRUE: return put(&d->out, "true", 4) ? DUMP_OK : DUMP_FAIL;
+	case JSON_FALSE: return put(&d->out, "false", 5) ? DUMP_OK : DUMP_FAIL;
+	case JSON_NULL: return put(&d->out, "null", 4) ? DUMP_OK : DUMP_FAIL;
 	}
 	return DUMP_FAIL;
 }
@@ -355,4 +415,65 @@ jsondump(const json_t *v, size_t flags)
 		return r == DUMP_TOO_DEEP ? json_dumps(v, flags) : NULL;
 	}
 	return buf_steal(&d.out, NULL);
+}
+
+/* ---- the writer --------------------------------------------------------- */
+
+/* Whether s (n bytes) is UTF-8 throughout. */
+static bool
+utf8_valid(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0, len; i < n; i += len) {
+		len = s[i] < 0x80 ? 1 : utf8_len(s + i, n - i);
+		if (len == 0)
+			return false;
+	}
+	return true;
+}
+
+/* put() leaves room for it but no NUL: the writer keeps buf's promise */
+static int
+written(struct buf *b, size_t len, bool ok, int failure)
+{
+	if (!ok) {
+		b->len = len;
+		if (b->data != NULL)
+			b->data[len] = '\0';
+		return failure;
+	}
+	b->data[b->len] = '\0';
+	return STATUS_OK;
+}
+
+int
+jsondump_string(struct buf *b, const char *s, size_t n)
+{
+	size_t len = b->len;
+
+	if (s == NULL)
+		return STATUS_INVALID;
+	if (dump_string(b, s, n, false) == DUMP_OK)
+		return written(b, len, true, STATUS_OK);
+	return written(b, len, false,
+		       utf8_valid((const unsigned char *)s, n)
+			       ? STATUS_NOMEM
+			       : STATUS_INVALID);
+}
+
+int
+jsondump_integer(struct buf *b, json_int_t v)
+{
+	size_t len = b->len;
+
+	return written(b, len, dump_integer(b, v), STATUS_NOMEM);
+}
+
+int
+jsondump_real(struct buf *b, double v)
+{
+	size_t len = b->len;
+
+	if (!isfinite(v))
+		return STATUS_INVALID;
+	return written(b, len, dump_real(b, v), STATUS_NOMEM);
 }

@@ -10,8 +10,12 @@
  * detects loops with a stack of the current container's ancestors.
  *
  * The output is byte for byte what json_dumps(v, flags) gives with jansson
- * 2.14, NULL included; the differential fuzzer test/fuzz/fuzz_jsondump.c
- * checks that.
+ * 2.14, NULL included, but for reals: those are the shortest decimal that
+ * reads back as the same double ("45.497626", not json_dumps's "%.17g"
+ * "45.497625999999997"; the same value for any reader, in fewer digits).
+ * The differential fuzzer test/fuzz/fuzz_jsondump.c checks both: the same
+ * bytes where there is no real, and the value read back equal where there
+ * is.
  */
 #ifndef SEXTANT_JSONDUMP_H
 #define SEXTANT_JSONDUMP_H
@@ -19,13 +23,16 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "buf.h"
+#include "status.h"
+
 /* Nesting jsondump serializes itself; a deeper value is handed to
  * json_dumps (which has no limit of its own).  MCP messages nest a few
  * levels. */
 #define JSONDUMP_MAX_DEPTH 128
 
 /*
- * v as JSON text, exactly as json_dumps(v, flags): a malloc'd
+ * v as JSON text, as json_dumps(v, flags) (reals aside): a malloc'd
  * NUL-terminated string the caller frees with free(), or NULL on ENOMEM,
  * a string that is not UTF-8, a container that contains itself, or a
  * top-level value that is neither an object nor an array without
@@ -35,5 +42,17 @@
  * v meanwhile).
  */
 char *jsondump(const json_t *v, size_t flags);
+
+/*
+ * The writer: JSON tokens appended to b exactly as jsondump writes those
+ * values, for an answer too large to build as jansson values first (a
+ * query_traces answer holds thousands).  The caller writes the
+ * punctuation.  On failure b is as it was: STATUS_INVALID for a string
+ * that is not UTF-8 (or NULL) or a real that is not finite, STATUS_NOMEM
+ * when b cannot grow.
+ */
+int jsondump_string(struct buf *b, const char *s, size_t n) WUR;
+int jsondump_integer(struct buf *b, json_int_t v) WUR;
+int jsondump_real(struct buf *b, double v) WUR;
 
 #endif

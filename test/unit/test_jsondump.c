@@ -1,9 +1,10 @@
 /*
  * test_jsondump.c - unit tests for lib/jsondump: the text it writes for
  * every type (checked against literal expected text and against
- * json_dumps, which it must match byte for byte), what it refuses (bad
- * UTF-8, loops, a bare scalar without JSON_ENCODE_ANY) and the flags and
- * depths it leaves to json_dumps.
+ * json_dumps, which it must match byte for byte but for reals, which must
+ * read back as the same double in no more characters), what it refuses
+ * (bad UTF-8, loops, a bare scalar without JSON_ENCODE_ANY), the flags and
+ * depths it leaves to json_dumps, and the writer.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,17 @@ assert_dump(const json_t *v, size_t flags, const char *want)
 	free(ref);
 }
 
+/* jsondump(v, flags) is want; json_dumps is not asked (reals). */
+static void
+assert_dump_text(const json_t *v, const char *want)
+{
+	char *got = jsondump(v, JSON_COMPACT);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
 /* jsondump(v, flags) is what json_dumps gives, whatever that is. */
 static void
 assert_same(const json_t *v, size_t flags)
@@ -55,6 +68,42 @@ assert_same(const json_t *v, size_t flags)
 	}
 	free(got);
 	free(ref);
+}
+
+/* jsondump(v, flags) reads back as v (reals: the same doubles), in no
+ * more characters than json_dumps(v, flags). */
+static void
+assert_reads_back(const json_t *v, size_t flags)
+{
+	char *got = jsondump(v, flags), *ref = json_dumps(v, flags);
+	json_error_t err;
+	json_t *back;
+
+	assert_non_null(got);
+	assert_non_null(ref);
+	back = json_loads(got, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	if (back == NULL)
+		fail_msg("%s does not parse: %s", got, err.text);
+	assert_true(json_equal(back, v));
+	assert_true(strlen(got) <= strlen(ref));
+	json_decref(back);
+	free(got);
+	free(ref);
+}
+
+/* A real: jsondump gives want, which strtod reads back as v. */
+static void
+check_real(double v, const char *want)
+{
+	json_t *r = json_real(v);
+	char *got = jsondump(r, COMPACT_ANY);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	assert_true(strtod(want, NULL) == v);
+	assert_reads_back(r, COMPACT_ANY);
+	free(got);
+	json_decref(r);
 }
 
 /* Takes the reference to v. */
@@ -94,13 +143,16 @@ test_reals(void **state)
 		{-123.0, "-123.0"},
 		{0.5, "0.5"},
 		{-2.5, "-2.5"},
-		{0.1, "0.10000000000000001"},
+		/* json_dumps: "%.17g", 0.10000000000000001 and the like */
+		{0.1, "0.1"},
+		{12.345, "12.345"},
 		{0.30000000000000004, "0.30000000000000004"},
-		{1e300, "1.0000000000000001e300"},
-		{-1e300, "-1.0000000000000001e300"},
-		{1e-7, "9.9999999999999995e-8"},
+		{1e300, "1e300"},
+		{-1e300, "-1e300"},
+		{1e-7, "1e-7"},
 		{1.5e-5, "1.5e-5"},
 		{0.0001, "0.0001"},
+		{0.00009, "9e-5"},
 		{1e16, "10000000000000000.0"},
 		{99999999999999984.0, "99999999999999984.0"},
 		{-99999999999999984.0, "-99999999999999984.0"},
@@ -108,14 +160,35 @@ test_reals(void **state)
 		{123456789012345678.0, "1.2345678901234568e17"},
 		{1e22, "1e22"},
 		{9007199254740993.0, "9007199254740992.0"},
-		{5e-324, "4.9406564584124654e-324"},
 		{1.7976931348623157e308, "1.7976931348623157e308"},
-		{12.345, "12.345000000000001"},
+		{2.0 / 3.0, "0.6666666666666666"},
+		/* span durations: nanoseconds / 1e6 */
+		{45497626 / 1e6, "45.497626"},
+		{593549 / 1e6, "0.593549"},
+		{-120 / 1e6, "-0.00012"},
+		{100 / 1e6, "0.0001"},
+		{1234500000 / 1e6, "1234.5"},
+		{999999999999999 / 1e6, "999999999.999999"},
+		{1000000000000001 / 1e6, "1000000000.000001"},
+		{1 / 1e6, "1e-6"},
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		check(json_real(cases[i].v), cases[i].want);
+		check_real(cases[i].v, cases[i].want);
+	/* the fewest of 15, 16 and 17 digits, not always the fewest of all:
+	 * the smallest denormal is 5e-324 */
+	check_real(5e-324, "4.94065645841247e-324");
+	/* reals anywhere in a value */
+	{
+		json_t *v = json_pack("{s:[f,f,f],s:{s:f}}", "a", 0.1, 1e-9,
+				      -45.497626, "b", "c", 1.0 / 3.0);
+
+		assert_reads_back(v, JSON_COMPACT);
+		assert_dump_text(v, "{\"a\":[0.1,1e-9,-45.497626],"
+				    "\"b\":{\"c\":0.3333333333333333}}");
+		json_decref(v);
+	}
 }
 
 static void
@@ -363,9 +436,46 @@ test_large(void **state)
 					"start", (json_int_t)i * 1000003, "ms",
 					i / 7.0, "error", i % 2, "parent"));
 	}
-	assert_same(rows, JSON_COMPACT);
-	assert_same(rows, COMPACT_ANY);
+	assert_reads_back(rows, JSON_COMPACT);
+	assert_reads_back(rows, COMPACT_ANY);
 	json_decref(rows);
+}
+
+/* The writer: the values as jsondump writes them, appended; a failure
+ * leaves the buffer as it was. */
+static void
+test_writer(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(buf_puts(&b, "["), STATUS_OK);
+	assert_int_equal(jsondump_string(&b, "a\"b\n\xc3\xa9", 6), STATUS_OK);
+	assert_int_equal(buf_puts(&b, ","), STATUS_OK);
+	assert_int_equal(jsondump_integer(&b, -42), STATUS_OK);
+	assert_int_equal(buf_puts(&b, ","), STATUS_OK);
+	assert_int_equal(jsondump_real(&b, 45497626 / 1e6), STATUS_OK);
+	assert_int_equal(buf_puts(&b, ","), STATUS_OK);
+	assert_int_equal(jsondump_real(&b, 2.0), STATUS_OK);
+	assert_string_equal(b.data, "[\"a\\\"b\\n\xc3\xa9\",-42,45.497626,2.0");
+	/* NUL-terminated after each value, as buf promises */
+	assert_int_equal(strlen(b.data), b.len);
+	assert_int_equal(jsondump_string(&b, "ok\xff", 3), STATUS_INVALID);
+	assert_int_equal(jsondump_string(&b, NULL, 0), STATUS_INVALID);
+	assert_int_equal(jsondump_real(&b, NAN), STATUS_INVALID);
+	assert_int_equal(jsondump_real(&b, -INFINITY), STATUS_INVALID);
+	assert_string_equal(b.data, "[\"a\\\"b\\n\xc3\xa9\",-42,45.497626,2.0");
+	buf_free(&b);
+
+	/* no room: STATUS_NOMEM, and the buffer unchanged */
+	buf_init(&b, 8);
+	assert_int_equal(buf_puts(&b, "[1,"), STATUS_OK);
+	assert_int_equal(jsondump_string(&b, "too long", 8), STATUS_NOMEM);
+	assert_int_equal(jsondump_real(&b, 0.30000000000000004), STATUS_NOMEM);
+	assert_int_equal(b.len, 3);
+	assert_string_equal(b.data, "[1,");
+	buf_free(&b);
 }
 
 int
@@ -374,6 +484,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_reals),
+		cmocka_unit_test(test_writer),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_bad_utf8),
 		cmocka_unit_test(test_bad_utf8_key),
