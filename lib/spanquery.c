@@ -492,6 +492,30 @@ static const struct pg_stmt recent_any = {"spanquery_recent_any",
 static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
 					  RECENT_SQL(WALK_SVC), 5, true, true};
 
+/*
+ * Every source at once, for one service: the walk over (service_name,
+ * start_time), and every span of the traces it found with its source as a
+ * twelfth column: the work of the per-source statements done once, in one
+ * round trip (bench/RESULTS.md).  No source filter: the table holds the
+ * span sources only (CHECK), and "source = ANY" could lead the planner to
+ * the (service_name, source, start_time) index, out of start order.  Any
+ * service keeps to the per-source statements, whose walks have
+ * (source, start_time) to follow; nothing orders all sources by time.
+ * $1 from, $2 to, $3 max_traces, $4 service.
+ */
+#define WALK_ALL_SVC                                                           \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz AND service_name = $4::text "
+static const struct pg_stmt recent_all = {
+	"spanquery_recent_all",
+	WALK_IDS(WALK_ALL_SVC) "SELECT trace_id, NULL, NULL, start_time, "
+			       "more::int::smallint, NULL, NULL, NULL, NULL, "
+			       "NULL, NULL, NULL FROM t UNION ALL "
+			       "(SELECT " SPAN_COLS
+			       ", source FROM spans WHERE trace_id = ANY "
+			       "(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)",
+	4, true, true};
+
 #define TRACE_WHERE                                                            \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
 	"$2::timestamptz "                                                     \
@@ -741,6 +765,12 @@ span_row(const PGresult *res, int i, struct spanquery_span *sp,
 	sp->name = PQgetvalue(res, i, 9);
 	sp->status_message =
 		PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10);
+	sp->source = NULL;
+	if (PQnfields(res) > 11) {
+		if (PQgetisnull(res, i, 11))
+			return pg_bad_row(err, "span row");
+		sp->source = PQgetvalue(res, i, 11);
+	}
 	return STATUS_OK;
 }
 
@@ -856,6 +886,13 @@ spanquery_recent_send(struct pg_conn *c, const char *source,
 	v[0] = from;
 	v[1] = to;
 	v[2] = lim;
+	if (source == NULL) {
+		if (f->service == NULL)
+			return trace_filter_error(err, "every source at once "
+						       "is for one service");
+		v[3] = f->service;
+		return pg_send_prepared(c, &recent_all, v, err);
+	}
 	v[3] = source;
 	v[4] = f->service;
 	return pg_send_prepared(c, f->service ? &recent_svc : &recent_any, v,

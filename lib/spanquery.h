@@ -138,6 +138,9 @@ struct spanquery_span {
 	const char *service;
 	const char *name;
 	const char *status_message; /* NULL when none */
+	/* the row's source when spanquery_recent_send was asked for every
+	 * source at once; NULL from the per-source statements */
+	const char *source;
 };
 
 struct spanquery_spans {
@@ -173,6 +176,12 @@ bool spanquery_trace_walks(const struct spanquery_trace_filter *f);
  * spanquery_spans_send for the first ones).  The caller still fetches this
  * source's spans of the traces that another source picked.  *out: caller
  * frees with spanquery_spans_free; NULL on failure.
+ *
+ * source NULL: every source at once, for f->service (else
+ * STATUS_INVALID).  The ids and keys are those of the union of each
+ * source's, as the caller would fold them (a trace's key its best
+ * source's); *out holds every span of those traces, each with its source,
+ * and no spans are left to fetch unless it is truncated.
  */
 int spanquery_recent_send(struct pg_conn *c, const char *source,
 			  const struct spanquery_trace_filter *f,

@@ -57,7 +57,9 @@ struct call {
 	json_t *state_out;	 /* state for the next round */
 	json_t *input_wanted;	 /* {key: request} not answered yet */
 	struct task *task;	 /* call_become_task's, or NULL */
-	struct call *next;	 /* s->calls */
+	char *sc_text;		 /* call_structured_text's, or NULL */
+	size_t sc_len;
+	struct call *next; /* s->calls */
 };
 
 /* How a call ended, for metrics and logs. */
@@ -93,6 +95,7 @@ call_free(struct call *c)
 	json_decref(c->progress_token);
 	json_decref(c->args);
 	json_decref(c->reject);
+	free(c->sc_text);
 	json_decref(c->input_responses);
 	json_decref(c->state_in);
 	json_decref(c->state_out);
@@ -105,10 +108,14 @@ call_free(struct call *c)
 
 /* Keeps structuredContent only where the revision has it (>= 06-18). */
 static void
-shape_result(const struct session *s, json_t *result)
+shape_result(struct call *c, json_t *result)
 {
-	if (strcmp(s->version, "2025-06-18") < 0)
+	const struct session *s = c->s;
+
+	if (strcmp(s->version, "2025-06-18") < 0) {
 		json_object_del(result, "structuredContent");
+		call_structured_text(c, NULL, 0);
+	}
 	if (s->modern && json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
 				    json_string("complete"));
@@ -122,7 +129,7 @@ check_output(struct call *c, json_t *result)
 	const json_t *sc;
 	struct jsonschema_error verr;
 
-	if (c->tool->output == NULL ||
+	if (c->tool->output == NULL || c->sc_text != NULL ||
 	    json_is_true(json_object_get(result, "isError")))
 		return result;
 	sc = json_object_get(result, "structuredContent");
@@ -139,6 +146,48 @@ check_output(struct call *c, json_t *result)
 	return tool_result_error("internal error: tool %s produced a result "
 				 "that does not match its outputSchema",
 				 c->tool->name);
+}
+
+/* Whether the call's serialized structuredContent can go out as text,
+ * spliced into the response; else it becomes a value (structured_value). */
+static bool
+structured_as_text(const struct call *c, const json_t *result)
+{
+	return c->task == NULL &&
+	       !json_is_true(json_object_get(result, "isError")) &&
+	       json_object_get(result, "structuredContent") == NULL;
+}
+
+/* result with the call's serialized structuredContent made a value: a
+ * task stores its result as one, and an error result is rare. */
+static json_t *
+structured_value(struct call *c, json_t *result)
+{
+	json_error_t err;
+	json_t *sc = json_loadb(c->sc_text, c->sc_len, 0, &err);
+
+	call_structured_text(c, NULL, 0);
+	if (sc != NULL &&
+	    json_object_set_new(result, "structuredContent", sc) == 0)
+		return result;
+	log_error(&(struct log_fields){.request_id = c->idtext,
+				       .session = c->s->id,
+				       .tool = c->tool->name,
+				       .duration_ms = -1},
+		  "tool structuredContent is not JSON: %s",
+		  sc == NULL ? err.text : "out of memory");
+	json_decref(result);
+	return tool_result_error("internal error: tool %s produced "
+				 "structuredContent that is not JSON",
+				 c->tool->name);
+}
+
+void
+call_structured_text(struct call *c, char *text, size_t len)
+{
+	free(c->sc_text);
+	c->sc_text = text;
+	c->sc_len = text != NULL ? len : 0;
 }
 
 /* Cuts text content past the budget at a UTF-8 boundary, with a note: a
@@ -399,6 +448,8 @@ call_run(struct pool_job *job)
 	struct session *s = c->s;
 	struct call **pp;
 	json_t *result = NULL, *response = NULL;
+	char *text = NULL;
+	size_t text_len = 0;
 	enum outcome outcome;
 	double ms;
 	int rc = STATUS_CANCELLED;
@@ -429,12 +480,19 @@ call_run(struct pool_job *job)
 
 	switch (outcome) {
 	case OUT_OK:
+		if (c->sc_text != NULL && !structured_as_text(c, result))
+			result = structured_value(c, result);
 		result = check_output(c, result);
 		fit_text(c, result);
 		if (json_is_true(json_object_get(result, "isError")))
 			outcome = OUT_ERROR;
-		shape_result(s, result);
-		response = rpc_result(c->id, result);
+		shape_result(c, result);
+		if (c->sc_text != NULL)
+			text = rpc_result_text_with(
+				c->id, result, "structuredContent", c->sc_text,
+				c->sc_len, &text_len);
+		else
+			response = rpc_result(c->id, result);
 		result = NULL;
 		break;
 	case OUT_TIMEOUT:
@@ -486,6 +544,8 @@ call_run(struct pool_job *job)
 	if (c->task != NULL) /* the caller got its CreateTaskResult */
 		tasks_finish(c->srv->tasks, c->task,
 			     outcome == OUT_CANCELLED ? NULL : response);
+	else if (text != NULL)
+		exchange_send_text(c->ex, text, text_len);
 	else
 		exchange_send(c->ex, response, true);
 	call_free(c);

@@ -48,6 +48,12 @@ exchange_send(struct exchange *ex, json_t *msg, bool final)
 }
 
 static inline void
+exchange_send_text(struct exchange *ex, char *text, size_t len)
+{
+	ex->ops->send_text(ex, text, len);
+}
+
+static inline void
 exchange_ref(struct exchange *ex)
 {
 	atomic_fetch_add(&ex->refs, 1);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsondump.h"
+
 static bool
 valid_id(const json_t *id)
 {
@@ -159,4 +161,37 @@ rpc_id_text(const json_t *id, char *buf, size_t len)
 			 json_string_value(id));
 	else
 		snprintf(buf, len, "null");
+}
+
+char *
+rpc_result_text_with(const json_t *id, json_t *result, const char *key,
+		     const char *member, size_t member_len, size_t *len)
+{
+	json_t *msg = rpc_result(id, result);
+	char *text = msg != NULL ? jsondump(msg, JSON_COMPACT) : NULL;
+	size_t n = text != NULL ? strlen(text) : 0, klen = strlen(key);
+	char *out = NULL, *p;
+
+	json_decref(msg);
+	/* text ends with the result's '}' and the message's: the member goes
+	 * in before them (rpc_result puts "result" last) */
+	if (n >= 3 && text[n - 1] == '}' && text[n - 2] == '}' &&
+	    (out = malloc(n + klen + member_len + 5)) != NULL) {
+		p = out;
+		memcpy(p, text, n - 2);
+		p += n - 2;
+		if (text[n - 3] != '{')
+			*p++ = ',';
+		*p++ = '"';
+		memcpy(p, key, klen);
+		p += klen;
+		*p++ = '"';
+		*p++ = ':';
+		memcpy(p, member, member_len);
+		p += member_len;
+		memcpy(p, "}}", 3);
+		*len = (size_t)(p + 2 - out);
+	}
+	free(text);
+	return out;
 }

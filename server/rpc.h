@@ -56,6 +56,15 @@ json_t *rpc_notification(const char *method, json_t *params);
 char *rpc_result_text(const json_t *id, const char *result_json,
 		      size_t result_len, size_t *len);
 
+/*
+ * The text of rpc_result(id, result) with "key": <member> added as the
+ * result's last member, member being compact JSON text already
+ * serialized (not re-encoded, not checked); key a plain ASCII name.
+ * result stolen.  Caller frees; NULL on ENOMEM.
+ */
+char *rpc_result_text_with(const json_t *id, json_t *result, const char *key,
+			   const char *member, size_t member_len, size_t *len);
+
 /* The id as text for logs ("7", "\"abc\""), truncated to fit. */
 void rpc_id_text(const json_t *id, char *buf, size_t len);
 

@@ -180,6 +180,19 @@ const char *call_protocol_version(struct call *call);
 /* The request id as text, for logs.  Borrowed. */
 const char *call_request_id(struct call *call);
 
+/*
+ * The structuredContent of the result the handler returns, serialized
+ * already (text: taken, len its length; NULL drops one set before): for
+ * answers too large to build as jansson values first (query_traces: some
+ * thousands), written with lib/jsondump's writer.  The result then
+ * carries none of its own.  It goes out spliced into the response as is:
+ * unlike a jansson one it is not checked against the tool's outputSchema
+ * at run time (the tests check it, as the MCP SDK client does); it is
+ * parsed only where a value is needed (a task's stored result, an error
+ * result).
+ */
+void call_structured_text(struct call *call, char *text, size_t len);
+
 /* Result helpers: each returns a new CallToolResult (NULL on ENOMEM). */
 json_t *tool_result_text(const char *text);
 json_t *tool_result_error(const char *fmt, ...) PRINTF_LIKE(1, 2);

@@ -15,6 +15,8 @@
 #include "buf.h"
 #include "call.h"
 #include "hex.h"
+#include "jsondump.h"
+#include "log.h"
 #include "merge.h"
 #include "pg.h"
 #include "promcalls.h"
@@ -890,103 +892,154 @@ start_format(struct start_fmt *f, int64_t ms, char *buf, size_t cap)
 	return f->len + 5;
 }
 
-/* Adds key: v to o (stealing v); false when v is NULL or it failed. */
-static bool
-put(json_t *o, const char *key, json_t *v)
+/*
+ * structuredContent as JSON text, written as it goes (lib/jsondump's
+ * writer, call_structured_text): a query_traces answer holds thousands of
+ * values (10 traces: about 270 spans of 11 fields), which as jansson
+ * values took more than half of the gateway's work on the call to build,
+ * serialize and free (callgrind, bench/RESULTS.md).  rc keeps the first
+ * failure; writes after it do nothing.
+ */
+struct jtext {
+	struct buf b;
+	int rc;
+	struct start_fmt sf;
+};
+
+static void
+jt_raw(struct jtext *w, const char *s, size_t n)
 {
-	return json_object_set_new_nocheck(o, key, v) == 0;
+	if (w->rc == STATUS_OK)
+		w->rc = buf_append(&w->b, s, n);
 }
 
-/* The span as {"span_id", ..., "children": []}, keys in the order the
- * schema lists them; *children gets the (borrowed) children array. */
-static json_t *
-node_json(const struct merge_node *node, struct start_fmt *sf,
-	  json_t **children)
+#define JT_LIT(w, lit) jt_raw((w), (lit), sizeof(lit) - 1)
+
+static void
+jt_str(struct jtext *w, const char *s)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_string(&w->b, s, s != NULL ? strlen(s) : 0);
+}
+
+/* n bytes as a quoted lower-case hex string */
+static void
+jt_hex(struct jtext *w, const uint8_t *id, size_t n)
+{
+	char hex[2 * 16 + 3];
+
+	hex[0] = '"';
+	hex_encode(id, n, hex + 1);
+	hex[2 * n + 1] = '"';
+	jt_raw(w, hex, 2 * n + 2);
+}
+
+static void
+jt_real(struct jtext *w, double v)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_real(&w->b, v);
+}
+
+static void
+jt_int(struct jtext *w, json_int_t v)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_integer(&w->b, v);
+}
+
+/* The span as {"span_id", ..., "children":[ with its children still to
+ * come: keys in the order the schema lists them. */
+static void
+span_open(struct jtext *w, const struct merge_node *node)
 {
 	const struct spanquery_span *s = node->span->user;
-	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
+	char start[TIMERANGE_FORMAT_MAX];
 	size_t slen;
-	json_t *o = json_object(), *seen = json_array(), *kids = json_array();
-	bool ok = o != NULL && seen != NULL && kids != NULL;
+	bool first = true;
 
-	hex_encode(s->span_id, 8, sid);
-	hex_encode(s->parent_span_id, 8, pid);
-	slen = start_format(sf, (int64_t)(s->start_ns / 1000000), start,
+	JT_LIT(w, "{\"span_id\":");
+	jt_hex(w, s->span_id, 8);
+	JT_LIT(w, ",\"parent_span_id\":");
+	if (s->has_parent)
+		jt_hex(w, s->parent_span_id, 8);
+	else
+		JT_LIT(w, "null");
+	JT_LIT(w, ",\"service\":");
+	jt_str(w, s->service);
+	JT_LIT(w, ",\"name\":");
+	jt_str(w, s->name);
+	JT_LIT(w, ",\"source\":");
+	jt_str(w, srcs[src_of_merge(node->span->source)].name);
+	JT_LIT(w, ",\"also_seen_by\":[");
+	for (int m = 0; m < MERGE_SOURCE_COUNT; m++)
+		if (node->also_seen_by & MERGE_SOURCE_BIT(m)) {
+			if (!first)
+				JT_LIT(w, ",");
+			jt_str(w, srcs[src_of_merge(m)].name);
+			first = false;
+		}
+	JT_LIT(w, "],\"start\":");
+	slen = start_format(&w->sf, (int64_t)(s->start_ns / 1000000), start,
 			    sizeof(start));
-	for (int m = 0; ok && m < MERGE_SOURCE_COUNT; m++)
-		if (node->also_seen_by & MERGE_SOURCE_BIT(m))
-			ok = json_array_append_new(
-				     seen,
-				     json_string(srcs[src_of_merge(m)].name)) ==
-			     0;
-	*children = kids;
-	ok = ok && put(o, "span_id", json_stringn_nocheck(sid, 16)) &&
-	     put(o, "parent_span_id",
-		 s->has_parent ? json_stringn_nocheck(pid, 16) : json_null()) &&
-	     put(o, "service", json_string(s->service)) &&
-	     put(o, "name", json_string(s->name)) &&
-	     put(o, "source",
-		 json_string_nocheck(
-			 srcs[src_of_merge(node->span->source)].name));
-	/* o holds references of its own to seen and kids; ours go below */
-	ok = ok && put(o, "also_seen_by", json_incref(seen));
-	ok = ok && put(o, "start", json_stringn_nocheck(start, slen)) &&
-	     put(o, "duration_ms", json_real((double)s->duration_ns / 1e6)) &&
-	     put(o, "status", json_string(tool_status_name(s->status))) &&
-	     put(o, "slow", json_boolean(node->slow)) &&
-	     put(o, "children", json_incref(kids));
-	if (!ok) {
-		json_decref(o);
-		o = NULL;
-		*children = NULL;
-	}
-	json_decref(seen);
-	json_decref(kids);
-	return o;
+	JT_LIT(w, "\"");
+	jt_raw(w, start, slen);
+	JT_LIT(w, "\",\"duration_ms\":");
+	jt_real(w, (double)s->duration_ns / 1e6);
+	JT_LIT(w, ",\"status\":");
+	jt_str(w, tool_status_name(s->status));
+	if (node->slow)
+		JT_LIT(w, ",\"slow\":true,\"children\":[");
+	else
+		JT_LIT(w, ",\"slow\":false,\"children\":[");
 }
 
-/* The trace as {"trace_id", ..., "spans": [roots with children]}. */
-static json_t *
-trace_json(const struct merge_trace *t, struct start_fmt *sf)
+/*
+ * The trace as {"trace_id", ..., "spans": [roots with children]}.  The
+ * nodes come in depth-first preorder, each with its depth: a node one
+ * level deeper than the one before is its first child; else the spans
+ * open since its parent's level are closed first.  No recursion: a trace
+ * may be thousands of levels deep.
+ */
+static void
+trace_write(struct jtext *w, const struct merge_trace *t)
 {
-	char tid[33], start[40];
-	json_t *o = NULL, **kids = NULL, *roots = json_array();
+	char start[TIMERANGE_FORMAT_MAX];
+	size_t open = 0; /* spans whose children are being written */
 
-	if (roots == NULL)
-		return NULL;
-	kids = calloc(t->n_nodes + 1, sizeof(*kids));
-	if (kids == NULL)
-		goto fail;
-	/* preorder: a parent is made before its children */
-	for (size_t i = 0; i < t->n_nodes; i++) {
-		const struct merge_node *node = &t->nodes[i];
-		json_t *made = node_json(node, sf, &kids[i]);
-
-		if (json_array_append_new(node->parent == MERGE_NONE
-						  ? roots
-						  : kids[node->parent],
-					  made) != 0)
-			goto fail;
-	}
-	hex_encode(t->trace_id, 16, tid);
+	JT_LIT(w, "{\"trace_id\":");
+	jt_hex(w, t->trace_id, 16);
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
-	o = json_object();
-	if (o == NULL || !put(o, "trace_id", json_stringn_nocheck(tid, 32)) ||
-	    !put(o, "start", json_string_nocheck(start)) ||
-	    !put(o, "duration_ms",
-		 json_real((double)(t->end_ns - t->start_ns) / 1e6)) ||
-	    !put(o, "span_count", json_integer((json_int_t)t->span_count)) ||
-	    !put(o, "spans_not_shown",
-		 json_integer((json_int_t)t->not_shown)) ||
-	    !put(o, "spans", json_incref(roots))) {
-		json_decref(o);
-		o = NULL;
+	JT_LIT(w, ",\"start\":");
+	jt_str(w, start);
+	JT_LIT(w, ",\"duration_ms\":");
+	jt_real(w, (double)(t->end_ns - t->start_ns) / 1e6);
+	JT_LIT(w, ",\"span_count\":");
+	jt_int(w, (json_int_t)t->span_count);
+	JT_LIT(w, ",\"spans_not_shown\":");
+	jt_int(w, (json_int_t)t->not_shown);
+	JT_LIT(w, ",\"spans\":[");
+	for (size_t i = 0; i < t->n_nodes && w->rc == STATUS_OK; i++) {
+		const struct merge_node *node = &t->nodes[i];
+
+		if (i > 0 && node->depth == t->nodes[i - 1].depth + 1) {
+			/* the first child of the one before */
+		} else if (i > 0) {
+			for (; open > node->depth; open--)
+				JT_LIT(w, "]}");
+			JT_LIT(w, ",");
+		}
+		if (node->depth > open) { /* not preorder: merge's bug */
+			w->rc = STATUS_INVALID;
+			break;
+		}
+		span_open(w, node);
+		open++;
 	}
-fail:
-	free(kids);
-	json_decref(roots);
-	return o;
+	for (; open > 0; open--)
+		JT_LIT(w, "]}");
+	JT_LIT(w, "]}");
 }
 
 /* The slowest span of the trace (largest self time among the slow). */
@@ -1135,6 +1188,8 @@ struct trace_fetch {
 	size_t nwant[NSPAN];
 	/* spans: [0] from the walk's statement, [1] fetched after */
 	struct spanquery_spans *sp[NSPAN][2];
+	/* or every source's, from one statement (all_at_once) */
+	struct spanquery_spans *all;
 };
 
 typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
@@ -1257,12 +1312,110 @@ kept_spans(const struct trace_fetch *t, int i, int part)
 	return n;
 }
 
+/* The source (srcs index) named name; -1 when none is. */
+static int
+span_src(const char *name)
+{
+	for (int i = 0; i < NSPAN; i++)
+		if (strcmp(name, srcs[i].name) == 0)
+			return i;
+	return -1;
+}
+
+struct span_it {
+	int i, part;
+	size_t j;
+};
+
+/* The next span of the traces shown ({0} starts), and in *src its source;
+ * NULL after the last. */
+static struct spanquery_span *
+span_next(const struct trace_fetch *t, struct span_it *it, int *src)
+{
+	struct spanquery_span *x;
+
+	if (t->all != NULL) {
+		if (it->j == t->all->n)
+			return NULL;
+		x = &t->all->spans[it->j++];
+		*src = span_src(x->source); /* all_at_once checked it */
+		return x;
+	}
+	for (; it->i < NSPAN; it->i++, it->part = 0)
+		for (; it->part < 2; it->part++, it->j = 0)
+			while (t->sp[it->i][it->part] != NULL &&
+			       it->j < t->sp[it->i][it->part]->n) {
+				x = &t->sp[it->i][it->part]->spans[it->j++];
+				if (span_wanted(t, it->part, x)) {
+					*src = it->i;
+					return x;
+				}
+			}
+	return NULL;
+}
+
+/*
+ * query_traces for one service from every source (the common case): the
+ * walk and the spans in one statement on the first connection, which does
+ * the per-source statements' work once, in one round trip.  On success
+ * with every span there, t->all holds them and ids, keys, *n and *more
+ * the traces, as the per-source round and union_ids would give them.
+ * When the statement fails (or its spans were cut at the limit), t->all
+ * stays NULL and the caller asks each source on its own, which tells
+ * which source failed and keeps the other's answer.  STATUS_CANCELLED,
+ * STATUS_NOMEM, else STATUS_OK.
+ */
+static int
+all_at_once(struct call *call, const struct tool_conns *k,
+	    struct trace_fetch *t, uint8_t (*ids)[16], int64_t *keys, size_t *n,
+	    bool *more)
+{
+	struct spanquery_spans *sp = NULL;
+	struct pg_error pe;
+	int rc;
+
+	rc = spanquery_recent_send(k->c[0], NULL, t->tf, &pe);
+	if (rc == STATUS_OK)
+		rc = spanquery_recent_recv(k->c[0], t->tf->max_traces, ids,
+					   keys, n, more, &sp, &pe);
+	for (size_t j = 0; rc == STATUS_OK && j < sp->n; j++)
+		if (span_src(sp->spans[j].source) < 0) {
+			snprintf(pe.detail, sizeof(pe.detail),
+				 "a span of source \"%.40s\"",
+				 sp->spans[j].source);
+			rc = STATUS_INVALID;
+		}
+	if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+		spanquery_spans_free(sp);
+		return STATUS_CANCELLED;
+	}
+	if (rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK || sp->truncated) {
+		if (rc != STATUS_OK)
+			log_debug(
+				&(struct log_fields){
+					.request_id = call_request_id(call),
+					.tool = "query_traces",
+					.duration_ms = -1},
+				"the statement over every source failed "
+				"(%s): asking each source",
+				pe.detail);
+		spanquery_spans_free(sp);
+		*n = 0;
+		*more = false;
+		return STATUS_OK;
+	}
+	t->all = sp;
+	return STATUS_OK;
+}
+
 static int
 traces_call(struct call *call, const json_t *args, json_t **result,
 	    const struct traces_req *req)
 {
 	struct trace_fetch *fx = NULL;
-	struct start_fmt sf = {.sec = INT64_MIN};
+	struct jtext w = {.sf.sec = INT64_MIN};
 	struct spanquery_trace_filter tf = {0};
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
@@ -1278,11 +1431,12 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	const char *trace_id = tool_arg_str(args, "trace_id");
 	const json_t *md = json_object_get(args, "min_duration_ms");
 	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
-	json_t *sc = NULL, *list = NULL;
+	size_t shown = 0;
 	int rc = STATUS_OK;
 	int64_t now = tool_now_ms();
 
 	buf_init(&b, call_text_budget(call));
+	buf_init(&w.b, SIZE_MAX / 2);
 	*result = NULL;
 	if (json_is_integer(json_object_get(args, "max_traces")))
 		max_traces =
@@ -1334,7 +1488,12 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	if (trace_id != NULL) {
 		memcpy(ids[0], one_id, 16);
 		nids = 1;
-	} else {
+	} else if (fx->walks && tf.service != NULL && req->sources == BOTH &&
+		   (rc = all_at_once(call, &k, fx, ids, keys, &nids,
+				     &more_traces)) != STATUS_OK) {
+		goto out;
+	}
+	if (trace_id == NULL && fx->all == NULL) {
 		rc = source_round(call, &k, req->sources, status,
 				  trace_ids_send, trace_ids_recv, fx);
 		if (rc != STATUS_OK)
@@ -1370,7 +1529,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	(void)call_progress(call, 2, 4, "fetching spans");
 	fx->ids_final = (const uint8_t(*)[16])ids;
 	fx->nfinal = nids;
-	for (int round = 0; round < 2 && nids > 0; round++) {
+	for (int round = 0; round < 2 && nids > 0 && fx->all == NULL; round++) {
 		unsigned todo = 0;
 
 		for (int i = 0; i < NSPAN; i++) {
@@ -1413,29 +1572,26 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				spanquery_spans_free(fx->sp[i][part]);
 				fx->sp[i][part] = NULL;
 			}
-	for (int i = 0; i < NSPAN; i++)
-		for (int part = 0; part < 2; part++)
-			for (size_t j = 0;
-			     fx->sp[i][part] != NULL && j < fx->sp[i][part]->n;
-			     j++) {
-				struct spanquery_span *x =
-					&fx->sp[i][part]->spans[j];
-				const struct redact *r = call_redact(call);
+	{
+		const struct redact *r = call_redact(call);
+		struct span_it it = {0};
+		struct spanquery_span *x;
+		size_t per_src[NSPAN] = {0};
+		int src;
 
-				if (!span_wanted(fx, part, x))
-					continue;
-				x->service = redact_keep(&own, r, x->service);
-				x->name = redact_keep(&own, r, x->name);
-				x->status_message =
-					redact_keep(&own, r, x->status_message);
-				nspans++;
-			}
-	for (int i = 0; i < NSPAN; i++)
-		if ((req->sources & (1u << i)) && status[i][0] == '\0')
-			snprintf(status[i], sizeof(status[i]), "%s",
-				 kept_spans(fx, i, 0) + kept_spans(fx, i, 1) > 0
-					 ? "ok"
-					 : "no_data");
+		while ((x = span_next(fx, &it, &src)) != NULL) {
+			x->service = redact_keep(&own, r, x->service);
+			x->name = redact_keep(&own, r, x->name);
+			x->status_message =
+				redact_keep(&own, r, x->status_message);
+			per_src[src]++;
+			nspans++;
+		}
+		for (int i = 0; i < NSPAN; i++)
+			if ((req->sources & (1u << i)) && status[i][0] == '\0')
+				snprintf(status[i], sizeof(status[i]), "%s",
+					 per_src[i] > 0 ? "ok" : "no_data");
+	}
 
 	/* 3. one tree per trace */
 	(void)call_progress(call, 3, 4, "merging");
@@ -1445,18 +1601,14 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	nspans = 0;
-	for (int i = 0; i < NSPAN; i++)
-		for (int part = 0; part < 2; part++)
-			for (size_t j = 0;
-			     fx->sp[i][part] != NULL && j < fx->sp[i][part]->n;
-			     j++) {
-				const struct spanquery_span *x =
-					&fx->sp[i][part]->spans[j];
+	{
+		struct span_it it = {0};
+		const struct spanquery_span *x;
+		int src;
 
-				if (span_wanted(fx, part, x))
-					tool_merge_span(&spans[nspans++], x,
-							srcs[i].merge);
-			}
+		while ((x = span_next(fx, &it, &src)) != NULL)
+			tool_merge_span(&spans[nspans++], x, srcs[src].merge);
+	}
 	{
 		struct merge_opts opts = {.max_spans = (size_t)max_spans,
 					  .max_traces =
@@ -1489,11 +1641,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		if (strncmp(status[i], "unavailable", 11) == 0)
 			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
 					  status[i]);
-	list = json_array();
-	if (list == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
+	JT_LIT(&w, "{\"traces\":[");
 	if (res->n_traces == 0) {
 		char why[512], rdesc[128];
 
@@ -1557,10 +1705,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
 			goto out;
 		rc = STATUS_OK;
-		if (json_array_append_new(list, trace_json(t, &sf)) != 0) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
+		if (shown++ > 0)
+			JT_LIT(&w, ",");
+		trace_write(&w, t);
 	}
 	if (more_traces) {
 		bool raise = tf.max_traces < SPANQUERY_MAX_TRACES;
@@ -1585,27 +1732,46 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	if (res->n_traces > 0)
 		(void)traces_analysis(&b, res, order);
 
-	sc = json_pack("{s:o, s:{}, s:b}", "traces", list, "sources",
-		       "more_traces", more_traces);
-	list = NULL;
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
+	JT_LIT(&w, "],\"sources\":{");
+	for (int i = 0, n = 0; i < NSPAN; i++)
+		if (req->sources & (1u << i)) {
+			if (n++ > 0)
+				JT_LIT(&w, ",");
+			jt_str(&w, srcs[i].name);
+			JT_LIT(&w, ":");
+			jt_str(&w, status[i]);
+		}
+	if (more_traces)
+		JT_LIT(&w, "},\"more_traces\":true");
+	else
+		JT_LIT(&w, "},\"more_traces\":false");
+	if (trace_id == NULL) {
+		char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+
+		timerange_format(tr.from_ms, from, sizeof(from));
+		timerange_format(tr.to_ms, to, sizeof(to));
+		JT_LIT(&w, ",\"time_range\":{\"from\":");
+		jt_str(&w, from);
+		JT_LIT(&w, ",\"to\":");
+		jt_str(&w, to);
+		JT_LIT(&w, "}");
 	}
-	if (trace_id == NULL)
-		json_object_set_new(sc, "time_range", tool_range_json(&tr));
-	for (int i = 0; i < NSPAN; i++)
-		if (req->sources & (1u << i))
-			json_object_set_new(json_object_get(sc, "sources"),
-					    srcs[i].name,
-					    json_string(status[i]));
+	JT_LIT(&w, "}");
+	if ((rc = w.rc) != STATUS_OK)
+		goto out;
 	*result = tool_result_new(
 		json_pack("[{s:s, s:s%}]", "type", "text", "text",
 			  b.data != NULL ? b.data : "", b.len),
-		sc, false);
-	sc = NULL;
-	if (*result == NULL)
-		rc = STATUS_NOMEM;
+		NULL, false);
+	if (*result != NULL) {
+		size_t len;
+		char *text = buf_steal(&w.b, &len);
+
+		if (text != NULL)
+			call_structured_text(call, text, len);
+		else
+			rc = STATUS_NOMEM;
+	}
 out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
@@ -1614,13 +1780,14 @@ out:
 		spanquery_spans_free(fx->sp[i][0]);
 		spanquery_spans_free(fx->sp[i][1]);
 	}
+	if (fx != NULL)
+		spanquery_spans_free(fx->all);
+	buf_free(&w.b);
 	free(fx);
 	free(spans);
 	free(order);
 	free(ids);
 	free(keys);
-	json_decref(list);
-	json_decref(sc);
 	buf_free(&b);
 	if (rc == STATUS_OK && *result == NULL)
 		rc = STATUS_NOMEM;

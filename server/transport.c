@@ -229,13 +229,15 @@ ex_send(struct exchange *base, json_t *msg, bool final)
 	}
 	if (msg != NULL) {
 		text = jsondump(msg, JSON_COMPACT);
-		json_decref(msg);
 		if (text == NULL)
 			log_error(&(struct log_fields){.duration_ms = -1},
 				  "message dropped: out of memory");
 	}
 	ex_deliver((struct http_exchange *)base, text,
 		   text != NULL ? strlen(text) : 0, final);
+	/* after the answer is on its way: freeing a large result (thousands
+	 * of values for query_traces) is no part of the client's wait */
+	json_decref(msg);
 }
 
 static void

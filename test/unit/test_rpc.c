@@ -342,6 +342,52 @@ test_result_text_len(void **state)
 	json_decref(id);
 }
 
+/* rpc_result_text_with: the response of rpc_result with the member
+ * spliced in last, whatever the id and the result's members. */
+static void
+test_result_text_with(void **state)
+{
+	static const struct {
+		const char *id, *result, *member, *want;
+	} cases[] = {
+		{"7", "{\"content\":[]}", "{\"a\":[1,{\"b\":null}]}",
+		 "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[],"
+		 "\"sc\":{\"a\":[1,{\"b\":null}]}}}"},
+		{"\"x}}\"", "{}", "[]",
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"x}}\",\"result\":{\"sc\":[]}}"},
+		{"0", "{\"m\":{\"n\":{}}}", "1.5",
+		 "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"m\":{\"n\":{}},"
+		 "\"sc\":1.5}}"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *id = parse(cases[i].id);
+		size_t len = 0;
+		char *got = rpc_result_text_with(id, parse(cases[i].result),
+						 "sc", cases[i].member,
+						 strlen(cases[i].member), &len);
+		json_t *back;
+
+		assert_non_null(got);
+		assert_string_equal(got, cases[i].want);
+		assert_int_equal(len, strlen(got));
+		back = json_loads(got, JSON_REJECT_DUPLICATES, NULL);
+		assert_non_null(back);
+		json_decref(back);
+		free(got);
+		json_decref(id);
+	}
+	/* no result: nothing */
+	{
+		json_t *id = json_integer(1);
+		size_t len = 99;
+
+		assert_null(rpc_result_text_with(id, NULL, "sc", "1", 1, &len));
+		json_decref(id);
+	}
+}
+
 struct id_text_case {
 	const char *id; /* JSON; NULL: a NULL id */
 	size_t len;
@@ -395,6 +441,7 @@ main(void)
 		cmocka_unit_test(test_notification_shape),
 		cmocka_unit_test(test_result_text_table),
 		cmocka_unit_test(test_result_text_len),
+		cmocka_unit_test(test_result_text_with),
 		cmocka_unit_test(test_id_text_table),
 	};
 

@@ -2151,41 +2151,19 @@ static const char walk_ref_sql[] =
 	"* 1000000)::bigint END FROM spans "
 	"WHERE start_time >= $1::timestamptz AND start_time < $2::timestamptz "
 	"AND ($3::text IS NULL OR service_name = $3) "
-	"AND ($4::bigint IS NULL OR duration_ns >= $4) AND source = $5 "
+	"AND ($4::bigint IS NULL OR duration_ns >= $4) "
+	"AND ($5::text IS NULL OR source = $5) "
 	"GROUP BY trace_id ORDER BY 2 DESC, 1";
 
+/* n ids with their keys, and more, are the best max of the brute force
+ * ref (walk_ref_sql's rows, cleared here) and whether it has more. */
 static void
-check_walk(struct pg_conn *c, const char *source,
-	   const struct spanquery_trace_filter *f)
+check_ref(const char *what, PGresult *ref, size_t max, const uint8_t (*ids)[16],
+	  const int64_t *keys, size_t n, bool more)
 {
-	char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX], mind[24], what[160];
-	const char *v[6] = {from, to,	  f->service,
-			    NULL, source, f->slowest ? "t" : "f"};
-	uint8_t ids[SPANQUERY_MAX_TRACES][16];
-	int64_t keys[SPANQUERY_MAX_TRACES];
-	struct pg_error err;
-	PGresult *ref;
-	size_t n = 0, total, want;
-	bool more = false;
+	size_t total = (size_t)PQntuples(ref), want = total < max ? total : max;
 
-	pg_ts_text(f->from_ms, from, sizeof(from));
-	pg_ts_text(f->to_ms, to, sizeof(to));
-	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
-	if (f->min_duration_ns >= 0)
-		v[3] = mind;
-	snprintf(what, sizeof(what), "%s %s %s..%s min %s %s max %zu", source,
-		 f->service != NULL ? f->service : "(any)", from, to,
-		 v[3] != NULL ? mind : "-", f->slowest ? "slowest" : "recent",
-		 f->max_traces);
-	ref = sql(c, walk_ref_sql, 6, v);
-	total = (size_t)PQntuples(ref);
-	want = total < f->max_traces ? total : f->max_traces;
-	assert_int_equal(spanquery_trace_ids_send(c, source, f, &err),
-			 STATUS_OK);
-	assert_int_equal(spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids,
-						  keys, &n, &more, &err),
-			 STATUS_OK);
-	if (n != want || more != (total > f->max_traces))
+	if (n != want || more != (total > max))
 		fail_msg("%s: %zu traces, more %d; want %zu of %zu", what, n,
 			 more, want, total);
 	for (size_t k = 0; k < n; k++) {
@@ -2203,6 +2181,107 @@ check_walk(struct pg_conn *c, const char *source,
 				 PQgetvalue(ref, (int)k, 1));
 	}
 	PQclear(ref);
+}
+
+static void
+check_walk(struct pg_conn *c, const char *source,
+	   const struct spanquery_trace_filter *f)
+{
+	char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX], mind[24], what[160];
+	const char *v[6] = {from, to,	  f->service,
+			    NULL, source, f->slowest ? "t" : "f"};
+	uint8_t ids[SPANQUERY_MAX_TRACES][16];
+	int64_t keys[SPANQUERY_MAX_TRACES];
+	struct pg_error err;
+	PGresult *ref;
+	size_t n = 0;
+	bool more = false;
+
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
+	if (f->min_duration_ns >= 0)
+		v[3] = mind;
+	snprintf(what, sizeof(what), "%s %s %s..%s min %s %s max %zu", source,
+		 f->service != NULL ? f->service : "(any)", from, to,
+		 v[3] != NULL ? mind : "-", f->slowest ? "slowest" : "recent",
+		 f->max_traces);
+	ref = sql(c, walk_ref_sql, 6, v);
+	assert_int_equal(spanquery_trace_ids_send(c, source, f, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids,
+						  keys, &n, &more, &err),
+			 STATUS_OK);
+	check_ref(what, ref, f->max_traces, ids, keys, n, more);
+}
+
+/*
+ * spanquery_recent_send with every source at once (source NULL): the best
+ * max_traces of the brute force over all sources, more exactly when more
+ * match, and every span of those traces, each with its source: the spans
+ * each source's spanquery_spans_* gives for them, together.
+ */
+static void
+check_recent_all(struct pg_conn *c, const struct spanquery_trace_filter *f)
+{
+	static const char *const sources[] = {"ebpf", "otlp"};
+	char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX], what[160];
+	const char *v[6] = {from, to, f->service, NULL, NULL, "f"};
+	uint8_t ids[SPANQUERY_MAX_TRACES][16];
+	int64_t keys[SPANQUERY_MAX_TRACES];
+	struct spanquery_spans *got = NULL, *part[2] = {NULL, NULL};
+	struct spanquery_spans want = {0};
+	struct pg_error err;
+	PGresult *ref;
+	size_t n = 99;
+	bool more = true;
+
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(what, sizeof(what), "every source %s %s..%s max %zu",
+		 f->service, from, to, f->max_traces);
+	ref = sql(c, walk_ref_sql, 6, v);
+	assert_int_equal(spanquery_recent_send(c, NULL, f, &err), STATUS_OK);
+	assert_int_equal(spanquery_recent_recv(c, f->max_traces, ids, keys, &n,
+					       &more, &got, &err),
+			 STATUS_OK);
+	check_ref(what, ref, f->max_traces, ids, keys, n, more);
+	/* the spans: each source's fetch of those ids, together */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(spanquery_spans_send(c, sources[i],
+						      (const uint8_t(*)[16])ids,
+						      n, &err),
+				 STATUS_OK);
+		assert_int_equal(spanquery_spans_recv(c, &part[i], &err),
+				 STATUS_OK);
+		assert_null(part[i]->spans[0].source);
+	}
+	want.n = part[0]->n + part[1]->n;
+	want.spans = calloc(want.n + 1, sizeof(*want.spans));
+	assert_non_null(want.spans);
+	memcpy(want.spans, part[0]->spans, part[0]->n * sizeof(*want.spans));
+	memcpy(want.spans + part[0]->n, part[1]->spans,
+	       part[1]->n * sizeof(*want.spans));
+	same_spans(what, got, &want);
+	/* and each with its own source: span ids are unique here */
+	for (size_t j = 0; j < got->n; j++) {
+		const struct spanquery_span *x = &got->spans[j];
+		int from_part = -1;
+
+		for (int i = 0; i < 2; i++)
+			for (size_t m = 0; m < part[i]->n; m++)
+				if (memcmp(part[i]->spans[m].span_id,
+					   x->span_id, 8) == 0)
+					from_part = i;
+		assert_non_null(x->source);
+		if (from_part < 0 || strcmp(x->source, sources[from_part]) != 0)
+			fail_msg("%s: span #%zu has source %s", what, j,
+				 x->source);
+	}
+	free(want.spans);
+	spanquery_spans_free(part[0]);
+	spanquery_spans_free(part[1]);
+	spanquery_spans_free(got);
 }
 
 /*
@@ -2245,6 +2324,23 @@ test_trace_ids_walk(void **state)
 		if (spanquery_trace_walks(&f))
 			check_recent(c, "brute force", sources[i % 2], &f,
 				     f.max_traces);
+		if (spanquery_trace_walks(&f) && f.service != NULL &&
+		    i % 2 == 0)
+			check_recent_all(c, &f);
+	}
+	/* every source at once is for one service */
+	{
+		struct spanquery_trace_filter f = {
+			.from_ms = w,
+			.to_ms = w + 310 * 1000,
+			.min_duration_ns = -1,
+			.max_traces = 10,
+		};
+		struct pg_error err;
+
+		assert_int_equal(spanquery_recent_send(c, NULL, &f, &err),
+				 STATUS_INVALID);
+		assert_true(err.client[0] != '\0');
 	}
 	/* one trace of 20,001 spans: the walk knows it is alone, the
 	 * grouped paths stop reading at 20,000 spans and say more may
@@ -2332,6 +2428,18 @@ test_recent_truncated(void **state)
 	assert_int_equal(spanquery_spans_recv(c, &want, &err), STATUS_OK);
 	assert_true(want->truncated);
 	assert_int_equal(want->n, SPANQUERY_MAX_SPANS);
+	/* every source at once: truncated as well (the tool then asks each
+	 * source) */
+	spanquery_spans_free(got);
+	got = NULL;
+	assert_int_equal(spanquery_recent_send(c, NULL, &f, &err), STATUS_OK);
+	assert_int_equal(
+		spanquery_recent_recv(c, 10, ids, keys, &n, &more, &got, &err),
+		STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_true(got->truncated);
+	assert_int_equal(got->n, SPANQUERY_MAX_SPANS);
+	assert_string_equal(got->spans[0].source, "otlp");
 	/* the first by trace id and start: all of trace 0, then trace 1's
 	 * earliest */
 	assert_int_equal(want->spans[0].trace_id[15], 0);
