@@ -2461,14 +2461,17 @@ static void
 test_walk_generic_plans(void **state)
 {
 	static const struct {
-		const char *stmt, *service, *index;
+		const char *stmt, *service, *index, *source;
 	} cases[] = {
 		{"spanquery_recent_svc", "tr-front",
-		 "service_name_source_start_time_idx"},
-		{"spanquery_recent_any", NULL, "source_start_time_idx"},
+		 "service_name_source_start_time_idx", "otlp"},
+		{"spanquery_recent_any", NULL, "source_start_time_idx", "otlp"},
 		{"spanquery_walk_svc", "tr-front",
-		 "service_name_source_start_time_idx"},
-		{"spanquery_walk_any", NULL, "source_start_time_idx"},
+		 "service_name_source_start_time_idx", "otlp"},
+		{"spanquery_walk_any", NULL, "source_start_time_idx", "otlp"},
+		/* every source at once: (service_name, start_time) */
+		{"spanquery_recent_all", "tr-front",
+		 "service_name_start_time_idx", NULL},
 	};
 	struct pg_conn *c = conn();
 
@@ -2510,9 +2513,10 @@ test_walk_generic_plans(void **state)
 				break;
 			if (strncmp(cases[i].stmt, "spanquery_recent", 16) ==
 			    0) {
-				assert_int_equal(spanquery_recent_send(
-							 c, "otlp", &f, &err),
-						 STATUS_OK);
+				assert_int_equal(
+					spanquery_recent_send(
+						c, cases[i].source, &f, &err),
+					STATUS_OK);
 				assert_int_equal(spanquery_recent_recv(
 							 c, 10, ids, keys, &n,
 							 &more, &sp, &err),
@@ -2537,10 +2541,16 @@ test_walk_generic_plans(void **state)
 		/* the plan it runs, as EXPLAIN shows it in the same mode */
 		pg_ts_text(f.from_ms, from, sizeof(from));
 		pg_ts_text(f.to_ms, to, sizeof(to));
-		snprintf(explain, sizeof(explain),
-			 "EXPLAIN EXECUTE %s('%s', '%s', 10, 'otlp'%s)",
-			 cases[i].stmt, from, to,
-			 cases[i].service != NULL ? ", 'tr-front'" : "");
+		if (cases[i].source == NULL)
+			snprintf(explain, sizeof(explain),
+				 "EXPLAIN EXECUTE %s('%s', '%s', 10, '%s')",
+				 cases[i].stmt, from, to, cases[i].service);
+		else
+			snprintf(explain, sizeof(explain),
+				 "EXPLAIN EXECUTE %s('%s', '%s', 10, 'otlp'%s)",
+				 cases[i].stmt, from, to,
+				 cases[i].service != NULL ? ", 'tr-front'"
+							  : "");
 		assert_int_equal(pg_begin(c, &err), STATUS_OK);
 		PQclear(sql(c, "SET LOCAL plan_cache_mode = force_generic_plan",
 			    0, NULL));
