@@ -82,6 +82,15 @@ static const char SET_TIMEOUT_SQL[] =
 static const char GENERIC_PLAN_SQL[] = "SELECT pg_catalog.set_config("
 				       "'plan_cache_mode', "
 				       "'force_generic_plan', true)";
+/* pg_send_prepared_within: the same, with a statement timeout too.  The
+ * server stops the statement timer when an Execute completes and starts it
+ * afresh at the next message: the statement after it runs under this. */
+static const char GENERIC_WITHIN_SQL[] =
+	"SELECT pg_catalog.set_config('plan_cache_mode', "
+	"'force_generic_plan', true), "
+	"pg_catalog.set_config('statement_timeout', $1, true)";
+static const char WITHIN_SQL[] =
+	"SELECT pg_catalog.set_config('statement_timeout', $1, true)";
 
 enum slot_state {
 	SLOT_DOWN,	 /* no connection; the maintainer will open one */
@@ -714,14 +723,18 @@ conn_has_prepared(const struct pg_conn *c, const char *name)
 /*
  * The named statement, preceded in one pipeline (one round trip) by its
  * Parse when this session has not prepared it yet and by the plan mode
- * when st->generic, and followed by a Sync: the server runs them as one
- * implicit transaction, so a plan mode set for it lasts until the Sync and
- * an error skips what follows it.  pg_result reads it (collect_pipeline).
+ * when st->generic and the statement timeout when timeout_ms > 0, and
+ * followed by a Sync: the server runs them as one implicit transaction, so
+ * what is set for it lasts until the Sync and an error skips what follows
+ * it.  pg_result reads it (collect_pipeline).
  */
 static int
 send_pipeline(struct pg_conn *c, const struct pg_stmt *st,
-	      const char *const *values, bool known)
+	      const char *const *values, bool known, int timeout_ms)
 {
+	char ms[16];
+	const char *v[1] = {ms};
+
 	if (!PQenterPipelineMode(c->conn))
 		return STATUS_IO;
 	c->in_pipeline = true;
@@ -734,9 +747,15 @@ send_pipeline(struct pg_conn *c, const struct pg_stmt *st,
 		c->preparing = st->name;
 		c->pipe_before++;
 	}
-	if (st->generic) {
-		if (!PQsendQueryParams(c->conn, GENERIC_PLAN_SQL, 0, NULL, NULL,
-				       NULL, NULL, 0))
+	snprintf(ms, sizeof(ms), "%d", timeout_ms);
+	if (st->generic || timeout_ms > 0) {
+		const char *set = timeout_ms <= 0 ? GENERIC_PLAN_SQL
+				  : st->generic	  ? GENERIC_WITHIN_SQL
+						  : WITHIN_SQL;
+
+		if (!PQsendQueryParams(c->conn, set, timeout_ms > 0, NULL,
+				       timeout_ms > 0 ? v : NULL, NULL, NULL,
+				       0))
 			return STATUS_IO;
 		c->pipe_before++;
 	}
@@ -750,6 +769,14 @@ send_pipeline(struct pg_conn *c, const struct pg_stmt *st,
 int
 pg_send_prepared(struct pg_conn *c, const struct pg_stmt *st,
 		 const char *const *values, struct pg_error *err)
+{
+	return pg_send_prepared_within(c, st, values, 0, err);
+}
+
+int
+pg_send_prepared_within(struct pg_conn *c, const struct pg_stmt *st,
+			const char *const *values, int timeout_ms,
+			struct pg_error *err)
 {
 	size_t len;
 	bool known;
@@ -770,11 +797,12 @@ pg_send_prepared(struct pg_conn *c, const struct pg_stmt *st,
 		if (!PQsendQueryParams(c->conn, st->sql, st->nparams, NULL,
 				       values, NULL, NULL, st->binary))
 			return conn_error(c, NULL, err);
-	} else if (known && !st->generic) {
+	} else if (known && !st->generic && timeout_ms <= 0) {
 		if (!PQsendQueryPrepared(c->conn, st->name, st->nparams, values,
 					 NULL, NULL, st->binary))
 			return conn_error(c, NULL, err);
-	} else if (send_pipeline(c, st, values, known) != STATUS_OK) {
+	} else if (send_pipeline(c, st, values, known, timeout_ms) !=
+		   STATUS_OK) {
 		/* libpq refused (out of memory, connection lost) part way
 		 * into the pipeline: the session cannot be trusted */
 		return conn_error(c, NULL, err);

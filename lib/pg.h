@@ -242,6 +242,17 @@ struct pg_stmt {
 
 int pg_send_prepared(struct pg_conn *c, const struct pg_stmt *st,
 		     const char *const *values, struct pg_error *err) WUR;
+/*
+ * pg_send_prepared with a statement timeout of timeout_ms for this
+ * statement alone (set for its own transaction in the same round trip; in
+ * a transaction the caller opened it lasts until that ends), e.g. a
+ * shorter bound for a statement that has a fallback.  timeout_ms <= 0: the
+ * connection's.  Not with a statement past PG_PREPARED_MAX (run unnamed:
+ * the connection's timeout applies).
+ */
+int pg_send_prepared_within(struct pg_conn *c, const struct pg_stmt *st,
+			    const char *const *values, int timeout_ms,
+			    struct pg_error *err) WUR;
 int pg_query_prepared(struct pg_conn *c, const struct pg_stmt *st,
 		      const char *const *values, PGresult **out,
 		      struct pg_error *err) WUR;

@@ -891,12 +891,14 @@ spanquery_recent_send(struct pg_conn *c, const char *source,
 			return trace_filter_error(err, "every source at once "
 						       "is for one service");
 		v[3] = f->service;
-		return pg_send_prepared(c, &recent_all, v, err);
+		return pg_send_prepared_within(c, &recent_all, v, f->timeout_ms,
+					       err);
 	}
 	v[3] = source;
 	v[4] = f->service;
-	return pg_send_prepared(c, f->service ? &recent_svc : &recent_any, v,
-				err);
+	return pg_send_prepared_within(c,
+				       f->service ? &recent_svc : &recent_any,
+				       v, f->timeout_ms, err);
 }
 
 int

@@ -1323,6 +1323,64 @@ test_prepared_errors(void **state)
 	pg_pool_free(p);
 }
 
+/* pg_send_prepared_within with timeout_ms: st's result, or rc and
+ * sqlstate. */
+static void
+within_is(struct pg_conn *c, const struct pg_stmt *st, const char *arg,
+	  int timeout_ms, int rc, const char *sqlstate)
+{
+	PGresult *res = NULL;
+	struct pg_error err;
+
+	assert_int_equal(pg_send_prepared_within(c, st,
+						 (const char *const[]){arg},
+						 timeout_ms, &err),
+			 STATUS_OK);
+	assert_int_equal(pg_result(c, &res, &err), rc);
+	if (rc != STATUS_OK)
+		assert_string_equal(err.sqlstate, sqlstate);
+	PQclear(res);
+}
+
+/*
+ * A statement timeout for one statement: a sleep the connection's 5 s
+ * would let finish times out at 300 ms, on the statement's first run (its
+ * Parse in the same round trip) and on later ones, generic plan or not;
+ * the next statement has the connection's timeout again.
+ */
+static void
+test_prepared_within(void **state)
+{
+	static const struct pg_stmt naps[] = {
+		{"pgtest_within_g", "SELECT pg_sleep($1::float8)", 1, true},
+		{"pgtest_within_c", "SELECT pg_sleep($1::float8)", 1, false},
+	};
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *c = acquire(p);
+	long pid = backend_pid(c);
+	char *v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(naps) / sizeof(naps[0]); i++) {
+		for (int run = 0; run < 2; run++)
+			within_is(c, &naps[i], "1.5", 300, STATUS_TIMEOUT,
+				  "57014");
+		within_is(c, &naps[i], "0", 300, STATUS_OK, NULL);
+		/* the connection's timeout: 1 s of sleep is fine */
+		within_is(c, &naps[i], "1", 0, STATUS_OK, NULL);
+		v = query_value(c, "SHOW statement_timeout", 0, NULL);
+		assert_string_equal(v, "5s");
+		free(v);
+		v = query_value(c, "SHOW plan_cache_mode", 0, NULL);
+		assert_string_equal(v, "auto");
+		free(v);
+	}
+	assert_int_equal(pg_prepared_count(c), 2);
+	assert_int_equal(backend_pid(c), pid);
+	pg_release(c);
+	pg_pool_free(p);
+}
+
 /* Bad arguments; more statements than a session keeps run unnamed. */
 static void
 test_prepared_bounds(void **state)
@@ -1421,6 +1479,7 @@ main(void)
 		cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_prepared),
 		cmocka_unit_test(test_prepared_errors),
+		cmocka_unit_test(test_prepared_within),
 		cmocka_unit_test(test_prepared_bounds),
 	};
 
