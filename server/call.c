@@ -50,7 +50,8 @@ struct call {
 	struct pg_cancel_token *pg_cancel;
 	double last_progress;
 	int64_t start_ms;
-	json_t *reject; /* call_reject's error object, or NULL */
+	int64_t start_us; /* for the duration logged and observed */
+	json_t *reject;	  /* call_reject's error object, or NULL */
 	/* 2026-07-28 input_required rounds (call_input) */
 	json_t *input_responses; /* the client's answers, or NULL */
 	json_t *state_in;	 /* verified state of the last round */
@@ -73,6 +74,17 @@ enum outcome {
 	OUT_FAILED,
 	OUT_INPUT
 };
+
+/* CLOCK_MONOTONIC in microseconds: a call's duration to the microsecond
+ * (a query_traces call takes a few milliseconds) */
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static void
 deadline_after(struct timespec *ts, int ms)
@@ -528,7 +540,7 @@ call_run(struct pool_job *job)
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
 	}
 	json_decref(result);
-	ms = (double)(session_now_ms() - c->start_ms);
+	ms = (double)(mono_us() - c->start_us) / 1000.0;
 	metric_inc(metric_child(
 		c->srv->m.tool_calls,
 		(const char *[]){c->tool->name, outcomes[outcome]}));
@@ -594,6 +606,7 @@ call_start(struct server *srv, struct session *s, struct exchange *ex,
 	c->args = args;
 	c->last_progress = -1e300;
 	c->start_ms = session_now_ms();
+	c->start_us = mono_us();
 	rpc_id_text(id, c->idtext, sizeof(c->idtext));
 	server_live_rdlock(srv);
 	c->tools = srv->tools;

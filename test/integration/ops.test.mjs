@@ -13,7 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { RawSession, open, SseStream, LATEST } from './lib/http.mjs';
+import { RawSession, open, SseStream, LATEST, parseMetrics, metricValue } from './lib/http.mjs';
 import { startServer, serverEnv, BIN, ROOT, CONFORMANCE_CONFIG } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -175,6 +175,38 @@ describe('SIGHUP reload', () => {
 			debug = /"level":"debug"/.test(srv.stderr());
 		}
 		assert.ok(debug, 'no debug line after reloading with log.level = "debug"');
+	});
+});
+
+describe('tool call durations to the microsecond', () => {
+	let srv;
+	before(async () => {
+		srv = await startServer({ name: 'durations', config: CONFORMANCE_CONFIG });
+	});
+	after(async () => srv && srv.stop());
+
+	// A call of test_simple_text takes well under a millisecond: counted in
+	// whole milliseconds, its log line said 0, 1 or 2 and the histogram
+	// observed as much.
+	test('the log line and sextant_tool_call_duration_seconds carry sub-millisecond durations', async () => {
+		const s = new RawSession(srv.mcpUrl);
+		await s.initialize(LATEST);
+		for (let i = 0; i < 5; i++) {
+			const r = await s.call('tools/call', { name: 'test_simple_text', arguments: {} });
+			assert.ok(r.response.result, JSON.stringify(r.response));
+		}
+		let lines = [];
+		for (let i = 0; i < 50 && lines.length < 5; i++) {
+			lines = srv.stderr().split('\n').filter((l) => l.includes('"tool":"test_simple_text"') && l.includes('tool call ok'));
+			if (lines.length < 5) await sleep(50);
+		}
+		assert.equal(lines.length, 5, srv.stderr());
+		const ms = lines.map((l) => JSON.parse(l).duration_ms);
+		for (const v of ms) assert.ok(v >= 0 && v < 10000, `duration_ms ${v}`);
+		assert.ok(ms.some((v) => !Number.isInteger(v)), `whole milliseconds only: ${ms}`);
+		const m = await fetch(`${srv.url}/metrics`).then((r) => r.text());
+		const sum = metricValue(parseMetrics(m), 'sextant_tool_call_duration_seconds_sum', { tool: 'test_simple_text' });
+		assert.ok(sum > 0 && sum < 10, `sextant_tool_call_duration_seconds_sum ${sum}`);
 	});
 });
 
