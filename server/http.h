@@ -47,8 +47,6 @@ enum http_method {
 /* Starts the daemon on cfg's listen address.  STATUS_IO with a message in
  * err when the address cannot be bound or TLS files cannot be read. */
 int http_start(struct server *srv, char *err, size_t errlen) WUR;
-/* Stops accepting new connections (SIGTERM drain). */
-void http_quiesce(struct server *srv);
 void http_stop(struct server *srv);
 /* The port actually bound (useful with port 0). */
 int http_port(struct server *srv);

@@ -197,8 +197,7 @@ drain(struct server *srv)
 	int grace_ms = srv->cfg->server.shutdown_grace_s * 1000;
 	int64_t deadline = session_now_ms() + grace_ms;
 
-	atomic_store(&srv->draining, true);
-	http_quiesce(srv);
+	atomic_store(&srv->draining, true); /* new connections closed */
 	log_info(&f,
 		 "draining: no new connections, waiting up to %d s for "
 		 "%d tool call(s)",

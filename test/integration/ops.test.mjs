@@ -336,6 +336,26 @@ describe('SIGTERM drain of a long call', () => {
 		await sleep(300);
 		const t0 = Date.now();
 		srv.terminate();
+		// draining: a new connection gets no answer (closed as it comes)
+		// while the call on the open one goes on
+		await sleep(100);
+		const got = await new Promise((resolve) => {
+			const sock = net.connect(Number(new URL(srv.url).port), '127.0.0.1');
+			let data = '';
+			const timer = setTimeout(() => {
+				sock.destroy();
+				resolve('(no close within 3 s)');
+			}, 3000);
+			const done = () => {
+				clearTimeout(timer);
+				resolve(data);
+			};
+			sock.on('connect', () => sock.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'));
+			sock.on('data', (d) => (data += d));
+			sock.on('error', done);
+			sock.on('close', done);
+		});
+		assert.equal(got, '', 'a new connection was answered during the drain');
 		const r = await pending;
 		assert.equal(r.response?.result?.content?.[0]?.text, 'completed after 1500 ms', JSON.stringify(r.response));
 		await srv.stop();
