@@ -528,6 +528,56 @@ await_result(struct pg_conn *c, PGresult **r, struct pg_error *err)
 }
 
 /*
+ * The results of one query of what was sent, until libpq's NULL after
+ * them: the first failure of the call goes to *fail, and with keep the
+ * last success to *keep (none after a failure); any other result is
+ * cleared.  *ok: the query succeeded.  A COPY result drops the connection
+ * (libpq would return it forever); copy_msg says why.
+ */
+static int
+collect_query(struct pg_conn *c, PGresult **keep, PGresult **fail, bool keep_it,
+	      bool *ok, const char *copy_msg, struct pg_error *err)
+{
+	PGresult *r;
+	int rc;
+
+	*ok = false;
+	for (;;) {
+		if ((rc = await_result(c, &r, err)) != STATUS_OK)
+			return rc;
+		if (r == NULL)
+			return STATUS_OK;
+		switch (PQresultStatus(r)) {
+		case PGRES_TUPLES_OK:
+		case PGRES_COMMAND_OK:
+			*ok = true;
+			if (keep_it && *fail == NULL) {
+				PQclear(*keep);
+				*keep = r;
+				r = NULL;
+			}
+			break;
+		case PGRES_PIPELINE_ABORTED: /* skipped after a failure */
+			break;
+		case PGRES_COPY_IN:
+		case PGRES_COPY_OUT:
+		case PGRES_COPY_BOTH:
+			PQclear(r);
+			c->broken = true;
+			count(&c->pool->errors);
+			return misuse(err, copy_msg);
+		default:
+			if (*fail == NULL) {
+				*fail = r;
+				r = NULL;
+			}
+			break;
+		}
+		PQclear(r);
+	}
+}
+
+/*
  * Collects the results of the statement sent, until libpq has none left,
  * so that the connection is ready for the next.  The first error wins;
  * otherwise the last result goes to *out (or is cleared when out is
@@ -536,46 +586,16 @@ await_result(struct pg_conn *c, PGresult **r, struct pg_error *err)
 static int
 conn_collect(struct pg_conn *c, PGresult **out, struct pg_error *err)
 {
-	PGresult *keep = NULL, *fail = NULL, *r;
+	PGresult *keep = NULL, *fail = NULL;
+	bool ok;
 	int rc;
 
-	for (;;) {
-		if ((rc = await_result(c, &r, err)) != STATUS_OK)
-			goto out;
-		if (r == NULL)
-			break;
-		switch (PQresultStatus(r)) {
-		case PGRES_TUPLES_OK:
-		case PGRES_COMMAND_OK:
-			if (fail == NULL) {
-				PQclear(keep);
-				keep = r;
-			} else {
-				PQclear(r);
-			}
-			break;
-		case PGRES_COPY_IN:
-		case PGRES_COPY_OUT:
-		case PGRES_COPY_BOTH:
-			/* libpq would return this result forever: the
-			 * connection can only be dropped. */
-			PQclear(r);
-			c->broken = true;
-			count(&c->pool->errors);
-			rc = misuse(err,
-				    "a COPY statement was sent as a query; "
-				    "COPY FROM STDIN has its own calls");
-			goto out;
-		default:
-			if (fail == NULL)
-				fail = r;
-			else
-				PQclear(r);
-			break;
-		}
-	}
-	rc = collect_end(c, &keep, fail, out, err);
-out:
+	rc = collect_query(c, &keep, &fail, true, &ok,
+			   "a COPY statement was sent as a query; "
+			   "COPY FROM STDIN has its own calls",
+			   err);
+	if (rc == STATUS_OK)
+		rc = collect_end(c, &keep, fail, out, err);
 	PQclear(keep);
 	PQclear(fail);
 	return rc;
@@ -593,48 +613,19 @@ static int
 collect_pipeline(struct pg_conn *c, PGresult **out, struct pg_error *err)
 {
 	PGresult *keep = NULL, *fail = NULL, *r = NULL;
+	bool ok;
 	int rc = STATUS_OK;
 
 	for (int step = 0; step <= c->pipe_before; step++) {
-		for (;;) {
-			if ((rc = await_result(c, &r, err)) != STATUS_OK)
-				goto out;
-			if (r == NULL)
-				break;
-			switch (PQresultStatus(r)) {
-			case PGRES_PIPELINE_ABORTED: break;
-			case PGRES_COPY_IN:
-			case PGRES_COPY_OUT:
-			case PGRES_COPY_BOTH:
-				/* as in conn_collect: only dropping helps */
-				c->broken = true;
-				count(&c->pool->errors);
-				rc = misuse(err, "a COPY statement was "
-						 "prepared; COPY FROM STDIN "
-						 "has its own calls");
-				goto out;
-			case PGRES_TUPLES_OK:
-			case PGRES_COMMAND_OK:
-				if (step == 0 && c->preparing != NULL &&
-				    c->n_prepared < PG_PREPARED_MAX)
-					c->prepared[c->n_prepared++] =
-						c->preparing;
-				if (step == c->pipe_before && fail == NULL) {
-					PQclear(keep);
-					keep = r;
-					r = NULL;
-				}
-				break;
-			default:
-				if (fail == NULL) {
-					fail = r;
-					r = NULL;
-				}
-				break;
-			}
-			PQclear(r);
-			r = NULL;
-		}
+		rc = collect_query(c, &keep, &fail, step == c->pipe_before, &ok,
+				   "a COPY statement was prepared; COPY FROM "
+				   "STDIN has its own calls",
+				   err);
+		if (rc != STATUS_OK)
+			goto out;
+		if (step == 0 && ok && c->preparing != NULL &&
+		    c->n_prepared < PG_PREPARED_MAX)
+			c->prepared[c->n_prepared++] = c->preparing;
 	}
 	if ((rc = await_result(c, &r, err)) != STATUS_OK)
 		goto out;
