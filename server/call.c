@@ -133,6 +133,21 @@ shape_result(struct call *c, json_t *result)
 				    json_string("complete"));
 }
 
+/* result (dropped) got wrong by the handler, which is our bug: logged
+ * with detail, answered to the model as an internal error. */
+static json_t *
+result_bug(struct call *c, json_t *result, const char *what, const char *detail)
+{
+	log_error(&(struct log_fields){.request_id = c->idtext,
+				       .session = c->s->id,
+				       .tool = c->tool->name,
+				       .duration_ms = -1},
+		  "tool %s produced %s: %s", c->tool->name, what, detail);
+	json_decref(result);
+	return tool_result_error("internal error: tool %s produced %s",
+				 c->tool->name, what);
+}
+
 /* Checks a successful result against the tool's outputSchema; a
  * mismatch is our bug, reported to the model as an error result. */
 static json_t *
@@ -148,16 +163,9 @@ check_output(struct call *c, json_t *result)
 	if (sc != NULL &&
 	    jsonschema_validate(c->tool->output, sc, &verr) == STATUS_OK)
 		return result;
-	log_error(&(struct log_fields){.request_id = c->idtext,
-				       .session = c->s->id,
-				       .tool = c->tool->name,
-				       .duration_ms = -1},
-		  "tool result does not match its outputSchema: %s",
-		  sc == NULL ? "no structuredContent" : verr.msg);
-	json_decref(result);
-	return tool_result_error("internal error: tool %s produced a result "
-				 "that does not match its outputSchema",
-				 c->tool->name);
+	return result_bug(c, result,
+			  "a result that does not match its outputSchema",
+			  sc == NULL ? "no structuredContent" : verr.msg);
 }
 
 /* Whether the call's serialized structuredContent can go out as text,
@@ -182,16 +190,8 @@ structured_value(struct call *c, json_t *result)
 	if (sc != NULL &&
 	    json_object_set_new(result, "structuredContent", sc) == 0)
 		return result;
-	log_error(&(struct log_fields){.request_id = c->idtext,
-				       .session = c->s->id,
-				       .tool = c->tool->name,
-				       .duration_ms = -1},
-		  "tool structuredContent is not JSON: %s",
-		  sc == NULL ? err.text : "out of memory");
-	json_decref(result);
-	return tool_result_error("internal error: tool %s produced "
-				 "structuredContent that is not JSON",
-				 c->tool->name);
+	return result_bug(c, result, "structuredContent that is not JSON",
+			  sc == NULL ? err.text : "out of memory");
 }
 
 void
