@@ -1754,16 +1754,18 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		JT_LIT(&w, "},\"more_traces\":true");
 	else
 		JT_LIT(&w, "},\"more_traces\":false");
-	if (trace_id == NULL) {
-		char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+	if (trace_id == NULL) { /* as query_metrics has it */
+		json_t *range = tool_range_json(&tr);
+		char *text =
+			range != NULL ? jsondump(range, JSON_COMPACT) : NULL;
 
-		timerange_format(tr.from_ms, from, sizeof(from));
-		timerange_format(tr.to_ms, to, sizeof(to));
-		JT_LIT(&w, ",\"time_range\":{\"from\":");
-		jt_str(&w, from);
-		JT_LIT(&w, ",\"to\":");
-		jt_str(&w, to);
-		JT_LIT(&w, "}");
+		JT_LIT(&w, ",\"time_range\":");
+		if (text != NULL)
+			jt_raw(&w, text, strlen(text));
+		else if (w.rc == STATUS_OK)
+			w.rc = STATUS_NOMEM;
+		free(text);
+		json_decref(range);
 	}
 	JT_LIT(&w, "}");
 	if ((rc = w.rc) != STATUS_OK)
