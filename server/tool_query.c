@@ -1197,7 +1197,7 @@ typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
 			 struct pg_error *pe);
 
 /*
- * One statement per source in todo, each on the source's own connection
+ * One statement per source in mask, each on the source's own connection
  * at once: every one sent, then every one read.  A source that shares the
  * first connection (none free for it) is sent and read in the second
  * pass, after the first connection is free again.  A source whose
@@ -1205,7 +1205,7 @@ typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
  * rounds.  STATUS_CANCELLED (the call was), STATUS_NOMEM, else STATUS_OK.
  */
 static int
-source_round(struct call *call, const struct tool_conns *k, unsigned todo,
+source_round(struct call *call, const struct tool_conns *k, unsigned mask,
 	     char (*status)[300], source_fn send, source_fn recv,
 	     struct trace_fetch *t)
 {
@@ -1216,7 +1216,7 @@ source_round(struct call *call, const struct tool_conns *k, unsigned todo,
 			struct pg_error pe;
 			int rc = STATUS_OK;
 
-			if (!(todo & (1u << i)) || status[i][0] != '\0' ||
+			if (!(mask & (1u << i)) || status[i][0] != '\0' ||
 			    (pass == 0 && !mine))
 				continue;
 			if (mine ? pass == 0 : pass == 1)
@@ -1539,7 +1539,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	fx->ids_final = (const uint8_t(*)[16])ids;
 	fx->nfinal = nids;
 	for (int round = 0; round < 2 && nids > 0 && fx->all == NULL; round++) {
-		unsigned todo = 0;
+		unsigned mask = 0;
 
 		for (int i = 0; i < NSPAN; i++) {
 			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
@@ -1563,11 +1563,11 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				fx->nwant[i] = 0;
 			}
 			if (fx->nwant[i] > 0)
-				todo |= 1u << i;
+				mask |= 1u << i;
 		}
-		if (todo == 0)
+		if (mask == 0)
 			break;
-		rc = source_round(call, &k, todo, status, spans_send,
+		rc = source_round(call, &k, mask, status, spans_send,
 				  spans_recv, fx);
 		if (rc != STATUS_OK)
 			goto out;
