@@ -113,6 +113,25 @@ escape(unsigned char c, char esc[6])
 	return 6;
 }
 
+/* True when none of the 8 bytes at s needs anything: no byte of 0x80 or
+ * more (UTF-8 to check), below 0x20, '"' or '\\' (escapes).  The usual
+ * bit tricks, exact for "any byte": byte < n for n <= 0x80 is
+ * (x - n * ones) & ~x & highs, a zero byte the same with n = 1. */
+static inline bool
+plain8(const unsigned char *s)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	const uint64_t highs = 0x8080808080808080ULL;
+	uint64_t v, q, b;
+
+	memcpy(&v, s, sizeof(v));
+	q = v ^ (ones * '"');
+	b = v ^ (ones * '\\');
+	return ((v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) |
+		 ((b - ones) & ~b)) &
+		highs) == 0;
+}
+
 /*
  * The string str (n bytes) quoted and escaped.  Bad UTF-8 fails it; but an
  * object key with bad UTF-8 does not fail json_dumps, which ignores that
@@ -132,6 +151,8 @@ dump_string(struct buf *out, const char *str, size_t n, bool key)
 		return DUMP_FAIL;
 	written = out->len;
 	for (;;) {
+		while (e - s >= 8 && plain8(s))
+			s += 8;
 		while (s < e && byte_class[*s] == 0)
 			s++;
 		if (s == e)

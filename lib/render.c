@@ -5,6 +5,7 @@
 #include "render.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,25 +26,80 @@ render_count(uint64_t v, char *buf, size_t cap)
 	return (size_t)snprintf(buf, cap, "%s", out);
 }
 
+/*
+ * snprintf(buf, cap, "%.<d>f%s", x, unit) for d 0..2 and 0 <= x with
+ * x * 10^d < 2^40, without printf (once per span of a trace, printf was
+ * a tenth of a query_traces call).  printf rounds the exact binary value
+ * of x to d decimals, an exact tie to even; so does this, from the exact
+ * product x * 10^d = y + err (y the double product, err its rounding
+ * error, which fma gives exactly).  Returns (size_t)-1 outside that range.
+ */
+static size_t
+fixed(double x, int d, const char *unit, char *buf, size_t cap)
+{
+	static const double scale[] = {1, 10, 100};
+	char tmp[48], *end = tmp + 24, *p = end;
+	double y = x * scale[d], err, f, a, t;
+	uint64_t n;
+	size_t len;
+
+	if (!(x >= 0) || !(y < 1099511627776.0)) /* 2^40 */
+		return (size_t)-1;
+	err = fma(x, scale[d], -y);
+	/* y is the double nearest y + err, so no integer lies between them
+	 * but y itself: the rounding is floor(y), or one more when the
+	 * fraction (y - f) + err is above one half.  y - f is exact, so is
+	 * a - 0.5 for a >= 0.25, and |err| <= 2^-13 here. */
+	f = floor(y);
+	a = y - f;
+	n = (uint64_t)f;
+	if (a >= 0.25) {
+		t = a - 0.5;
+		if (t > -err || (t == -err && (n & 1) != 0))
+			n++;
+	}
+	for (int i = 0; i < d; i++) {
+		*--p = (char)('0' + n % 10);
+		n /= 10;
+	}
+	if (d > 0)
+		*--p = '.';
+	do {
+		*--p = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	len = strlen(unit);
+	memcpy(end, unit, len);
+	len += (size_t)(end - p);
+	if (cap > 0) {
+		size_t k = len < cap ? len : cap - 1;
+
+		memcpy(buf, p, k);
+		buf[k] = '\0';
+	}
+	return len;
+}
+
 size_t
 render_ms(double ms, char *buf, size_t cap)
 {
 	char n[32];
+	size_t len;
 
 	/* branches on the value as printed: 9.96 is "10ms", not "10.0ms" */
 	if (!(ms > 0)) /* NaN and -0 too */
 		ms = 0;
-	if (ms >= 9999.5)
-		return (size_t)snprintf(buf, cap, "%.1fs", ms / 1000);
+	if (ms >= 9999.5) {
+		len = fixed(ms / 1000, 1, "s", buf, cap);
+		return len != (size_t)-1
+			       ? len
+			       : (size_t)snprintf(buf, cap, "%.1fs", ms / 1000);
+	}
 	if (ms >= 999.5) {
 		render_count((uint64_t)(ms + 0.5), n, sizeof(n));
 		return (size_t)snprintf(buf, cap, "%sms", n);
 	}
-	if (ms >= 9.95)
-		return (size_t)snprintf(buf, cap, "%.0fms", ms);
-	if (ms >= 0.995)
-		return (size_t)snprintf(buf, cap, "%.1fms", ms);
-	return (size_t)snprintf(buf, cap, "%.2fms", ms);
+	return fixed(ms, ms >= 9.95 ? 0 : ms >= 0.995 ? 1 : 2, "ms", buf, cap);
 }
 
 const char *

@@ -40,4 +40,22 @@ utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/*
+ * Length of the longest prefix of the NUL-terminated s of at most max
+ * bytes that does not end inside a character: what "%.*s" may print of s
+ * without cutting a sequence in two (s assumed well-formed).
+ */
+static inline size_t
+utf8_prefix(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max && s[n] != '\0')
+		n++;
+	if (n == max)
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	return n;
+}
+
 #endif

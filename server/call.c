@@ -499,11 +499,21 @@ call_run(struct pool_job *job)
 		if (json_is_true(json_object_get(result, "isError")))
 			outcome = OUT_ERROR;
 		shape_result(c, result);
-		if (c->sc_text != NULL)
+		if (c->sc_text != NULL) {
 			text = rpc_result_text_with(
 				c->id, result, "structuredContent", c->sc_text,
 				c->sc_len, &text_len);
-		else
+			/* a text that is not UTF-8 (or no memory): an
+			 * answer all the same */
+			if (text == NULL)
+				response = rpc_result(
+					c->id,
+					result_bug(c, NULL,
+						   "an answer that could not "
+						   "be written",
+						   "not UTF-8, or out of "
+						   "memory"));
+		} else
 			response = rpc_result(c->id, result);
 		result = NULL;
 		break;

@@ -30,6 +30,7 @@
 #include "tool_common.h"
 #include "tool_grafana.h"
 #include "tool_query.h"
+#include "utf8.h"
 
 /* Text kept back from the budget ([tools] max_answer_chars) for the lines
  * that close an answer (notes, Analysis:); structured content carries
@@ -839,12 +840,15 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 	if (rc == STATUS_OK && node->also_seen_by != 0)
 		rc = buf_puts(b, " (also seen by eBPF)");
 	if (rc == STATUS_OK && s->status == 2) {
+		const char *m;
+
 		msg = redact_text(arg, s->status_message);
-		rc = buf_printf(b, " ERROR%s%.120s",
+		m = msg ? msg : s->status_message ? s->status_message : "";
+		/* 120 bytes, never half a character: the text must stay
+		 * UTF-8 for the answer to be written at all */
+		rc = buf_printf(b, " ERROR%s%.*s",
 				s->status_message ? ": " : "",
-				msg		    ? msg
-				: s->status_message ? s->status_message
-						    : "");
+				(int)utf8_prefix(m, 120), m);
 		free(msg);
 	}
 	if (rc == STATUS_OK && node->orphan)
@@ -1770,9 +1774,14 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	JT_LIT(&w, "}");
 	if ((rc = w.rc) != STATUS_OK)
 		goto out;
+	/* The text is not checked for UTF-8 here (jansson's check took 7%
+	 * of the call's instructions): it is made of stored strings, valid since
+	 * ingestion, cut only between characters, and the answer's writer
+	 * (lib/jsondump) refuses anything else. */
 	*result = tool_result_new(
-		json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			  b.data != NULL ? b.data : "", b.len),
+		json_pack("[{s:s, s:o}]", "type", "text", "text",
+			  json_stringn_nocheck(b.data != NULL ? b.data : "",
+					       b.len)),
 		NULL, false);
 	if (*result != NULL) {
 		size_t len;

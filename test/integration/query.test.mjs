@@ -205,6 +205,14 @@ const ORPH = {};
 	ORPH.d = tspan('trace-lab', 'otlp', T_ORPHAN, t0, { parent: ORPH.c, name: 'D', at: 55, dur: 5 });
 }
 
+// T_ERRMSG: one span in error whose status message has a two-byte
+// character across byte 120, where the tree line cuts it.
+const T_ERRMSG = newId(16);
+const ERRMSG = `${'x'.repeat(119)}é and more`;
+tspan('status-lab', 'otlp', T_ERRMSG, bandTime('A', 0.35), {
+	name: 'charge', kind: KIND.SERVER, at: 0, dur: 3, status: { code: STATUS.ERROR, message: ERRMSG },
+});
+
 // Ten two-span traces of trace-lab, 12..120 ms long.
 const SIMPLE = [];
 for (let k = 1; k <= 10; k++) {
@@ -869,6 +877,14 @@ describe('query_traces', () => {
 		assert.deepEqual(tr.spans.map((n) => n.name), ['A', 'C'], 'roots by start time');
 		assert.deepEqual(tr.spans.map((n) => (n.children ?? []).map((k) => k.name)), [['B'], ['D']]);
 		close(tr.duration_ms, 70, 'duration over both fragments');
+	});
+
+	test('a status message is cut at 120 bytes, never inside a character', async () => {
+		const { sc, text } = await call('query_traces', { trace_id: T_ERRMSG });
+		assert.equal(sc.traces[0].spans[0].status, 'error');
+		const line = text.split('\n').find((l) => l.includes('status-lab: charge'));
+		assert.ok(line, text);
+		assert.match(line, / ERROR: x{119}( ← SLOW)?$/);
 	});
 
 	test('a 1,000-level deep trace: every level, nested, in the answer', async () => {

@@ -209,6 +209,39 @@ test_strings(void **state)
 	check(json_string("end escape\n"), "\"end escape\\n\"");
 }
 
+/*
+ * Long strings are scanned 8 bytes at a time: every byte value at every
+ * position of a 24-byte string (three words, and the tail after a special
+ * byte) is written as json_dumps writes it, or fails with it.
+ */
+static void
+test_string_every_byte_everywhere(void **state)
+{
+	(void)state;
+	for (int b = 0; b < 256; b++)
+		for (size_t pos = 0; pos < 24; pos++) {
+			char s[25] = "abcdefghijklmnopqrstuvwx";
+			json_t *a;
+
+			s[pos] = (char)b;
+			a = json_pack("[o]", json_stringn_nocheck(s, 24));
+			assert_non_null(a);
+			assert_same(a, JSON_COMPACT);
+			json_decref(a);
+		}
+	/* two-byte characters across word boundaries */
+	for (size_t pos = 0; pos < 23; pos++) {
+		char s[25] = "abcdefghijklmnopqrstuvwx";
+		json_t *a;
+
+		s[pos] = (char)0xc3;
+		s[pos + 1] = (char)0xa9;
+		a = json_pack("[o]", json_stringn_nocheck(s, 24));
+		assert_same(a, JSON_COMPACT);
+		json_decref(a);
+	}
+}
+
 /* A string value that is not UTF-8 fails the whole dump. */
 static void
 test_bad_utf8(void **state)
@@ -486,6 +519,7 @@ main(void)
 		cmocka_unit_test(test_reals),
 		cmocka_unit_test(test_writer),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_string_every_byte_everywhere),
 		cmocka_unit_test(test_bad_utf8),
 		cmocka_unit_test(test_bad_utf8_key),
 		cmocka_unit_test(test_containers),

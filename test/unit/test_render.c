@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,93 @@ test_ms_rounding_boundaries(void **state)
 		}
 	}
 	assert_int_equal(bad, 0);
+}
+
+/* render_ms as it was written with printf: the reference for the
+ * printf-free formatting. */
+static size_t
+ms_printf(double ms, char *buf, size_t cap)
+{
+	char n[32];
+
+	if (!(ms > 0))
+		ms = 0;
+	if (ms >= 9999.5)
+		return (size_t)snprintf(buf, cap, "%.1fs", ms / 1000);
+	if (ms >= 999.5) {
+		render_count((uint64_t)(ms + 0.5), n, sizeof(n));
+		return (size_t)snprintf(buf, cap, "%sms", n);
+	}
+	if (ms >= 9.95)
+		return (size_t)snprintf(buf, cap, "%.0fms", ms);
+	if (ms >= 0.995)
+		return (size_t)snprintf(buf, cap, "%.1fms", ms);
+	return (size_t)snprintf(buf, cap, "%.2fms", ms);
+}
+
+static size_t ms_mismatches;
+
+static void
+ms_like_printf(double ms)
+{
+	char got[64], want[64];
+	size_t n = render_ms(ms, got, sizeof(got));
+	size_t m = ms_printf(ms, want, sizeof(want));
+
+	if ((n != m || strcmp(got, want) != 0) && ms_mismatches++ < 10)
+		print_error("render_ms(%.17g): got \"%s\", printf \"%s\"\n", ms,
+			    got, want);
+}
+
+/*
+ * render_ms rounds as printf's "%.Nf" does, without printf: the exact
+ * binary value, an exact tie to even (0.125 is "0.12", 0.375 "0.38").
+ * Compared with printf on the ties and their neighbours at every
+ * precision, on span durations (nanoseconds / 1e6) and on random values
+ * of every size, in every branch; and cut like snprintf in a small buffer.
+ */
+static void
+test_ms_like_printf(void **state)
+{
+	unsigned short seed[3] = {1, 2, 3};
+	char buf[8];
+
+	(void)state;
+	ms_mismatches = 0;
+	/* exact ties at 2, 1 and 0 decimals (k/8, k/2, k/20 are binary
+	 * fractions or close to them), and the doubles on either side */
+	for (int k = 0; k < 200000; k++) {
+		double v[] = {k / 8.0, k / 2.0, k / 20.0, k / 200.0,
+			      k / 1000.0};
+
+		for (size_t i = 0; i < ARRAY_LEN(v); i++) {
+			ms_like_printf(v[i]);
+			ms_like_printf(nextafter(v[i], 0));
+			ms_like_printf(nextafter(v[i], INFINITY));
+		}
+	}
+	/* durations as query_traces has them */
+	for (int64_t ns = 0; ns < 3000000; ns += 7)
+		ms_like_printf((double)ns / 1e6);
+	for (int64_t ns = 9940000; ns < 10060000; ns++)
+		ms_like_printf((double)ns / 1e6);
+	/* random values from 1e-9 to 1e13 (seconds up to 1e10) */
+	for (int i = 0; i < 2000000; i++)
+		ms_like_printf(pow(10, erand48(seed) * 22 - 9));
+	ms_like_printf(1e300);
+	ms_like_printf(INFINITY);
+	ms_like_printf(DBL_MAX);
+	ms_like_printf(DBL_MIN);
+	assert_int_equal(ms_mismatches, 0);
+	assert_int_equal(render_ms(0.375, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "0.38ms");
+	assert_int_equal(render_ms(0.125, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "0.12ms");
+	assert_int_equal(render_ms(123.4, buf, 3), 5);
+	assert_string_equal(buf, "12");
+	assert_int_equal(render_ms(0.5, buf, 0), 6);
+	assert_int_equal(render_ms(12345678, buf, 5), 8);
+	assert_string_equal(buf, "1234");
 }
 
 static void
@@ -1072,6 +1160,7 @@ main(void)
 		cmocka_unit_test(test_count_small_buffer),
 		cmocka_unit_test(test_ms),
 		cmocka_unit_test(test_ms_rounding_boundaries),
+		cmocka_unit_test(test_ms_like_printf),
 		cmocka_unit_test(test_source_label),
 		cmocka_unit_test(test_tree_simple),
 		cmocka_unit_test(test_tree_appends),
