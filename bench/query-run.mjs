@@ -1,8 +1,11 @@
 // query-run.mjs - the measuring half of bench/query.sh: query_metrics (1 h,
 // 24 h) and query_traces (1 h) through MCP, interleaved call by call with
 // the single SQL statement that computes the same numbers from raw spans,
-// run by one long-lived psql with \timing on.  Checks first that both give
-// the same answer, then records every latency.  See bench/README.md.
+// run by one long-lived psql with \timing on.  MCP through two clients on
+// one session: a plain HTTP/1.1 client (RawHttp, the targets are judged on
+// it) and node:http.  Checks first that the tool and the SQL give the same
+// answer (and both clients the same result), then records every latency.
+// See bench/README.md.
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
@@ -532,6 +535,7 @@ async function main() {
 		for (const k of kinds) {
 			const range = rangeAt(k, checkEnd);
 			const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
+			const p = await callTool(KINDS[k].tool, argsFor(k, svc, range), (b) => raw.post(b));
 			const s = await psql.run(sqlFor(k, svc, range));
 			const c = { kind: k, service: svc, mcp_ms: m.ms, sql_ms: s.ms };
 			if (m.result.isError) {
@@ -539,6 +543,7 @@ async function main() {
 			} else {
 				Object.assign(c, KINDS[k].tool === 'query_metrics' ? checkMetrics(m.result, s.rows) : checkTraces(m.result, s.rows));
 			}
+			if (JSON.stringify(p.result) !== JSON.stringify(m.result)) c.problems.push('the plain client got another result than node:http');
 			out.checks.push(c);
 			const tag = c.problems.length ? 'DIFFERS' : 'same';
 			console.error(
