@@ -434,7 +434,8 @@ EOF
 	else
 		echo "Ranges: from/to ending at $ANCHOR, where the data ends (loaded $(state_get loaded)), the same on every call."
 	fi
-	echo "$RUNS runs x $CALLS calls per query and side, services $SERVICES in turn, each MCP call between two psql calls, the first place of a round (cold) rotating;" \
+	echo "$RUNS runs x $CALLS rounds, services $SERVICES in turn; per round and query node:http, psql, the plain client, psql" \
+		"(each MCP call between two psql calls: $CALLS MCP calls per client, $((2 * CALLS)) psql calls), the first place (cold) rotating;" \
 		"MCP: a plain HTTP/1.1 client on one socket (the targets are judged on it: no HTTP library's cost in its" \
 		"clock, as none is in psql's), and node:http on one keep-alive connection, same session, shown beside it;" \
 		"query_traces SQL: $TRACES_SQL; rollup rows: $ROLLUP_ROWS, hours still dirty: $DIRTY_LEFT."
