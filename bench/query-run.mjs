@@ -19,8 +19,7 @@
 
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
+import { NodeHttp, RawHttp } from './http-clients.mjs';
 
 const ACCEPT = 'application/json, text/event-stream';
 const PROTOCOL = '2025-11-25';
@@ -232,135 +231,27 @@ class Psql {
 }
 
 // ---- MCP --------------------------------------------------------------------
-// One keep-alive connection, one session.
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+// One session, one keep-alive connection per client (http-clients.mjs).
 const mcpUrl = new URL(opt.mcp);
+const nodeHttp = new NodeHttp(mcpUrl, CALL_TIMEOUT_MS);
 let sessionId = null;
 let nextId = 1;
 
-function post(body) {
-	const text = JSON.stringify(body);
-	const headers = {
-		'content-type': 'application/json',
-		accept: ACCEPT,
-		'content-length': Buffer.byteLength(text),
-	};
+function mcpHeaders() {
+	const h = { 'content-type': 'application/json', accept: ACCEPT };
 	if (sessionId) {
-		headers['mcp-session-id'] = sessionId;
-		headers['mcp-protocol-version'] = PROTOCOL;
+		h['mcp-session-id'] = sessionId;
+		h['mcp-protocol-version'] = PROTOCOL;
 	}
-	return new Promise((resolve, reject) => {
-		const req = http.request(
-			{ host: mcpUrl.hostname, port: mcpUrl.port, path: mcpUrl.pathname, method: 'POST', headers, agent },
-			(res) => {
-				const chunks = [];
-				res.on('data', (c) => chunks.push(c));
-				res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-				res.on('error', reject);
-			},
-		);
-		req.setTimeout(CALL_TIMEOUT_MS, () => req.destroy(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)));
-		req.on('error', reject);
-		req.end(text);
-	});
+	return h;
 }
 
-// The same session over a plain HTTP/1.1 client on one socket: the request
-// written in one piece, the answer read by Content-Length (or chunks) and
-// parsed (callTool), as psql's clock covers sending the statement and
-// libpq reading the rows.  node:http's request and response machinery
-// cost 0.4-0.9 ms a query_traces call more on this machine (bench/RESULTS.md),
-// more than the gateway's own work; the targets are judged on this client
-// and node:http is reported beside it.
-class RawHttp {
-	constructor(url) {
-		this.url = url;
-		this.sock = null;
-		this.buf = Buffer.alloc(0);
-		this.waiter = null;
-	}
-	async open() {
-		this.sock = net.connect(Number(this.url.port), this.url.hostname);
-		this.sock.setNoDelay(true);
-		await new Promise((resolve, reject) => {
-			this.sock.once('connect', resolve);
-			this.sock.once('error', reject);
-		});
-		this.sock.on('data', (c) => {
-			this.buf = this.buf.length ? Buffer.concat([this.buf, c]) : c;
-			this.parse();
-		});
-		this.sock.on('error', (e) => this.fail(e));
-		this.sock.on('close', () => this.fail(new Error('the gateway closed the connection')));
-	}
-	fail(e) {
-		const w = this.waiter;
-		this.waiter = null;
-		if (w) w.reject(e);
-	}
-	parse() {
-		if (!this.waiter) return;
-		const end = this.buf.indexOf('\r\n\r\n');
-		if (end < 0) return;
-		const head = this.buf.subarray(0, end).toString('latin1').split('\r\n');
-		const status = Number(head[0].split(' ')[1]);
-		const headers = {};
-		for (const l of head.slice(1)) {
-			const i = l.indexOf(':');
-			headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
-		}
-		let body;
-		let used;
-		if (headers['content-length'] !== undefined) {
-			const n = Number(headers['content-length']);
-			if (this.buf.length < end + 4 + n) return;
-			body = this.buf.subarray(end + 4, end + 4 + n);
-			used = end + 4 + n;
-		} else if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
-			const parts = [];
-			let at = end + 4;
-			for (;;) {
-				const eol = this.buf.indexOf('\r\n', at);
-				if (eol < 0) return;
-				const n = parseInt(this.buf.subarray(at, eol).toString('latin1'), 16);
-				if (this.buf.length < eol + 2 + n + 2) return;
-				if (n === 0) {
-					used = eol + 4;
-					break;
-				}
-				parts.push(this.buf.subarray(eol + 2, eol + 2 + n));
-				at = eol + 2 + n + 2;
-			}
-			body = Buffer.concat(parts);
-		} else {
-			this.fail(new Error(`an answer without Content-Length or chunks: ${head[0]}`));
-			return;
-		}
-		this.buf = this.buf.subarray(used);
-		const w = this.waiter;
-		this.waiter = null;
-		w.resolve({ status, headers, text: body.toString('utf8') });
-	}
-	post(body) {
-		const text = JSON.stringify(body);
-		const req =
-			`POST ${this.url.pathname} HTTP/1.1\r\nHost: ${this.url.host}\r\nContent-Type: application/json\r\n` +
-			`Accept: ${ACCEPT}\r\nMcp-Session-Id: ${sessionId}\r\nMcp-Protocol-Version: ${PROTOCOL}\r\n` +
-			`Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
-		return new Promise((resolve, reject) => {
-			const timer = setTimeout(() => this.fail(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
-			this.waiter = {
-				resolve: (r) => (clearTimeout(timer), resolve(r)),
-				reject: (e) => (clearTimeout(timer), reject(e)),
-			};
-			this.sock.write(req);
-		});
-	}
-	close() {
-		this.sock?.destroy();
-	}
-}
-const raw = new RawHttp(mcpUrl);
+const post = (body) => nodeHttp.post(JSON.stringify(body), mcpHeaders());
+
+// The same session over the plain client: the targets are judged on it,
+// node:http is reported beside it.
+const raw = new RawHttp(mcpUrl, CALL_TIMEOUT_MS);
+const rawPost = (body) => raw.post(JSON.stringify(body), mcpHeaders());
 
 // The JSON-RPC response of id in a JSON or SSE body.
 function response(r, id) {
@@ -535,7 +426,7 @@ async function main() {
 		for (const k of kinds) {
 			const range = rangeAt(k, checkEnd);
 			const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
-			const p = await callTool(KINDS[k].tool, argsFor(k, svc, range), (b) => raw.post(b));
+			const p = await callTool(KINDS[k].tool, argsFor(k, svc, range), rawPost);
 			const s = await psql.run(sqlFor(k, svc, range));
 			const c = { kind: k, service: svc, mcp_ms: m.ms, sql_ms: s.ms };
 			if (m.result.isError) {
@@ -576,7 +467,7 @@ async function main() {
 				let rollup = null;
 				try {
 					if (via !== 'sql') {
-						const m = await callTool(KINDS[k].tool, argsFor(k, svc, range), via === 'raw' ? (b) => raw.post(b) : post);
+						const m = await callTool(KINDS[k].tool, argsFor(k, svc, range), via === 'raw' ? rawPost : post);
 						ms = m.ms;
 						if (m.result.isError) throw new Error(`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`);
 						rollup = m.result.structuredContent?.rollup ?? null;
@@ -595,6 +486,7 @@ async function main() {
 	}
 	await psql.close();
 	raw.close();
+	nodeHttp.close();
 
 	out.summary = {};
 	for (const k of kinds) {
