@@ -58,6 +58,14 @@ cmp_row_group(const void *pa, const void *pb)
 	return a < b ? -1 : a > b; /* input order: the first wins a tie */
 }
 
+double
+merge_pct(double part, double whole)
+{
+	/* part / whole <= 1 when part <= whole, and 100 * (<= 1) <= 100:
+	 * both roundings are monotonic and 1 and 100 are exact */
+	return whole > 0 ? 100.0 * (part / whole) : 0;
+}
+
 uint64_t
 merge_group_requests(const struct merge_metric_group *g)
 {

@@ -71,6 +71,14 @@ int merge_metrics(const struct merge_metric_row *rows, size_t n,
 		  enum merge_sort sort, struct merge_metric_group *out,
 		  size_t *n_out, size_t *duplicates) WUR;
 
+/*
+ * 100 * part / whole, 0 when whole is not above 0: a share in percent that
+ * stays in [0, 100] for 0 <= part <= whole.  Written 100 * part / whole it
+ * need not: 100.00000000000001 for part == whole, for one double in
+ * fifteen (a rate from Prometheus with every request an error).
+ */
+double merge_pct(double part, double whole);
+
 /* A group's total requests over its sources, and its key part (or NULL). */
 uint64_t merge_group_requests(const struct merge_metric_group *g);
 const char *merge_group_key(const struct merge_metric_group *g, int part);

@@ -568,16 +568,11 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			r->user = q;
 			if (i == SRC_PROM)
 				r->error_rate_pct =
-					pres->rows[j].requests > 0
-						? 100.0 * pres->rows[j].errors /
-							  pres->rows[j].requests
-						: 0;
+					merge_pct(pres->rows[j].errors,
+						  pres->rows[j].requests);
 			else
-				r->error_rate_pct =
-					q->requests > 0
-						? 100.0 * (double)q->errors /
-							  (double)q->requests
-						: 0;
+				r->error_rate_pct = merge_pct(
+					(double)q->errors, (double)q->requests);
 		}
 	}
 	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,

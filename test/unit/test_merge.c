@@ -585,10 +585,42 @@ test_notice(void **state)
 	assert_string_equal(small, "12 ");
 }
 
+/*
+ * An error rate stays within [0, 100]: every request an error is exactly
+ * 100 (the outputSchema's maximum), where 100 * e / e gives
+ * 100.00000000000001 for e = 774.3511636364256, as for one random rate in
+ * fifteen; part <= whole is never above 100; no requests is 0.
+ */
+static void
+test_pct(void **state)
+{
+	unsigned short seed[3] = {7, 8, 9};
+
+	(void)state;
+	assert_true(100.0 * 774.3511636364256 / 774.3511636364256 > 100);
+	assert_true(merge_pct(774.3511636364256, 774.3511636364256) == 100);
+	for (int i = 0; i < 1000000; i++) {
+		double whole = erand48(seed) * 1e6,
+		       part = whole * erand48(seed);
+		double p = merge_pct(part, whole);
+
+		if (merge_pct(whole, whole) != 100 || !(p >= 0 && p <= 100))
+			fail_msg("merge_pct(%.17g, %.17g) = %.17g, (%.17g, "
+				 "same) "
+				 "= %.17g",
+				 part, whole, p, whole,
+				 merge_pct(whole, whole));
+	}
+	assert_true(merge_pct(0, 0) == 0);
+	assert_true(merge_pct(3, 0) == 0);
+	assert_true(merge_pct(1, 4) == 25);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pct),
 		cmocka_unit_test(test_tree_cases),
 		cmocka_unit_test(test_self_times),
 		cmocka_unit_test(test_deep_chain),
