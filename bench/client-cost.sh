@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # client-cost.sh - what the two HTTP clients of bench/query.sh cost a call
-# with no gateway behind them: nginx answers every POST /mcp with one
-# static body the size of a query_traces answer (38 KB), and
-# bench/client-cost.mjs times node:http and the plain client in turn, as
-# query-run.mjs times a tool call.  See bench/README.md.
+# with no gateway behind them: nginx (bench/peers/nginx.conf.in) answers
+# every POST /mcp/query_traces with one static body the size of a
+# query_traces answer (39.5 KB), and bench/client-cost.mjs times node:http
+# and the plain client in turn, as query-run.mjs times a tool call.  See
+# bench/README.md.
 #
 # Run from anywhere as `sh bench/client-cost.sh [RUNS]` (re-executes itself
 # under bash); RUNS (3) runs of 300 rounds, 2 ms between calls.  Knobs
@@ -28,47 +29,28 @@ done
 NODE=$(sh scripts/node.sh) || die "no Node 24 (scripts/node.sh)"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/www" "$OUT/tmp"
+mkdir -p "$OUT/nginx/www/mcp" "$OUT/nginx/tmp"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$NODE" bench/client-cost.mjs --body "$OUT/www/mcp"
-cat >"$OUT/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $ROOT/$OUT/nginx.pid;
-error_log $ROOT/$OUT/error.log warn;
-events { worker_connections 64; }
-http {
-	access_log off;
-	tcp_nodelay on;
-	keepalive_requests 1000000;
-	client_body_temp_path $ROOT/$OUT/tmp/body;
-	proxy_temp_path $ROOT/$OUT/tmp/proxy;
-	fastcgi_temp_path $ROOT/$OUT/tmp/fastcgi;
-	uwsgi_temp_path $ROOT/$OUT/tmp/uwsgi;
-	scgi_temp_path $ROOT/$OUT/tmp/scgi;
-	server {
-		listen 127.0.0.1:$PORT;
-		root $ROOT/$OUT/www;
-		default_type application/json;
-		# POST to a static file is 405: answered with the file instead
-		location = /mcp { error_page 405 =200 \$uri; }
-	}
-}
-CONF
-"$NGINX" -p "$ROOT/$OUT/" -c "$ROOT/$OUT/nginx.conf" -e "$ROOT/$OUT/error.log" >"$OUT/nginx.log" 2>&1 &
+"$NODE" bench/client-cost.mjs --body "$OUT/nginx/www/mcp/query_traces"
+# bench/protocol.sh's nginx: POST answered with a static file
+user=""
+[ "$(id -u)" = 0 ] && user="user root;"
+sed -e "s|@PREFIX@|$ROOT/$OUT/nginx|g" -e "s|@PORT@|$PORT|g" -e "s|@USER@|$user|g" \
+	bench/peers/nginx.conf.in >"$OUT/nginx/nginx.conf"
+"$NGINX" -p "$ROOT/$OUT/nginx/" -c "$ROOT/$OUT/nginx/nginx.conf" -e "$ROOT/$OUT/nginx/error.log" >"$OUT/nginx.log" 2>&1 &
 NGINX_PID=$!
 trap 'kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do
-	curl -sf -X POST -d '{}' "http://127.0.0.1:$PORT/mcp" -o /dev/null && break
-	kill -0 "$NGINX_PID" 2>/dev/null || die "nginx exited (log: $OUT/nginx.log, $OUT/error.log)"
+	curl -sf -X POST -d '{}' "http://127.0.0.1:$PORT/mcp/query_traces" -o /dev/null && break
+	kill -0 "$NGINX_PID" 2>/dev/null || die "nginx exited (log: $OUT/nginx.log, $OUT/nginx/error.log)"
 	sleep 0.1
 done
-curl -sf -X POST -d '{}' "http://127.0.0.1:$PORT/mcp" -o /dev/null || die "nginx does not answer on port $PORT"
+curl -sf -X POST -d '{}' "http://127.0.0.1:$PORT/mcp/query_traces" -o /dev/null || die "nginx does not answer on port $PORT"
 
 for r in $(seq "$RUNS"); do
-	"$NODE" bench/client-cost.mjs --url "http://127.0.0.1:$PORT/mcp" --rounds 300 --pause-ms 2 >"$OUT/run-$r.json"
+	"$NODE" bench/client-cost.mjs --url "http://127.0.0.1:$PORT/mcp/query_traces" --rounds 300 --pause-ms 2 >"$OUT/run-$r.json"
 done
-echo "# HTTP client cost: node:http against a plain client, nginx answering $(stat -c %s "$OUT/www/mcp") bytes"
+echo "# HTTP client cost: node:http against a plain client, nginx answering $(stat -c %s "$OUT/nginx/www/mcp/query_traces") bytes"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $RUNS runs x 300 rounds, the clients alternating first, 2 ms between calls."
 echo
