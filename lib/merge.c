@@ -4,6 +4,7 @@
  * Every walk over parent links is iterative, so no input depth can exhaust
  * the stack, and cycles are cut before any walk relies on a forest.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +62,11 @@ cmp_row_group(const void *pa, const void *pb)
 double
 merge_pct(double part, double whole)
 {
-	/* part / whole <= 1 when part <= whole, and 100 * (<= 1) <= 100:
-	 * both roundings are monotonic and 1 and 100 are exact */
-	return whole > 0 ? 100.0 * (part / whole) : 0;
+	if (!(whole > 0))
+		return 0;
+	/* 100 * part / whole, rounded once (so integer counts under 2^46
+	 * give the correctly rounded share), held at 100 */
+	return part >= whole ? 100 : fmin(100.0 * part / whole, 100);
 }
 
 uint64_t

@@ -72,10 +72,12 @@ int merge_metrics(const struct merge_metric_row *rows, size_t n,
 		  size_t *n_out, size_t *duplicates) WUR;
 
 /*
- * 100 * part / whole, 0 when whole is not above 0: a share in percent that
- * stays in [0, 100] for 0 <= part <= whole.  Written 100 * part / whole it
- * need not: 100.00000000000001 for part == whole, for one double in
- * fifteen (a rate from Prometheus with every request an error).
+ * 100 * part / whole, 0 when whole is not above 0: a share in percent, the
+ * error rate of every tool, that stays in [0, 100] (100 from part >=
+ * whole on).  Written 100 * part / whole alone it need not: for part ==
+ * whole it is 100.00000000000001 for one double in fifteen (a rate from
+ * Prometheus with every request an error).  For counts (integers below
+ * 2^46) it is exactly 100.0 * part / whole.
  */
 double merge_pct(double part, double whole);
 

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "call.h"
 #include "genai.h"
+#include "merge.h"
 #include "pg.h"
 #include "redact.h"
 #include "render.h"
@@ -151,12 +152,6 @@ fmt_usd(double v, char *buf, size_t cap)
 	} else {
 		snprintf(buf, cap, "$0.00");
 	}
-}
-
-static double
-rate_pct(uint64_t part, uint64_t whole)
-{
-	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
 /* 65 s -> "1m 5s"; under a minute as render_ms does. */
@@ -302,7 +297,7 @@ stats_json(struct out *o, const struct genai_stats *s)
 		      "s:o, s:o}",
 		      "calls", (json_int_t)s->calls, "errors",
 		      (json_int_t)s->errors, "error_rate_pct",
-		      rate_pct(s->errors, s->calls), "input_tokens",
+		      merge_pct(s->errors, s->calls), "input_tokens",
 		      (json_int_t)s->input_tokens, "output_tokens",
 		      (json_int_t)s->output_tokens, "cost_usd",
 		      s->priced > 0 || s->calls == 0 ? json_real(s->cost_usd)
@@ -332,7 +327,7 @@ stats_cells(struct out *o, const struct genai_stats *s, bool model_row,
 	render_count(s->output_tokens, c->out, sizeof(c->out));
 	cost_text(o, s, model_row, model, c->cost, sizeof(c->cost));
 	snprintf(c->err, sizeof(c->err), "%.1f%%",
-		 rate_pct(s->errors, s->calls));
+		 merge_pct(s->errors, s->calls));
 	if (isfinite(s->p50_ms))
 		render_ms(s->p50_ms, c->p50, sizeof(c->p50));
 	else
@@ -624,7 +619,7 @@ session_json(struct out *o, const struct genai_session *s, const char *id,
 		(json_int_t)s->traces, "traces_read",
 		(json_int_t)s->traces_read, "spans", (json_int_t)s->spans,
 		"errors", (json_int_t)s->errors, "error_rate_pct",
-		rate_pct(s->errors, s->spans), "avg_trace_ms", s->avg_trace_ms,
+		merge_pct(s->errors, s->spans), "avg_trace_ms", s->avg_trace_ms,
 		"truncated", s->truncated, "services",
 		services != NULL ? services : json_array(), "genai", "total",
 		stats_json(o, &s->total), "by_model",
@@ -705,7 +700,7 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 			  red_text(o, id), start, end, dur, s->traces,
 			  s->traces == 1 ? "" : "s", avg, n, s->errors,
 			  s->errors == 1 ? "" : "s",
-			  rate_pct(s->errors, s->spans));
+			  merge_pct(s->errors, s->spans));
 	if (s->truncated)
 		(void)!buf_printf(&o->b,
 				  "(large session: the figures cover its "
@@ -930,8 +925,8 @@ change_table(struct out *o, const struct genai_usage *u, const char *pdesc)
 			break;
 		default:
 			cells[0] = "Error rate";
-			a = rate_pct(p->errors, p->calls);
-			b = rate_pct(c->errors, c->calls);
+			a = merge_pct(p->errors, p->calls);
+			b = merge_pct(c->errors, c->calls);
 			break;
 		}
 		if (i == 3) {
@@ -1139,8 +1134,8 @@ usage_json(struct out *o, const struct genai_usage *u, const json_t *args,
 		change_json((double)p->output_tokens, (double)c->output_tokens),
 		"cost_usd", change_json(p->cost_usd, c->cost_usd),
 		"error_rate_pct",
-		change_json(rate_pct(p->errors, p->calls),
-			    rate_pct(c->errors, c->calls)),
+		change_json(merge_pct(p->errors, p->calls),
+			    merge_pct(c->errors, c->calls)),
 		"by_model", models_json(o, u->models, u->n_models),
 		"models_total", (json_int_t)u->models_total, "by_service",
 		groups_json(o, u->services, u->n_services, "service"),
@@ -1273,7 +1268,7 @@ metric(const struct genai_session *s, int m)
 {
 	switch (m) {
 	case M_SPANS: return (double)s->spans;
-	case M_ERRORS: return rate_pct(s->errors, s->spans);
+	case M_ERRORS: return merge_pct(s->errors, s->spans);
 	case M_LATENCY: return s->avg_trace_ms;
 	case M_TOKENS:
 		return (double)(s->total.input_tokens + s->total.output_tokens);
@@ -1442,7 +1437,7 @@ summary_json(struct out *o, const struct genai_session *s, const char *id)
 		"session_id", red_json(o, id), "found", 1, "traces",
 		(json_int_t)s->traces, "spans", (json_int_t)s->spans, "errors",
 		(json_int_t)s->errors, "error_rate_pct",
-		rate_pct(s->errors, s->spans), "avg_latency_ms",
+		merge_pct(s->errors, s->spans), "avg_latency_ms",
 		s->avg_trace_ms, "total_tokens",
 		(json_int_t)(s->total.input_tokens + s->total.output_tokens),
 		"genai", stats_json(o, &s->total), "bottleneck",

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "call.h"
 #include "log.h"
+#include "merge.h"
 #include "pg.h"
 #include "redact.h"
 #include "render.h"
@@ -73,9 +74,7 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 			   : s->sources == SERVICEQUERY_EBPF ? "eBPF"
 							     : "OTLP";
 	double per_s = (double)s->requests / range_s;
-	double pct = s->requests > 0
-			     ? 100.0 * (double)s->errors / (double)s->requests
-			     : 0;
+	double pct = merge_pct(s->errors, s->requests);
 	json_t *o, *sa = json_array();
 	int rc;
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,7 +590,9 @@ test_notice(void **state)
  * An error rate stays within [0, 100]: every request an error is exactly
  * 100 (the outputSchema's maximum), where 100 * e / e gives
  * 100.00000000000001 for e = 774.3511636364256, as for one random rate in
- * fifteen; part <= whole is never above 100; no requests is 0.
+ * fifteen; part <= whole is never above 100; no requests is 0; and for
+ * counts it is the share query_metrics, list_services and the genai tools
+ * gave before it served them all.
  */
 static void
 test_pct(void **state)
@@ -611,6 +614,15 @@ test_pct(void **state)
 				 part, whole, p, whole,
 				 merge_pct(whole, whole));
 	}
+	/* counts: exactly the one rounding of 100 * part / whole */
+	for (uint64_t whole = 1; whole < 3000; whole++)
+		for (uint64_t part = 0; part <= whole; part++)
+			if (merge_pct((double)part, (double)whole) !=
+			    100.0 * (double)part / (double)whole)
+				fail_msg("merge_pct(%" PRIu64 ", %" PRIu64 ")",
+					 part, whole);
+	/* more errors than requests (inconsistent data) is still 100 */
+	assert_true(merge_pct(5, 4) == 100);
 	assert_true(merge_pct(0, 0) == 0);
 	assert_true(merge_pct(3, 0) == 0);
 	assert_true(merge_pct(1, 4) == 25);
