@@ -28,24 +28,24 @@ SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 LDLIBS := $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := lib/status.c lib/log.c lib/toml.c lib/config.c lib/jsonschema.c \
-	lib/pool.c lib/metrics.c lib/auth.c lib/sse.c lib/buf.c
-
-# ---- [pg] the PostgreSQL pool (lib/pg) -------------------------------------
-PG_SRC := lib/pg.c
-PG_TESTS := pg
-# ---- [migrate] schema migrations (lib/migrate, migrations/*.sql) ----------
+# ---- sources, one list per room (each folder's README says what it holds;
+# scripts/check-layout.sh checks who may include whom) -----------------------
+BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
+	metrics.c auth.c seal.c sse.c timerange.c redact.c)
+JSON_SRC := $(addprefix lib/json/,jsonload.c jsondump.c jsonschema.c)
+CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
+# ---- [migrate] schema migrations (lib/pg/migrate, migrations/*.sql) -------
 # The SQL files are embedded as C strings (scripts/gen-embed.sh) in a
 # generated source compiled into libsextant like any lib source (objects
 # land in <variant>/obj/build/gen/).  The directory is a prerequisite so
 # that adding or removing a file regenerates it.
 MIGRATE_SQL := $(sort $(wildcard migrations/*.sql))
-MIGRATE_SRC := lib/migrate.c build/gen/migrations.c
-MIGRATE_TESTS := migrate
 build/gen/migrations.c: $(MIGRATE_SQL) migrations scripts/gen-embed.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-embed.sh migrate_sql $(MIGRATE_SQL) > $@.tmp && mv $@.tmp $@
-# ---- [otlp] OTLP/HTTP payload decoding (lib/otlp*, proto/) ----------------
+PG_SRC := $(addprefix lib/pg/,pg.c pglisten.c migrate.c sessdb.c) \
+	build/gen/migrations.c
+# ---- [otlp] OTLP/HTTP payload decoding (lib/otlp, proto/) -----------------
 # protoc-c (Debian's protobuf-c-compiler) turns the .proto subset in proto/
 # into build/gen/otlp/opentelemetry/proto/.../*.pb-c.[ch], compiled into
 # libsextant like the other sources (and kept out of format-check).
@@ -56,8 +56,8 @@ OTLP_PROTO := $(addprefix proto/opentelemetry/proto/,common/v1/common.proto \
 OTLP_GEN := build/gen/otlp
 OTLP_GEN_C := $(patsubst proto/%.proto,$(OTLP_GEN)/%.pb-c.c,$(OTLP_PROTO))
 OTLP_GEN_H := $(OTLP_GEN_C:.c=.h)
-OTLP_SRC := lib/otlp.c lib/otlp_json.c lib/otlp_rows.c $(OTLP_GEN_C)
-OTLP_TESTS := otlp
+OTLP_SRC := $(addprefix lib/otlp/,otlp.c otlp_json.c otlp_rows.c store.c) \
+	$(OTLP_GEN_C)
 BASE_CFLAGS += -I$(OTLP_GEN)
 $(OTLP_GEN_C) $(OTLP_GEN_H) &: $(OTLP_PROTO)
 	@mkdir -p $(OTLP_GEN)
@@ -69,72 +69,49 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 	build/test/test_otlp build/asan/test/test_otlp \
 	build/fuzz/fuzz_otlp: $(OTLP_GEN_H)
 # ---------------------------------------------------------------------------
-LIB_SRC += $(PG_SRC) $(MIGRATE_SRC) $(OTLP_SRC) lib/store.c lib/demo.c lib/merge.c \
-	lib/timerange.c lib/rollup.c lib/spanquery.c lib/render.c lib/pointquery.c
-LIB_SRC += lib/redact.c lib/base64.c lib/seal.c
-LIB_SRC += lib/servicequery.c
-LIB_SRC += lib/spanstore.c
-LIB_SRC += lib/genai.c
-LIB_SRC += lib/promql.c lib/grafana.c lib/promcalls.c
-SERVER_SRC := server/http.c server/transport.c server/session.c server/rpc.c \
-	server/dispatch.c server/tools.c server/catalog.c server/call.c server/server.c \
-	server/ingest.c server/demo.c server/tool_core.c server/tool_conformance.c \
-	server/conformance_fixtures.c server/tool_query.c server/tool_telemetry.c
-SERVER_SRC += server/stdio_mcp.c server/legacy_sse.c
-SERVER_SRC += server/tool_spans.c
-SERVER_SRC += server/tool_genai.c
-SERVER_SRC += server/tool_services.c server/tool_common.c
-SERVER_SRC += server/tool_grafana.c
-SERVER_SRC += server/reqmeta.c server/tasks.c server/sessstore.c
-SERVER_SRC += server/tool_conformance_2026.c
-MAIN_SRC := server/main.c
-TOOLDEF_JSON := $(sort $(wildcard server/tools/*.json server/tools/*/*.json))
+PROM_SRC := $(addprefix lib/prom/,promql.c grafana.c)
+TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanstore.c \
+	pointquery.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c)
+DEMO_SRC := lib/demo/demo.c
+LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
+	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
 
-# test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
-LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store \
-	$(PG_TESTS) $(MIGRATE_TESTS) $(OTLP_TESTS) demo merge timerange rollup \
-	pointquery spanquery render
-LIB_TESTS += redact seal
-LIB_TESTS += servicequery
-LIB_TESTS += spanstore
-LIB_TESTS += genai
-LIB_TESTS += promql grafana promcalls
-# ---- [sessions] sessions on any replica: the LISTEN connection for
-# notifications (lib/pglisten) and the session store's statements
-# (lib/sessdb, migrations/0009_mcp_sessions.sql).
-LIB_SRC += lib/pglisten.c lib/sessdb.c
-LIB_TESTS += pglisten sessdb
-SERVER_TESTS := session rpc dispatch tools
-SERVER_TESTS += stdio_mcp legacy_sse
-SERVER_TESTS += reqmeta tasks sessstore
 # ---- [skills] the Skills extension (SEP-2640): the files of
-# server/skills/<name>/ (a SKILL.md and what it refers to), embedded like the
-# migrations (scripts/gen-embed.sh) and served by server/skills.c at
+# server/mcp/skills/<name>/ (a SKILL.md and what it refers to), embedded like
+# the migrations (scripts/gen-embed.sh) and served by server/mcp/skills.c at
 # skill://sextant/<name>/...  The directories are prerequisites so that
 # adding or removing a file regenerates it.
-SKILL_FILES := $(sort $(shell find server/skills -type f ! -name '.*'))
-SERVER_SRC += server/skills.c build/gen/skills.c
+SKILL_FILES := $(sort $(shell find server/mcp/skills -type f ! -name '.*'))
 build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 		scripts/gen-embed.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
-# ---- [jsonload] the fast path parsing clients' JSON-RPC messages in front
-# of jansson's json_loadb (lib/jsonload); fuzz_jsonload checks it against
-# json_loadb.
-LIB_SRC += lib/jsonload.c
-LIB_TESTS += jsonload
-# ---- [jsondump] compact JSON text for answers, byte for byte what
-# jansson's json_dumps writes (lib/jsondump); fuzz_jsondump checks it
-# against json_dumps.
-LIB_SRC += lib/jsondump.c
-LIB_TESTS += jsondump
-# ---------------------------------------------------------------------------
+SERVER_SRC := $(addprefix server/core/,server.c demo_data.c) \
+	$(addprefix server/http/,http.c ingest.c) \
+	$(addprefix server/transport/,transport.c legacy_sse.c stdio_mcp.c) \
+	$(addprefix server/mcp/,rpc.c dispatch.c reqmeta.c session.c \
+		sessstore.c tasks.c call.c tools.c catalog.c skills.c) \
+	build/gen/skills.c \
+	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
+		tool_telemetry.c tool_spans.c tool_genai.c tool_services.c \
+		tool_grafana.c) \
+	$(addprefix server/conformance/,conformance_fixtures.c \
+		tool_conformance.c tool_conformance_2026.c)
+MAIN_SRC := server/main.c
+# Tool definitions: server/tools/<set>/<name>.json, and the conformance
+# set's in server/conformance/ (the set is the folder's name).
+TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.json))
+
+# test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
+LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store pg \
+	migrate otlp demo merge timerange rollup pointquery spanquery render \
+	redact seal servicequery spanstore genai promql grafana promcalls \
+	pglisten sessdb jsonload jsondump
+SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
+	tasks sessstore
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
-FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup
-FUZZERS += redact
-FUZZERS += grafana seal note
-FUZZERS += jsonload
-FUZZERS += jsondump
+FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
+	grafana seal note jsonload jsondump
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build
@@ -216,7 +193,7 @@ fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
 bench: all
 	sh bench/protocol.sh
 
-FORMAT_SRC = $(wildcard lib/*.[ch] server/*.[ch] test/unit/*.[ch] test/fuzz/*.c)
+FORMAT_SRC = $(wildcard lib/*/*.[ch] server/*.[ch] server/*/*.[ch] test/unit/*.[ch] test/fuzz/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -13,7 +13,7 @@
 #   BENCH_THREADS      wrk threads                    2
 #   BENCH_SEXTANT      Sextant binary                 build/sextant
 #   BENCH_CONFIG       Sextant config                 test/conformance.toml
-#   BENCH_TOOLS        tool definitions for the TS peer  server/tools/conformance
+#   BENCH_TOOLS        tool definitions for the TS peer  server/conformance
 #   BENCH_TS_PATCH     1 = start the TS peer with --patch-stream-leak  0
 # Output: a Markdown table on stdout (also bench/out/protocol.md), raw wrk
 # outputs in bench/out/wrk-*.txt.  Exit 1 if any run had errors.
@@ -31,7 +31,7 @@ CONNECTIONS=${BENCH_CONNECTIONS:-64}
 THREADS=${BENCH_THREADS:-2}
 SEXTANT=${BENCH_SEXTANT:-build/sextant}
 SEXTANT_CFG=${BENCH_CONFIG:-test/conformance.toml}
-TOOLS_DIR=${BENCH_TOOLS:-server/tools/conformance}
+TOOLS_DIR=${BENCH_TOOLS:-server/conformance}
 TS_PATCH=${BENCH_TS_PATCH:-0}
 METHODS="ping tools/list"
 MCP_PATH=/mcp

@@ -16,18 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "config.h"
-#include "demo.h"
-#include "http.h"
-#include "legacy_sse.h"
-#include "log.h"
-#include "pool.h"
-#include "server.h"
-#include "session.h"
-#include "sessstore.h"
-#include "stdio_mcp.h"
-#include "tools.h"
+#include "base/auth.h"
+#include "base/log.h"
+#include "base/pool.h"
+#include "conf/config.h"
+#include "core/demo_data.h"
+#include "core/server.h"
+#include "http/http.h"
+#include "mcp/session.h"
+#include "mcp/sessstore.h"
+#include "mcp/tools.h"
+#include "transport/legacy_sse.h"
+#include "transport/stdio_mcp.h"
 
 /* Exit codes (documented in --help and README). */
 enum {

@@ -6,7 +6,7 @@
 //                                           [--patch-stream-leak]
 //   --port   loopback port, 0 (default) = any free port
 //   --tools  directory of tool definition JSON files
-//            (default server/tools/conformance, relative to the repo root)
+//            (default server/conformance, relative to the repo root)
 //   --patch-stream-leak
 //            work around typescript-sdk issue #2559 (see pruneStreams)
 // Prints "listening 127.0.0.1:PORT" once it accepts connections.
@@ -42,7 +42,7 @@ const TOOL_FIELDS = ['name', 'title', 'description', 'inputSchema', 'outputSchem
 	'annotations', 'icons', 'execution', '_meta'];
 
 function parseArgs(argv) {
-	const opts = { port: 0, tools: join(ROOT, 'server/tools/conformance'), patch: false };
+	const opts = { port: 0, tools: join(ROOT, 'server/conformance'), patch: false };
 	for (let i = 0; i < argv.length; i++) {
 		const a = argv[i];
 		const v = argv[i + 1];

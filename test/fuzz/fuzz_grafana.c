@@ -1,7 +1,7 @@
 /*
- * fuzz_grafana.c - libFuzzer harness for the answer parsers of lib/grafana
+ * fuzz_grafana.c - libFuzzer harness for the answer parsers of lib/prom/grafana
  * (range-query matrix, metric names, metadata, Grafana data source) and for
- * lib/promql's quoting, which labels from those answers go through when
+ * lib/prom/promql's quoting, which labels from those answers go through when
  * shown.
  *
  * Input: one mode byte, then the body.  Checks the contract: on success
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "grafana.h"
-#include "promql.h"
+#include "base/buf.h"
+#include "prom/grafana.h"
+#include "prom/promql.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

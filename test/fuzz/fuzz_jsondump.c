@@ -1,5 +1,5 @@
 /*
- * fuzz_jsondump.c - differential libFuzzer harness for lib/jsondump: it
+ * fuzz_jsondump.c - differential libFuzzer harness for lib/json/jsondump: it
  * must write exactly what json_dumps writes, reals aside.
  *
  * Input: JSON text, parsed with json_loadb (JSON_DECODE_ANY |
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsondump.h"
+#include "json/jsondump.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

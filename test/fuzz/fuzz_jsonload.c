@@ -1,5 +1,5 @@
 /*
- * fuzz_jsonload.c - differential libFuzzer harness for lib/jsonload: the
+ * fuzz_jsonload.c - differential libFuzzer harness for lib/json/jsonload: the
  * fast path must never accept what json_loadb refuses, nor build anything
  * but what json_loadb builds.
  *
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonload.h"
+#include "json/jsonload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

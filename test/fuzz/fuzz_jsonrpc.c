@@ -17,13 +17,13 @@
 
 #include <jansson.h>
 
-#include "call.h"
-#include "config.h"
-#include "dispatch.h"
-#include "exchange.h"
-#include "log.h"
-#include "server.h"
-#include "session.h"
+#include "base/log.h"
+#include "conf/config.h"
+#include "core/server.h"
+#include "mcp/call.h"
+#include "mcp/dispatch.h"
+#include "mcp/exchange.h"
+#include "mcp/session.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

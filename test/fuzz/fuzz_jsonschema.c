@@ -1,5 +1,5 @@
 /*
- * fuzz_jsonschema.c - libFuzzer harness for lib/jsonschema: the input is a
+ * fuzz_jsonschema.c - libFuzzer harness for lib/json/jsonschema: the input is a
  * schema and an instance split at the first NUL (or newline); both are
  * compiled, validated and defaulted, with and without messages.
  */
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "jsonschema.h"
+#include "json/jsonschema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

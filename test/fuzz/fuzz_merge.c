@@ -1,5 +1,5 @@
 /*
- * fuzz_merge.c - libFuzzer harness for lib/merge.
+ * fuzz_merge.c - libFuzzer harness for lib/telemetry/merge.
  *
  * Turns the input into a span set with ids from a tiny alphabet (so
  * duplicates, cycles, self-parents and orphans are common), merges it,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "merge.h"
+#include "telemetry/merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

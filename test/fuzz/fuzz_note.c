@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sessstore.h"
+#include "mcp/sessstore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

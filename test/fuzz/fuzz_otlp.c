@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <zlib.h>
 
-#include "otlp.h"
+#include "otlp/otlp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

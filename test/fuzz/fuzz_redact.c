@@ -1,5 +1,5 @@
 /*
- * fuzz_redact.c - libFuzzer harness for lib/redact.
+ * fuzz_redact.c - libFuzzer harness for lib/base/redact.
  *
  * Input: one flags byte (bit 0: e-mails on, bit 1: value patterns on),
  * then text, taken both as a C string for redact_text and as JSON for
@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "redact.h"
+#include "base/redact.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rollup.h"
+#include "telemetry/rollup.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

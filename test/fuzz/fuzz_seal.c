@@ -1,5 +1,5 @@
 /*
- * fuzz_seal.c - libFuzzer harness for lib/seal and lib/base64: the
+ * fuzz_seal.c - libFuzzer harness for lib/base/seal and lib/base/base64: the
  * requestState a 2026-07-28 client sends back is attacker-controlled.
  *
  * Input: one mode byte, then the token (NUL bytes cut it).  Checks the
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "seal.h"
+#include "base/base64.h"
+#include "base/seal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_timerange.c - libFuzzer harness for lib/timerange.
+ * fuzz_timerange.c - libFuzzer harness for lib/base/timerange.
  *
  * Input: one mode byte, eight bytes of clock, then range, from and to
  * separated by NUL bytes (fields past the end are NULL).  Checks the
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timerange.h"
+#include "base/timerange.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_toml.c - libFuzzer harness for lib/toml and lib/config.
+ * fuzz_toml.c - libFuzzer harness for lib/conf/toml and lib/conf/config.
  *
  * Parses arbitrary bytes, walks the tree through every accessor, then
  * loads the same bytes as a config (no files, empty environment) and
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "toml.h"
+#include "conf/config.h"
+#include "conf/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

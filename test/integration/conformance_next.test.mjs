@@ -21,7 +21,7 @@ const PLACEHOLDERS = new Set(['tasks-status-notifications']);
 
 // The skills extension's scenarios are in neither requirement set: each
 // runs alone (--scenario), on the 2026-07-28 wire.  Sextant offers the
-// extension (server/skills/investigate/SKILL.md, served in conformance mode
+// extension (server/mcp/skills/investigate/SKILL.md, served in conformance mode
 // too), so enumeration and manifest must pass for real.  The directory
 // scenario tests resources/directory/read, which a server offers only by
 // declaring the optional directoryRead setting; Sextant declares the

@@ -113,7 +113,7 @@ const EXTRACTED = {
 	'GET /api/orders/{id}': {
 		http_method: 'GET', http_route: '/api/orders/{id}', url_path: '/api/orders/42', http_status_code: 200, session_id: 'sess-42',
 	},
-	// old names; http.route absent: the route is the target's path (lib/otlp.h)
+	// old names; http.route absent: the route is the target's path (lib/otlp/otlp.h)
 	'POST /v1/pay': { http_method: 'POST', http_route: '/v1/pay', url_path: '/v1/pay', http_status_code: 502 },
 	'SELECT orders': { db_system: 'postgresql', db_operation: 'SELECT', db_table: 'orders' },
 	'UPDATE inventory': { db_system: 'postgresql', db_operation: 'UPDATE', db_table: 'inventory' },
@@ -932,7 +932,7 @@ describe('values too long for an index entry', () => {
 	// PostgreSQL refuses a btree index entry past 2704 bytes, and with it
 	// the whole batch ("index row size ... exceeds btree version 4
 	// maximum"); random text does not compress to fit.  The receiver cuts
-	// indexed columns to OTLP_MAX_*_BYTES (lib/otlp.h) and keeps the whole
+	// indexed columns to OTLP_MAX_*_BYTES (lib/otlp/otlp.h) and keeps the whole
 	// value in the attributes.
 	const MARK = '\u2026[truncated]';
 	const CAP = {

@@ -1,5 +1,5 @@
 /*
- * test_auth.c - unit tests for lib/auth: SHA-256 key hashes against known
+ * test_auth.c - unit tests for lib/base/auth: SHA-256 key hashes against known
  * vectors, key-set parsing and checking, Bearer parsing, random hex ids.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "auth.h"
+#include "base/auth.h"
 
 #define HASH_EMPTY                                                             \
 	"sha256:"                                                              \

@@ -1,5 +1,5 @@
 /*
- * test_buf.c - unit tests for lib/buf: appends up to and past the hard
+ * test_buf.c - unit tests for lib/base/buf: appends up to and past the hard
  * maximum (STATUS_LIMIT leaves the buffer as it was), printf, steal, reset
  * and NUL termination.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 /* The buffer holds exactly len bytes equal to s, NUL-terminated. */
 static void

@@ -1,5 +1,5 @@
 /*
- * test_config.c - lib/config: defaults, loading, errors with positions and
+ * test_config.c - lib/conf/config: defaults, loading, errors with positions and
  * suggestions, environment overrides, masking, the example file, reload.
  * Run from the repository root (it reads config.example.toml and
  * test/conformance.toml); SEXTANT_SRCDIR at compile time overrides that.
@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "toml.h"
+#include "conf/config.h"
+#include "conf/toml.h"
 
 #ifndef SEXTANT_SRCDIR
 #define SEXTANT_SRCDIR "."

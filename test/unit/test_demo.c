@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "demo.h"
+#include "demo/demo.h"
 
 #define NS_PER_MIN (60ull * 1000000000ull)
 /* 2026-01-01T00:00:00Z, and 13 s past it: the same minute */

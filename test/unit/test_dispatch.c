@@ -1,5 +1,5 @@
 /*
- * test_dispatch.c - unit tests for server/dispatch (with call.c, tools.c,
+ * test_dispatch.c - unit tests for server/mcp/dispatch (with call.c, tools.c,
  * catalog.c and the conformance fixtures behind it): a real struct server
  * with the fixtures enabled, sessions made by dispatch_initialize, and a
  * fake exchange that records every message the server sends, so each MCP
@@ -22,15 +22,15 @@
 
 #include <openssl/evp.h>
 
-#include "call.h"
-#include "config.h"
-#include "conformance.h"
-#include "dispatch.h"
-#include "exchange.h"
-#include "pool.h"
-#include "rpc.h"
-#include "server.h"
-#include "session.h"
+#include "base/pool.h"
+#include "conf/config.h"
+#include "conformance/conformance.h"
+#include "core/server.h"
+#include "mcp/call.h"
+#include "mcp/dispatch.h"
+#include "mcp/exchange.h"
+#include "mcp/rpc.h"
+#include "mcp/session.h"
 
 /* How long a test waits for an asynchronous answer before failing. */
 #define WAIT_MS 10000

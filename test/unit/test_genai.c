@@ -1,6 +1,6 @@
 /*
- * test_genai.c - unit tests for lib/genai against a migrated throwaway
- * PostgreSQL holding spans written with lib/store: sessions (spans,
+ * test_genai.c - unit tests for lib/telemetry/genai against a migrated throwaway
+ * PostgreSQL holding spans written with lib/otlp/store: sessions (spans,
  * traces, errors, services, bottleneck, calls by model, slowest and most
  * expensive calls), recent sessions, and usage by model, service and
  * session against the previous period, each number compared with this
@@ -25,13 +25,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "genai.h"
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "store.h"
+#include "telemetry/genai.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN_MS	     (60LL * 1000)

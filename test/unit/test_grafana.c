@@ -1,5 +1,5 @@
 /*
- * test_grafana.c - unit tests for lib/grafana: the parsers of Prometheus's
+ * test_grafana.c - unit tests for lib/prom/grafana: the parsers of Prometheus's
  * and Grafana's JSON, and the client against a scripted HTTP server on
  * loopback (a thread per connection): request shapes (POST form, bearer
  * token, Grafana's proxy path after the data source lookup), retries on
@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "grafana.h"
-#include "log.h"
+#include "base/log.h"
+#include "conf/config.h"
+#include "prom/grafana.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

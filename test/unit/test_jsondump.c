@@ -1,5 +1,5 @@
 /*
- * test_jsondump.c - unit tests for lib/jsondump: the text it writes for
+ * test_jsondump.c - unit tests for lib/json/jsondump: the text it writes for
  * every type (checked against literal expected text and against
  * json_dumps, which it must match byte for byte but for reals, which must
  * read back as the same double in no more characters), what it refuses
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsondump.h"
+#include "json/jsondump.h"
 
 #define COMPACT_ANY (JSON_COMPACT | JSON_ENCODE_ANY)
 

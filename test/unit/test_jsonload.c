@@ -1,5 +1,5 @@
 /*
- * test_jsonload.c - unit tests for lib/jsonload: what the fast path
+ * test_jsonload.c - unit tests for lib/json/jsonload: what the fast path
  * parses itself (and that it builds what json_loadb builds), what it
  * leaves to json_loadb, and that jsonload() then answers as json_loadb
  * does, error position included.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonload.h"
+#include "json/jsonload.h"
 
 static json_t *
 reference(const char *s, size_t n, json_error_t *err)

@@ -1,5 +1,5 @@
 /*
- * test_jsonschema.c - lib/jsonschema: instances checked against schemas
+ * test_jsonschema.c - lib/json/jsonschema: instances checked against schemas
  * (verdict and message), schemas refused at compile, defaults, limits.
  */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "jsonschema.h"
+#include "json/jsonschema.h"
 
 static json_t *
 load(const char *text)

@@ -1,6 +1,6 @@
 /*
  * test_legacy_sse.c - unit tests for the event reframing of the
- * 2024-11-05 HTTP+SSE transport (server/legacy_sse.c): a session stream's
+ * 2024-11-05 HTTP+SSE transport (server/transport/legacy_sse.c): a session stream's
  * events (id, retry, data lines, keep-alive comments) become `event:
  * message` events without ids, whatever the cut between reads, and a full
  * output buffer is reported.
@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "legacy_sse.h"
+#include "transport/legacy_sse.h"
 
 struct reframe_case {
 	const char *name;

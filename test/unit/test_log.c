@@ -1,5 +1,5 @@
 /*
- * test_log.c - unit tests for lib/log: level filtering, one valid JSON
+ * test_log.c - unit tests for lib/base/log: level filtering, one valid JSON
  * object per line (parsed back with jansson), escaping, optional fields,
  * bounded lines and lines from concurrent threads.
  */
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* ---- capturing output ------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test_merge.c - unit tests for lib/merge: span dedup, orphans, cycles,
+ * test_merge.c - unit tests for lib/telemetry/merge: span dedup, orphans, cycles,
  * sibling order, slow marking on hand-computed traces, very deep and very
  * wide traces, metric unions by key, and output budgets.
  */
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "merge.h"
+#include "telemetry/merge.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - unit tests for lib/metrics: exact text exposition output,
+ * test_metrics.c - unit tests for lib/base/metrics: exact text exposition output,
  * name validation, the cardinality cap and lock-free concurrent updates.
  */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "base/metrics.h"
 
 static struct metrics *
 new_registry(void)

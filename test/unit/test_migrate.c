@@ -1,5 +1,5 @@
 /*
- * test_migrate.c - lib/migrate against a throwaway PostgreSQL cluster
+ * test_migrate.c - lib/pg/migrate against a throwaway PostgreSQL cluster
  * (test/unit/pgtest.h): fresh apply, re-apply, two appliers at once,
  * history checks, the timescaledb choice, partition upkeep, span dedupe
  * and nanosecond start times.  Each test works in a database of its own.
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "migrate.h"
+#include "base/log.h"
+#include "pg/migrate.h"
 #include "pgtest.h"
 
 static struct pgtest_cluster cluster;

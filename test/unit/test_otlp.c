@@ -21,8 +21,8 @@
 
 #include <zlib.h>
 
-#include "buf.h"
-#include "otlp.h"
+#include "base/buf.h"
+#include "otlp/otlp.h"
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"

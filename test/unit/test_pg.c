@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "pg.h"
+#include "base/log.h"
+#include "pg/pg.h"
 #include "pgtest.h"
 
 static struct pgtest_cluster cluster;

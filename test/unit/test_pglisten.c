@@ -1,5 +1,5 @@
 /*
- * test_pglisten.c - unit tests for lib/pglisten against a real throwaway
+ * test_pglisten.c - unit tests for lib/pg/pglisten against a real throwaway
  * PostgreSQL (test/unit/pgtest.h) and small fake servers: delivery on one
  * and several channels, a terminated backend, backoff and its cap, stop
  * while connecting or backing off, a database restart, bad configs.
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "pglisten.h"
+#include "base/log.h"
+#include "pg/pglisten.h"
 #include "pgtest.h"
 
 #define NOTES_MAX  32

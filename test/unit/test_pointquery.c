@@ -1,5 +1,5 @@
 /*
- * test_pointquery.c - lib/pointquery: steps and histogram quantiles (pure),
+ * test_pointquery.c - lib/telemetry/pointquery: steps and histogram quantiles (pure),
  * then metric aggregation (gauges, counters with resets, delta sums with a
  * duplicated point, histogram percentiles) and OTLP span search against a
  * migrated throwaway PostgreSQL, checked against hand-computed values and
@@ -16,13 +16,13 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "pointquery.h"
-#include "store.h"
+#include "telemetry/pointquery.h"
 
 #define MIN_MS 60000LL
 

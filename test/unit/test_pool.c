@@ -1,5 +1,5 @@
 /*
- * test_pool.c - unit tests for lib/pool: exactly-once under concurrent
+ * test_pool.c - unit tests for lib/base/pool: exactly-once under concurrent
  * submitters, FIFO, bounded queue, drain and shutdown, signal masks.
  * Worker-side code only records; every assertion runs on the main thread.
  */
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "base/pool.h"
 
 #define JOB_OF(ptr, type) ((type *)((char *)(ptr)-offsetof(type, job)))
 

@@ -1,5 +1,5 @@
 /*
- * test_promcalls.c - unit tests for lib/promcalls: the PromQL of each
+ * test_promcalls.c - unit tests for lib/telemetry/promcalls: the PromQL of each
  * protocol (status filters, quoting, refusals) and the rows made from
  * hand-built answers (keys spelled as the spans spell them, requests,
  * percentiles, errors, key filters, drops, truncation, order).
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "grafana.h"
-#include "promcalls.h"
-#include "spanquery.h"
+#include "base/buf.h"
+#include "prom/grafana.h"
+#include "telemetry/promcalls.h"
+#include "telemetry/spanquery.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC	     INT64_C(1000)
@@ -303,7 +303,7 @@ cmp_label(const void *a, const void *b)
 
 /*
  * Appends a series to m: labels l (name, value pairs, NULL-terminated)
- * plus le when not NULL, sorted by name as lib/grafana gives them, and
+ * plus le when not NULL, sorted by name as lib/prom/grafana gives them, and
  * npts points (the last counts for promcalls).
  */
 static void

@@ -1,5 +1,5 @@
 /*
- * test_promql.c - unit tests for lib/promql: name grammar, string escaping
+ * test_promql.c - unit tests for lib/prom/promql: name grammar, string escaping
  * (every metacharacter, control bytes, UTF-8, invalid UTF-8), the query
  * shapes (plain, rate, aggregation, histogram quantile), every refusal with
  * the argument it names, durations, points, default steps and rate windows,
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "promql.h"
+#include "base/buf.h"
+#include "prom/promql.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC	     INT64_C(1000)

@@ -1,5 +1,5 @@
 /*
- * test_redact.c - unit tests for lib/redact: every default key pattern and
+ * test_redact.c - unit tests for lib/base/redact: every default key pattern and
  * what a key match is, value regexes and e-mail addresses inside text,
  * UTF-8 safety, the scan limit, JSON trees of any depth, construction
  * errors, and a NULL redactor.
@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "redact.h"
+#include "base/redact.h"
+#include "conf/config.h"
 
-/* The defaults of [redact] keys (lib/config.c). */
+/* The defaults of [redact] keys (lib/conf/config.c). */
 static const char *const default_keys[] = {
 	"authorization", "password", "passwd", "secret",
 	"token",	 "api_key",  "cookie", "set-cookie",
@@ -494,7 +494,7 @@ test_new_errors(void **state)
 	assert_true(strlen(err) < 200); /* the pattern is shown cut */
 }
 
-/* [redact] in lib/config: the defaults are the documented list, and a bad
+/* [redact] in lib/conf/config: the defaults are the documented list, and a bad
  * pattern fails at load with the key, the item and the regex error. */
 static void
 test_config(void **state)

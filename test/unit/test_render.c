@@ -1,7 +1,7 @@
 /*
- * test_render.c - unit tests for lib/render: thousands separators, the
+ * test_render.c - unit tests for lib/telemetry/render: thousands separators, the
  * short duration format on every branch and boundary, source labels, and
- * trace trees drawn from lib/merge results (prefixes, deep chains, budgets,
+ * trace trees drawn from lib/telemetry/merge results (prefixes, deep chains, budgets,
  * failing labels).
  */
 #include <stdarg.h>
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "merge.h"
-#include "render.h"
+#include "base/buf.h"
+#include "telemetry/merge.h"
+#include "telemetry/render.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,5 +1,5 @@
 /*
- * test_reqmeta.c - unit tests for server/reqmeta (the per-request _meta of
+ * test_reqmeta.c - unit tests for server/mcp/reqmeta (the per-request _meta of
  * MCP 2026-07-28: the claim, every refusal with the key it names, the
  * optional fields, capability paths) and for the request-scoped sessions
  * of session_create_request (modern, log level, counter ids, gone from
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reqmeta.h"
-#include "session.h"
+#include "mcp/reqmeta.h"
+#include "mcp/session.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

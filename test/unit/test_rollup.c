@@ -1,9 +1,9 @@
 /*
- * test_rollup.c - lib/rollup and migrations/0005 and 0008: the bucket math
+ * test_rollup.c - lib/telemetry/rollup and migrations/0005 and 0008: the bucket math
  * (and its agreement with sextant_duration_bucket()), percentiles from
  * histograms against exact percentile_cont, the text form of rollup rows,
  * the split of a query range into hours, minutes and raw spans, and on a
- * throwaway PostgreSQL the span_calls view, dirty marking by lib/store,
+ * throwaway PostgreSQL the span_calls view, dirty marking by lib/otlp/store,
  * hourly and minute refreshes compared with aggregates computed here and
  * with each other, late spans, and pruning.
  */
@@ -19,13 +19,13 @@
 
 #include <cmocka.h>
 
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "rollup.h"
-#include "store.h"
+#include "telemetry/rollup.h"
 
 static struct pgtest_cluster cluster;
 static struct pg_pool *pool;
@@ -786,7 +786,7 @@ written_free(struct written *w)
 
 /*
  * Writes per_shape spans of each shape (only shape `only` when >= 0) at
- * random times inside [start, start + width_s) through lib/store, and
+ * random times inside [start, start + width_s) through lib/otlp/store, and
  * records their durations in w.  Shape i has trace ids starting with byte
  * i, so the view can be checked per shape.
  */

@@ -1,5 +1,5 @@
 /*
- * test_rpc.c - unit tests for server/rpc: classifying JSON-RPC messages as
+ * test_rpc.c - unit tests for server/mcp/rpc: classifying JSON-RPC messages as
  * MCP uses them (MCP-DIGEST A1), the shapes of results, errors and
  * notifications, the pre-serialized result text and id text for logs.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc.h"
+#include "mcp/rpc.h"
 
 static json_t *
 parse(const char *text)

@@ -1,7 +1,7 @@
 /*
- * test_seal.c - unit tests for lib/seal (sealed request state: round
+ * test_seal.c - unit tests for lib/base/seal (sealed request state: round
  * trip, scope binding, every kind of tampering, expiry, another key, a
- * fresh nonce per token) and lib/base64 (base64url round trips, one
+ * fresh nonce per token) and lib/base/base64 (base64url round trips, one
  * spelling per value, refusals).
  */
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "seal.h"
+#include "base/base64.h"
+#include "base/seal.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NOW	     INT64_C(1795000000000)

@@ -1,6 +1,6 @@
 /*
- * test_servicequery.c - unit tests for lib/servicequery against a migrated
- * throwaway PostgreSQL holding spans written with lib/store: sources, last
+ * test_servicequery.c - unit tests for lib/telemetry/servicequery against a migrated
+ * throwaway PostgreSQL holding spans written with lib/otlp/store: sources, last
  * seen, requests, errors and p95 of every service compared with this
  * test's own SQL over the raw span columns, on the rollup path (hour and
  * minute rows, raw partial minutes at the ends, a dirty hour read from its
@@ -22,14 +22,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "rollup.h"
-#include "servicequery.h"
-#include "store.h"
+#include "telemetry/rollup.h"
+#include "telemetry/servicequery.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN_MS	     (60LL * 1000)

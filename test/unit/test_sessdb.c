@@ -1,7 +1,7 @@
 /*
- * test_sessdb.c - unit tests for lib/sessdb (the shared sessions' statements)
+ * test_sessdb.c - unit tests for lib/pg/sessdb (the shared sessions' statements)
  * against a throwaway PostgreSQL (test/unit/pgtest.h) migrated with
- * lib/migrate: every function of sessdb.h, the NOTIFY payloads seen by a
+ * lib/pg/migrate: every function of sessdb.h, the NOTIFY payloads seen by a
  * plain libpq LISTEN connection, concurrent writers and readers on several
  * pool connections, the sweep's lock, takeover of a dead replica's stream,
  * and a stopped server.
@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "migrate.h"
-#include "pg.h"
+#include "base/log.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
+#include "pg/sessdb.h"
 #include "pgtest.h"
-#include "sessdb.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define WAIT_MS	     10000 /* bound for anything that must happen */

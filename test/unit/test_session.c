@@ -1,5 +1,5 @@
 /*
- * test_session.c - unit tests for server/session: the session table
+ * test_session.c - unit tests for server/mcp/session: the session table
  * (create, acquire, release, delete, full table, idle expiry through the
  * sweep with a fake clock) and SSE streams (priming, send, readers with a
  * fake wake callback, finish, dropped and replaced connections,
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "session.h"
+#include "base/log.h"
+#include "mcp/session.h"
 
 #define IDLE_S	    10
 #define KEEPALIVE_S 15

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "sessstore.h"
+#include "mcp/sessstore.h"
 
 #define KEY "0123456789abcdef0123456789abcdef"
 

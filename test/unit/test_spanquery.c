@@ -1,7 +1,7 @@
 /*
- * test_spanquery.c - unit tests for lib/spanquery: protocol names and
+ * test_spanquery.c - unit tests for lib/telemetry/spanquery: protocol names and
  * "did you mean" suggestions (pure), then every query against a migrated
- * throwaway PostgreSQL holding spans written with lib/store: per-call
+ * throwaway PostgreSQL holding spans written with lib/otlp/store: per-call
  * metrics on the exact path and on the rollup path (hour and minute rows,
  * raw partial minutes at the ends, dirty hours read from their minutes and
  * dirty minutes raw) compared with percentile_cont computed
@@ -22,15 +22,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "hex.h"
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "rollup.h"
-#include "spanquery.h"
-#include "store.h"
+#include "telemetry/rollup.h"
+#include "telemetry/spanquery.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN_MS	     (60LL * 1000)

@@ -1,8 +1,8 @@
 /*
- * test_spanstore.c - unit tests for lib/spanstore: the cursor (round trip,
+ * test_spanstore.c - unit tests for lib/telemetry/spanstore: the cursor (round trip,
  * every kind of bad cursor, the filter hash), argument checks, then the
  * span listing against a migrated throwaway PostgreSQL holding spans
- * written with lib/store: every page of every filter and order walked with
+ * written with lib/otlp/store: every page of every filter and order walked with
  * cursors and compared with this test's own SQL (no row lost or repeated,
  * ties in start time and duration included), the exact count, eBPF/OTLP
  * deduplication, and GenAI costs (price changes, unknown models) computed
@@ -22,13 +22,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "spanstore.h"
-#include "store.h"
+#include "telemetry/spanstore.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC_MS	     ((int64_t)1000)

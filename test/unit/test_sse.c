@@ -1,5 +1,5 @@
 /*
- * test_sse.c - unit tests for lib/sse: the event encoder (ids, retry,
+ * test_sse.c - unit tests for lib/base/sse: the event encoder (ids, retry,
  * empty and multi-line data, carriage returns, comments) and the replay
  * log (consecutive numbering, eviction by count and by bytes, partial
  * reads across event boundaries, gaps after eviction, drained).
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
+#include "base/sse.h"
 
 /* ---- encoder ---------------------------------------------------------- */
 

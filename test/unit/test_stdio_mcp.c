@@ -1,6 +1,6 @@
 /*
  * test_stdio_mcp.c - unit tests for the line framing of the stdio
- * transport (server/stdio_mcp.c): lines split across reads in every way,
+ * transport (server/transport/stdio_mcp.c): lines split across reads in every way,
  * CRLF, blank lines, lines exactly at and past the bound (skipped without
  * being kept, reported once with their length, the next line intact), and
  * a last line without a newline at end of input.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stdio_mcp.h"
+#include "transport/stdio_mcp.h"
 
 /* What the callback saw, as text: "L<line>|" per line, "X<len>|" per line
  * too long. */

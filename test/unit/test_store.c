@@ -1,5 +1,5 @@
 /*
- * test_store.c - lib/store: the COPY text encoding, and writing decoded
+ * test_store.c - lib/otlp/store: the COPY text encoding, and writing decoded
  * OTLP batches into a migrated throwaway PostgreSQL (dedupe, nanoseconds,
  * all-or-nothing).
  */
@@ -13,13 +13,13 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "log.h"
-#include "migrate.h"
-#include "otlp.h"
-#include "pg.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "otlp/store.h"
+#include "pg/migrate.h"
+#include "pg/pg.h"
 #include "pgtest.h"
-#include "store.h"
 
 static struct pgtest_cluster cluster;
 static struct pg_pool *pool;

@@ -1,5 +1,5 @@
 /*
- * test_tasks.c - unit tests for server/tasks (the 2026-07-28 tasks
+ * test_tasks.c - unit tests for server/mcp/tasks (the 2026-07-28 tasks
  * extension's table): the CreateTaskResult and tasks/get shapes, the
  * input_required hand-over between a waiting call (a thread here) and
  * tasks/update (partial answers, unknown keys ignored), the three ends
@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
-#include "tasks.h"
+#include "mcp/session.h"
+#include "mcp/tasks.h"
 
 static const struct session_limits limits = {
 	.max_sessions = 4,

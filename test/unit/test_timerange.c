@@ -1,5 +1,5 @@
 /*
- * test_timerange.c - unit tests for lib/timerange: every accepted time_range
+ * test_timerange.c - unit tests for lib/base/timerange: every accepted time_range
  * and from/to form, every error with its field and hint, exact messages,
  * formatting and describing; glibc's timegm / gmtime_r serve as the oracle.
  */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timerange.h"
+#include "base/timerange.h"
 
 #define SEC  INT64_C(1000)
 #define MIN  (60 * SEC)

@@ -1,5 +1,5 @@
 /*
- * test_toml.c - lib/toml: valid documents with their values checked, and
+ * test_toml.c - lib/conf/toml: valid documents with their values checked, and
  * invalid ones with the line, column and message of the error.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "toml.h"
+#include "conf/toml.h"
 
 #define MAX_LEN (1024 * 1024)
 

@@ -15,17 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "conformance.h"
-#include "tool_conformance_2026.h"
-#include "tool_core.h"
-#include "tool_genai.h"
-#include "tool_grafana.h"
-#include "tool_query.h"
-#include "tool_services.h"
-#include "tool_spans.h"
-#include "tool_telemetry.h"
-#include "tools.h"
+#include "conf/config.h"
+#include "conformance/conformance.h"
+#include "conformance/tool_conformance_2026.h"
+#include "mcp/tools.h"
+#include "tools/tool_core.h"
+#include "tools/tool_genai.h"
+#include "tools/tool_grafana.h"
+#include "tools/tool_query.h"
+#include "tools/tool_services.h"
+#include "tools/tool_spans.h"
+#include "tools/tool_telemetry.h"
 
 /* Every family's table, as server.c binds them; a new family is added
  * here too, or loading fails with "no handler is bound". */

@@ -1,5 +1,5 @@
 // genaisql.mjs - the GenAI numbers as the tests compute them, straight
-// from the spans table with the definitions of issue 5 (and lib/genai.h),
+// from the spans table with the definitions of issue 5 (and lib/telemetry/genai.h),
 // never through the gateway's SQL: a GenAI call is a span whose
 // gen_ai.operation.name is chat, text_completion, generate_content or
 // embeddings, or a span of another operation carrying token counts that no

@@ -1,7 +1,7 @@
 // otlpjson.mjs - spans written by hand in OTLP/JSON and posted to the
 // gateway's /v1/traces, for tests that need exact control over ids, times,
 // kinds and attributes (the SDK picks its own).  A span seen by eBPF is one
-// whose resource carries telemetry.sdk.name "beyla" (lib/otlp.h
+// whose resource carries telemetry.sdk.name "beyla" (lib/otlp/otlp.h
 // otlp_default_source_rules); anything else is OTLP.
 
 import crypto from 'node:crypto';

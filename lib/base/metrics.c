@@ -1,0 +1,849 @@
+/*
+ * metrics.c - Prometheus counters, gauges and histograms with lock-free
+ * updates, rendered in the text exposition format 0.0.4.
+ *
+ * Locking rules:
+ * - metrics.mu guards registration: the family list tail and the duplicate
+ *   name check.  family.mu guards child creation: the child list tail, the
+ *   hash chains' heads being replaced, and the child count.
+ * - Both lists are append-only until metrics_free.  A node is fully built
+ *   before it is published with a release store (list head, a predecessor's
+ *   next, or a hash-chain head), and readers walk with acquire loads, so
+ *   lookup and render take no lock.  A child's hash_next is set before it is
+ *   published and never changes.
+ * - Values are C11 atomics with relaxed ordering: they are independent
+ *   numbers and no other memory is published through them.  Doubles live in
+ *   _Atomic uint64_t as bit patterns updated by CAS; counter increments go to
+ *   a separate integral count so the common metric_inc is one fetch_add.
+ */
+#include "base/metrics.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Hash-chain heads per labeled family: short chains for the usual tens of
+ * children, still ~40 per chain at METRICS_MAX_CHILDREN. */
+#define CHILD_HASH_SIZE 256
+
+static const double default_buckets[] = {
+	.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
+
+struct metric {
+	struct metric_family *fam;
+	struct metric *hash_next;      /* immutable once published */
+	_Atomic(struct metric *) next; /* creation order */
+	uint32_t hash;
+	char **values;		/* fam->nlabels copies, one allocation */
+	_Atomic uint64_t count; /* counter: metric_inc total */
+	_Atomic uint64_t bits; /* double: counter adds, gauge value, hist sum */
+	_Atomic uint64_t bucket[]; /* histogram: nbounds + 1, not cumulative */
+};
+
+struct metric_family {
+	enum metric_type type;
+	char *name;
+	char *help;
+	size_t nlabels;
+	char **labels; /* nlabels names, pointing into label_buf */
+	char *label_buf;
+	double *bounds; /* histogram upper bounds, ascending, without +Inf */
+	size_t nbounds;
+	double (*fn)(void *arg); /* metrics_gauge_fn: value read at render */
+	void *fn_arg;
+	pthread_mutex_t mu;
+	size_t nchildren;    /* under mu */
+	struct metric *last; /* under mu */
+	_Atomic(struct metric *) first;
+	/* CHILD_HASH_SIZE chain heads; NULL when the family has no labels */
+	_Atomic(struct metric *) *hash;
+	_Atomic(struct metric_family *) next;
+};
+
+struct metrics {
+	pthread_mutex_t mu;
+	struct metric_family *last; /* under mu */
+	_Atomic(struct metric_family *) first;
+};
+
+static double
+bits_to_double(uint64_t b)
+{
+	double d;
+	memcpy(&d, &b, sizeof(d));
+	return d;
+}
+
+static uint64_t
+double_to_bits(double d)
+{
+	uint64_t b;
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+
+static void
+atomic_add_double(_Atomic uint64_t *p, double v)
+{
+	uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
+	uint64_t nv;
+
+	do {
+		nv = double_to_bits(bits_to_double(old) + v);
+	} while (!atomic_compare_exchange_weak_explicit(
+		p, &old, nv, memory_order_relaxed, memory_order_relaxed));
+}
+
+static double
+load_double(const _Atomic uint64_t *p)
+{
+	/* atomic_load on a const-qualified atomic is not portable before C17 */
+	return bits_to_double(atomic_load_explicit((_Atomic uint64_t *)p,
+						   memory_order_relaxed));
+}
+
+static bool
+valid_name(const char *s, bool allow_colon)
+{
+	size_t n;
+
+	if (s == NULL || s[0] == '\0')
+		return false;
+	for (n = 0; s[n] != '\0'; n++) {
+		char ch = s[n];
+		bool ok = (ch >= 'a' && ch <= 'z') ||
+			  (ch >= 'A' && ch <= 'Z') || ch == '_' ||
+			  (allow_colon && ch == ':') ||
+			  (n > 0 && ch >= '0' && ch <= '9');
+		if (!ok || n >= METRICS_MAX_NAME_LEN)
+			return false;
+	}
+	return true;
+}
+
+static char *
+dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = malloc(n);
+
+	if (p != NULL)
+		memcpy(p, s, n);
+	return p;
+}
+
+static void
+child_free(struct metric *c)
+{
+	if (c == NULL)
+		return;
+	free(c->values);
+	free(c);
+}
+
+static void
+family_free(struct metric_family *f)
+{
+	struct metric *c, *next;
+
+	if (f == NULL)
+		return;
+	for (c = atomic_load_explicit(&f->first, memory_order_relaxed);
+	     c != NULL; c = next) {
+		next = atomic_load_explicit(&c->next, memory_order_relaxed);
+		child_free(c);
+	}
+	pthread_mutex_destroy(&f->mu);
+	free(f->hash);
+	free(f->bounds);
+	free(f->labels);
+	free(f->label_buf);
+	free(f->help);
+	free(f->name);
+	free(f);
+}
+
+int
+metrics_new(struct metrics **out)
+{
+	struct metrics *m;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return STATUS_NOMEM;
+	if (pthread_mutex_init(&m->mu, NULL) != 0) {
+		free(m);
+		return STATUS_IO;
+	}
+	atomic_init(&m->first, NULL);
+	*out = m;
+	return STATUS_OK;
+}
+
+void
+metrics_free(struct metrics *m)
+{
+	struct metric_family *f, *next;
+
+	if (m == NULL)
+		return;
+	for (f = atomic_load_explicit(&m->first, memory_order_relaxed);
+	     f != NULL; f = next) {
+		next = atomic_load_explicit(&f->next, memory_order_relaxed);
+		family_free(f);
+	}
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+/* Splits "a, b" into f->labels; false on a bad, reserved or repeated name. */
+static bool
+parse_labels(struct metric_family *f, const char *spec)
+{
+	size_t n = 1, i, j;
+	const char *q;
+	char *p;
+
+	if (spec == NULL || spec[0] == '\0')
+		return true;
+	for (q = spec; *q != '\0'; q++)
+		if (*q == ',')
+			n++;
+	if (n > METRICS_MAX_LABELS)
+		return false;
+	f->label_buf = dup_str(spec);
+	f->labels = calloc(n, sizeof(*f->labels));
+	if (f->label_buf == NULL || f->labels == NULL)
+		return false;
+	p = f->label_buf;
+	for (i = 0; i < n; i++) {
+		char *end = strchr(p, ',');
+		char *next = end != NULL ? end + 1 : NULL;
+
+		if (end == NULL)
+			end = p + strlen(p);
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		*end = '\0';
+		if (!valid_name(p, false) || strncmp(p, "__", 2) == 0)
+			return false;
+		if (f->type == METRIC_HISTOGRAM && strcmp(p, "le") == 0)
+			return false;
+		for (j = 0; j < i; j++)
+			if (strcmp(f->labels[j], p) == 0)
+				return false;
+		f->labels[i] = p;
+		p = next;
+	}
+	f->nlabels = n;
+	return true;
+}
+
+static bool
+parse_buckets(struct metric_family *f, const double *buckets, size_t nbuckets)
+{
+	size_t i;
+
+	if (f->type != METRIC_HISTOGRAM)
+		return buckets == NULL && nbuckets == 0;
+	if (buckets == NULL) {
+		buckets = default_buckets;
+		nbuckets = sizeof(default_buckets) / sizeof(default_buckets[0]);
+	}
+	/* +Inf is implicit; accept it spelled out as the last bound */
+	if (nbuckets > 0 && isinf(buckets[nbuckets - 1]) &&
+	    buckets[nbuckets - 1] > 0)
+		nbuckets--;
+	if (nbuckets == 0 || nbuckets > METRICS_MAX_BUCKETS)
+		return false;
+	for (i = 0; i < nbuckets; i++) {
+		if (!isfinite(buckets[i]))
+			return false;
+		if (i > 0 && !(buckets[i] > buckets[i - 1]))
+			return false;
+	}
+	f->bounds = malloc(nbuckets * sizeof(*f->bounds));
+	if (f->bounds == NULL)
+		return false;
+	memcpy(f->bounds, buckets, nbuckets * sizeof(*f->bounds));
+	f->nbounds = nbuckets;
+	return true;
+}
+
+static struct metric_family *
+family_alloc(enum metric_type type, const char *name, const char *help)
+{
+	struct metric_family *f;
+
+	if (!valid_name(name, true))
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return NULL;
+	if (pthread_mutex_init(&f->mu, NULL) != 0) {
+		free(f);
+		return NULL;
+	}
+	f->type = type;
+	atomic_init(&f->first, NULL);
+	atomic_init(&f->next, NULL);
+	f->name = dup_str(name);
+	f->help = dup_str(help != NULL ? help : "");
+	if (f->name == NULL || f->help == NULL) {
+		family_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+static struct metric *
+child_alloc(struct metric_family *f, const char *const *values)
+{
+	size_t nb = f->type == METRIC_HISTOGRAM ? f->nbounds + 1 : 0;
+	size_t i, bytes = f->nlabels * sizeof(char *);
+	struct metric *c;
+	char *p;
+
+	for (i = 0; i < f->nlabels; i++)
+		bytes += strlen(values[i]) + 1;
+	c = calloc(1, sizeof(*c) + nb * sizeof(c->bucket[0]));
+	if (c == NULL)
+		return NULL;
+	if (f->nlabels > 0) {
+		c->values = malloc(bytes);
+		if (c->values == NULL) {
+			free(c);
+			return NULL;
+		}
+		p = (char *)(c->values + f->nlabels);
+		for (i = 0; i < f->nlabels; i++) {
+			size_t len = strlen(values[i]) + 1;
+
+			memcpy(p, values[i], len);
+			c->values[i] = p;
+			p += len;
+		}
+	}
+	c->fam = f;
+	atomic_init(&c->next, NULL);
+	atomic_init(&c->count, 0);
+	atomic_init(&c->bits, double_to_bits(0.0));
+	for (i = 0; i < nb; i++)
+		atomic_init(&c->bucket[i], 0);
+	return c;
+}
+
+/* Appends c in creation order; caller holds f->mu. */
+static void
+child_publish(struct metric_family *f, struct metric *c)
+{
+	if (f->last != NULL)
+		atomic_store_explicit(&f->last->next, c, memory_order_release);
+	else
+		atomic_store_explicit(&f->first, c, memory_order_release);
+	f->last = c;
+	f->nchildren++;
+}
+
+static bool
+same_definition(const struct metric_family *a, const struct metric_family *b)
+{
+	size_t i;
+
+	if (a->type != b->type || a->fn != NULL || b->fn != NULL ||
+	    a->nlabels != b->nlabels || a->nbounds != b->nbounds)
+		return false;
+	for (i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i], b->labels[i]) != 0)
+			return false;
+	for (i = 0; i < a->nbounds; i++)
+		if (a->bounds[i] != b->bounds[i])
+			return false;
+	return true;
+}
+
+static struct metric_family *
+find_family(struct metrics *m, const char *name)
+{
+	struct metric_family *f;
+
+	for (f = atomic_load_explicit(&m->first, memory_order_acquire);
+	     f != NULL;
+	     f = atomic_load_explicit(&f->next, memory_order_acquire))
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+/* Adds f unless its name is taken; returns the family now registered under
+ * that name (f itself, or the older one) and sets *added. */
+static struct metric_family *
+register_family(struct metrics *m, struct metric_family *f, bool *added)
+{
+	struct metric_family *old;
+
+	pthread_mutex_lock(&m->mu);
+	old = find_family(m, f->name);
+	if (old == NULL) {
+		if (m->last != NULL)
+			atomic_store_explicit(&m->last->next, f,
+					      memory_order_release);
+		else
+			atomic_store_explicit(&m->first, f,
+					      memory_order_release);
+		m->last = f;
+		old = f;
+	}
+	pthread_mutex_unlock(&m->mu);
+	*added = old == f;
+	return old;
+}
+
+struct metric_family *
+metrics_family(struct metrics *m, enum metric_type type, const char *name,
+	       const char *help, const char *label_names, const double *buckets,
+	       size_t nbuckets)
+{
+	struct metric_family *f = NULL, *ret = NULL, *reg;
+	bool added;
+	size_t i;
+
+	if (m == NULL || (type != METRIC_COUNTER && type != METRIC_GAUGE &&
+			  type != METRIC_HISTOGRAM))
+		goto out;
+	f = family_alloc(type, name, help);
+	if (f == NULL)
+		goto out;
+	if (!parse_labels(f, label_names) ||
+	    !parse_buckets(f, buckets, nbuckets))
+		goto out;
+	if (f->nlabels == 0) {
+		struct metric *c = child_alloc(f, NULL);
+
+		if (c == NULL)
+			goto out;
+		child_publish(f, c);
+	} else {
+		f->hash = calloc(CHILD_HASH_SIZE, sizeof(*f->hash));
+		if (f->hash == NULL)
+			goto out;
+		for (i = 0; i < CHILD_HASH_SIZE; i++)
+			atomic_init(&f->hash[i], NULL);
+	}
+	reg = register_family(m, f, &added);
+	if (added)
+		f = NULL;
+	else if (!same_definition(reg, f))
+		goto out;
+	ret = reg;
+out:
+	family_free(f);
+	return ret;
+}
+
+int
+metrics_gauge_fn(struct metrics *m, const char *name, const char *help,
+		 double (*fn)(void *arg), void *arg)
+{
+	struct metric_family *f;
+	bool added;
+
+	if (m == NULL || fn == NULL || !valid_name(name, true))
+		return STATUS_INVALID;
+	f = family_alloc(METRIC_GAUGE, name, help);
+	if (f == NULL)
+		return STATUS_NOMEM;
+	f->fn = fn;
+	f->fn_arg = arg;
+	(void)register_family(m, f, &added);
+	if (!added) {
+		family_free(f);
+		return STATUS_EXISTS;
+	}
+	return STATUS_OK;
+}
+
+/* FNV-1a over the values, with a separator so ("ab","") != ("a","b"). */
+static uint32_t
+hash_values(const char *const *values, size_t n)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+	const unsigned char *p;
+
+	for (i = 0; i < n; i++) {
+		for (p = (const unsigned char *)values[i]; *p != '\0'; p++)
+			h = (h ^ *p) * 16777619u;
+		h = (h ^ 0xffu) * 16777619u;
+	}
+	return h;
+}
+
+static struct metric *
+find_child(struct metric_family *f, uint32_t h, const char *const *values)
+{
+	struct metric *c;
+	size_t i;
+
+	c = atomic_load_explicit(&f->hash[h % CHILD_HASH_SIZE],
+				 memory_order_acquire);
+	for (; c != NULL; c = c->hash_next) {
+		if (c->hash != h)
+			continue;
+		for (i = 0; i < f->nlabels; i++)
+			if (strcmp(c->values[i], values[i]) != 0)
+				break;
+		if (i == f->nlabels)
+			return c;
+	}
+	return NULL;
+}
+
+struct metric *
+metric_child(struct metric_family *f, const char *const *values)
+{
+	struct metric *c;
+	uint32_t h;
+	size_t i;
+
+	if (f == NULL || f->fn != NULL)
+		return NULL;
+	if (f->nlabels == 0)
+		return atomic_load_explicit(&f->first, memory_order_acquire);
+	if (values == NULL)
+		return NULL;
+	for (i = 0; i < f->nlabels; i++)
+		if (values[i] == NULL ||
+		    strnlen(values[i], METRICS_MAX_VALUE_LEN + 1) >
+			    METRICS_MAX_VALUE_LEN)
+			return NULL;
+	h = hash_values(values, f->nlabels);
+	c = find_child(f, h, values);
+	if (c != NULL)
+		return c;
+
+	pthread_mutex_lock(&f->mu);
+	c = find_child(f, h, values); /* another thread may have won */
+	if (c == NULL && f->nchildren < METRICS_MAX_CHILDREN) {
+		c = child_alloc(f, values);
+		if (c != NULL) {
+			c->hash = h;
+			c->hash_next = atomic_load_explicit(
+				&f->hash[h % CHILD_HASH_SIZE],
+				memory_order_relaxed);
+			atomic_store_explicit(&f->hash[h % CHILD_HASH_SIZE], c,
+					      memory_order_release);
+			child_publish(f, c);
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	return c;
+}
+
+void
+metric_inc(struct metric *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fam->type == METRIC_COUNTER)
+		atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed);
+	else if (c->fam->type == METRIC_GAUGE)
+		atomic_add_double(&c->bits, 1.0);
+}
+
+void
+metric_dec(struct metric *c)
+{
+	if (c != NULL && c->fam->type == METRIC_GAUGE)
+		atomic_add_double(&c->bits, -1.0);
+}
+
+void
+metric_add(struct metric *c, double v)
+{
+	if (c == NULL)
+		return;
+	if (c->fam->type == METRIC_COUNTER) {
+		/* counters only go up: a negative or non-finite add would
+		 * corrupt every later rate() */
+		if (isfinite(v) && v >= 0)
+			atomic_add_double(&c->bits, v);
+	} else if (c->fam->type == METRIC_GAUGE) {
+		atomic_add_double(&c->bits, v);
+	}
+}
+
+void
+metric_set(struct metric *c, double v)
+{
+	if (c != NULL && c->fam->type == METRIC_GAUGE)
+		atomic_store_explicit(&c->bits, double_to_bits(v),
+				      memory_order_relaxed);
+}
+
+void
+metric_observe(struct metric *c, double v)
+{
+	const struct metric_family *f;
+	size_t lo = 0, hi;
+
+	if (c == NULL || c->fam->type != METRIC_HISTOGRAM || isnan(v))
+		return;
+	f = c->fam;
+	/* first bound >= v: buckets are "le" (inclusive); none = +Inf */
+	hi = f->nbounds;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v <= f->bounds[mid])
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	atomic_fetch_add_explicit(&c->bucket[lo], 1, memory_order_relaxed);
+	atomic_add_double(&c->bits, v);
+}
+
+double
+metric_value(const struct metric *c)
+{
+	uint64_t n;
+
+	if (c == NULL)
+		return 0;
+	switch (c->fam->type) {
+	case METRIC_COUNTER:
+		n = atomic_load_explicit((_Atomic uint64_t *)&c->count,
+					 memory_order_relaxed);
+		return (double)n + load_double(&c->bits);
+	case METRIC_GAUGE: return load_double(&c->bits);
+	case METRIC_HISTOGRAM: break;
+	}
+	return 0;
+}
+
+/* ---- rendering ---------------------------------------------------------- */
+
+struct out_buf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static bool
+ob_reserve(struct out_buf *b, size_t extra)
+{
+	size_t cap;
+	char *p;
+
+	if (b->err != STATUS_OK)
+		return false;
+	if (extra >= METRICS_MAX_RENDER_BYTES - b->len) {
+		b->err = STATUS_LIMIT;
+		return false;
+	}
+	if (b->len + extra < b->cap)
+		return true;
+	cap = b->cap != 0 ? b->cap : 4096;
+	while (cap <= b->len + extra)
+		cap *= 2;
+	if (cap > METRICS_MAX_RENDER_BYTES)
+		cap = METRICS_MAX_RENDER_BYTES;
+	p = realloc(b->p, cap);
+	if (p == NULL) {
+		b->err = STATUS_NOMEM;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void
+ob_put(struct out_buf *b, const char *s, size_t n)
+{
+	if (!ob_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+ob_str(struct out_buf *b, const char *s)
+{
+	ob_put(b, s, strlen(s));
+}
+
+/* Escapes \ and newline, and " when quoted (label values), per the text
+ * format: HELP escapes only the first two. */
+static void
+ob_escaped(struct out_buf *b, const char *s, bool quoted)
+{
+	const char *run = s;
+
+	for (; *s != '\0'; s++) {
+		const char *esc = NULL;
+
+		if (*s == '\\')
+			esc = "\\\\";
+		else if (*s == '\n')
+			esc = "\\n";
+		else if (*s == '"' && quoted)
+			esc = "\\\"";
+		if (esc == NULL)
+			continue;
+		ob_put(b, run, (size_t)(s - run));
+		ob_str(b, esc);
+		run = s + 1;
+	}
+	ob_put(b, run, (size_t)(s - run));
+}
+
+/* Shortest of %.15g / %.17g that reads back exactly; the format's own
+ * spellings for the non-finite values.  Assumes the C numeric locale. */
+static void
+fmt_double(char out[32], double v)
+{
+	if (isnan(v)) {
+		snprintf(out, 32, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, 32, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	snprintf(out, 32, "%.15g", v);
+	if (strtod(out, NULL) != v)
+		snprintf(out, 32, "%.17g", v);
+}
+
+static void
+ob_double(struct out_buf *b, double v)
+{
+	char num[32];
+
+	fmt_double(num, v);
+	ob_str(b, num);
+}
+
+/* name{l1="v1",...,le="x"} value\n; le may be NULL. */
+static void
+ob_sample(struct out_buf *b, const struct metric_family *f,
+	  const struct metric *c, const char *suffix, const char *le, double v)
+{
+	size_t i;
+
+	ob_str(b, f->name);
+	ob_str(b, suffix);
+	if (f->nlabels > 0 || le != NULL) {
+		ob_put(b, "{", 1);
+		for (i = 0; i < f->nlabels; i++) {
+			if (i > 0)
+				ob_put(b, ",", 1);
+			ob_str(b, f->labels[i]);
+			ob_put(b, "=\"", 2);
+			ob_escaped(b, c->values[i], true);
+			ob_put(b, "\"", 1);
+		}
+		if (le != NULL) {
+			if (f->nlabels > 0)
+				ob_put(b, ",", 1);
+			ob_str(b, "le=\"");
+			ob_str(b, le);
+			ob_put(b, "\"", 1);
+		}
+		ob_put(b, "}", 1);
+	}
+	ob_put(b, " ", 1);
+	ob_double(b, v);
+	ob_put(b, "\n", 1);
+}
+
+static void
+render_histogram(struct out_buf *b, const struct metric_family *f,
+		 struct metric *c)
+{
+	uint64_t cum = 0;
+	char le[32];
+	size_t i;
+
+	for (i = 0; i <= f->nbounds; i++) {
+		cum += atomic_load_explicit(&c->bucket[i],
+					    memory_order_relaxed);
+		fmt_double(le, i < f->nbounds ? f->bounds[i] : INFINITY);
+		ob_sample(b, f, c, "_bucket", le, (double)cum);
+	}
+	ob_sample(b, f, c, "_sum", NULL, load_double(&c->bits));
+	/* from the buckets, so _count always equals the +Inf bucket */
+	ob_sample(b, f, c, "_count", NULL, (double)cum);
+}
+
+static void
+render_family(struct out_buf *b, const struct metric_family *f)
+{
+	static const char *const type_names[] = {
+		[METRIC_COUNTER] = "counter",
+		[METRIC_GAUGE] = "gauge",
+		[METRIC_HISTOGRAM] = "histogram",
+	};
+	struct metric *c;
+
+	if (f->help[0] != '\0') {
+		ob_str(b, "# HELP ");
+		ob_str(b, f->name);
+		ob_put(b, " ", 1);
+		ob_escaped(b, f->help, false);
+		ob_put(b, "\n", 1);
+	}
+	ob_str(b, "# TYPE ");
+	ob_str(b, f->name);
+	ob_put(b, " ", 1);
+	ob_str(b, type_names[f->type]);
+	ob_put(b, "\n", 1);
+	if (f->fn != NULL) {
+		ob_sample(b, f, NULL, "", NULL, f->fn(f->fn_arg));
+		return;
+	}
+	for (c = atomic_load_explicit(&f->first, memory_order_acquire);
+	     c != NULL;
+	     c = atomic_load_explicit(&c->next, memory_order_acquire)) {
+		if (f->type == METRIC_HISTOGRAM)
+			render_histogram(b, f, c);
+		else
+			ob_sample(b, f, c, "", NULL, metric_value(c));
+	}
+}
+
+int
+metrics_render(struct metrics *m, char **out, size_t *len)
+{
+	struct out_buf b = {NULL, 0, 0, STATUS_OK};
+	struct metric_family *f;
+
+	*out = NULL;
+	*len = 0;
+	if (m == NULL)
+		return STATUS_INVALID;
+	ob_put(&b, "", 0); /* an empty registry still yields "" */
+	for (f = atomic_load_explicit(&m->first, memory_order_acquire);
+	     f != NULL && b.err == STATUS_OK;
+	     f = atomic_load_explicit(&f->next, memory_order_acquire))
+		render_family(&b, f);
+	if (b.err != STATUS_OK) {
+		free(b.p);
+		return b.err;
+	}
+	*out = b.p;
+	*len = b.len;
+	return STATUS_OK;
+}

@@ -1,0 +1,1130 @@
+/*
+ * spanquery.c - span metrics, trace and service queries for the unified
+ * tools (see spanquery.h).  Every value is a bound parameter; the SQL text
+ * is static, and PostgreSQL plans each statement with the values known, so
+ * "$n IS NULL OR ..." filters cost nothing when unused.
+ */
+#include "telemetry/spanquery.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "base/hex.h"
+#include "telemetry/rollup.h"
+
+static const char *const protocol_names[SPANQUERY_PROTOCOLS] = {"http", "grpc",
+								"sql"};
+
+const char *
+spanquery_protocol_name(int protocol)
+{
+	if (protocol < 0 || protocol >= SPANQUERY_PROTOCOLS)
+		return NULL;
+	return protocol_names[protocol];
+}
+
+int
+spanquery_protocol_parse(const char *name)
+{
+	for (int i = 0; name != NULL && i < SPANQUERY_PROTOCOLS; i++)
+		if (strcmp(name, protocol_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+/*
+ * Parameters shared by both metrics statements:
+ * $1 service, $2 source, $3 from, $4 to, $5 protocols (text[]),
+ * $6 http route, $7 http method, $8 / $9 http status range,
+ * $10 grpc method, $11 grpc status, $12 sql operation, $13 table;
+ * the rollup statement adds $14 / $15, the whole settled hours, and
+ * $16 / $17, the whole settled minutes (struct rollup_split).
+ * A filter of one protocol leaves the rows of the others alone.
+ */
+#define FILTERS                                                                \
+	" AND protocol = ANY ($5::text[])"                                     \
+	" AND (protocol <> 'http' OR (($6::text IS NULL OR k1 = $6)"           \
+	" AND ($7::text IS NULL OR k2 = upper($7))"                            \
+	" AND ($8::int IS NULL OR status BETWEEN $8 AND $9)))"                 \
+	" AND (protocol <> 'grpc' OR (($10::text IS NULL OR k1 = ltrim($10, "  \
+	"'/')) AND ($11::int IS NULL OR status = $11)))"                       \
+	" AND (protocol <> 'sql' OR (($12::text IS NULL OR k1 = upper($12))"   \
+	" AND ($13::text IS NULL OR k2 = $13)))"
+
+#define RAW_WHERE " service_name = $1 AND source = $2" FILTERS
+
+static const char metrics_exact_sql[] =
+	"SELECT protocol, k1, k2, count(*), count(*) FILTER (WHERE is_error), "
+	"percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
+	"(ORDER BY duration_ns) "
+	"FROM span_calls WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $4::timestamptz"
+	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 2001";
+
+/*
+ * Each part of the range from the finest source that is up to date
+ * (docs/schema.md): hour rows for the clean hours in [$14, $15); minute
+ * rows for the clean minutes in [$16, $17) outside those (beside the hours,
+ * or inside a dirty hour); raw spans, bucketed the same way, for the head
+ * [$3, $16), the tail [$17, $4) and the dirty minutes outside clean hours.
+ * Each raw part is its own range scan so that the (service_name, source,
+ * start_time) index serves it: the dirty minutes one index scan each
+ * (LATERAL, kept apart by OFFSET 0), as a join the planner would read every
+ * span of the service and source and match them to the minutes.
+ */
+#define RAW_HIST                                                               \
+	"SELECT protocol, k1, k2, status, "                                    \
+	"sextant_duration_bucket(duration_ns) "                                \
+	"AS b, count(*) AS n FROM span_calls "
+
+/* dh: dirty hours of [$14, $15); dm: dirty minutes of [$16, $17) that no
+ * clean hour covers. */
+#define DIRTY_CTES                                                             \
+	"WITH dh AS (SELECT DISTINCT period FROM span_rollup_dirty "           \
+	"WHERE period >= $14::timestamptz AND period < $15::timestamptz), "    \
+	"dm AS (SELECT DISTINCT period FROM span_rollup_minute_dirty "         \
+	"WHERE period >= $16::timestamptz AND period < $17::timestamptz "      \
+	"AND (period < $14::timestamptz OR period >= $15::timestamptz "        \
+	"OR date_trunc('hour', period, 'UTC') IN (SELECT period FROM dh))) "
+
+/*
+ * Minute rows of [$16, $17) that no clean hour covers, each part an index
+ * range: beside the hours ([$16, $14) and [$15, $17)), and inside each
+ * dirty hour (LATERAL, as the dirty minutes below); not the dirty minutes.
+ */
+#define MINUTE_COLS "protocol, k1, k2, status, buckets::text, counts::text"
+#define MINUTE_ROWS                                                            \
+	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE" RAW_WHERE       \
+	" AND period >= $16::timestamptz AND period < $14::timestamptz"        \
+	" AND period NOT IN (SELECT period FROM dm) UNION ALL "                \
+	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE" RAW_WHERE       \
+	" AND period >= $15::timestamptz AND period < $17::timestamptz"        \
+	" AND period NOT IN (SELECT period FROM dm) UNION ALL "                \
+	"SELECT " MINUTE_COLS                                                  \
+	" FROM dh h CROSS JOIN LATERAL (SELECT r.* FROM "                      \
+	"span_rollup_minute r WHERE" RAW_WHERE " AND r.period >= h.period "    \
+	"AND r.period < h.period + interval '1 hour' OFFSET 0) m "             \
+	"WHERE m.period NOT IN (SELECT period FROM dm)"
+
+static const char metrics_rollup_sql[] = DIRTY_CTES
+	", raw AS (" RAW_HIST "WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $16::timestamptz"
+	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST "WHERE" RAW_WHERE
+	" AND start_time >= $17::timestamptz AND start_time < $4::timestamptz"
+	" GROUP BY 1, 2, 3, 4, 5 UNION ALL "
+	"SELECT protocol, k1, k2, status, b, count(*) AS n FROM dm d "
+	"CROSS JOIN LATERAL (SELECT protocol, k1, k2, status, "
+	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
+	"WHERE" RAW_WHERE
+	" AND start_time >= d.period AND start_time < d.period + "
+	"interval '1 minute' OFFSET 0) s GROUP BY 1, 2, 3, 4, 5) "
+	"SELECT protocol, k1, k2, status, buckets::text, counts::text "
+	"FROM span_rollup WHERE" RAW_WHERE
+	" AND period >= $14::timestamptz AND period < $15::timestamptz"
+	" AND period NOT IN (SELECT period FROM dh) "
+	"UNION ALL " MINUTE_ROWS " UNION ALL SELECT protocol, k1, k2, status, "
+	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
+	"FROM (SELECT protocol, k1, k2, status, b, sum(n) AS n FROM raw "
+	"GROUP BY 1, 2, 3, 4, 5) r GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3";
+
+static bool
+is_error(int protocol, long status)
+{
+	/* mirrors span_calls.is_error for the status the rollup keeps */
+	switch (protocol) {
+	case SPANQUERY_HTTP: return status >= 500;
+	case SPANQUERY_GRPC: return status != 0 && status != -1;
+	default: return status == 2;
+	}
+}
+
+int
+spanquery_metrics_send(struct pg_conn *c, const char *source,
+		       const struct spanquery_filter *f, int64_t now_ms,
+		       bool *rollup, struct pg_error *err)
+{
+	char from[48], to[48], hfrom[48], hto[48], mfrom[48], mto[48], smin[16],
+		smax[16], gstat[16], protos[32];
+	const char *v[17];
+	struct rollup_split sp;
+	size_t len = 0;
+
+	*rollup = false;
+	if (f->service == NULL || f->from_ms >= f->to_ms) {
+		snprintf(err->client, sizeof(err->client),
+			 "a service and a non-empty time range are required");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	protos[len++] = '{';
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		if (f->protocols != 0 && !(f->protocols & (1u << p)))
+			continue;
+		len += (size_t)snprintf(protos + len, sizeof(protos) - len,
+					"%s%s", len > 1 ? "," : "",
+					protocol_names[p]);
+	}
+	snprintf(protos + len, sizeof(protos) - len, "}");
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(smin, sizeof(smin), "%d", f->http_status_min);
+	snprintf(smax, sizeof(smax), "%d", f->http_status_max);
+	snprintf(gstat, sizeof(gstat), "%d", f->grpc_status);
+	v[0] = f->service;
+	v[1] = source;
+	v[2] = from;
+	v[3] = to;
+	v[4] = protos;
+	v[5] = f->http_route;
+	v[6] = f->http_method;
+	v[7] = f->http_status_min || f->http_status_max ? smin : NULL;
+	v[8] = f->http_status_min || f->http_status_max ? smax : NULL;
+	v[9] = f->grpc_method;
+	v[10] = f->grpc_status >= 0 ? gstat : NULL;
+	v[11] = f->sql_operation;
+	v[12] = f->table_name;
+
+	/* whole settled minutes and hours inside the range (rollup.h) */
+	if (!rollup_split_range(f->from_ms, f->to_ms, now_ms, &sp))
+		return pg_send(c, metrics_exact_sql, 13, v, err);
+	pg_ts_text(sp.hour_from, hfrom, sizeof(hfrom));
+	pg_ts_text(sp.hour_to, hto, sizeof(hto));
+	pg_ts_text(sp.minute_from, mfrom, sizeof(mfrom));
+	pg_ts_text(sp.minute_to, mto, sizeof(mto));
+	v[13] = hfrom;
+	v[14] = hto;
+	v[15] = mfrom;
+	v[16] = mto;
+	*rollup = true;
+	return pg_send(c, metrics_rollup_sql, 17, v, err);
+}
+
+struct metrics_priv {
+	PGresult *res;
+};
+
+/* "{1.5,20,33.25}" -> three doubles (ns) */
+static int
+parse_percentiles(const char *s, double out[3])
+{
+	if (*s++ != '{')
+		return STATUS_INVALID;
+	for (int i = 0; i < 3; i++) {
+		char *end;
+
+		errno = 0;
+		out[i] = strtod(s, &end);
+		if (errno != 0 || end == s || *end != (i < 2 ? ',' : '}'))
+			return STATUS_INVALID;
+		s = end + 1;
+	}
+	return *s == '\0' ? STATUS_OK : STATUS_INVALID;
+}
+
+static int
+exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
+{
+	int n = PQntuples(res);
+
+	for (int i = 0; i < n; i++) {
+		struct spanquery_row *r;
+		double pct[3];
+
+		if (m->n == SPANQUERY_MAX_KEYS) {
+			m->truncated = true;
+			break;
+		}
+		r = &m->rows[m->n];
+		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
+		r->k1 = PQgetvalue(res, i, 1);
+		r->k2 = PQgetvalue(res, i, 2);
+		if (r->protocol < 0 ||
+		    pg_text_u64(PQgetvalue(res, i, 3), &r->requests) ||
+		    pg_text_u64(PQgetvalue(res, i, 4), &r->errors) ||
+		    parse_percentiles(PQgetvalue(res, i, 5), pct)) {
+			pg_bad_row(err, "metrics row");
+			return STATUS_IO;
+		}
+		r->p50_ms = pct[0] / 1e6;
+		r->p95_ms = pct[1] / 1e6;
+		r->p99_ms = pct[2] / 1e6;
+		m->n++;
+	}
+	return STATUS_OK;
+}
+
+static bool
+same_key(PGresult *res, int a, int b)
+{
+	for (int col = 0; col < 3; col++)
+		if (strcmp(PQgetvalue(res, a, col), PQgetvalue(res, b, col)) !=
+		    0)
+			return false;
+	return true;
+}
+
+/* Rows of one key are adjacent (ORDER BY 1, 2, 3): sum their histograms. */
+static int
+rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
+{
+	int n = PQntuples(res), rc = STATUS_OK;
+	struct rollup_hist *h = NULL;
+
+	for (int i = 0, j; i < n; i = j) {
+		struct spanquery_row *r;
+
+		if (m->n == SPANQUERY_MAX_KEYS) {
+			m->truncated = true;
+			break;
+		}
+		r = &m->rows[m->n];
+		memset(r, 0, sizeof(*r));
+		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
+		r->k1 = PQgetvalue(res, i, 1);
+		r->k2 = PQgetvalue(res, i, 2);
+		if (r->protocol < 0)
+			goto bad;
+		rollup_hist_free(h);
+		if ((h = rollup_hist_new()) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		for (j = i; j < n && same_key(res, i, j); j++) {
+			int64_t before = rollup_hist_count(h);
+			char *end;
+			long status;
+
+			errno = 0;
+			status = strtol(PQgetvalue(res, j, 3), &end, 10);
+			if (errno != 0 || *end != '\0' ||
+			    rollup_hist_add_text(h, PQgetvalue(res, j, 4),
+						 PQgetvalue(res, j, 5)) !=
+				    STATUS_OK)
+				goto bad;
+			if (is_error(r->protocol, status))
+				r->errors += (uint64_t)(rollup_hist_count(h) -
+							before);
+		}
+		r->requests = (uint64_t)rollup_hist_count(h);
+		r->p50_ms = rollup_hist_quantile(h, 0.50) / 1e6;
+		r->p95_ms = rollup_hist_quantile(h, 0.95) / 1e6;
+		r->p99_ms = rollup_hist_quantile(h, 0.99) / 1e6;
+		m->n++;
+	}
+	goto out;
+bad:
+	pg_bad_row(err, "rollup row");
+	rc = STATUS_IO;
+out:
+	rollup_hist_free(h);
+	return rc;
+}
+
+int
+spanquery_metrics_recv(struct pg_conn *c, bool rollup,
+		       struct spanquery_metrics **out, struct pg_error *err)
+{
+	struct spanquery_metrics *m = NULL;
+	struct metrics_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	priv = calloc(1, sizeof(*priv));
+	if (m == NULL || priv == NULL ||
+	    (m->rows = calloc((size_t)PQntuples(res) + 1, sizeof(*m->rows))) ==
+		    NULL) {
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	m->rollup = rollup;
+	priv->res = res;
+	m->priv_ = priv;
+	priv = NULL;
+	res = NULL;
+	rc = rollup ? rollup_rows(((struct metrics_priv *)m->priv_)->res, m,
+				  err)
+		    : exact_rows(((struct metrics_priv *)m->priv_)->res, m,
+				 err);
+	if (rc != STATUS_OK)
+		goto fail;
+	*out = m;
+	return STATUS_OK;
+fail:
+	if (rc == STATUS_NOMEM) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+	}
+	spanquery_metrics_free(m);
+	free(priv);
+	PQclear(res);
+	return rc;
+}
+
+void
+spanquery_metrics_free(struct spanquery_metrics *m)
+{
+	struct metrics_priv *priv;
+
+	if (m == NULL)
+		return;
+	priv = m->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(m->rows);
+	free(m);
+}
+
+/* ---- traces ------------------------------------------------------------- */
+
+/*
+ * Two statements pick a source's traces.  The common case, the most recent
+ * traces with no duration filter, walks the (service_name, source,
+ * start_time) index (for any service (source, start_time)) newest first
+ * and stops at the (max_traces + 1)th distinct trace: one index probe per
+ * trace, each resuming at the span the last one found (a recursive CTE
+ * carrying the ids seen).  Every span newer than that trace's belongs to
+ * the traces already found, so it reads theirs and no others, whatever the
+ * range holds (under a millisecond for a busy hour of 10 million spans,
+ * against 30-50 ms to group every trace of the hour; bench/RESULTS.md).
+ * The walk is ordered by (start_time DESC, trace_id), so the first span met
+ * of each trace is its latest and ties go to the lower id, as ORDER BY
+ * 2 DESC, 1 in the other two.
+ *
+ * With min_duration or sort = slowest a walk would read spans in an order
+ * the filter does not follow (a selective duration makes it read the whole
+ * range at random, and the planner may turn each probe into a scan of the
+ * range), so those group the newest (or longest) SCAN_SPANS matching spans
+ * by trace instead, bounded as before: the traces found there are the best
+ * ones, but when SCAN_SPANS spans were read other traces may lie beyond
+ * them, so "more" is set then.
+ */
+#define SCAN_SPANS "20000"
+
+/*
+ * The walk, as named statements with generic plans (pg_stmt.generic): no
+ * planning per call (0.4 ms of each walk's 0.7 ms in a warm session on
+ * the benchmark's 10 million spans; bench/RESULTS.md).  A generic plan
+ * cannot use "$n IS NULL OR service_name = $n" as an index condition, so
+ * "any service" is a statement of its own; each one's generic plan reads
+ * the same index as the custom plans did, pruning partitions at run time
+ * (checked with EXPLAIN ANALYZE EXECUTE under force_generic_plan).
+ *
+ * $1 from, $2 to, $3 max_traces, $4 source, $5 service (WALK_SVC only).
+ * WALK_IDS(where) is the CTE "w" of up to $3 + 1 traces, each with its
+ * latest matching span; WALK_TOP "t" keeps the best $3 and says whether
+ * there were more.
+ */
+#define WALK_ANY                                                               \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz AND source = $4::text "
+#define WALK_SVC WALK_ANY "AND service_name = $5::text "
+#define WALK_IDS(where)                                                        \
+	"WITH RECURSIVE w (trace_id, start_time, seen) AS ("                   \
+	"(SELECT trace_id, start_time, ARRAY[trace_id] FROM spans " where      \
+	"ORDER BY start_time DESC, trace_id LIMIT 1) "                         \
+	"UNION ALL "                                                           \
+	"(SELECT n.trace_id, n.start_time, w.seen || n.trace_id FROM w "       \
+	"CROSS JOIN LATERAL (SELECT trace_id, start_time FROM spans " where    \
+	"AND start_time <= w.start_time AND trace_id <> ALL (w.seen) "         \
+	"ORDER BY start_time DESC, trace_id LIMIT 1) n "                       \
+	"WHERE cardinality(w.seen) <= $3::int)), "                             \
+	"t AS (SELECT trace_id, start_time, count(*) OVER () > $3::int "       \
+	"AS more FROM w ORDER BY start_time DESC, trace_id LIMIT $3::int) "
+#define WALK_KEY "(extract(epoch FROM start_time) * 1000000)::bigint"
+
+#define WALK_SQL(where)                                                        \
+	WALK_IDS(where)                                                        \
+	"SELECT encode(trace_id, 'hex'), " WALK_KEY ", more "                  \
+	"FROM t ORDER BY start_time DESC, trace_id"
+
+static const struct pg_stmt walk_any = {"spanquery_walk_any",
+					WALK_SQL(WALK_ANY), 4, true};
+static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
+					WALK_SQL(WALK_SVC), 5, true};
+
+/*
+ * The walk and this source's spans of the traces it found, in one
+ * statement: one round trip instead of two.  The id rows come first, with
+ * no span id: trace id, the latest matching span start (the key), more (1
+ * or 0, in the start_nanos column); then the span rows as spans_stmt gives
+ * them, at most SPANQUERY_MAX_SPANS + 1.  The ids reach the span fetch as
+ * one array (an InitPlan), so each partition is one scan of its primary
+ * key, as with spans_stmt's parameter.  Unlike spans_stmt it leaves the
+ * order to the client (spans_of sorts them, as ORDER BY would: the sort
+ * took 0.14 of 0.73 ms for 210 spans); when it is cut at the limit, which
+ * spans it kept is unspecified (the caller fetches them again in order).
+ *
+ * Results come in binary (span_row): ids as their 16 and 8 bytes, times
+ * as microseconds.  In text, hex-encoding the ids and turning the start
+ * into Unix nanoseconds (numeric arithmetic) took 0.3 of 0.9 ms for 342
+ * spans (EXPLAIN ANALYZE, bench/RESULTS.md), and parsing them back was a
+ * third of the gateway's own time reading the rows.
+ */
+#define SPAN_COLS                                                              \
+	"trace_id, span_id, parent_span_id, start_time, start_nanos, "         \
+	"duration_ns, kind, status_code, service_name, name, status_message"
+#define SPAN_ORDER " ORDER BY trace_id, start_time LIMIT 50001"
+#define RECENT_SQL(where)                                                      \
+	WALK_IDS(where)                                                        \
+	"SELECT trace_id, NULL, NULL, start_time, "                            \
+	"more::int::smallint, NULL, NULL, NULL, NULL, NULL, "                  \
+	"NULL FROM t UNION ALL (SELECT " SPAN_COLS                             \
+	" FROM spans WHERE trace_id = ANY (ARRAY(SELECT "                      \
+	"trace_id FROM t)) AND source = $4::text LIMIT 50001)"
+
+static const struct pg_stmt recent_any = {"spanquery_recent_any",
+					  RECENT_SQL(WALK_ANY), 4, true, true};
+static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
+					  RECENT_SQL(WALK_SVC), 5, true, true};
+
+/*
+ * Every source at once, for one service: the walk over (service_name,
+ * start_time), and every span of the traces it found with its source as a
+ * twelfth column: the work of the per-source statements done once, in one
+ * round trip (bench/RESULTS.md).  No source filter: the table holds the
+ * span sources only (CHECK), and "source = ANY" could lead the planner to
+ * the (service_name, source, start_time) index, out of start order.  Any
+ * service keeps to the per-source statements, whose walks have
+ * (source, start_time) to follow; nothing orders all sources by time.
+ * $1 from, $2 to, $3 max_traces, $4 service.
+ */
+#define WALK_ALL_SVC                                                           \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz AND service_name = $4::text "
+static const struct pg_stmt recent_all = {
+	"spanquery_recent_all",
+	WALK_IDS(WALK_ALL_SVC) "SELECT trace_id, NULL, NULL, start_time, "
+			       "more::int::smallint, NULL, NULL, NULL, NULL, "
+			       "NULL, NULL, NULL FROM t UNION ALL "
+			       "(SELECT " SPAN_COLS
+			       ", source FROM spans WHERE trace_id = ANY "
+			       "(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)",
+	4, true, true};
+
+#define TRACE_WHERE                                                            \
+	"WHERE start_time >= $1::timestamptz AND start_time < "                \
+	"$2::timestamptz "                                                     \
+	"AND ($3::text IS NULL OR service_name = $3) "                         \
+	"AND ($4::bigint IS NULL OR duration_ns >= $4) AND source = $6 "
+
+/* $1 from, $2 to, $3 service, $4 min duration (ns), $5 max_traces,
+ * $6 source; the third column: more traces than $5, or maybe */
+#define GROUP_MORE                                                             \
+	"count(*) OVER () > $5::int OR sum(count(*)) OVER () >= " SCAN_SPANS
+
+static const char trace_ids_recent_sql[] =
+	"SELECT encode(trace_id, 'hex'), "
+	"(extract(epoch FROM max(start_time)) * 1000000)::bigint, " GROUP_MORE
+	" FROM (SELECT trace_id, start_time FROM spans " TRACE_WHERE
+	"ORDER BY start_time DESC LIMIT " SCAN_SPANS ") s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5::int";
+
+static const char trace_ids_slowest_sql[] =
+	"SELECT encode(trace_id, 'hex'), max(duration_ns), " GROUP_MORE
+	" FROM (SELECT trace_id, duration_ns FROM spans " TRACE_WHERE
+	"ORDER BY duration_ns DESC LIMIT " SCAN_SPANS ") s "
+	"GROUP BY trace_id ORDER BY 2 DESC, 1 LIMIT $5::int";
+
+bool
+spanquery_trace_walks(const struct spanquery_trace_filter *f)
+{
+	return !f->slowest && f->min_duration_ns < 0;
+}
+
+static int
+trace_filter_error(struct pg_error *err, const char *msg)
+{
+	snprintf(err->client, sizeof(err->client), "%s", msg);
+	err->detail[0] = err->sqlstate[0] = '\0';
+	return STATUS_INVALID;
+}
+
+static int
+check_trace_filter(const struct spanquery_trace_filter *f, struct pg_error *err)
+{
+	char msg[64];
+
+	if (f->max_traces >= 1 && f->max_traces <= SPANQUERY_MAX_TRACES &&
+	    f->from_ms < f->to_ms)
+		return STATUS_OK;
+	snprintf(msg, sizeof(msg),
+		 "max_traces must be 1..%d and the range non-empty",
+		 SPANQUERY_MAX_TRACES);
+	return trace_filter_error(err, msg);
+}
+
+int
+spanquery_trace_ids_send(struct pg_conn *c, const char *source,
+			 const struct spanquery_trace_filter *f,
+			 struct pg_error *err)
+{
+	char from[48], to[48], mind[24], lim[16];
+	const char *v[6];
+
+	if (check_trace_filter(f, err) != STATUS_OK)
+		return STATUS_INVALID;
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
+	snprintf(lim, sizeof(lim), "%zu", f->max_traces);
+	v[0] = from;
+	v[1] = to;
+	if (spanquery_trace_walks(f)) {
+		v[2] = lim;
+		v[3] = source;
+		v[4] = f->service;
+		return pg_send_prepared(c, f->service ? &walk_svc : &walk_any,
+					v, err);
+	}
+	v[2] = f->service;
+	v[3] = mind;
+	v[4] = lim;
+	v[5] = source;
+	return pg_send(
+		c, f->slowest ? trace_ids_slowest_sql : trace_ids_recent_sql, 6,
+		v, err);
+}
+
+int
+spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+			 int64_t *keys, size_t *n, bool *more,
+			 struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*n = 0;
+	*more = false;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *m = PQgetvalue(res, i, 2);
+
+		if (strcmp(m, "t") != 0 && strcmp(m, "f") != 0) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		if (m[0] == 't' || *n == cap)
+			*more = true;
+		if (*n == cap)
+			continue;
+		if (hex_decode(PQgetvalue(res, i, 0), ids[*n], 16) !=
+			    STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 1), &keys[*n]) !=
+			    STATUS_OK) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		(*n)++;
+	}
+	PQclear(res);
+	if (rc != STATUS_OK) {
+		*n = 0;
+		*more = false;
+	}
+	return rc;
+}
+
+static const struct pg_stmt spans_stmt = {
+	"spanquery_spans",
+	"SELECT " SPAN_COLS " FROM spans WHERE trace_id = ANY ($1::bytea[]) "
+	"AND source = $2::text" SPAN_ORDER,
+	2, true, true};
+
+int
+spanquery_spans_send(struct pg_conn *c, const char *source,
+		     const uint8_t (*ids)[16], size_t n, struct pg_error *err)
+{
+	/* {"\\x<32 hex>",...}: 39 bytes per id */
+	char arr[2 + SPANQUERY_MAX_TRACES * 40 + 1];
+	const char *v[2];
+	size_t len = 0;
+
+	if (n > SPANQUERY_MAX_TRACES) {
+		snprintf(err->client, sizeof(err->client),
+			 "too many traces asked at once");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_INVALID;
+	}
+	arr[len++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			arr[len++] = ',';
+		memcpy(arr + len, "\"\\\\x", 4);
+		hex_encode(ids[i], 16, arr + len + 4);
+		len += 4 + 32;
+		arr[len++] = '"';
+	}
+	arr[len++] = '}';
+	arr[len] = '\0';
+	v[0] = arr;
+	v[1] = source;
+	return pg_send_prepared(c, &spans_stmt, v, err);
+}
+
+struct spans_priv {
+	PGresult *res;
+};
+
+/* PostgreSQL's epoch (2000-01-01) in Unix microseconds */
+#define PG_EPOCH_US 946684800000000LL
+
+/* Binary result values: column col of row i, exactly len bytes (a
+ * fixed-size type, or a trace / span id), in *out; false when NULL or of
+ * another length. */
+static bool
+bin_value(const PGresult *res, int i, int col, int len, const char **out)
+{
+	if (PQgetisnull(res, i, col) || PQgetlength(res, i, col) != len)
+		return false;
+	*out = PQgetvalue(res, i, col);
+	return true;
+}
+
+static int64_t
+bin_i64(const char *p)
+{
+	uint64_t v = 0;
+
+	for (int k = 0; k < 8; k++)
+		v = v << 8 | (uint8_t)p[k];
+	return (int64_t)v;
+}
+
+static int
+bin_i16(const char *p)
+{
+	return (int16_t)(uint16_t)((uint8_t)p[0] << 8 | (uint8_t)p[1]);
+}
+
+/* Unix microseconds of a binary timestamptz; false out of range. */
+static bool
+bin_unix_us(const PGresult *res, int i, int col, int64_t *us)
+{
+	const char *p;
+	int64_t v;
+
+	if (!bin_value(res, i, col, 8, &p))
+		return false;
+	v = bin_i64(p);
+	if (v < -PG_EPOCH_US || v > INT64_MAX / 1000 - PG_EPOCH_US - 1000)
+		return false; /* before 1970, or -infinity / infinity */
+	*us = v + PG_EPOCH_US;
+	return true;
+}
+
+/* One span row (SPAN_COLS, binary) of res; STATUS_IO (err filled) when a
+ * value is not what the columns hold. */
+static int
+span_row(const PGresult *res, int i, struct spanquery_span *sp,
+	 struct pg_error *err)
+{
+	const char *tid, *sid, *pid, *nanos, *dur, *kind, *status;
+	int64_t us, d;
+	int ns;
+
+	if (!bin_value(res, i, 0, 16, &tid) || !bin_value(res, i, 1, 8, &sid) ||
+	    !bin_unix_us(res, i, 3, &us) || !bin_value(res, i, 4, 2, &nanos) ||
+	    !bin_value(res, i, 5, 8, &dur) || !bin_value(res, i, 6, 2, &kind) ||
+	    !bin_value(res, i, 7, 2, &status) || PQgetisnull(res, i, 8) ||
+	    PQgetisnull(res, i, 9))
+		return pg_bad_row(err, "span row");
+	d = bin_i64(dur);
+	ns = bin_i16(nanos);
+	/* as sextant_unix_nano computes it; never before 1970 */
+	if (d < 0 || (int64_t)us * 1000 + ns < 0)
+		return pg_bad_row(err, "span row");
+	if (!PQgetisnull(res, i, 2)) {
+		if (!bin_value(res, i, 2, 8, &pid))
+			return pg_bad_row(err, "span row");
+		memcpy(sp->parent_span_id, pid, 8);
+		sp->has_parent = true;
+	}
+	memcpy(sp->trace_id, tid, 16);
+	memcpy(sp->span_id, sid, 8);
+	sp->start_ns = (uint64_t)(us * 1000 + ns);
+	sp->duration_ns = (uint64_t)d;
+	sp->kind = bin_i16(kind);
+	sp->status = bin_i16(status);
+	sp->service = PQgetvalue(res, i, 8);
+	sp->name = PQgetvalue(res, i, 9);
+	sp->status_message =
+		PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10);
+	sp->source = NULL;
+	if (PQnfields(res) > 11) {
+		if (PQgetisnull(res, i, 11))
+			return pg_bad_row(err, "span row");
+		sp->source = PQgetvalue(res, i, 11);
+	}
+	return STATUS_OK;
+}
+
+/* spans_stmt's order: trace id, then start */
+static int
+by_trace_start(const void *a, const void *b)
+{
+	const struct spanquery_span *x = a, *y = b;
+	int c = memcmp(x->trace_id, y->trace_id, 16);
+
+	if (c != 0)
+		return c;
+	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/*
+ * The span rows of res (those with a span id: a recent_* result also
+ * holds id rows), at most SPANQUERY_MAX_SPANS, in result order or, with
+ * sort, by trace id and start.  Takes ownership of res (freed on
+ * failure).
+ */
+static int
+spans_of(PGresult *res, bool sort, struct spanquery_spans **out,
+	 struct pg_error *err)
+{
+	struct spanquery_spans *s = NULL;
+	struct spans_priv *priv = NULL;
+	int rc = STATUS_OK, rows = PQntuples(res);
+	size_t n = 0;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	priv = calloc(1, sizeof(*priv));
+	if (s == NULL || priv == NULL ||
+	    (s->spans = calloc((size_t)rows + 1, sizeof(*s->spans))) == NULL) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < rows; i++) {
+		if (PQgetisnull(res, i, 1))
+			continue;
+		if (n == SPANQUERY_MAX_SPANS) {
+			s->truncated = true;
+			break;
+		}
+		if ((rc = span_row(res, i, &s->spans[n], err)) != STATUS_OK)
+			goto fail;
+		n++;
+	}
+	s->n = n;
+	if (sort)
+		qsort(s->spans, n, sizeof(*s->spans), by_trace_start);
+	priv->res = res;
+	s->priv_ = priv;
+	*out = s;
+	return STATUS_OK;
+fail:
+	if (s != NULL)
+		free(s->spans);
+	free(s);
+	free(priv);
+	PQclear(res);
+	return rc;
+}
+
+int
+spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
+		     struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	return spans_of(res, false, out, err);
+}
+
+void
+spanquery_spans_free(struct spanquery_spans *s)
+{
+	struct spans_priv *priv;
+
+	if (s == NULL)
+		return;
+	priv = s->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(s->spans);
+	free(s);
+}
+
+int
+spanquery_recent_send(struct pg_conn *c, const char *source,
+		      const struct spanquery_trace_filter *f,
+		      struct pg_error *err)
+{
+	char from[48], to[48], lim[16];
+	const char *v[5];
+
+	if (!spanquery_trace_walks(f))
+		return trace_filter_error(err, "the combined statement is for "
+					       "the most recent traces, with "
+					       "no min_duration");
+	if (check_trace_filter(f, err) != STATUS_OK)
+		return STATUS_INVALID;
+	pg_ts_text(f->from_ms, from, sizeof(from));
+	pg_ts_text(f->to_ms, to, sizeof(to));
+	snprintf(lim, sizeof(lim), "%zu", f->max_traces);
+	v[0] = from;
+	v[1] = to;
+	v[2] = lim;
+	if (source == NULL) {
+		if (f->service == NULL)
+			return trace_filter_error(err, "every source at once "
+						       "is for one service");
+		v[3] = f->service;
+		return pg_send_prepared_within(c, &recent_all, v, f->timeout_ms,
+					       err);
+	}
+	v[3] = source;
+	v[4] = f->service;
+	return pg_send_prepared_within(c,
+				       f->service ? &recent_svc : &recent_any,
+				       v, f->timeout_ms, err);
+}
+
+int
+spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+		      int64_t *keys, size_t *n, bool *more,
+		      struct spanquery_spans **out, struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*n = 0;
+	*more = false;
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *tid, *m;
+		int64_t us;
+
+		if (!PQgetisnull(res, i, 1))
+			continue;
+		if (!bin_value(res, i, 0, 16, &tid) ||
+		    !bin_unix_us(res, i, 3, &us) ||
+		    !bin_value(res, i, 4, 2, &m) || bin_i16(m) < 0 ||
+		    bin_i16(m) > 1) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		if (bin_i16(m) == 1 || *n == cap)
+			*more = true;
+		if (*n == cap)
+			continue;
+		memcpy(ids[*n], tid, 16);
+		keys[*n] = us;
+		(*n)++;
+	}
+	if (rc == STATUS_OK)
+		rc = spans_of(res, true, out, err);
+	else
+		PQclear(res);
+	if (rc != STATUS_OK) {
+		*n = 0;
+		*more = false;
+	}
+	return rc;
+}
+
+/* ---- services ----------------------------------------------------------- */
+
+/* A loose index scan over (service_name, start_time): one index probe
+ * per distinct name instead of reading every span. */
+static const char services_sql[] =
+	"WITH RECURSIVE s(n) AS (SELECT min(service_name) FROM spans "
+	"UNION ALL SELECT (SELECT min(service_name) FROM spans "
+	"WHERE service_name > s.n) FROM s WHERE s.n IS NOT NULL) "
+	"SELECT n FROM s WHERE n IS NOT NULL LIMIT 10000";
+
+struct names_priv {
+	PGresult *res;
+};
+
+int
+spanquery_services(struct pg_conn *c, struct spanquery_names **out,
+		   struct pg_error *err)
+{
+	struct spanquery_names *nm = NULL;
+	struct names_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc, n;
+
+	*out = NULL;
+	if ((rc = pg_query(c, services_sql, 0, NULL, &res, err)) != STATUS_OK)
+		return rc;
+	n = PQntuples(res);
+	nm = calloc(1, sizeof(*nm));
+	priv = calloc(1, sizeof(*priv));
+	if (nm == NULL || priv == NULL ||
+	    (nm->names = calloc((size_t)n + 1, sizeof(*nm->names))) == NULL) {
+		if (nm != NULL)
+			free(nm->names);
+		free(nm);
+		free(priv);
+		PQclear(res);
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+		return STATUS_NOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		nm->names[i] = PQgetvalue(res, i, 0);
+	nm->n = (size_t)n;
+	priv->res = res;
+	nm->priv_ = priv;
+	*out = nm;
+	return STATUS_OK;
+}
+
+void
+spanquery_names_free(struct spanquery_names *nm)
+{
+	struct names_priv *priv;
+
+	if (nm == NULL)
+		return;
+	priv = nm->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(nm->names);
+	free(nm);
+}
+
+/* names longer than this are compared on their first SUGGEST_LEN bytes */
+#define SUGGEST_LEN 128
+
+/* Case-insensitive Levenshtein distance over at most SUGGEST_LEN bytes. */
+static size_t
+distance(const char *a, const char *b)
+{
+	size_t la = strnlen(a, SUGGEST_LEN), lb = strnlen(b, SUGGEST_LEN);
+	size_t row[SUGGEST_LEN + 1];
+
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost =
+				tolower((unsigned char)a[i - 1]) ==
+						tolower((unsigned char)b[j - 1])
+					? 0
+					: 1;
+			size_t best = diag + cost;
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+static bool
+contains_ci(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	/* "a" is in most names: containment counts from 3 bytes on */
+	if (n < 3)
+		return false;
+	for (; *hay != '\0'; hay++)
+		if (strncasecmp(hay, needle, n) == 0)
+			return true;
+	return false;
+}
+
+static size_t
+common_prefix_ci(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] != '\0' &&
+	       tolower((unsigned char)a[i]) == tolower((unsigned char)b[i]))
+		i++;
+	return i;
+}
+
+size_t
+spanquery_suggest(const char *name, const char *const *names, size_t n,
+		  const char **out, size_t max)
+{
+	/* score: lower is closer; a candidate is kept when its distance is
+	 * at most a third of the longer name (at least 1), or one name
+	 * contains the other, or they share a 4-byte prefix */
+	double scores[8];
+	size_t got = 0, len = strnlen(name, SUGGEST_LEN);
+	char expanded[SUGGEST_LEN + 8] = "";
+
+	if (max > 8)
+		max = 8;
+	if (len >= 3 && len + 4 < SUGGEST_LEN &&
+	    (strcasecmp(name + len - 3, "svc") == 0 ||
+	     strcasecmp(name + len - 3, "srv") == 0))
+		snprintf(expanded, sizeof(expanded), "%.*sservice",
+			 (int)(len - 3), name);
+	for (size_t i = 0; i < n && max > 0; i++) {
+		size_t ln = strnlen(names[i], SUGGEST_LEN);
+		size_t d = distance(name, names[i]);
+
+		/* "svc" / "srv" are how people abbreviate "service" */
+		if (expanded[0] != '\0') {
+			size_t e = distance(expanded, names[i]);
+
+			if (e < d)
+				d = e;
+		}
+		size_t longer = len > ln ? len : ln;
+		size_t prefix = common_prefix_ci(name, names[i]);
+		bool contains = contains_ci(names[i], name) ||
+				contains_ci(name, names[i]);
+		size_t limit = longer / 3 > 1 ? longer / 3 : 1;
+		double score;
+		size_t k;
+
+		if (d == 0 && strcmp(name, names[i]) == 0)
+			continue;
+		if (d > limit && !contains && prefix < 4)
+			continue;
+		score = (double)d - (contains ? 1.5 : 0) -
+			(prefix >= 4 ? 0.5 + (double)prefix / 100 : 0);
+		for (k = got; k > 0 && scores[k - 1] > score; k--)
+			;
+		if (k >= max)
+			continue;
+		if (got < max)
+			got++;
+		memmove(&scores[k + 1], &scores[k],
+			(got - 1 - k) * sizeof(scores[0]));
+		memmove(&out[k + 1], &out[k], (got - 1 - k) * sizeof(out[0]));
+		scores[k] = score;
+		out[k] = names[i];
+	}
+	return got;
+}

@@ -1,0 +1,222 @@
+/*
+ * spanquery.h - the span queries behind the unified tools: per-call metrics
+ * (requests, percentiles, error rate) over the span_calls view, exact or
+ * served by the hourly and minute rollups, trace selection and trace spans, and the
+ * service names with "did you mean" suggestions.  Definitions of a call,
+ * its key and an error live in the view (migrations/0005_span_rollup.sql).
+ *
+ * Each query has a _send half and a _recv half (lib/pg pg_send/pg_result)
+ * so a caller runs one source per connection at once from one thread.
+ * Strings in results point into the result and live as long as it does.
+ */
+#ifndef SEXTANT_SPANQUERY_H
+#define SEXTANT_SPANQUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "pg/pg.h"
+
+enum spanquery_protocol {
+	SPANQUERY_HTTP = 0,
+	SPANQUERY_GRPC = 1,
+	SPANQUERY_SQL = 2,
+	SPANQUERY_PROTOCOLS = 3,
+};
+
+/* "http", "grpc", "sql"; NULL out of range.  And back: -1 when unknown. */
+const char *spanquery_protocol_name(int protocol);
+int spanquery_protocol_parse(const char *name);
+
+/* keys (route+method, method, operation+table) returned per source at most;
+ * a service with more is cut (spanquery_metrics.truncated) */
+#define SPANQUERY_MAX_KEYS 2000
+
+struct spanquery_filter {
+	const char *service; /* required */
+	int64_t from_ms;     /* [from_ms, to_ms), Unix ms */
+	int64_t to_ms;
+	unsigned protocols;	 /* bits 1 << protocol; 0 = every protocol */
+	const char *http_route;	 /* NULL: any (exact match otherwise) */
+	const char *http_method; /* case-insensitive */
+	int http_status_min;	 /* both 0: any; else inclusive range */
+	int http_status_max;
+	const char *grpc_method;   /* "pkg.Service/Method", leading '/' ok */
+	int grpc_status;	   /* -1: any */
+	const char *sql_operation; /* case-insensitive */
+	const char *table_name;
+};
+
+/* One key of one source. */
+struct spanquery_row {
+	int protocol;	/* enum spanquery_protocol */
+	const char *k1; /* route / method / operation ("" when absent) */
+	const char *k2; /* HTTP method / "" / table */
+	uint64_t requests;
+	uint64_t errors;
+	double p50_ms, p95_ms, p99_ms;
+};
+
+struct spanquery_metrics {
+	struct spanquery_row *rows; /* by protocol, k1, k2 */
+	size_t n;
+	bool rollup;	/* histogram path (rollup rows and bucketed raw
+			 * spans): percentiles within 0.5% */
+	bool truncated; /* more than SPANQUERY_MAX_KEYS keys */
+	void *priv_;
+};
+
+/*
+ * Sends the metrics statement of one source ("ebpf" | "otlp") for f, as of
+ * now_ms.  A range holding a whole settled minute takes the rollup path
+ * (rollup_split_range): whole settled hours with no pending change come
+ * from the hourly rollups, other whole settled minutes with no pending
+ * change from the minute rollups, the rest (partial and unsettled minutes,
+ * minutes with late spans) from raw spans bucketed alike; percentiles
+ * within ROLLUP_ALPHA, counts exact.  A shorter range is computed exactly
+ * (percentile_cont).  *rollup says which; pass it to _recv.
+ * STATUS_INVALID for a bad filter (no service, from >= to); else lib/pg
+ * errors.
+ */
+int spanquery_metrics_send(struct pg_conn *c, const char *source,
+			   const struct spanquery_filter *f, int64_t now_ms,
+			   bool *rollup, struct pg_error *err) WUR;
+int spanquery_metrics_recv(struct pg_conn *c, bool rollup,
+			   struct spanquery_metrics **out,
+			   struct pg_error *err) WUR;
+void spanquery_metrics_free(struct spanquery_metrics *m);
+
+/* ---- traces ------------------------------------------------------------ */
+
+/* spans fetched per source and call at most; more sets truncated */
+#define SPANQUERY_MAX_SPANS  50000
+#define SPANQUERY_MAX_TRACES 100
+
+struct spanquery_trace_filter {
+	const char *service; /* NULL: any */
+	int64_t from_ms, to_ms;
+	int64_t min_duration_ns; /* < 0: any */
+	size_t max_traces;	 /* 1..SPANQUERY_MAX_TRACES */
+	bool slowest;		 /* else most recent first */
+	/* spanquery_recent_send: > 0, the statement's own statement timeout
+	 * (pg_send_prepared_within); else the connection's */
+	int timeout_ms;
+};
+
+/*
+ * The ids of the best max_traces traces with a span of this source in the
+ * range (of service, at least min_duration long), most recent or slowest
+ * first: _send, then _recv into ids / keys (room for cap; at most
+ * max_traces come), so that the caller can pick the best max_traces over
+ * the sources.  keys[i] orders them across sources: the trace's latest
+ * matching span start (Unix us) or its longest matching span (ns); ties go
+ * to the lower id.  *n gets how many.
+ *
+ * *more is set when this source has matching traces beyond those returned
+ * (or beyond cap).  The most recent traces with no min_duration are found
+ * by a walk that stops at the (max_traces + 1)th trace, so *more is exact
+ * and the cost does not grow with the range.  With min_duration or
+ * slowest, the newest (longest) 20,000 matching spans are grouped by trace:
+ * *more is exact below that and set whenever it is reached (there may be
+ * other traces beyond them).
+ */
+int spanquery_trace_ids_send(struct pg_conn *c, const char *source,
+			     const struct spanquery_trace_filter *f,
+			     struct pg_error *err) WUR;
+int spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+			     int64_t *keys, size_t *n, bool *more,
+			     struct pg_error *err) WUR;
+
+struct spanquery_span {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+	uint8_t parent_span_id[8];
+	bool has_parent;
+	uint64_t start_ns;
+	uint64_t duration_ns;
+	int kind;   /* OTLP SpanKind */
+	int status; /* OTLP StatusCode: 0 unset, 1 ok, 2 error */
+	const char *service;
+	const char *name;
+	const char *status_message; /* NULL when none */
+	/* the row's source when spanquery_recent_send was asked for every
+	 * source at once; NULL from the per-source statements */
+	const char *source;
+};
+
+struct spanquery_spans {
+	struct spanquery_span *spans;
+	size_t n;
+	bool truncated; /* SPANQUERY_MAX_SPANS reached */
+	void *priv_;
+};
+
+/* Sends the fetch of every span of the n traces from one source. */
+int spanquery_spans_send(struct pg_conn *c, const char *source,
+			 const uint8_t (*ids)[16], size_t n,
+			 struct pg_error *err) WUR;
+int spanquery_spans_recv(struct pg_conn *c, struct spanquery_spans **out,
+			 struct pg_error *err) WUR;
+void spanquery_spans_free(struct spanquery_spans *s);
+
+/*
+ * True when f asks for the most recent traces with no min_duration: the
+ * case that the walk serves (spanquery_trace_ids_send), and that
+ * spanquery_recent_send serves in one round trip.
+ */
+bool spanquery_trace_walks(const struct spanquery_trace_filter *f);
+
+/*
+ * spanquery_trace_ids_send and spanquery_spans_send of the ids it finds, in
+ * one statement, for a filter that walks (else STATUS_INVALID): _recv
+ * gives the ids, keys and *more exactly as spanquery_trace_ids_recv does,
+ * and in *out this source's spans of those traces (all of the best
+ * max_traces, even past cap) as spanquery_spans_recv does, but for one
+ * thing: when there are more than SPANQUERY_MAX_SPANS (truncated set),
+ * which of them were kept is unspecified (fetch them again with
+ * spanquery_spans_send for the first ones).  The caller still fetches this
+ * source's spans of the traces that another source picked.  *out: caller
+ * frees with spanquery_spans_free; NULL on failure.
+ *
+ * source NULL: every source at once, for f->service (else
+ * STATUS_INVALID).  The ids and keys are those of the union of each
+ * source's, as the caller would fold them (a trace's key its best
+ * source's); *out holds every span of those traces, each with its source,
+ * and no spans are left to fetch unless it is truncated.
+ */
+int spanquery_recent_send(struct pg_conn *c, const char *source,
+			  const struct spanquery_trace_filter *f,
+			  struct pg_error *err) WUR;
+int spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
+			  int64_t *keys, size_t *n, bool *more,
+			  struct spanquery_spans **out,
+			  struct pg_error *err) WUR;
+
+/* ---- services ---------------------------------------------------------- */
+
+#define SPANQUERY_MAX_SERVICES 10000
+
+/*
+ * Every service name with spans in the store (a loose index scan: fast on
+ * any table size), sorted.  *out: caller frees with spanquery_names_free.
+ */
+struct spanquery_names {
+	const char **names;
+	size_t n;
+	void *priv_;
+};
+int spanquery_services(struct pg_conn *c, struct spanquery_names **out,
+		       struct pg_error *err) WUR;
+void spanquery_names_free(struct spanquery_names *n);
+
+/*
+ * Up to max (at most 8) names of names[0..n) closest to name (edit
+ * distance, case-insensitive, with prefix and containment counted as
+ * close), best first; only reasonable matches.  Returns how many were written to out.  Pure.
+ */
+size_t spanquery_suggest(const char *name, const char *const *names, size_t n,
+			 const char **out, size_t max);
+
+#endif

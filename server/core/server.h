@@ -1,0 +1,115 @@
+/*
+ * server.h - the gateway's shared context: configuration, sessions, the
+ * worker pool, the tool registry, metrics and the live (reloadable)
+ * settings.  One instance lives in main.c and is handed to every
+ * server/ module; lib/ modules never see it.
+ */
+#ifndef SEXTANT_SERVER_H
+#define SEXTANT_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "conf/config.h"
+#include "otlp/otlp.h"
+
+struct session_table;
+struct pool;
+struct tools;
+struct auth_keys;
+struct MHD_Daemon;
+struct pg_pool;
+struct grafana_instances;
+struct redact;
+
+/* Metric children resolved once at start-up (hot path: no lookups). */
+struct server_metrics {
+	struct metric_family *http_requests; /* route, code */
+	struct metric_family *rpc_requests;  /* method */
+	struct metric_family *rpc_duration;  /* method (histogram) */
+	struct metric_family *rpc_errors;    /* code */
+	struct metric_family *tool_calls;    /* tool, outcome */
+	struct metric_family *tool_duration; /* tool (histogram) */
+	struct metric *inflight;	     /* gauge */
+	struct metric *sse_streams;	     /* gauge: open SSE connections */
+	struct metric *reloads_ok, *reloads_failed;
+	struct metric_family *ingest_items; /* signal, outcome */
+};
+
+struct server {
+	struct config *cfg; /* start-up config; reloadable parts live below */
+	const char *config_path; /* for SIGHUP reloads; NULL = defaults */
+	struct session_table *sessions;
+	/* 2026-07-28 requests' own sessions (session_create_request): one
+	 * per request in flight, never looked up by id */
+	struct session_table *requests;
+	/* seals 2026-07-28 requestState (lib/base/seal): a key per process */
+	struct seal *seal;
+	/* 2026-07-28 tasks extension (tasks.c) */
+	struct task_table *tasks;
+	struct pool *pool;
+	struct metrics *metrics;
+	struct server_metrics m;
+	struct MHD_Daemon *daemon;
+	bool loopback;	    /* listening on a loopback address */
+	int64_t started_ms; /* monotonic */
+	char *last_status;  /* the status resource as last seen (janitor) */
+	struct pg_pool *pg; /* NULL without [database] url */
+	/* shared 2025 sessions (sessstore.c); NULL: sessions in memory */
+	struct sessstore *store;
+	struct grafana_instances *grafana;     /* tool_grafana.c; NULL: none */
+	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
+	struct redact *redact;	  /* [redact]: immutable, shared by workers */
+	int64_t next_maintain_ms; /* janitor: next partition upkeep */
+	bool migrated;	      /* auto_migrate done (retried by the janitor) */
+	atomic_bool draining; /* SIGTERM: refuse new work */
+
+	/* Live settings, swapped on SIGHUP under live_lock (readers share). */
+	pthread_rwlock_t live_lock;
+	struct auth_keys *keys; /* NULL or empty: no auth */
+	struct auth_keys
+		*ingest_keys; /* the same for /v1/traces, /v1/metrics */
+	struct tools *tools;  /* enabled tool set */
+};
+
+/*
+ * Builds everything but the HTTP daemon from cfg (taken: freed by
+ * server_free).  On error returns a status with a message in err.
+ */
+int server_init(struct server *srv, struct config *cfg, const char *config_path,
+		char *err, size_t errlen) WUR;
+void server_free(struct server *srv);
+
+/* Applies the migrations on a connection of its own (serve with
+ * database.auto_migrate, and `sextant migrate`).  STATUS_IO when the
+ * database cannot be reached; err says why. */
+int server_migrate(const struct config *cfg, int *applied, char *err,
+		   size_t errlen) WUR;
+
+/* `sextant maintain`, on connections of its own: creates upcoming day
+ * partitions, drops expired ones, prunes expired rollups and recomputes
+ * every settled rollup hour still marked dirty.  (While serving, the
+ * janitor does the same in the background.) */
+int server_maintain(const struct config *cfg, char *err, size_t errlen) WUR;
+
+/* SIGHUP: re-reads the config file; applies log.level, tools.* and
+ * auth.keys; keeps the old settings (and logs why) when it is invalid. */
+void server_reload(struct server *srv);
+
+/* Once a second from the main thread: session expiry, keep-alives,
+ * call deadlines. */
+void server_tick(struct server *srv);
+
+/* Reloadable settings: read under live_lock, for the time of one use. */
+void server_live_rdlock(struct server *srv);
+void server_live_unlock(struct server *srv);
+
+/* Pushes notifications/tools/list_changed to every session (after a
+ * reload changed the tool set). */
+void server_notify_tools_changed(struct server *srv);
+
+#endif

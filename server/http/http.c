@@ -1,0 +1,734 @@
+/*
+ * http.c - the HTTP front end on libmicrohttpd.
+ *
+ * Every request goes through the same gate before any body is read: the
+ * Host and Origin checks against DNS rebinding, the API key, the route
+ * and method, Content-Type, Accept and Content-Length.  Bodies are then
+ * gathered up to server.max_body_bytes and the route's handler runs.
+ * The access log and the request metrics are written when MHD reports
+ * the request complete.
+ */
+#include "http/http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/auth.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/pool.h"
+#include "core/server.h"
+#include "http/ingest.h"
+#include "json/jsondump.h"
+#include "mcp/rpc.h"
+#include "mcp/session.h"
+#include "pg/pg.h"
+#include "transport/legacy_sse.h"
+#include "transport/transport.h"
+
+static atomic_ullong req_counter;
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+const char *
+http_header(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Does a comma-separated media-range list admit type? */
+bool
+http_accepts(const char *accept, const char *type)
+{
+	const char *p = accept;
+	size_t tlen = strlen(type);
+	const char *slash = strchr(type, '/');
+	size_t major = slash != NULL ? (size_t)(slash - type) : tlen;
+
+	if (accept == NULL || *accept == '\0')
+		return true;
+	while (*p != '\0') {
+		size_t n;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		n = strcspn(p, ",;");
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if ((n == tlen && strncasecmp(p, type, n) == 0) ||
+		    (n == 3 && strncmp(p, "*/*", 3) == 0) ||
+		    (n == major + 2 && strncasecmp(p, type, major) == 0 &&
+		     p[major] == '/' && p[major + 1] == '*'))
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+enum MHD_Result
+http_queue(struct req *r, unsigned status, struct MHD_Response *resp)
+{
+	enum MHD_Result ret;
+
+	MHD_add_response_header(resp, "X-Request-Id", r->rid);
+	ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	r->replied = true;
+	r->status = status;
+	return ret;
+}
+
+static enum MHD_Result
+reply_with(struct req *r, unsigned status, const char *ctype,
+	   struct MHD_Response *resp, const char *const *headers)
+{
+	if (resp == NULL)
+		return MHD_NO;
+	if (ctype != NULL)
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	for (; headers != NULL && headers[0] != NULL; headers += 2)
+		MHD_add_response_header(resp, headers[0], headers[1]);
+	return http_queue(r, status, resp);
+}
+
+enum MHD_Result
+http_reply(struct req *r, unsigned status, const char *ctype, const char *body,
+	   size_t len, const char *const *headers)
+{
+	return reply_with(r, status, ctype,
+			  MHD_create_response_from_buffer(
+				  len, (void *)body, MHD_RESPMEM_MUST_COPY),
+			  headers);
+}
+
+enum MHD_Result
+http_reply_owned(struct req *r, unsigned status, const char *ctype, char *body,
+		 size_t len, const char *const *headers)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		len, body, MHD_RESPMEM_MUST_FREE);
+
+	if (resp == NULL)
+		free(body);
+	return reply_with(r, status, ctype, resp, headers);
+}
+
+enum MHD_Result
+http_reply_rpc_error(struct req *r, unsigned status, int code,
+		     const char *message, const char *const *headers)
+{
+	json_t *err = rpc_error(NULL, code, message, NULL);
+	char *text = err != NULL ? jsondump(err, JSON_COMPACT) : NULL;
+	enum MHD_Result ret;
+
+	json_decref(err);
+	if (text == NULL)
+		return MHD_NO;
+	ret = http_reply(r, status, "application/json", text, strlen(text),
+			 headers);
+	free(text);
+	return ret;
+}
+
+/* --- DNS-rebinding defence --------------------------------------------- */
+
+static bool
+is_loopback_host(const char *h, size_t n)
+{
+	return (n == 9 && strncasecmp(h, "localhost", 9) == 0) ||
+	       (n >= 9 && strncmp(h, "127.", 4) == 0 &&
+		strspn(h, "0123456789.") == n) ||
+	       (n == 5 && strncmp(h, "[::1]", 5) == 0) ||
+	       (n == 3 && strncmp(h, "::1", 3) == 0);
+}
+
+/* Splits "host[:port]" / "[v6]:port": returns the host's length. */
+static size_t
+host_part(const char *hostport)
+{
+	if (hostport[0] == '[') {
+		const char *end = strchr(hostport, ']');
+
+		return end != NULL ? (size_t)(end - hostport) + 1
+				   : strlen(hostport);
+	}
+	return strcspn(hostport, ":");
+}
+
+static bool
+listed(const struct strlist *l, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strlen(l->v[i]) == n && strncasecmp(l->v[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+/* Host must name us when listening on loopback (or be listed). */
+static bool
+host_allowed(const struct server *srv, const char *host)
+{
+	const struct strlist *l = &srv->cfg->server.allowed_hosts;
+	size_t n;
+
+	if (host == NULL)
+		return !srv->loopback && l->n == 0;
+	n = host_part(host);
+	if (listed(l, host, strlen(host)) || listed(l, host, n))
+		return true;
+	if (srv->loopback)
+		return is_loopback_host(host, n);
+	return l->n == 0;
+}
+
+/* A present Origin must be a loopback origin (when we listen on
+ * loopback) or listed; no Origin (non-browser clients) is fine. */
+static bool
+origin_allowed(const struct server *srv, const char *origin)
+{
+	const char *h;
+
+	if (origin == NULL)
+		return true;
+	if (listed(&srv->cfg->server.allowed_origins, origin, strlen(origin)))
+		return true;
+	if (!srv->loopback)
+		return false;
+	if (strncasecmp(origin, "http://", 7) == 0)
+		h = origin + 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		h = origin + 8;
+	else
+		return false;
+	return is_loopback_host(h, host_part(h));
+}
+
+/* --- routes ------------------------------------------------------------ */
+
+static enum MHD_Result
+serve_metrics(struct req *r)
+{
+	char *text = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+
+	if (metrics_render(r->srv->metrics, &text, &len) != STATUS_OK)
+		return http_reply(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "text/plain", "metrics unavailable\n", 20,
+				  NULL);
+	ret = http_reply(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, len,
+			 NULL);
+	free(text);
+	return ret;
+}
+
+static enum MHD_Result
+serve_health(struct req *r, bool ready)
+{
+	static const char ok[] = "{\"status\":\"ok\"}";
+	static const char draining[] = "{\"status\":\"draining\"}";
+	static const char nodb[] = "{\"status\":\"database unavailable\"}";
+
+	if (ready && atomic_load(&r->srv->draining))
+		return http_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "application/json", draining,
+				  sizeof(draining) - 1, NULL);
+	if (ready && r->srv->pg != NULL && !pg_pool_ready(r->srv->pg))
+		return http_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "application/json", nodb, sizeof(nodb) - 1,
+				  NULL);
+	return http_reply(r, MHD_HTTP_OK, "application/json", ok,
+			  sizeof(ok) - 1, NULL);
+}
+
+enum route {
+	ROUTE_MCP,
+	ROUTE_SSE,	/* 2024-11-05 HTTP+SSE: the stream */
+	ROUTE_MESSAGES, /* 2024-11-05 HTTP+SSE: client messages */
+	ROUTE_HEALTHZ,
+	ROUTE_READYZ,
+	ROUTE_METRICS,
+	ROUTE_TRACES,
+	ROUTE_METRIC_POINTS,
+	ROUTE_NONE,
+};
+
+static const char *const route_labels[] = {
+	"/mcp",	    "/sse",	  "/messages",	 "/healthz", "/readyz",
+	"/metrics", "/v1/traces", "/v1/metrics", "other"};
+
+static enum route
+route_of(const char *url)
+{
+	if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0)
+		return ROUTE_MCP;
+	if (strcmp(url, "/sse") == 0)
+		return ROUTE_SSE;
+	if (strcmp(url, "/messages") == 0 || strcmp(url, "/messages/") == 0)
+		return ROUTE_MESSAGES;
+	if (strcmp(url, "/healthz") == 0)
+		return ROUTE_HEALTHZ;
+	if (strcmp(url, "/readyz") == 0)
+		return ROUTE_READYZ;
+	if (strcmp(url, "/metrics") == 0)
+		return ROUTE_METRICS;
+	if (strcmp(url, "/v1/traces") == 0)
+		return ROUTE_TRACES;
+	if (strcmp(url, "/v1/metrics") == 0)
+		return ROUTE_METRIC_POINTS;
+	return ROUTE_NONE;
+}
+
+static bool
+auth_ok(struct req *r)
+{
+	const char *hdr = http_header(r, "Authorization");
+	const char *token;
+	size_t len;
+	bool ok;
+
+	server_live_rdlock(r->srv);
+	if (r->srv->keys == NULL || auth_keys_count(r->srv->keys) == 0)
+		ok = true;
+	else
+		ok = hdr != NULL &&
+		     auth_parse_bearer(hdr, &token, &len) == STATUS_OK &&
+		     auth_keys_check(r->srv->keys, token, len);
+	server_live_unlock(r->srv);
+	return ok;
+}
+
+/* The checks made before any body is read.  Returns true when the
+ * request may go on; otherwise a response was queued in *ret. */
+static bool
+gate(struct req *r, enum route route, enum MHD_Result *ret)
+{
+	struct server *srv = r->srv;
+	const char *ctype, *clen;
+
+	if (!host_allowed(srv, http_header(r, "Host")) ||
+	    !origin_allowed(srv, http_header(r, "Origin"))) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_FORBIDDEN, RPC_SERVER_BUSY,
+			"forbidden: this Host or Origin is not allowed (DNS "
+			"rebinding protection); list it in "
+			"server.allowed_hosts or server.allowed_origins",
+			NULL);
+		return false;
+	}
+	if (route == ROUTE_NONE) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_FOUND, RPC_SERVER_BUSY,
+			"not found: the MCP endpoint is /mcp (2024-11-05 "
+			"clients: GET /sse); OTLP/HTTP goes to /v1/traces and "
+			"/v1/metrics; /healthz, /readyz and /metrics serve "
+			"operators",
+			NULL);
+		return false;
+	}
+	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS) {
+		if (atomic_load(&srv->draining)) {
+			*ret = http_reply(
+				r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+				"shutting down\n", 14,
+				(const char *[]){"Retry-After", "2", NULL});
+			return false;
+		}
+		return ingest_gate(r, route == ROUTE_TRACES, ret);
+	}
+	if (route != ROUTE_MCP && route != ROUTE_SSE &&
+	    route != ROUTE_MESSAGES) {
+		if (r->method != HTTP_GET) {
+			*ret = http_reply_rpc_error(
+				r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_BUSY,
+				"method not allowed: use GET",
+				(const char *[]){"Allow", "GET", NULL});
+			return false;
+		}
+		return true;
+	}
+	if (!auth_ok(r)) {
+		bool presented = http_header(r, "Authorization") != NULL;
+
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_UNAUTHORIZED, RPC_SERVER_BUSY,
+			presented ? "unauthorized: the API key is not valid"
+				  : "unauthorized: send Authorization: Bearer "
+				    "<api key>",
+			(const char *[]){"WWW-Authenticate",
+					 presented
+						 ? "Bearer realm=\"sextant\", "
+						   "error=\"invalid_token\""
+						 : "Bearer realm=\"sextant\"",
+					 NULL});
+		return false;
+	}
+	if (atomic_load(&srv->draining)) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+			"the server is shutting down: retry on another "
+			"instance",
+			(const char *[]){"Retry-After", "1", "Connection",
+					 "close", NULL});
+		return false;
+	}
+	if (r->method != HTTP_POST)
+		return true;
+	ctype = http_header(r, "Content-Type");
+	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
+	    (ctype[16] != '\0' && ctype[16] != ';' && ctype[16] != ' ')) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, RPC_SERVER_BUSY,
+			"unsupported Content-Type: POST a JSON-RPC message as "
+			"application/json",
+			NULL);
+		return false;
+	}
+	if (!http_accepts(http_header(r, "Accept"), "application/json") &&
+	    !http_accepts(http_header(r, "Accept"), "text/event-stream")) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_ACCEPTABLE, RPC_SERVER_BUSY,
+			"not acceptable: send Accept: application/json, "
+			"text/event-stream",
+			NULL);
+		return false;
+	}
+	clen = http_header(r, "Content-Length");
+	if (clen != NULL) {
+		char *end;
+		unsigned long long n = strtoull(clen, &end, 10);
+
+		if (*end == '\0' &&
+		    n > (unsigned long long)srv->cfg->server.max_body_bytes)
+			r->body_too_large = true;
+	}
+	return true;
+}
+
+static enum MHD_Result
+body_too_large(struct req *r)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg),
+		 "request body too large: the limit is %lld bytes "
+		 "(server.max_body_bytes)",
+		 (long long)r->srv->cfg->server.max_body_bytes);
+	return http_reply_rpc_error(
+		r, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST, msg,
+		(const char *[]){"Connection", "close", NULL});
+}
+
+static struct req *
+req_new(struct server *srv, struct MHD_Connection *conn, const char *method)
+{
+	struct req *r = calloc(1, sizeof(*r));
+	unsigned long long n;
+
+	if (r == NULL)
+		return NULL;
+	r->srv = srv;
+	r->conn = conn;
+	r->start_us = now_us();
+	n = atomic_fetch_add(&req_counter, 1);
+	snprintf(r->rid, sizeof(r->rid), "%016llx", n);
+	buf_init(&r->body, (size_t)srv->cfg->server.max_body_bytes);
+	if (strcmp(method, "POST") == 0)
+		r->method = HTTP_POST;
+	else if (strcmp(method, "GET") == 0)
+		r->method = HTTP_GET;
+	else if (strcmp(method, "DELETE") == 0)
+		r->method = HTTP_DELETE;
+	else
+		r->method = HTTP_OTHER;
+	metric_inc(srv->m.inflight);
+	return r;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *conn, const char *url,
+	   const char *method, const char *version, const char *upload_data,
+	   size_t *upload_data_size, void **con_cls)
+{
+	struct server *srv = cls;
+	struct req *r = *con_cls;
+	enum MHD_Result ret = MHD_YES;
+	enum route route = route_of(url);
+
+	(void)version;
+	if (r == NULL) {
+		r = req_new(srv, conn, method);
+		if (r == NULL)
+			return MHD_NO;
+		*con_cls = r;
+		r->route = route_labels[route];
+		if (!gate(r, route, &ret))
+			return ret;
+		if (r->body_too_large)
+			return body_too_large(r);
+		return MHD_YES;
+	}
+	if (r->replied) {
+		*upload_data_size = 0; /* discard the rest */
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		if (!r->body_too_large &&
+		    buf_append(&r->body, upload_data, *upload_data_size) !=
+			    STATUS_OK)
+			r->body_too_large = true;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->body_too_large)
+		return body_too_large(r);
+	switch (route) {
+	case ROUTE_MCP: return transport_mcp(r);
+	case ROUTE_SSE: return legacy_sse_open(r);
+	case ROUTE_MESSAGES: return legacy_sse_post(r);
+	case ROUTE_HEALTHZ: return serve_health(r, false);
+	case ROUTE_READYZ: return serve_health(r, true);
+	case ROUTE_METRICS: return serve_metrics(r);
+	case ROUTE_TRACES: return ingest_handle(r, true);
+	case ROUTE_METRIC_POINTS: return ingest_handle(r, false);
+	case ROUTE_NONE: break;
+	}
+	return MHD_NO;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+	     enum MHD_RequestTerminationCode toe)
+{
+	struct server *srv = cls;
+	struct req *r = *con_cls;
+	char code[8];
+	double ms;
+
+	(void)conn;
+	if (r == NULL)
+		return;
+	*con_cls = NULL;
+	ms = (double)(now_us() - r->start_us) / 1000.0;
+	snprintf(code, sizeof(code), "%u", r->status);
+	metric_inc(metric_child(srv->m.http_requests,
+				(const char *[]){r->route, code}));
+	if (r->rpc_method[0] != '\0')
+		metric_observe(metric_child(srv->m.rpc_duration,
+					    (const char *[]){r->rpc_method}),
+			       ms / 1000.0);
+	metric_dec(srv->m.inflight);
+	{
+		struct log_fields f = {
+			.request_id = r->rid,
+			.session = r->session[0] != '\0' ? r->session : NULL,
+			.method =
+				r->rpc_method[0] != '\0' ? r->rpc_method : NULL,
+			.duration_ms = ms,
+			.status = (int)r->status,
+		};
+
+		/* A client closing an event stream is routine: debug. */
+		if (r->status >= 500)
+			log_warn(&f, "%s answered with an error", r->route);
+		else if (toe == MHD_REQUEST_TERMINATED_WITH_ERROR)
+			log_debug(&f, "%s: the client closed the connection",
+				  r->route);
+		else
+			log_debug(&f, "%s answered", r->route);
+	}
+	if (r->tp_free != NULL)
+		r->tp_free(r->tp);
+	buf_free(&r->body);
+	free(r);
+}
+
+/* MHD's own messages.  Peers that hang up mid-response are routine
+ * (clients close event streams): those go to debug. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
+
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	enum log_level level = LOG_LEVEL_WARN;
+
+	(void)cls;
+	if (strstr(fmt, "Failed to send") != NULL ||
+	    strstr(fmt, "closed by remote") != NULL ||
+	    strstr(fmt, "Connection reset") != NULL)
+		level = LOG_LEVEL_DEBUG;
+	if (log_enabled(level))
+		log_vmsg(level, &(struct log_fields){.duration_ms = -1}, fmt,
+			 ap);
+}
+
+static char *
+read_file(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "cannot open %s: %m", path);
+		return NULL;
+	}
+	buf_init(&b, 1 << 20);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (buf_append(&b, chunk, n) != STATUS_OK) {
+			snprintf(err, errlen, "%s is larger than 1 MiB", path);
+			fclose(f);
+			buf_free(&b);
+			return NULL;
+		}
+	}
+	fclose(f);
+	return buf_steal(&b, NULL);
+}
+
+/*
+ * Draining (SIGTERM): a new connection is closed as it comes; those open
+ * go on.  Not MHD_quiesce_daemon: with a thread pool on epoll, libmicrohttpd
+ * 0.9.75 takes the listen socket out of each worker's epoll set from the
+ * calling thread while a worker that wakes may do the same, and the second
+ * one aborts the process ("Failed to remove listen FD from epoll set"),
+ * which a test saw at SIGTERM with streams open.
+ */
+static enum MHD_Result
+on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	const struct server *srv = cls;
+
+	(void)addr;
+	(void)addrlen;
+	return atomic_load(&srv->draining) ? MHD_NO : MHD_YES;
+}
+
+int
+http_start(struct server *srv, char *err, size_t errlen)
+{
+	const struct config *cfg = srv->cfg;
+	char host[256];
+	int port, threads = cfg->server.threads, rc;
+	struct addrinfo hints = {0}, *ai = NULL;
+	unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD |
+			     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	char *cert = NULL, *key = NULL;
+	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+
+	if (config_parse_listen(cfg->server.listen, host, sizeof(host),
+				&port) != STATUS_OK) {
+		snprintf(err, errlen, "server.listen: cannot parse \"%s\"",
+			 cfg->server.listen);
+		return STATUS_INVALID;
+	}
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	rc = getaddrinfo(host[0] != '\0' ? host : NULL, NULL, &hints, &ai);
+	if (rc != 0) {
+		snprintf(err, errlen,
+			 "server.listen: cannot resolve \"%s\": %s", host,
+			 gai_strerror(rc));
+		return STATUS_IO;
+	}
+	if (ai->ai_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ai->ai_addr;
+
+		a->sin6_port = htons((uint16_t)port);
+		flags |= MHD_USE_IPv6;
+		srv->loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ai->ai_addr;
+
+		a->sin_port = htons((uint16_t)port);
+		srv->loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (cfg->server.tls_cert[0] != '\0') {
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			snprintf(err, errlen,
+				 "server.tls: this libmicrohttpd "
+				 "was built without TLS");
+			rc = STATUS_UNSUPPORTED;
+			goto out;
+		}
+		cert = read_file(cfg->server.tls_cert, err, errlen);
+		key = cert != NULL ? read_file(cfg->server.tls_key, err, errlen)
+				   : NULL;
+		if (key == NULL) {
+			rc = STATUS_IO;
+			goto out;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+						 cert};
+		tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+						 key};
+	}
+	if (threads <= 0)
+		threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (threads <= 0)
+		threads = 1;
+	srv->daemon = MHD_start_daemon(
+		flags, 0, on_accept, srv, on_request, srv,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+		ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+		MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)cfg->server.max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)cfg->server.connection_timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)cfg->server.max_header_bytes,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	if (srv->daemon == NULL) {
+		snprintf(err, errlen,
+			 "cannot listen on %s (address in use, or "
+			 "not an address of this machine?)",
+			 cfg->server.listen);
+		rc = STATUS_IO;
+		goto out;
+	}
+	rc = STATUS_OK;
+out:
+	free(cert);
+	free(key);
+	freeaddrinfo(ai);
+	return rc;
+}
+
+int
+http_port(struct server *srv)
+{
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+
+	return info != NULL ? (int)info->port : 0;
+}
+
+void
+http_stop(struct server *srv)
+{
+	if (srv->daemon != NULL)
+		MHD_stop_daemon(srv->daemon);
+	srv->daemon = NULL;
+}

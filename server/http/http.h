@@ -1,0 +1,78 @@
+/*
+ * http.h - the HTTP front end (libmicrohttpd): daemon, routing, request
+ * limits, Host/Origin and API-key checks, health and metrics endpoints.
+ *
+ * MHD runs its own epoll thread(s); no MHD thread ever blocks.  Work that
+ * waits (tool calls) suspends its connection, and the front end resumes
+ * it when the answer is ready (transport.c).
+ */
+#ifndef SEXTANT_HTTP_H
+#define SEXTANT_HTTP_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/status.h"
+
+struct server;
+
+/* One HTTP request: MHD's per-request context (con_cls). */
+struct req {
+	struct server *srv;
+	struct MHD_Connection *conn;
+	char rid[20];	   /* request id for logs: 16 hex */
+	int64_t start_us;  /* monotonic */
+	const char *route; /* metric label: "/mcp", "/healthz", ... */
+	int method;	   /* enum http_method */
+	struct buf body;
+	bool body_too_large;
+	bool replied;	     /* a response was queued */
+	unsigned status;     /* the HTTP status queued */
+	char rpc_method[40]; /* for the access log and metrics, or "" */
+	char session[40];    /* for the access log, may be "" */
+	/* Transport state, freed with the request (after MHD completes). */
+	void *tp;
+	void (*tp_free)(void *tp);
+};
+
+enum http_method {
+	HTTP_GET,
+	HTTP_POST,
+	HTTP_DELETE,
+	HTTP_OTHER,
+};
+
+/* Starts the daemon on cfg's listen address.  STATUS_IO with a message in
+ * err when the address cannot be bound or TLS files cannot be read. */
+int http_start(struct server *srv, char *err, size_t errlen) WUR;
+void http_stop(struct server *srv);
+/* The port actually bound (useful with port 0). */
+int http_port(struct server *srv);
+
+/*
+ * Queues a response.  body: copied; headers: NULL-terminated name, value
+ * pairs (may be NULL).  Returns MHD's result for the access handler.
+ */
+enum MHD_Result http_reply(struct req *r, unsigned status, const char *ctype,
+			   const char *body, size_t len,
+			   const char *const *headers);
+/* The same, handing body (malloc'd) to MHD, which frees it. */
+enum MHD_Result http_reply_owned(struct req *r, unsigned status,
+				 const char *ctype, char *body, size_t len,
+				 const char *const *headers);
+/* A JSON-RPC error body (id null) with an HTTP status. */
+enum MHD_Result http_reply_rpc_error(struct req *r, unsigned status, int code,
+				     const char *message,
+				     const char *const *headers);
+/* Queues resp (destroyed here) with the common headers added. */
+enum MHD_Result http_queue(struct req *r, unsigned status,
+			   struct MHD_Response *resp);
+const char *http_header(struct req *r, const char *name);
+
+/* True when Accept admits type ("application/json", ...): a missing
+ * Accept, * / * and type/ * count. */
+bool http_accepts(const char *accept, const char *type);
+
+#endif

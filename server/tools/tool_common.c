@@ -1,0 +1,181 @@
+/*
+ * tool_common.c - helpers shared by the tool families that read the
+ * telemetry store; the contracts are in tool_common.h.
+ */
+#include "tools/tool_common.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/hex.h"
+#include "base/timerange.h"
+#include "core/server.h"
+#include "mcp/call.h"
+#include "pg/pg.h"
+#include "telemetry/merge.h"
+#include "telemetry/spanquery.h"
+#include "tools/tool.h"
+
+/* names offered after "did you mean" */
+#define SUGGEST_MAX 3
+
+int64_t
+tool_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *
+tool_arg_str(const json_t *args, const char *key)
+{
+	const char *s = json_string_value(json_object_get(args, key));
+
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+int
+tool_parse_trace_id(const char *s, uint8_t out[16])
+{
+	static const uint8_t zero[16];
+
+	if (hex_decode(s, out, 16) != STATUS_OK)
+		return STATUS_INVALID;
+	/* all zero is an invalid trace id (W3C Trace Context, trace-id) */
+	return memcmp(out, zero, 16) != 0 ? STATUS_OK : STATUS_INVALID;
+}
+
+const char *
+tool_status_name(int status)
+{
+	return status == 2 ? "error" : status == 1 ? "ok" : "unset";
+}
+
+json_t *
+tool_range_json(const struct timerange *tr)
+{
+	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+
+	timerange_format(tr->from_ms, from, sizeof(from));
+	timerange_format(tr->to_ms, to, sizeof(to));
+	return json_pack("{s:s, s:s}", "from", from, "to", to);
+}
+
+int
+tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len)
+{
+	struct server *srv = call_server(call);
+	struct pg_error err;
+	int rc;
+
+	*c = NULL;
+	if (srv->pg == NULL) {
+		snprintf(why, len,
+			 "no telemetry store is configured: set [database] "
+			 "url (or DATABASE_URL) and restart");
+		return STATUS_UNSUPPORTED;
+	}
+	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, c, &err);
+	if (rc != STATUS_OK) {
+		*c = NULL;
+		snprintf(why, len, "telemetry store unavailable: %s",
+			 err.client);
+	}
+	return rc;
+}
+
+int
+tool_conns_get(struct call *call, struct tool_conns *k)
+{
+	struct server *srv = call_server(call);
+	struct pg_error err;
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	rc = tool_conn_get(call, &k->c[0], k->why, sizeof(k->why));
+	if (rc != STATUS_OK)
+		return rc;
+	for (int i = 1; i < TOOL_CONNS; i++)
+		if (pg_acquire(srv->pg, call_pg_cancel(call), 0, &k->c[i],
+			       &err) != STATUS_OK)
+			k->c[i] = NULL;
+	return STATUS_OK;
+}
+
+void
+tool_conns_put(struct tool_conns *k)
+{
+	for (int i = 0; i < TOOL_CONNS; i++)
+		pg_release(k->c[i]);
+	memset(k->c, 0, sizeof(k->c));
+}
+
+struct pg_conn *
+tool_conns_for(const struct tool_conns *k, int i)
+{
+	return k->c[i] != NULL ? k->c[i] : k->c[0];
+}
+
+void
+tool_unavailable(char *status, size_t cap, int rc, const struct pg_error *err)
+{
+	snprintf(status, cap, "unavailable: %s",
+		 err->client[0] != '\0' ? err->client
+		 : rc == STATUS_TIMEOUT ? "the query timed out"
+					: "the query failed");
+}
+
+bool
+tool_unknown_service(struct pg_conn *c, const char *service,
+		     const char *list_tool, char *out, size_t cap)
+{
+	struct spanquery_names *names = NULL;
+	struct pg_error err;
+	const char *best[SUGGEST_MAX];
+	size_t n, len;
+	bool unknown = true;
+
+	if (c == NULL || spanquery_services(c, &names, &err) != STATUS_OK)
+		return false;
+	for (size_t i = 0; i < names->n; i++)
+		if (strcmp(names->names[i], service) == 0)
+			unknown = false;
+	if (unknown) {
+		n = spanquery_suggest(service, names->names, names->n, best,
+				      SUGGEST_MAX);
+		len = (size_t)snprintf(out, cap,
+				       "service \"%s\" has no spans in the "
+				       "telemetry store",
+				       service);
+		for (size_t i = 0; i < n && len < cap; i++)
+			len += (size_t)snprintf(
+				out + len, cap - len, "%s%s",
+				i == 0 ? "; did you mean " : " or ", best[i]);
+		if (n > 0 && len < cap)
+			snprintf(out + len, cap - len, "?");
+		else if (list_tool != NULL && len < cap)
+			snprintf(out + len, cap - len,
+				 "; %zu services have spans (call %s without "
+				 "a service to see some)",
+				 names->n, list_tool);
+	}
+	spanquery_names_free(names);
+	return unknown;
+}
+
+void
+tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
+		int source)
+{
+	memcpy(m->trace_id, x->trace_id, 16);
+	memcpy(m->span_id, x->span_id, 8);
+	memcpy(m->parent_span_id, x->parent_span_id, 8);
+	m->has_parent = x->has_parent;
+	m->start_ns = x->start_ns;
+	m->end_ns = x->start_ns + x->duration_ns;
+	m->source = source;
+	m->user = x;
+}

@@ -1,0 +1,98 @@
+/*
+ * tool_common.h - helpers shared by the tool families that read the
+ * telemetry store (tool_query, tool_spans, tool_genai, tool_telemetry,
+ * tool_services): arguments, ids, time, and leasing store connections.
+ */
+#ifndef SEXTANT_TOOL_COMMON_H
+#define SEXTANT_TOOL_COMMON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+struct call;
+struct merge_span;
+struct pg_conn;
+struct pg_error;
+struct spanquery_span;
+struct timerange;
+
+/* Wall-clock time in ms since the Unix epoch.  Thread-safe. */
+int64_t tool_now_ms(void);
+
+/* The string argument key of args, borrowed from args; NULL when absent,
+ * not a string, or empty. */
+const char *tool_arg_str(const json_t *args, const char *key);
+
+/* A W3C trace id: exactly 32 hex digits, not all zero, into out.
+ * STATUS_INVALID otherwise (out then undefined). */
+int tool_parse_trace_id(const char *s, uint8_t out[16]) WUR;
+
+/* An OTLP span status code (0 unset, 1 ok, 2 error) as a word; static
+ * string. */
+const char *tool_status_name(int status);
+
+/* {"from": ISO 8601, "to": ISO 8601} for tr (new reference); NULL on
+ * ENOMEM. */
+json_t *tool_range_json(const struct timerange *tr);
+
+/*
+ * Leases one store connection under the call's cancel token, waiting up
+ * to the pool's acquire timeout.  STATUS_OK with *c (release with
+ * pg_release).  Otherwise *c is NULL and why (len bytes, NUL-terminated)
+ * says what to tell the client: STATUS_UNSUPPORTED when no store is
+ * configured ("no telemetry store is configured: ..."), pg_acquire's status
+ * when none could be had ("telemetry store unavailable: ...").
+ */
+int tool_conn_get(struct call *call, struct pg_conn **c, char *why,
+		  size_t len) WUR;
+
+/* Connections for statements that may run side by side (one per span
+ * source). */
+#define TOOL_CONNS 2
+
+struct tool_conns {
+	struct pg_conn *c[TOOL_CONNS];
+	char why[320]; /* when none could be had */
+};
+
+/*
+ * Leases up to TOOL_CONNS connections as tool_conn_get does.  Only c[0]
+ * is waited for; the others are taken when free at once, so under load
+ * the statements run one after the other on c[0].  STATUS_OK with at
+ * least c[0]; otherwise every c[i] is NULL and k->why says what (an
+ * isError result is due).  Release with tool_conns_put.
+ */
+int tool_conns_get(struct call *call, struct tool_conns *k) WUR;
+
+/* Releases every connection k holds; k may then be got again. */
+void tool_conns_put(struct tool_conns *k);
+
+/* The connection for statement i (0..TOOL_CONNS): its own, or c[0]. */
+struct pg_conn *tool_conns_for(const struct tool_conns *k, int i);
+
+/* "unavailable: <why>" into status (cap bytes, cut when longer) for a
+ * failed statement: err's client message, or what rc means. */
+void tool_unavailable(char *status, size_t cap, int rc,
+		      const struct pg_error *err);
+
+/*
+ * Whether service has no spans at all in the store (c may be NULL: then
+ * false).  When it has none, out (cap bytes, cut when longer) says so with
+ * "did you mean a or b?" for the closest names; when none is close and
+ * list_tool is not NULL, it says how many services have spans and to call
+ * list_tool without a service.  False also when the names cannot be read:
+ * the caller then answers as if the service were known.
+ */
+bool tool_unknown_service(struct pg_conn *c, const char *service,
+			  const char *list_tool, char *out, size_t cap);
+
+/* m: the span x as lib/telemetry/merge takes it, from source (enum merge_source);
+ * m->user points at x (borrowed). */
+void tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
+		     int source);
+
+#endif

@@ -1,0 +1,1853 @@
+/*
+ * tool_query.c - the "query" tool family: the unified tools query_metrics
+ * and query_traces, which ask every span source (eBPF, OTLP) at once on
+ * two connections and merge the answers with lib/telemetry/merge, and their
+ * source-specific plumbing (query_ebpf_*) and deprecated aliases
+ * (query_beyla_*).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/buf.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/redact.h"
+#include "base/timerange.h"
+#include "base/utf8.h"
+#include "core/server.h"
+#include "json/jsondump.h"
+#include "mcp/call.h"
+#include "mcp/session.h"
+#include "pg/pg.h"
+#include "telemetry/merge.h"
+#include "telemetry/promcalls.h"
+#include "telemetry/render.h"
+#include "telemetry/spanquery.h"
+#include "tools/tool.h"
+#include "tools/tool_common.h"
+#include "tools/tool_grafana.h"
+#include "tools/tool_query.h"
+
+/* Text kept back from the budget ([tools] max_answer_chars) for the lines
+ * that close an answer (notes, Analysis:); structured content carries
+ * every row regardless. */
+#define TAIL_ROOM 768
+/* per trace, unless max_spans says otherwise */
+#define DEFAULT_MAX_SPANS 200
+
+/* The sources, in the order they are shown: the span sources first (the
+ * store), then Prometheus (query_metrics only, when config maps the
+ * service to its series). */
+enum {
+	SRC_EBPF,
+	SRC_OTLP,
+	NSPAN,
+	SRC_PROM = NSPAN,
+	NSRC
+};
+
+static const struct {
+	const char *name;  /* column value and structured name */
+	const char *label; /* in text */
+	const char *what;  /* "<label> <what> unavailable: ..." */
+	int merge;	   /* enum merge_source */
+} srcs[NSRC] = {
+	[SRC_EBPF] = {"ebpf", "eBPF", "spans", MERGE_SOURCE_EBPF},
+	[SRC_OTLP] = {"otlp", "OTLP", "spans", MERGE_SOURCE_OTLP},
+	[SRC_PROM] = {"prometheus", "Prometheus", "metrics",
+		      MERGE_SOURCE_PROMETHEUS},
+};
+_Static_assert(NSPAN <= TOOL_CONNS, "one store connection per source");
+
+static int
+src_of_merge(int merge)
+{
+	switch (merge) {
+	case MERGE_SOURCE_EBPF: return SRC_EBPF;
+	case MERGE_SOURCE_PROMETHEUS: return SRC_PROM;
+	default: return SRC_OTLP;
+	}
+}
+
+/* ---- shared argument handling ------------------------------------------ */
+
+/* time_range / from / to against now (ms), which the caller keeps for
+ * describing the range: "last 1h" needs the same now */
+static int
+parse_range(const json_t *args, int64_t now, struct timerange *tr, char *err,
+	    size_t len)
+{
+	const char *range =
+		json_string_value(json_object_get(args, "time_range"));
+
+	return timerange_parse(range != NULL ? range : "1h",
+			       tool_arg_str(args, "from"),
+			       tool_arg_str(args, "to"), now, tr, err, len);
+}
+
+/* ---- query_metrics ------------------------------------------------------ */
+
+struct metrics_req {
+	unsigned sources;   /* bits 1 << SRC_* */
+	unsigned protocols; /* bits 1 << SPANQUERY_*; 0 = auto */
+	const char *note;   /* a deprecation note, or NULL */
+};
+
+static const char *const proto_titles[SPANQUERY_PROTOCOLS] = {"HTTP", "gRPC",
+							      "SQL"};
+
+/* Fills f from args; an error message in err for the model when bad. */
+static int
+metrics_filter(const json_t *args, const struct metrics_req *req,
+	       struct spanquery_filter *f, char *err, size_t len)
+{
+	const char *proto = tool_arg_str(args, "protocol");
+	const char *range = tool_arg_str(args, "status_code_range");
+	const json_t *gs = json_object_get(args, "grpc_status_code");
+	unsigned implied = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->service = tool_arg_str(args, "service");
+	f->grpc_status = -1;
+	f->http_route = tool_arg_str(args, "http_route");
+	f->http_method = tool_arg_str(args, "http_method");
+	f->grpc_method = tool_arg_str(args, "grpc_method");
+	f->sql_operation = tool_arg_str(args, "sql_operation");
+	f->table_name = tool_arg_str(args, "table_name");
+	if (f->service == NULL) {
+		snprintf(err, len,
+			 "service is required: the service.name to report on "
+			 "(e.g. \"checkout\")");
+		return STATUS_INVALID;
+	}
+	if (range != NULL) {
+		if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
+		    strcasecmp(range + 1, "xx") != 0) {
+			snprintf(err, len,
+				 "status_code_range must be one of \"2xx\", "
+				 "\"3xx\", \"4xx\", \"5xx\"");
+			return STATUS_INVALID;
+		}
+		f->http_status_min = (range[0] - '0') * 100;
+		f->http_status_max = f->http_status_min + 99;
+	}
+	if (json_is_integer(gs))
+		f->grpc_status = (int)json_integer_value(gs);
+	if (f->http_route || f->http_method || range)
+		implied |= 1u << SPANQUERY_HTTP;
+	if (f->grpc_method || f->grpc_status >= 0)
+		implied |= 1u << SPANQUERY_GRPC;
+	if (f->sql_operation || f->table_name)
+		implied |= 1u << SPANQUERY_SQL;
+	if (req->protocols != 0) {
+		f->protocols = req->protocols;
+	} else if (proto != NULL && strcmp(proto, "auto") != 0) {
+		int p = spanquery_protocol_parse(proto);
+
+		if (p < 0) {
+			snprintf(err, len,
+				 "protocol must be \"auto\", \"http\", "
+				 "\"grpc\" or \"sql\"");
+			return STATUS_INVALID;
+		}
+		f->protocols = 1u << p;
+	} else {
+		/* auto: every protocol, unless the filters name some */
+		f->protocols = implied;
+	}
+	if (implied != 0 && (f->protocols & implied) == 0) {
+		snprintf(err, len,
+			 "the filters given apply to another protocol than "
+			 "\"%s\": drop them or change protocol",
+			 proto != NULL ? proto : "the tool's");
+		return STATUS_INVALID;
+	}
+	return STATUS_OK;
+}
+
+static void
+describe_filters(struct buf *b, const json_t *args)
+{
+	static const char *const keys[] = {
+		"protocol",	     "http_route",  "http_method",
+		"status_code_range", "grpc_method", "grpc_status_code",
+		"sql_operation",     "table_name",
+	};
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const json_t *v = json_object_get(args, keys[i]);
+		int rc;
+
+		if (json_is_string(v) && strcmp(keys[i], "protocol") == 0 &&
+		    strcmp(json_string_value(v), "auto") == 0)
+			continue;
+		if (json_is_string(v))
+			rc = buf_printf(b, "%s%s=%s", any ? ", " : " (",
+					keys[i], json_string_value(v));
+		else if (json_is_integer(v))
+			rc = buf_printf(b, "%s%s=%" JSON_INTEGER_FORMAT,
+					any ? ", " : " (", keys[i],
+					json_integer_value(v));
+		else
+			continue;
+		any = rc == STATUS_OK;
+	}
+	if (any)
+		(void)!buf_puts(b, ")");
+}
+
+static double
+error_pct(const struct merge_metric_row *r)
+{
+	return r->error_rate_pct;
+}
+
+/* "Route: /a (GET)" / "Method: pkg.Svc/Call" / "Operation: SELECT, Table: t" */
+static int
+key_text(struct buf *b, const struct spanquery_row *q)
+{
+	switch (q->protocol) {
+	case SPANQUERY_HTTP:
+		return buf_printf(b, "Route: %s (%s)",
+				  q->k1[0] ? q->k1 : "(no route)", q->k2);
+	case SPANQUERY_GRPC:
+		return buf_printf(b, "Method: %s",
+				  q->k1[0] ? q->k1 : "(unknown)");
+	default:
+		return buf_printf(b, "Operation: %s, Table: %s",
+				  q->k1[0] ? q->k1 : "(unknown)",
+				  q->k2[0] ? q->k2 : "(none)");
+	}
+}
+
+/* the key alone, for the analysis line */
+static int
+key_short(struct buf *b, const struct spanquery_row *q)
+{
+	switch (q->protocol) {
+	case SPANQUERY_HTTP: return buf_printf(b, "%s %s", q->k2, q->k1);
+	case SPANQUERY_GRPC: return buf_printf(b, "gRPC %s", q->k1);
+	default: return buf_printf(b, "%s %s", q->k1, q->k2);
+	}
+}
+
+static int
+metric_line(struct buf *b, const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	char n[32], p50[24], p95[24], p99[24];
+	int rc;
+
+	render_count(q->requests, n, sizeof(n));
+	render_ms(q->p50_ms, p50, sizeof(p50));
+	render_ms(q->p95_ms, p95, sizeof(p95));
+	render_ms(q->p99_ms, p99, sizeof(p99));
+	if ((rc = key_text(b, q)) != STATUS_OK)
+		return rc;
+	return buf_printf(b,
+			  ", Requests: %s, P50: %s, P95: %s, P99: %s, "
+			  "Errors: %.1f%%\n",
+			  n, p50, p95, p99, error_pct(r));
+}
+
+static json_t *
+metric_json(const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	json_t *o;
+
+	o = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "source",
+		      srcs[src_of_merge(r->source)].name, "requests",
+		      (json_int_t)q->requests, "p50_ms", q->p50_ms, "p95_ms",
+		      q->p95_ms, "p99_ms", q->p99_ms, "error_rate_pct",
+		      error_pct(r));
+	if (o == NULL)
+		return NULL;
+	switch (q->protocol) {
+	case SPANQUERY_HTTP:
+		json_object_set_new(o, "route", json_string(q->k1));
+		json_object_set_new(o, "method", json_string(q->k2));
+		break;
+	case SPANQUERY_GRPC:
+		json_object_set_new(o, "method", json_string(q->k1));
+		break;
+	default:
+		json_object_set_new(o, "operation", json_string(q->k1));
+		json_object_set_new(o, "table", json_string(q->k2));
+		break;
+	}
+	return o;
+}
+
+/*
+ * "Analysis:" names the worst error rate, the slowest key (P95), and keys
+ * on which the two sources disagree by much (requests off by more than
+ * 10 %, or P95 by more than 25 % and 1 ms): usually one side is sampling,
+ * or instrumenting a different hop.
+ */
+static int
+analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
+{
+	const struct merge_metric_row *worst = NULL, *slowest = NULL;
+	size_t disagree = 0;
+	int rc;
+
+	for (size_t i = 0; i < ng; i++)
+		for (int s = 0; s < MERGE_SOURCE_COUNT; s++) {
+			const struct merge_metric_row *r = g[i].row[s];
+
+			if (r == NULL)
+				continue;
+			if (error_pct(r) > 0 &&
+			    (worst == NULL || error_pct(r) > error_pct(worst)))
+				worst = r;
+			if (slowest == NULL || r->p95_ms > slowest->p95_ms)
+				slowest = r;
+		}
+	if ((rc = buf_puts(b, "\nAnalysis: ")) != STATUS_OK)
+		return rc;
+	if (worst != NULL) {
+		rc = buf_puts(b, "highest error rate ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, worst->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(
+				b, " at %.1f%% [%s]", error_pct(worst),
+				srcs[src_of_merge(worst->source)].label);
+	} else {
+		rc = buf_puts(b, "no errors");
+	}
+	if (rc == STATUS_OK && slowest != NULL) {
+		char p95[24];
+
+		render_ms(slowest->p95_ms, p95, sizeof(p95));
+		rc = buf_puts(b, "; slowest ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, slowest->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(
+				b, " (P95 %s) [%s]", p95,
+				srcs[src_of_merge(slowest->source)].label);
+	}
+	for (size_t i = 0; i < ng && rc == STATUS_OK; i++) {
+		const struct merge_metric_row *e = g[i].row[MERGE_SOURCE_EBPF];
+		const struct merge_metric_row *o = g[i].row[MERGE_SOURCE_OTLP];
+		double rq, lat;
+
+		if (e == NULL || o == NULL)
+			continue;
+		rq = fabs((double)e->requests - (double)o->requests) /
+		     fmax((double)e->requests, (double)o->requests);
+		lat = fabs(e->p95_ms - o->p95_ms);
+		if (rq <= 0.10 &&
+		    (lat <= 1 || lat / fmax(e->p95_ms, o->p95_ms) <= 0.25))
+			continue;
+		if (disagree++ >= 3)
+			continue;
+		rc = buf_puts(b,
+			      disagree == 1 ? "; sources disagree on " : ", ");
+		if (rc == STATUS_OK)
+			rc = key_short(b, e->user);
+		if (rc == STATUS_OK)
+			rc = buf_printf(b,
+					" (eBPF %" PRIu64 " req, P95 %.1fms vs "
+					"OTLP %" PRIu64 " req, P95 %.1fms)",
+					e->requests, e->p95_ms, o->requests,
+					o->p95_ms);
+	}
+	if (rc == STATUS_OK && disagree > 3)
+		rc = buf_printf(b, " and %zu more", disagree - 3);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	return rc;
+}
+
+/*
+ * query_metrics' third source: the service's histograms in the Prometheus
+ * its config maps it to, as rows beside the span sources' (prow: their
+ * spanquery_row form, requests rounded; merge rows carry the exact error
+ * rate).  Runs while the store computes the span sources' statements.
+ */
+static int
+prom_rows(struct call *call, struct grafana *g,
+	  const struct promcalls_spec *spec, const struct spanquery_filter *f,
+	  struct promcalls_result **res, struct spanquery_row **prow,
+	  char *status, size_t cap)
+{
+	struct grafana_opts o = {.cancelled = call_cancelled_arg,
+				 .arg = call,
+				 .request_id = call_request_id(call)};
+	struct grafana_error ge = {0};
+	int rc = promcalls_query(g, &o, spec, f, res, &ge);
+
+	if (rc == STATUS_CANCELLED || rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK) {
+		snprintf(status, cap, "unavailable: %.200s (instance %.64s)",
+			 ge.client, grafana_name(g));
+		return STATUS_OK;
+	}
+	*prow = calloc((*res)->n + 1, sizeof(**prow));
+	if (*prow == NULL)
+		return STATUS_NOMEM;
+	for (size_t j = 0; j < (*res)->n; j++) {
+		const struct promcalls_row *p = &(*res)->rows[j];
+
+		(*prow)[j] = (struct spanquery_row){
+			.protocol = p->protocol,
+			.k1 = p->k1,
+			.k2 = p->k2,
+			.requests = (uint64_t)llround(p->requests),
+			.errors = (uint64_t)llround(p->errors),
+			.p50_ms = p->p50_ms,
+			.p95_ms = p->p95_ms,
+			.p99_ms = p->p99_ms,
+		};
+	}
+	snprintf(status, cap, "%s", (*res)->n > 0 ? "ok" : "no_data");
+	return STATUS_OK;
+}
+
+static int
+metrics_call(struct call *call, const json_t *args, json_t **result,
+	     const struct metrics_req *req)
+{
+	struct spanquery_metrics *m[NSPAN] = {NULL};
+	struct promcalls_result *pres = NULL;
+	struct promcalls_spec spec;
+	struct spanquery_row *prow = NULL;
+	struct grafana *g = NULL;
+	char status[NSRC][300], err[512], rdesc[128];
+	struct merge_metric_row *rows = NULL;
+	struct merge_metric_group *groups = NULL;
+	struct spanquery_filter f;
+	struct timerange tr;
+	struct tool_conns k = {0};
+	struct redact_kept own = {0};
+	bool rollup[NSPAN] = {false}, any_rollup = false, truncated = false;
+	size_t nrows = 0, ng = 0;
+	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
+	struct buf b;
+	int rc = STATUS_OK, asked = 0;
+	/* sources: asked; shown: reported (a store that cannot be reached
+	 * is reported for its span sources, and not asked) */
+	unsigned sources = req->sources & ~(1u << SRC_PROM), shown;
+	int64_t now = tool_now_ms();
+
+	buf_init(&b, call_text_budget(call));
+	*result = NULL;
+	if (metrics_filter(args, req, &f, err, sizeof(err)) != STATUS_OK ||
+	    parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto out;
+	}
+	f.from_ms = tr.from_ms;
+	f.to_ms = tr.to_ms;
+	if (req->sources & (1u << SRC_PROM))
+		g = tool_grafana_for_service(call_server(call), f.service,
+					     &spec);
+	if (g != NULL)
+		sources |= 1u << SRC_PROM;
+	shown = sources;
+	if (tool_conns_get(call, &k) != STATUS_OK) {
+		if (g == NULL) {
+			*result = tool_result_error("%s", k.why);
+			goto out;
+		}
+		/* Prometheus still answers without the store */
+		for (int i = 0; i < NSPAN; i++)
+			snprintf(status[i], sizeof(status[i]),
+				 "unavailable: %.250s", k.why);
+		sources &= 1u << SRC_PROM;
+	}
+	(void)call_progress(call, 1, 3, "querying the sources");
+
+	/* the span statements out before anything is read */
+	for (int i = 0; i < NSPAN; i++) {
+		struct pg_error pe;
+		bool shared = k.c[i] == NULL && i > 0;
+
+		if (!(sources & (1u << i)))
+			continue;
+		asked++;
+		snprintf(status[i], sizeof(status[i]), "ok");
+		if (shared)
+			continue; /* sent after the first is read */
+		rc = spanquery_metrics_send(tool_conns_for(&k, i), srcs[i].name,
+					    &f, now, &rollup[i], &pe);
+		if (rc != STATUS_OK)
+			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
+		else
+			status[i][0] = '\0'; /* pending */
+	}
+	/* Prometheus while the store works */
+	if (g != NULL) {
+		rc = prom_rows(call, g, &spec, &f, &pres, &prow,
+			       status[SRC_PROM], sizeof(status[SRC_PROM]));
+		if (rc != STATUS_OK || call_cancelled(call)) {
+			rc = rc == STATUS_NOMEM ? rc : STATUS_CANCELLED;
+			goto out;
+		}
+		if (pres != NULL) {
+			nrows += pres->n;
+			truncated |= pres->truncated;
+		}
+	}
+	for (int i = 0; i < NSPAN; i++) {
+		struct pg_error pe;
+
+		if (!(sources & (1u << i)))
+			continue;
+		if (k.c[i] == NULL && i > 0) {
+			rc = spanquery_metrics_send(tool_conns_for(&k, i),
+						    srcs[i].name, &f, now,
+						    &rollup[i], &pe);
+			if (rc != STATUS_OK) {
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
+				continue;
+			}
+			status[i][0] = '\0';
+		}
+		if (status[i][0] != '\0')
+			continue;
+		rc = spanquery_metrics_recv(tool_conns_for(&k, i), rollup[i],
+					    &m[i], &pe);
+		if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+			rc = STATUS_CANCELLED;
+			goto out;
+		}
+		if (rc == STATUS_NOMEM)
+			goto out;
+		if (rc != STATUS_OK) {
+			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
+			continue;
+		}
+		snprintf(status[i], sizeof(status[i]), "%s",
+			 m[i]->n > 0 ? "ok" : "no_data");
+		nrows += m[i]->n;
+		any_rollup |= m[i]->rollup && m[i]->n > 0;
+		truncated |= m[i]->truncated;
+	}
+	rc = STATUS_OK;
+	(void)call_progress(call, 2, 3, "merging");
+
+	rows = calloc(nrows + 1, sizeof(*rows));
+	groups = calloc(nrows + 1, sizeof(*groups));
+	if (rows == NULL || groups == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	nrows = 0;
+	for (int i = 0; i < NSRC; i++) {
+		struct spanquery_row *src = i == SRC_PROM  ? prow
+					    : m[i] != NULL ? m[i]->rows
+							   : NULL;
+		size_t n = i == SRC_PROM  ? (pres != NULL ? pres->n : 0)
+			   : m[i] != NULL ? m[i]->n
+					  : 0;
+
+		for (size_t j = 0; src != NULL && j < n; j++) {
+			const struct spanquery_row *q = &src[j];
+			struct merge_metric_row *r = &rows[nrows++];
+
+			/* the protocol is the first key part: one merge */
+			r->key[0] = spanquery_protocol_name(q->protocol);
+			r->key[1] = q->k1;
+			r->key[2] = q->k2;
+			r->source = srcs[i].merge;
+			r->requests = q->requests;
+			r->p50_ms = q->p50_ms;
+			r->p95_ms = q->p95_ms;
+			r->p99_ms = q->p99_ms;
+			r->user = q;
+			if (i == SRC_PROM)
+				r->error_rate_pct =
+					merge_pct(pres->rows[j].errors,
+						  pres->rows[j].requests);
+			else
+				r->error_rate_pct = merge_pct(
+					(double)q->errors, (double)q->requests);
+		}
+	}
+	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,
+				NULL)) != STATUS_OK)
+		goto out;
+	/* after merging: keys that differ only in a secret stay apart */
+	for (size_t j = 0; j < nrows; j++) {
+		struct spanquery_row *q = (struct spanquery_row *)rows[j].user;
+
+		q->k1 = redact_keep(&own, call_redact(call), q->k1);
+		q->k2 = redact_keep(&own, call_redact(call), q->k2);
+	}
+
+	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+	if (req->note != NULL)
+		(void)!buf_printf(&b, "%s\n\n", req->note);
+	for (int i = 0; i < NSRC; i++)
+		if ((shown & (1u << i)) &&
+		    strncmp(status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&b, "%s %s %s\n", srcs[i].label,
+					  srcs[i].what, status[i]);
+	if (ng == 0) {
+		char why[512];
+		bool unknown = false;
+		int failed = 0;
+
+		for (int i = 0; i < NSPAN; i++)
+			failed += (sources & (1u << i)) &&
+				  strncmp(status[i], "unavailable", 11) == 0;
+		if (k.c[0] != NULL && failed < asked)
+			unknown = tool_unknown_service(k.c[0], f.service,
+						       "query_traces", why,
+						       sizeof(why));
+		if (unknown) {
+			*result =
+				tool_result_error("No metrics found: %s", why);
+			goto out;
+		}
+		(void)!buf_printf(&b,
+				  "No metrics found for service \"%s\" in %s",
+				  f.service, rdesc);
+		describe_filters(&b, args);
+		(void)!buf_puts(&b, "\n");
+	} else {
+		(void)!buf_printf(&b, "Metrics for %s, %s%s\n", f.service,
+				  rdesc,
+				  any_rollup ? " (rollups: percentiles "
+					       "within 0.5%)"
+					     : "");
+	}
+	/* one section per protocol and source, keys by traffic */
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		for (int i = 0; i < NSRC; i++) {
+			bool header = false;
+
+			for (size_t j = 0; j < ng; j++) {
+				const struct merge_metric_row *r =
+					groups[j].row[srcs[i].merge];
+
+				if (r == NULL ||
+				    ((const struct spanquery_row *)r->user)
+						    ->protocol != p)
+					continue;
+				if (!header) {
+					(void)!buf_printf(
+						&b, "\n%s Metrics [%s]:\n",
+						proto_titles[p], srcs[i].label);
+					header = true;
+				}
+				if (b.len + TAIL_ROOM > b.max ||
+				    metric_line(&b, r) != STATUS_OK) {
+					truncated = true;
+					break;
+				}
+			}
+		}
+	if (ng > 0 && analysis(&b, groups, ng) != STATUS_OK)
+		truncated = true;
+	if (pres != NULL && pres->n > 0)
+		(void)!buf_puts(&b, "[Prometheus] rows come from the service's "
+				    "duration histograms: requests are "
+				    "increase() over the range (extrapolated "
+				    "to its edges), percentiles "
+				    "histogram_quantile over the buckets "
+				    "(as fine as their bounds)\n");
+	if (truncated)
+		(void)!buf_puts(&b, "(more rows than fit in this answer: they "
+				    "are all in the structured content; narrow "
+				    "the filters to read them here)\n");
+
+	/* structured: every row, by protocol, in the same order */
+	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", f.service,
+		       "time_range", tool_range_json(&tr), "sources", "rollup",
+		       any_rollup);
+	if (sc == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < NSRC; i++)
+		if (shown & (1u << i))
+			json_object_set_new(json_object_get(sc, "sources"),
+					    srcs[i].name,
+					    json_string(status[i]));
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		arr[p] = json_array();
+		if (arr[p] == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	}
+	for (size_t j = 0; j < ng; j++)
+		for (int i = 0; i < NSRC; i++) {
+			const struct merge_metric_row *r =
+				groups[j].row[srcs[i].merge];
+
+			if (r != NULL)
+				json_array_append_new(
+					arr[((const struct spanquery_row *)
+						     r->user)
+						    ->protocol],
+					metric_json(r));
+		}
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		json_object_set_new(sc, spanquery_protocol_name(p), arr[p]);
+		arr[p] = NULL;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s%}]", "type", "text", "text",
+			  b.data != NULL ? b.data : "", b.len),
+		sc, false);
+	sc = NULL;
+	if (*result == NULL)
+		rc = STATUS_NOMEM;
+out:
+	tool_conns_put(&k);
+	redact_kept_free(&own);
+	for (int i = 0; i < NSPAN; i++)
+		spanquery_metrics_free(m[i]);
+	promcalls_free(pres);
+	free(prow);
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		json_decref(arr[p]);
+	json_decref(sc);
+	free(rows);
+	free(groups);
+	buf_free(&b);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+#define BOTH ((1u << SRC_EBPF) | (1u << SRC_OTLP))
+#define ALL  (BOTH | (1u << SRC_PROM))
+#define EBPF (1u << SRC_EBPF)
+
+static int
+query_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {ALL, 0, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_http_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_HTTP, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_grpc_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_GRPC, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_sql_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_SQL, NULL};
+
+	return metrics_call(call, args, result, &req);
+}
+
+#define DEPRECATED(old, new)                                                   \
+	"Note: " old                                                           \
+	" is deprecated and will be removed; call " new " (same arguments) "   \
+							"or query_metrics / "  \
+							"query_traces "        \
+							"instead."
+
+static int
+query_beyla_http_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_HTTP,
+					DEPRECATED("query_beyla_http_metrics",
+						   "query_ebpf_http_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_beyla_grpc_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_GRPC,
+					DEPRECATED("query_beyla_grpc_metrics",
+						   "query_ebpf_grpc_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+static int
+query_beyla_sql_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const struct metrics_req req = {EBPF, 1u << SPANQUERY_SQL,
+					DEPRECATED("query_beyla_sql_metrics",
+						   "query_ebpf_sql_metrics")};
+
+	return metrics_call(call, args, result, &req);
+}
+
+/* ---- query_traces ------------------------------------------------------- */
+
+struct traces_req {
+	unsigned sources;
+	const char *note;
+};
+
+/* arg: the call's struct redact, for the status message. */
+static int
+span_label(struct buf *b, const struct merge_node *node, void *arg)
+{
+	const struct spanquery_span *s = node->span->user;
+	char dur[24], *msg = NULL;
+	int rc;
+
+	const char *parts[] = {render_source_label(node->span->source),
+			       " ",
+			       s->service,
+			       ": ",
+			       s->name,
+			       " (",
+			       dur,
+			       ")"};
+
+	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
+	/* "%s %s: %s (%s)" without printf's cost, once per span; a line
+	 * that does not fit is cut by the caller, whole */
+	rc = STATUS_OK;
+	for (size_t i = 0;
+	     rc == STATUS_OK && i < sizeof(parts) / sizeof(*parts); i++)
+		rc = buf_puts(b, parts[i]);
+	if (rc == STATUS_OK && node->also_seen_by != 0)
+		rc = buf_puts(b, " (also seen by eBPF)");
+	if (rc == STATUS_OK && s->status == 2) {
+		const char *m;
+
+		msg = redact_text(arg, s->status_message);
+		m = msg ? msg : s->status_message ? s->status_message : "";
+		/* 120 bytes, never half a character: the text must stay
+		 * UTF-8 for the answer to be written at all */
+		rc = buf_printf(b, " ERROR%s%.*s",
+				s->status_message ? ": " : "",
+				(int)utf8_prefix(m, 120), m);
+		free(msg);
+	}
+	if (rc == STATUS_OK && node->orphan)
+		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->slow)
+		rc = buf_puts(b, " ← SLOW");
+	return rc;
+}
+
+/*
+ * timerange_format of span starts, which in a trace mostly share their
+ * second: the second is formatted once ("...T10:00:01Z") and the
+ * milliseconds patched in (".123Z"), as timerange_format writes them.
+ */
+struct start_fmt {
+	int64_t sec; /* of text; INT64_MIN when none yet */
+	char text[TIMERANGE_FORMAT_MAX];
+	size_t len; /* of text, without its 'Z' */
+};
+
+static size_t
+start_format(struct start_fmt *f, int64_t ms, char *buf, size_t cap)
+{
+	int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+	int frac = (int)(ms - sec * 1000);
+
+	if (sec != f->sec) {
+		f->len = timerange_format(sec * 1000, f->text, sizeof(f->text));
+		if (f->len == 0 || f->text[f->len - 1] != 'Z')
+			return timerange_format(ms, buf, cap);
+		f->len--;
+		f->sec = sec;
+	}
+	if (f->len + 6 > cap)
+		return timerange_format(ms, buf, cap);
+	memcpy(buf, f->text, f->len);
+	if (frac == 0) {
+		memcpy(buf + f->len, "Z", 2);
+		return f->len + 1;
+	}
+	buf[f->len] = '.';
+	buf[f->len + 1] = (char)('0' + frac / 100);
+	buf[f->len + 2] = (char)('0' + frac / 10 % 10);
+	buf[f->len + 3] = (char)('0' + frac % 10);
+	memcpy(buf + f->len + 4, "Z", 2);
+	return f->len + 5;
+}
+
+/*
+ * structuredContent as JSON text, written as it goes (lib/json/jsondump's
+ * writer, call_structured_text): a query_traces answer holds thousands of
+ * values (10 traces: about 270 spans of 11 fields), which as jansson
+ * values took more than half of the gateway's work on the call to build,
+ * serialize and free (callgrind, bench/RESULTS.md).  rc keeps the first
+ * failure; writes after it do nothing.
+ */
+struct jtext {
+	struct buf b;
+	int rc;
+	struct start_fmt sf;
+};
+
+static void
+jt_raw(struct jtext *w, const char *s, size_t n)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = buf_append(&w->b, s, n);
+}
+
+#define JT_LIT(w, lit) jt_raw((w), (lit), sizeof(lit) - 1)
+
+static void
+jt_str(struct jtext *w, const char *s)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_string(&w->b, s, s != NULL ? strlen(s) : 0);
+}
+
+/* n bytes as a quoted lower-case hex string */
+static void
+jt_hex(struct jtext *w, const uint8_t *id, size_t n)
+{
+	char hex[2 * 16 + 3];
+
+	hex[0] = '"';
+	hex_encode(id, n, hex + 1);
+	hex[2 * n + 1] = '"';
+	jt_raw(w, hex, 2 * n + 2);
+}
+
+static void
+jt_real(struct jtext *w, double v)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_real(&w->b, v);
+}
+
+static void
+jt_int(struct jtext *w, json_int_t v)
+{
+	if (w->rc == STATUS_OK)
+		w->rc = jsondump_integer(&w->b, v);
+}
+
+/* The span as {"span_id", ..., "children":[ with its children still to
+ * come: keys in the order the schema lists them. */
+static void
+span_open(struct jtext *w, const struct merge_node *node)
+{
+	const struct spanquery_span *s = node->span->user;
+	char start[TIMERANGE_FORMAT_MAX];
+	size_t slen;
+	bool first = true;
+
+	JT_LIT(w, "{\"span_id\":");
+	jt_hex(w, s->span_id, 8);
+	JT_LIT(w, ",\"parent_span_id\":");
+	if (s->has_parent)
+		jt_hex(w, s->parent_span_id, 8);
+	else
+		JT_LIT(w, "null");
+	JT_LIT(w, ",\"service\":");
+	jt_str(w, s->service);
+	JT_LIT(w, ",\"name\":");
+	jt_str(w, s->name);
+	JT_LIT(w, ",\"source\":");
+	jt_str(w, srcs[src_of_merge(node->span->source)].name);
+	JT_LIT(w, ",\"also_seen_by\":[");
+	for (int m = 0; m < MERGE_SOURCE_COUNT; m++)
+		if (node->also_seen_by & MERGE_SOURCE_BIT(m)) {
+			if (!first)
+				JT_LIT(w, ",");
+			jt_str(w, srcs[src_of_merge(m)].name);
+			first = false;
+		}
+	JT_LIT(w, "],\"start\":");
+	slen = start_format(&w->sf, (int64_t)(s->start_ns / 1000000), start,
+			    sizeof(start));
+	JT_LIT(w, "\"");
+	jt_raw(w, start, slen);
+	JT_LIT(w, "\",\"duration_ms\":");
+	jt_real(w, (double)s->duration_ns / 1e6);
+	JT_LIT(w, ",\"status\":");
+	jt_str(w, tool_status_name(s->status));
+	if (node->slow)
+		JT_LIT(w, ",\"slow\":true,\"children\":[");
+	else
+		JT_LIT(w, ",\"slow\":false,\"children\":[");
+}
+
+/*
+ * The trace as {"trace_id", ..., "spans": [roots with children]}.  The
+ * nodes come in depth-first preorder, each with its depth: a node one
+ * level deeper than the one before is its first child; else the spans
+ * open since its parent's level are closed first.  No recursion: a trace
+ * may be thousands of levels deep.
+ */
+static void
+trace_write(struct jtext *w, const struct merge_trace *t)
+{
+	char start[TIMERANGE_FORMAT_MAX];
+	size_t open = 0; /* spans whose children are being written */
+
+	JT_LIT(w, "{\"trace_id\":");
+	jt_hex(w, t->trace_id, 16);
+	timerange_format((int64_t)(t->start_ns / 1000000), start,
+			 sizeof(start));
+	JT_LIT(w, ",\"start\":");
+	jt_str(w, start);
+	JT_LIT(w, ",\"duration_ms\":");
+	jt_real(w, (double)(t->end_ns - t->start_ns) / 1e6);
+	JT_LIT(w, ",\"span_count\":");
+	jt_int(w, (json_int_t)t->span_count);
+	JT_LIT(w, ",\"spans_not_shown\":");
+	jt_int(w, (json_int_t)t->not_shown);
+	JT_LIT(w, ",\"spans\":[");
+	for (size_t i = 0; i < t->n_nodes && w->rc == STATUS_OK; i++) {
+		const struct merge_node *node = &t->nodes[i];
+
+		if (i > 0 && node->depth == t->nodes[i - 1].depth + 1) {
+			/* the first child of the one before */
+		} else if (i > 0) {
+			for (; open > node->depth; open--)
+				JT_LIT(w, "]}");
+			JT_LIT(w, ",");
+		}
+		if (node->depth > open) { /* not preorder: merge's bug */
+			w->rc = STATUS_INVALID;
+			break;
+		}
+		span_open(w, node);
+		open++;
+	}
+	for (; open > 0; open--)
+		JT_LIT(w, "]}");
+	JT_LIT(w, "]}");
+}
+
+/* The slowest span of the trace (largest self time among the slow). */
+static const struct merge_node *
+trace_culprit(const struct merge_trace *t)
+{
+	const struct merge_node *best = NULL;
+
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].slow &&
+		    (best == NULL || t->nodes[i].self_ns > best->self_ns))
+			best = &t->nodes[i];
+	return best;
+}
+
+static int
+traces_analysis(struct buf *b, const struct merge_result *res,
+		const size_t *order)
+{
+	const struct merge_node *top = NULL;
+	const struct merge_trace *top_t = NULL;
+	size_t errors = 0, orphans = 0, dups = 0;
+	int rc;
+
+	for (size_t i = 0; i < res->n_traces; i++) {
+		const struct merge_trace *t = &res->traces[order[i]];
+		const struct merge_node *c = trace_culprit(t);
+		bool err = false;
+
+		for (size_t j = 0; j < t->n_nodes; j++) {
+			const struct spanquery_span *s = t->nodes[j].span->user;
+
+			err |= s->status == 2;
+			orphans += t->nodes[j].orphan;
+		}
+		errors += err;
+		dups += t->duplicates;
+		if (c != NULL && (top == NULL || c->self_ns > top->self_ns)) {
+			top = c;
+			top_t = t;
+		}
+	}
+	rc = buf_puts(b, "\nAnalysis: ");
+	if (rc == STATUS_OK && top != NULL) {
+		const struct spanquery_span *s = top->span->user;
+		uint64_t dur = top_t->end_ns - top_t->start_ns;
+		char self[24];
+
+		render_ms((double)top->self_ns / 1e6, self, sizeof(self));
+		rc = buf_printf(b,
+				"the largest latency contributor is %s: %s "
+				"(self time %s, %.0f%% of its trace)",
+				s->service, s->name, self,
+				dur > 0 ? 100.0 * (double)top->self_ns /
+						  (double)dur
+					: 0);
+	} else if (rc == STATUS_OK) {
+		rc = buf_puts(b, "no span dominates the latency");
+	}
+	if (rc == STATUS_OK)
+		rc = buf_printf(b, "; %zu of %zu traces have error spans",
+				errors, res->n_traces);
+	if (rc == STATUS_OK && dups > 0)
+		rc = buf_printf(b,
+				"; %zu spans were seen by both eBPF and OTLP "
+				"(OTLP shown)",
+				dups);
+	if (rc == STATUS_OK && orphans > 0)
+		rc = buf_printf(b,
+				"; %zu span%s a parent not in the store "
+				"(shown as roots)",
+				orphans, orphans == 1 ? " has" : "s have");
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, "\n");
+	return rc;
+}
+
+struct idkey {
+	uint8_t id[16];
+	int64_t key;
+};
+
+static int
+by_id(const void *a, const void *b)
+{
+	return memcmp(((const struct idkey *)a)->id,
+		      ((const struct idkey *)b)->id, 16);
+}
+
+static int
+by_key_desc(const void *a, const void *b)
+{
+	const struct idkey *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return memcmp(x->id, y->id, 16);
+}
+
+/* Folds equal ids (keeping the larger key) and orders by key, best
+ * first; returns how many remain.  On ENOMEM keeps the input as is. */
+static size_t
+union_ids(uint8_t (*ids)[16], int64_t *keys, size_t n)
+{
+	struct idkey *v = calloc(n + 1, sizeof(*v));
+	size_t m = 0;
+
+	if (v == NULL)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(v[i].id, ids[i], 16);
+		v[i].key = keys[i];
+	}
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 0; i < n; i++) {
+		if (m > 0 && memcmp(v[m - 1].id, v[i].id, 16) == 0) {
+			if (v[i].key > v[m - 1].key)
+				v[m - 1].key = v[i].key;
+			continue;
+		}
+		v[m++] = v[i];
+	}
+	qsort(v, m, sizeof(*v), by_key_desc);
+	for (size_t i = 0; i < m; i++) {
+		memcpy(ids[i], v[i].id, 16);
+		keys[i] = v[i].key;
+	}
+	free(v);
+	return m;
+}
+
+/* The statements of one query_traces call, per source (the argument of
+ * source_round's callbacks). */
+struct trace_fetch {
+	const struct spanquery_trace_filter *tf;
+	bool walks; /* the walk and its spans in one statement */
+	/* each source's candidates (step 1) */
+	uint8_t ids[NSPAN][SPANQUERY_MAX_TRACES][16];
+	int64_t keys[NSPAN][SPANQUERY_MAX_TRACES];
+	size_t got[NSPAN];
+	bool more[NSPAN];
+	/* the traces shown, and the ids each source fetches this round */
+	const uint8_t (*ids_final)[16];
+	size_t nfinal;
+	uint8_t want[NSPAN][SPANQUERY_MAX_TRACES][16];
+	size_t nwant[NSPAN];
+	/* spans: [0] from the walk's statement, [1] fetched after */
+	struct spanquery_spans *sp[NSPAN][2];
+	/* or every source's, from one statement (all_at_once) */
+	struct spanquery_spans *all;
+};
+
+typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
+			 struct pg_error *pe);
+
+/*
+ * One statement per source in mask, each on the source's own connection
+ * at once: every one sent, then every one read.  A source that shares the
+ * first connection (none free for it) is sent and read in the second
+ * pass, after the first connection is free again.  A source whose
+ * statement fails is marked unavailable in status and left out of later
+ * rounds.  STATUS_CANCELLED (the call was), STATUS_NOMEM, else STATUS_OK.
+ */
+static int
+source_round(struct call *call, const struct tool_conns *k, unsigned mask,
+	     char (*status)[300], source_fn send, source_fn recv,
+	     struct trace_fetch *t)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NSPAN; i++) {
+			struct pg_conn *c = tool_conns_for(k, i);
+			bool mine = k->c[i] != NULL || i == 0;
+			struct pg_error pe;
+			int rc = STATUS_OK;
+
+			if (!(mask & (1u << i)) || status[i][0] != '\0' ||
+			    (pass == 0 && !mine))
+				continue;
+			if (mine ? pass == 0 : pass == 1)
+				rc = send(c, i, t, &pe);
+			if (rc == STATUS_OK && pass == 1)
+				rc = recv(c, i, t, &pe);
+			if (rc == STATUS_CANCELLED || call_cancelled(call))
+				return STATUS_CANCELLED;
+			if (rc == STATUS_NOMEM)
+				return rc;
+			if (rc != STATUS_OK)
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
+		}
+	return STATUS_OK;
+}
+
+static int
+trace_ids_send(struct pg_conn *c, int i, struct trace_fetch *t,
+	       struct pg_error *pe)
+{
+	if (t->walks)
+		return spanquery_recent_send(c, srcs[i].name, t->tf, pe);
+	return spanquery_trace_ids_send(c, srcs[i].name, t->tf, pe);
+}
+
+static int
+trace_ids_recv(struct pg_conn *c, int i, struct trace_fetch *t,
+	       struct pg_error *pe)
+{
+	if (t->walks)
+		return spanquery_recent_recv(c, t->tf->max_traces, t->ids[i],
+					     t->keys[i], &t->got[i],
+					     &t->more[i], &t->sp[i][0], pe);
+	return spanquery_trace_ids_recv(c, t->tf->max_traces, t->ids[i],
+					t->keys[i], &t->got[i], &t->more[i],
+					pe);
+}
+
+static int
+spans_send(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+{
+	return spanquery_spans_send(c, srcs[i].name,
+				    (const uint8_t(*)[16])t->want[i],
+				    t->nwant[i], pe);
+}
+
+static int
+spans_recv(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+{
+	return spanquery_spans_recv(c, &t->sp[i][1], pe);
+}
+
+static bool
+id_in(const uint8_t (*ids)[16], size_t n, const uint8_t *id)
+{
+	for (size_t j = 0; j < n; j++)
+		if (memcmp(ids[j], id, 16) == 0)
+			return true;
+	return false;
+}
+
+/* Into t->want[i]: the traces shown that source i did not pick (so the
+ * walk's statement did not fetch their spans); returns how many. */
+static size_t
+ids_missing(struct trace_fetch *t, int i)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < t->nfinal; j++)
+		if (!id_in((const uint8_t(*)[16])t->ids[i], t->got[i],
+			   t->ids_final[j]))
+			memcpy(t->want[i][n++], t->ids_final[j], 16);
+	return n;
+}
+
+/* A span of t->sp[i][part] that belongs to a trace shown: the walk's
+ * statement also fetched those of the traces its source picked that did
+ * not make it. */
+static bool
+span_wanted(const struct trace_fetch *t, int part,
+	    const struct spanquery_span *x)
+{
+	return part == 1 || id_in(t->ids_final, t->nfinal, x->trace_id);
+}
+
+static size_t
+kept_spans(const struct trace_fetch *t, int i, int part)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; t->sp[i][part] != NULL && j < t->sp[i][part]->n; j++)
+		n += span_wanted(t, part, &t->sp[i][part]->spans[j]);
+	return n;
+}
+
+/* The source (srcs index) named name; -1 when none is. */
+static int
+span_src(const char *name)
+{
+	for (int i = 0; i < NSPAN; i++)
+		if (strcmp(name, srcs[i].name) == 0)
+			return i;
+	return -1;
+}
+
+struct span_it {
+	int i, part;
+	size_t j;
+};
+
+/* The next span of the traces shown ({0} starts), and in *src its source;
+ * NULL after the last. */
+static struct spanquery_span *
+span_next(const struct trace_fetch *t, struct span_it *it, int *src)
+{
+	struct spanquery_span *x;
+
+	if (t->all != NULL) {
+		if (it->j == t->all->n)
+			return NULL;
+		x = &t->all->spans[it->j++];
+		*src = span_src(x->source); /* all_at_once checked it */
+		return x;
+	}
+	for (; it->i < NSPAN; it->i++, it->part = 0)
+		for (; it->part < 2; it->part++, it->j = 0)
+			while (t->sp[it->i][it->part] != NULL &&
+			       it->j < t->sp[it->i][it->part]->n) {
+				x = &t->sp[it->i][it->part]->spans[it->j++];
+				if (span_wanted(t, it->part, x)) {
+					*src = it->i;
+					return x;
+				}
+			}
+	return NULL;
+}
+
+/*
+ * query_traces for one service from every source (the common case): the
+ * walk and the spans in one statement on the first connection, which does
+ * the per-source statements' work once, in one round trip.  On success
+ * with every span there, t->all holds them and ids, keys, *n and *more
+ * the traces, as the per-source round and union_ids would give them.
+ * When the statement fails (or its spans were cut at the limit), t->all
+ * stays NULL and the caller asks each source on its own, which tells
+ * which source failed and keeps the other's answer.  So that a source
+ * whose rows time out is not waited for twice, the statement has a
+ * quarter of the statement timeout (ALL_AT_ONCE_SHARE): a few
+ * milliseconds is what it takes.  STATUS_CANCELLED, STATUS_NOMEM, else
+ * STATUS_OK.
+ */
+#define ALL_AT_ONCE_SHARE 4
+
+static int
+all_at_once(struct call *call, const struct tool_conns *k,
+	    struct trace_fetch *t, uint8_t (*ids)[16], int64_t *keys, size_t *n,
+	    bool *more)
+{
+	struct spanquery_trace_filter f = *t->tf;
+	struct spanquery_spans *sp = NULL;
+	struct pg_error pe;
+	int rc, ms = call_server(call)->cfg->database.statement_timeout_ms;
+
+	f.timeout_ms =
+		ms > 0 ? (ms + ALL_AT_ONCE_SHARE - 1) / ALL_AT_ONCE_SHARE : 0;
+	rc = spanquery_recent_send(k->c[0], NULL, &f, &pe);
+	if (rc == STATUS_OK)
+		rc = spanquery_recent_recv(k->c[0], t->tf->max_traces, ids,
+					   keys, n, more, &sp, &pe);
+	for (size_t j = 0; rc == STATUS_OK && j < sp->n; j++)
+		if (span_src(sp->spans[j].source) < 0) {
+			snprintf(pe.detail, sizeof(pe.detail),
+				 "a span of source \"%.40s\"",
+				 sp->spans[j].source);
+			rc = STATUS_INVALID;
+		}
+	if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+		spanquery_spans_free(sp);
+		return STATUS_CANCELLED;
+	}
+	if (rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK || sp->truncated) {
+		if (rc != STATUS_OK)
+			log_debug(
+				&(struct log_fields){
+					.request_id = call_request_id(call),
+					.tool = "query_traces",
+					.duration_ms = -1},
+				"the statement over every source failed "
+				"(%s): asking each source",
+				pe.detail);
+		spanquery_spans_free(sp);
+		*n = 0;
+		*more = false;
+		return STATUS_OK;
+	}
+	t->all = sp;
+	return STATUS_OK;
+}
+
+static int
+traces_call(struct call *call, const json_t *args, json_t **result,
+	    const struct traces_req *req)
+{
+	struct trace_fetch *fx = NULL;
+	struct jtext w = {.sf.sec = INT64_MIN};
+	struct spanquery_trace_filter tf = {0};
+	struct merge_result *res = NULL;
+	struct merge_span *spans = NULL;
+	struct tool_conns k = {0};
+	struct redact_kept own = {0};
+	struct timerange tr = {0};
+	struct buf b;
+	char status[NSPAN][300], err[512];
+	uint8_t(*ids)[16] = NULL, one_id[16];
+	int64_t *keys = NULL;
+	size_t nids = 0, nspans = 0, *order = NULL;
+	bool more_traces = false;
+	const char *trace_id = tool_arg_str(args, "trace_id");
+	const json_t *md = json_object_get(args, "min_duration_ms");
+	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
+	size_t shown = 0;
+	int rc = STATUS_OK;
+	int64_t now = tool_now_ms();
+
+	buf_init(&b, call_text_budget(call));
+	buf_init(&w.b, SIZE_MAX / 2);
+	*result = NULL;
+	if (json_is_integer(json_object_get(args, "max_traces")))
+		max_traces =
+			json_integer_value(json_object_get(args, "max_traces"));
+	if (json_is_integer(json_object_get(args, "max_spans")))
+		max_spans =
+			json_integer_value(json_object_get(args, "max_spans"));
+	if (trace_id != NULL) {
+		if (tool_parse_trace_id(trace_id, one_id) != STATUS_OK) {
+			*result = tool_result_error(
+				"trace_id must be 32 hex digits, not all zero "
+				"(e.g. \"4bf92f3577b34da6a3ce929d0e0e4736\"), "
+				"got \"%.40s\"",
+				trace_id);
+			goto out;
+		}
+	} else if (parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto out;
+	}
+	tf.service = tool_arg_str(args, "service");
+	tf.from_ms = tr.from_ms;
+	tf.to_ms = tr.to_ms;
+	tf.min_duration_ns = json_is_number(md)
+				     ? (int64_t)(json_number_value(md) * 1e6)
+				     : -1;
+	tf.max_traces = (size_t)max_traces;
+	tf.slowest = tool_arg_str(args, "sort") != NULL &&
+		     strcmp(tool_arg_str(args, "sort"), "slowest") == 0;
+	if (tool_conns_get(call, &k) != STATUS_OK) {
+		*result = tool_result_error("%s", k.why);
+		goto out;
+	}
+	for (int i = 0; i < NSPAN; i++)
+		snprintf(status[i], sizeof(status[i]), "%s",
+			 req->sources & (1u << i) ? "" : "not asked");
+	(void)call_progress(call, 1, 4, "finding traces");
+
+	/* 1. which traces: each source's candidates, then the best overall */
+	ids = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*ids));
+	keys = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*keys));
+	fx = calloc(1, sizeof(*fx));
+	if (ids == NULL || keys == NULL || fx == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	fx->tf = &tf;
+	fx->walks = trace_id == NULL && spanquery_trace_walks(&tf);
+	if (trace_id != NULL) {
+		memcpy(ids[0], one_id, 16);
+		nids = 1;
+	} else if (fx->walks && tf.service != NULL && req->sources == BOTH &&
+		   (rc = all_at_once(call, &k, fx, ids, keys, &nids,
+				     &more_traces)) != STATUS_OK) {
+		goto out;
+	}
+	if (trace_id == NULL && fx->all == NULL) {
+		rc = source_round(call, &k, req->sources, status,
+				  trace_ids_send, trace_ids_recv, fx);
+		if (rc != STATUS_OK)
+			goto out;
+		for (int i = 0; i < NSPAN; i++) {
+			if (status[i][0] != '\0')
+				continue;
+			memcpy(ids + nids, fx->ids[i],
+			       fx->got[i] * sizeof(*ids));
+			memcpy(keys + nids, fx->keys[i],
+			       fx->got[i] * sizeof(*keys));
+			nids += fx->got[i];
+			more_traces = more_traces || fx->more[i];
+		}
+		/* union by id (a trace both sources saw counts once), then
+		 * the best key first.  Each source gave its best max_traces,
+		 * so the best max_traces overall are among them (a trace's
+		 * key is its best source's, where fewer than max_traces
+		 * traces beat it).  More traces match when a source has more
+		 * than it gave, or the union has. */
+		nids = union_ids(ids, keys, nids);
+		if (nids > tf.max_traces) {
+			nids = tf.max_traces;
+			more_traces = true;
+		}
+	}
+
+	/* 2. their spans, from each source: with the walk, each source has
+	 * those of the traces it picked; it still needs those of the traces
+	 * only another source picked.  A source whose spans would pass
+	 * SPANQUERY_MAX_SPANS reads them again in one statement, so that the
+	 * first SPANQUERY_MAX_SPANS are the ones kept, as without the walk. */
+	(void)call_progress(call, 2, 4, "fetching spans");
+	fx->ids_final = (const uint8_t(*)[16])ids;
+	fx->nfinal = nids;
+	for (int round = 0; round < 2 && nids > 0 && fx->all == NULL; round++) {
+		unsigned mask = 0;
+
+		for (int i = 0; i < NSPAN; i++) {
+			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
+				continue;
+			if (round == 0 && fx->sp[i][0] != NULL &&
+			    !fx->sp[i][0]->truncated) {
+				fx->nwant[i] = ids_missing(fx, i);
+			} else if (round == 0 ||
+				   (fx->sp[i][0] != NULL &&
+				    (fx->sp[i][1] != NULL &&
+				     (fx->sp[i][1]->truncated ||
+				      kept_spans(fx, i, 0) + fx->sp[i][1]->n >
+					      SPANQUERY_MAX_SPANS)))) {
+				/* all of them, in one statement */
+				spanquery_spans_free(fx->sp[i][0]);
+				spanquery_spans_free(fx->sp[i][1]);
+				fx->sp[i][0] = fx->sp[i][1] = NULL;
+				memcpy(fx->want[i], ids, nids * sizeof(*ids));
+				fx->nwant[i] = nids;
+			} else {
+				fx->nwant[i] = 0;
+			}
+			if (fx->nwant[i] > 0)
+				mask |= 1u << i;
+		}
+		if (mask == 0)
+			break;
+		rc = source_round(call, &k, mask, status, spans_send,
+				  spans_recv, fx);
+		if (rc != STATUS_OK)
+			goto out;
+	}
+	rc = STATUS_OK;
+	/* a source that failed on the way shows none of its spans, even
+	 * those its walk's statement brought */
+	for (int i = 0; i < NSPAN; i++)
+		if (status[i][0] != '\0')
+			for (int part = 0; part < 2; part++) {
+				spanquery_spans_free(fx->sp[i][part]);
+				fx->sp[i][part] = NULL;
+			}
+	{
+		const struct redact *r = call_redact(call);
+		struct span_it it = {0};
+		struct spanquery_span *x;
+		size_t per_src[NSPAN] = {0};
+		int src;
+
+		while ((x = span_next(fx, &it, &src)) != NULL) {
+			x->service = redact_keep(&own, r, x->service);
+			x->name = redact_keep(&own, r, x->name);
+			x->status_message =
+				redact_keep(&own, r, x->status_message);
+			per_src[src]++;
+			nspans++;
+		}
+		for (int i = 0; i < NSPAN; i++)
+			if ((req->sources & (1u << i)) && status[i][0] == '\0')
+				snprintf(status[i], sizeof(status[i]), "%s",
+					 per_src[i] > 0 ? "ok" : "no_data");
+	}
+
+	/* 3. one tree per trace */
+	(void)call_progress(call, 3, 4, "merging");
+	spans = calloc(nspans + 1, sizeof(*spans));
+	if (spans == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	nspans = 0;
+	{
+		struct span_it it = {0};
+		const struct spanquery_span *x;
+		int src;
+
+		while ((x = span_next(fx, &it, &src)) != NULL)
+			tool_merge_span(&spans[nspans++], x, srcs[src].merge);
+	}
+	{
+		struct merge_opts opts = {.max_spans = (size_t)max_spans,
+					  .max_traces =
+						  SPANQUERY_MAX_TRACES + 1};
+
+		if ((rc = merge_traces(spans, nspans, &opts, &res)) !=
+		    STATUS_OK)
+			goto out;
+	}
+	/* shown in the order the traces were picked (recent / slowest) */
+	order = calloc(res->n_traces + 1, sizeof(*order));
+	if (order == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	{
+		size_t o = 0;
+
+		for (size_t i = 0; i < nids; i++)
+			for (size_t t = 0; t < res->n_traces; t++)
+				if (memcmp(res->traces[t].trace_id, ids[i],
+					   16) == 0)
+					order[o++] = t;
+	}
+
+	/* 4. text and structured content */
+	if (req->note != NULL)
+		(void)!buf_printf(&b, "%s\n\n", req->note);
+	for (int i = 0; i < NSPAN; i++)
+		if (strncmp(status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
+					  status[i]);
+	JT_LIT(&w, "{\"traces\":[");
+	if (res->n_traces == 0) {
+		char why[512], rdesc[128];
+
+		if (trace_id != NULL) {
+			(void)!buf_printf(&b,
+					  "No traces found with trace_id %s\n",
+					  trace_id);
+		} else {
+			if (tf.service != NULL &&
+			    tool_unknown_service(k.c[0], tf.service,
+						 "query_traces", why,
+						 sizeof(why))) {
+				*result = tool_result_error(
+					"No traces found: %s", why);
+				goto out;
+			}
+			timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+			(void)!buf_printf(&b, "No traces found in %s", rdesc);
+			if (tf.service != NULL)
+				(void)!buf_printf(&b, " for service \"%s\"",
+						  tf.service);
+			if (tf.min_duration_ns >= 0) {
+				char least[24];
+
+				render_ms((double)tf.min_duration_ns / 1e6,
+					  least, sizeof(least));
+				(void)!buf_printf(&b,
+						  " with a span of at least %s",
+						  least);
+			}
+			(void)!buf_puts(&b, "\n");
+		}
+	}
+	for (size_t i = 0; i < res->n_traces; i++) {
+		const struct merge_trace *t = &res->traces[order[i]];
+		char tid[33], start[40], dur[24];
+		size_t room = b.len + TAIL_ROOM < b.max
+				      ? b.max - TAIL_ROOM - b.len
+				      : 0;
+		size_t left = res->n_traces - i;
+
+		hex_encode(t->trace_id, 16, tid);
+		timerange_format((int64_t)(t->start_ns / 1000000), start,
+				 sizeof(start));
+		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
+			  sizeof(dur));
+		if (room < 200) {
+			(void)!buf_printf(&b,
+					  "\n(%zu more traces not shown: the "
+					  "answer is full; ask for fewer)\n",
+					  left);
+			break;
+		}
+		(void)!buf_printf(&b, "%sTrace %s (%s, %s, %zu span%s)\n",
+				  i > 0 || b.len > 0 ? "\n" : "", tid, dur,
+				  start, t->span_count,
+				  t->span_count == 1 ? "" : "s");
+		rc = render_trace_tree(&b, t, span_label,
+				       (void *)call_redact(call), room / left,
+				       NULL);
+		if (rc != STATUS_OK && rc != STATUS_LIMIT)
+			goto out;
+		rc = STATUS_OK;
+		if (shown++ > 0)
+			JT_LIT(&w, ",");
+		trace_write(&w, t);
+	}
+	if (more_traces) {
+		bool raise = tf.max_traces < SPANQUERY_MAX_TRACES;
+
+		(void)!buf_printf(&b,
+				  "\nMore traces match than the %zu shown: "
+				  "narrow time_range%s %s min_duration_ms",
+				  res->n_traces, raise ? "," : " or",
+				  tf.min_duration_ns >= 0 ? "raise" : "add");
+		if (raise)
+			(void)!buf_printf(&b,
+					  ", or raise max_traces (up to %d)",
+					  SPANQUERY_MAX_TRACES);
+		(void)!buf_puts(&b, ".\n");
+	}
+	for (int i = 0; i < NSPAN; i++)
+		if (fx->sp[i][1] != NULL && fx->sp[i][1]->truncated)
+			(void)!buf_printf(&b,
+					  "(%s: only the first %d spans were "
+					  "read)\n",
+					  srcs[i].label, SPANQUERY_MAX_SPANS);
+	if (res->n_traces > 0)
+		(void)traces_analysis(&b, res, order);
+
+	JT_LIT(&w, "],\"sources\":{");
+	for (int i = 0, n = 0; i < NSPAN; i++)
+		if (req->sources & (1u << i)) {
+			if (n++ > 0)
+				JT_LIT(&w, ",");
+			jt_str(&w, srcs[i].name);
+			JT_LIT(&w, ":");
+			jt_str(&w, status[i]);
+		}
+	if (more_traces)
+		JT_LIT(&w, "},\"more_traces\":true");
+	else
+		JT_LIT(&w, "},\"more_traces\":false");
+	if (trace_id == NULL) { /* as query_metrics has it */
+		json_t *range = tool_range_json(&tr);
+		char *text =
+			range != NULL ? jsondump(range, JSON_COMPACT) : NULL;
+
+		JT_LIT(&w, ",\"time_range\":");
+		if (text != NULL)
+			jt_raw(&w, text, strlen(text));
+		else if (w.rc == STATUS_OK)
+			w.rc = STATUS_NOMEM;
+		free(text);
+		json_decref(range);
+	}
+	JT_LIT(&w, "}");
+	if ((rc = w.rc) != STATUS_OK)
+		goto out;
+	/* The text is not checked for UTF-8 here (jansson's check took 7%
+	 * of the call's instructions): it is made of stored strings, valid since
+	 * ingestion, cut only between characters, and the answer's writer
+	 * (lib/json/jsondump) refuses anything else. */
+	*result = tool_result_new(
+		json_pack("[{s:s, s:o}]", "type", "text", "text",
+			  json_stringn_nocheck(b.data != NULL ? b.data : "",
+					       b.len)),
+		NULL, false);
+	if (*result != NULL) {
+		size_t len;
+		char *text = buf_steal(&w.b, &len);
+
+		if (text != NULL)
+			call_structured_text(call, text, len);
+		else
+			rc = STATUS_NOMEM;
+	}
+out:
+	tool_conns_put(&k);
+	redact_kept_free(&own);
+	merge_result_free(res);
+	for (int i = 0; fx != NULL && i < NSPAN; i++) {
+		spanquery_spans_free(fx->sp[i][0]);
+		spanquery_spans_free(fx->sp[i][1]);
+	}
+	if (fx != NULL)
+		spanquery_spans_free(fx->all);
+	buf_free(&w.b);
+	free(fx);
+	free(spans);
+	free(order);
+	free(ids);
+	free(keys);
+	buf_free(&b);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+static int
+query_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {BOTH, NULL};
+
+	return traces_call(call, args, result, &req);
+}
+
+static int
+query_ebpf_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {EBPF, NULL};
+
+	return traces_call(call, args, result, &req);
+}
+
+static int
+query_beyla_traces(struct call *call, const json_t *args, json_t **result)
+{
+	const struct traces_req req = {
+		EBPF, DEPRECATED("query_beyla_traces", "query_ebpf_traces")};
+
+	return traces_call(call, args, result, &req);
+}
+
+const struct tool_handler query_tool_handlers[] = {
+	{"query_metrics", query_metrics},
+	{"query_traces", query_traces},
+	{"query_ebpf_http_metrics", query_ebpf_http_metrics},
+	{"query_ebpf_grpc_metrics", query_ebpf_grpc_metrics},
+	{"query_ebpf_sql_metrics", query_ebpf_sql_metrics},
+	{"query_ebpf_traces", query_ebpf_traces},
+	{"query_beyla_http_metrics", query_beyla_http_metrics},
+	{"query_beyla_grpc_metrics", query_beyla_grpc_metrics},
+	{"query_beyla_sql_metrics", query_beyla_sql_metrics},
+	{"query_beyla_traces", query_beyla_traces},
+	{NULL, NULL},
+};

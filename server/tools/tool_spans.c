@@ -1,0 +1,1387 @@
+/*
+ * tool_spans.c - the "spans" tool family: query_spans, a filtered span
+ * table over both sources with an exact total and cursor pages (queries in
+ * lib/telemetry/spanstore), and get_trace, one trace merged from both sources
+ * (lib/telemetry/merge) and drawn as a tree with repeated siblings folded
+ * (lib/telemetry/render), then its bottlenecks and its error chain.  Service and
+ * span names, status messages and attribute values pass through the
+ * configured redaction as soon as they are read, so text and structured
+ * content show the same redacted strings.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/hex.h"
+#include "base/redact.h"
+#include "base/timerange.h"
+#include "mcp/call.h"
+#include "pg/pg.h"
+#include "telemetry/merge.h"
+#include "telemetry/render.h"
+#include "telemetry/spanquery.h"
+#include "telemetry/spanstore.h"
+#include "tools/tool.h"
+#include "tools/tool_common.h"
+#include "tools/tool_spans.h"
+
+/* Text kept back from the budget for what follows a table or tree: the
+ * "N more: call again with cursor ..." line (a cursor is at most
+ * SPANSTORE_CURSOR_MAX) and notes. */
+#define TAIL_ROOM (SPANSTORE_CURSOR_MAX + 200)
+/* a status message in a tree line: enough to say what failed */
+#define MESSAGE_MAX 120
+/* services named in get_trace's summary line; the rest are counted */
+#define SERVICES_NAMED 8
+#define BOTTLENECKS    5
+/* an error chain longer than CHAIN_HEAD + CHAIN_TAIL hops shows both ends */
+#define CHAIN_HEAD 3
+#define CHAIN_TAIL 12
+
+static const char bad_cursor[] =
+	"cursor is invalid or expired: call again without cursor";
+
+/* The span sources, in the order they are shown. */
+enum {
+	SRC_EBPF,
+	SRC_OTLP,
+	NSRC
+};
+
+static const struct {
+	const char *name;  /* column value and structured name */
+	const char *label; /* in text */
+	int merge;	   /* enum merge_source */
+} srcs[NSRC] = {
+	[SRC_EBPF] = {"ebpf", "eBPF", MERGE_SOURCE_EBPF},
+	[SRC_OTLP] = {"otlp", "OTLP", MERGE_SOURCE_OTLP},
+};
+_Static_assert(NSRC <= TOOL_CONNS, "one store connection per source");
+
+static json_t *
+text_content(const struct buf *b)
+{
+	return json_pack("[{s:s, s:s%}]", "type", "text", "text",
+			 b->data != NULL ? b->data : "", b->len);
+}
+
+/* s as a JSON string (new reference), JSON null for NULL s; NULL on
+ * ENOMEM. */
+static json_t *
+opt_string(const char *s)
+{
+	json_t *v;
+
+	if (s == NULL)
+		return json_null();
+	v = json_string(s);
+	if (v == NULL) /* not UTF-8: the store's encoding is not UTF8 */
+		v = json_string("(not valid UTF-8)");
+	return v;
+}
+
+/* Appends s with control bytes as spaces, cut to max bytes (at a UTF-8
+ * character boundary) with "…": one line of a tree stays one line. */
+static int
+put_line_text(struct buf *b, const char *s, size_t max)
+{
+	size_t n = 0;
+	int rc = STATUS_OK;
+
+	for (; *s != '\0' && rc == STATUS_OK; s++, n++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (n >= max && (c & 0xc0) != 0x80)
+			return buf_puts(b, "…");
+		rc = c < 0x20 || c == 0x7f ? buf_puts(b, " ")
+					   : buf_append(b, s, 1);
+	}
+	return rc;
+}
+
+/* ---- query_spans -------------------------------------------------------- */
+
+struct spans_args {
+	struct spanstore_filter f;
+	struct spanstore_cursor cur;
+	bool has_cursor;
+	size_t limit;
+};
+
+/* Fills a from args (err gets a message for the model when bad). */
+static int
+spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
+		 char *err, size_t len)
+{
+	const char *tid = tool_arg_str(args, "trace_id");
+	const char *status = tool_arg_str(args, "status");
+	const char *order = tool_arg_str(args, "order_by");
+	const char *cursor = tool_arg_str(args, "cursor");
+	const char *range = tool_arg_str(args, "time_range");
+	const char *from = tool_arg_str(args, "from"),
+		   *to = tool_arg_str(args, "to");
+	const json_t *md = json_object_get(args, "min_duration_ms");
+	const json_t *lim = json_object_get(args, "limit");
+	struct timerange tr;
+
+	memset(a, 0, sizeof(*a));
+	a->f.service = tool_arg_str(args, "service_name");
+	a->f.session_id = tool_arg_str(args, "session_id");
+	a->f.min_duration_ns = -1;
+	a->limit = 20;
+	if (tid != NULL) {
+		if (tool_parse_trace_id(tid, a->f.trace_id) != STATUS_OK) {
+			snprintf(err, len,
+				 "trace_id must be 32 hex digits, not all "
+				 "zero (e.g. "
+				 "\"4bf92f3577b34da6a3ce929d0e0e4736\"), got "
+				 "\"%.40s\"",
+				 tid);
+			return STATUS_INVALID;
+		}
+		a->f.has_trace_id = true;
+	}
+	if (status != NULL) {
+		if (strcmp(status, "ok") == 0) {
+			a->f.status = SPANSTORE_STATUS_OK;
+		} else if (strcmp(status, "error") == 0) {
+			a->f.status = SPANSTORE_STATUS_ERROR;
+		} else {
+			snprintf(err, len,
+				 "status must be \"ok\" or \"error\"");
+			return STATUS_INVALID;
+		}
+	}
+	if (order != NULL) {
+		if (strcmp(order, "start") == 0) {
+			a->f.order = SPANSTORE_ORDER_START;
+		} else if (strcmp(order, "duration") == 0) {
+			a->f.order = SPANSTORE_ORDER_DURATION;
+		} else {
+			snprintf(err, len,
+				 "order_by must be \"start\" or \"duration\"");
+			return STATUS_INVALID;
+		}
+	}
+	if (md != NULL) {
+		double v = json_number_value(md);
+
+		/* a day in ms: no span worth listing is longer */
+		if (!json_is_number(md) || !(v >= 0) || v > 86400000.0) {
+			snprintf(err, len,
+				 "min_duration_ms must be a number of "
+				 "milliseconds from 0 to 86400000");
+			return STATUS_INVALID;
+		}
+		a->f.min_duration_ns = (int64_t)(v * 1e6);
+	}
+	if (lim != NULL) {
+		if (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
+		    json_integer_value(lim) > SPANSTORE_MAX_LIMIT) {
+			snprintf(err, len,
+				 "limit must be an integer from 1 to %d",
+				 SPANSTORE_MAX_LIMIT);
+			return STATUS_INVALID;
+		}
+		a->limit = (size_t)json_integer_value(lim);
+	}
+	/* one trace or session needs no range unless one is asked for */
+	if (range != NULL || from != NULL || to != NULL ||
+	    (!a->f.has_trace_id && a->f.session_id == NULL)) {
+		if (timerange_parse(range != NULL ? range : "1h", from, to, now,
+				    &tr, err, len) != STATUS_OK)
+			return STATUS_INVALID;
+		a->f.has_range = true;
+		a->f.from_ms = tr.from_ms;
+		a->f.to_ms = tr.to_ms;
+	}
+	if (cursor != NULL) {
+		/* the first page's range holds for every page: "last 1h"
+		 * must not slide between them */
+		if (spanstore_cursor_decode(cursor, &a->cur) != STATUS_OK ||
+		    a->cur.order != a->f.order ||
+		    a->cur.filter_hash != spanstore_filter_hash(&a->f)) {
+			snprintf(err, len, "%s", bad_cursor);
+			return STATUS_INVALID;
+		}
+		a->has_cursor = true;
+		a->f.has_range = a->cur.has_range;
+		a->f.from_ms = a->cur.from_ms;
+		a->f.to_ms = a->cur.to_ms;
+	}
+	return STATUS_OK;
+}
+
+/* "service "a", session "s", status error, at least 5ms; last 1h; newest
+ * first" */
+static void
+describe(struct buf *b, const struct spans_args *a, int64_t now)
+{
+	const struct spanstore_filter *f = &a->f;
+	const char *sep = "";
+
+	(void)!buf_puts(b, "Filters: ");
+	if (f->service != NULL) {
+		(void)!buf_printf(b, "service \"%s\"", f->service);
+		sep = ", ";
+	}
+	if (f->has_trace_id) {
+		char tid[33];
+
+		hex_encode(f->trace_id, 16, tid);
+		(void)!buf_printf(b, "%strace %s", sep, tid);
+		sep = ", ";
+	}
+	if (f->session_id != NULL) {
+		(void)!buf_printf(b, "%ssession \"%s\"", sep, f->session_id);
+		sep = ", ";
+	}
+	if (f->status != SPANSTORE_STATUS_ANY) {
+		(void)!buf_printf(b, "%sstatus %s", sep,
+				  f->status == SPANSTORE_STATUS_ERROR
+					  ? "error"
+					  : "ok (not error)");
+		sep = ", ";
+	}
+	if (f->min_duration_ns >= 0) {
+		char least[24];
+
+		render_ms((double)f->min_duration_ns / 1e6, least,
+			  sizeof(least));
+		(void)!buf_printf(b, "%sat least %s", sep, least);
+		sep = ", ";
+	}
+	if (sep[0] == '\0')
+		(void)!buf_puts(b, "none");
+	if (f->has_range) {
+		struct timerange tr = {f->from_ms, f->to_ms};
+		char rdesc[TIMERANGE_DESCRIBE_MAX];
+
+		timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+		(void)!buf_printf(b, "; time: %s", rdesc);
+	} else {
+		(void)!buf_puts(b, "; time: any");
+	}
+	(void)!buf_printf(b, "; order: %s\n",
+			  f->order == SPANSTORE_ORDER_DURATION
+				  ? "longest first"
+				  : "newest first");
+}
+
+/* One span of the page as structured content. */
+static json_t *
+span_json(const struct spanstore_span *s)
+{
+	char tid[33], sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
+	json_t *o, *g = NULL;
+
+	hex_encode(s->key.trace_id, 16, tid);
+	hex_encode(s->key.span_id, 8, sid);
+	hex_encode(s->parent_span_id, 8, pid);
+	timerange_format((int64_t)(s->start_ns / 1000000), start,
+			 sizeof(start));
+	if (s->genai) {
+		g = json_pack(
+			"{s:o, s:o, s:o, s:o, s:o, s:o}", "provider",
+			opt_string(s->provider), "operation",
+			opt_string(s->operation), "model", opt_string(s->model),
+			"input_tokens",
+			s->input_tokens >= 0 ? json_integer(s->input_tokens)
+					     : json_null(),
+			"output_tokens",
+			s->output_tokens >= 0 ? json_integer(s->output_tokens)
+					      : json_null(),
+			"cost_usd",
+			s->priced ? json_real(s->cost_usd) : json_null());
+		if (g == NULL)
+			return NULL;
+	}
+	o = json_pack("{s:s, s:s, s:s?, s:s, s:[], s:s, s:s, s:s, s:f, s:s, "
+		      "s:o, s:o, s:o}",
+		      "trace_id", tid, "span_id", sid, "parent_span_id",
+		      s->has_parent ? pid : NULL, "source",
+		      s->key.source == SPANSTORE_SOURCE_EBPF ? "ebpf" : "otlp",
+		      "also_seen_by", "service", s->service, "name", s->name,
+		      "start", start, "duration_ms",
+		      (double)s->key.duration_ns / 1e6, "status",
+		      tool_status_name(s->status), "status_message",
+		      opt_string(s->status_message), "session_id",
+		      opt_string(s->session_id), "gen_ai",
+		      g != NULL ? g : json_null());
+	if (o != NULL && s->also_ebpf &&
+	    json_array_append_new(json_object_get(o, "also_seen_by"),
+				  json_string("ebpf")) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
+}
+
+/* "$0.0075": dollars with up to 6 decimals, no trailing zeros. */
+static void
+format_usd(double usd, char *out, size_t cap)
+{
+	size_t n;
+
+	if (usd > 0 && usd < 0.0000005) {
+		snprintf(out, cap, "<$0.000001");
+		return;
+	}
+	n = (size_t)snprintf(out, cap, "$%.*f", usd >= 1 ? 2 : 6, usd);
+	if (n >= cap || usd >= 1)
+		return;
+	while (n > 2 && out[n - 1] == '0')
+		out[--n] = '\0';
+	if (out[n - 1] == '.')
+		out[--n] = '\0';
+}
+
+static void
+format_tokens(int64_t v, char *out, size_t cap)
+{
+	if (v < 0)
+		snprintf(out, cap, "–");
+	else
+		render_count((uint64_t)v, out, cap);
+}
+
+/* The two table rows of span i: the span's, and its GenAI row (empty
+ * when not a GenAI span). */
+static int
+span_rows(const struct spanstore_span *s, const json_t *o, struct buf *row,
+	  struct buf *grow)
+{
+	char dur[24], cost[160], in[32], out[32], tokens[80], status[200];
+	const json_t *g = json_object_get(o, "gen_ai");
+	const char *msg =
+		json_string_value(json_object_get(o, "status_message"));
+	const char *cells[5];
+	int rc;
+
+	render_ms((double)s->key.duration_ns / 1e6, dur, sizeof(dur));
+	if (s->status == 2 && msg != NULL)
+		snprintf(status, sizeof(status), "error: %s", msg);
+	else
+		snprintf(status, sizeof(status), "%s",
+			 tool_status_name(s->status));
+	cells[0] = json_string_value(json_object_get(o, "start"));
+	cells[1] = s->service;
+	cells[2] = s->name;
+	cells[3] = dur;
+	cells[4] = status;
+	if ((rc = render_md_row(row, cells, 5)) != STATUS_OK || !s->genai)
+		return rc;
+	{
+		const char *model =
+			json_string_value(json_object_get(g, "model"));
+
+		if (s->priced)
+			format_usd(s->cost_usd, cost, sizeof(cost));
+		else if (model != NULL)
+			snprintf(cost, sizeof(cost),
+				 "unknown (model %s has no price)", model);
+		else
+			snprintf(cost, sizeof(cost),
+				 "unknown (no model named)");
+		format_tokens(s->input_tokens, in, sizeof(in));
+		format_tokens(s->output_tokens, out, sizeof(out));
+		snprintf(tokens, sizeof(tokens), "%s / %s", in, out);
+		cells[0] = s->name;
+		cells[1] = model != NULL ? model : "(none)";
+		cells[2] = tokens;
+		cells[3] = cost;
+		return render_md_row(grow, cells, 4);
+	}
+}
+
+static int
+query_spans(struct call *call, const json_t *args, json_t **result)
+{
+	static const char *const head[] = {"Time", "Service", "Name",
+					   "Duration", "Status"};
+	static const char *const ghead[] = {"Span", "Model", "Tokens (in/out)",
+					    "Cost"};
+	const struct redact *r = call_redact(call);
+	struct spanstore_page *page = NULL;
+	struct redact_kept own = {0};
+	struct spans_args a;
+	struct tool_conns k = {0};
+	struct pg_error pe;
+	struct buf b, intro, *rows = NULL, *grows = NULL;
+	char err[512], count[32], total_s[32], next[SPANSTORE_CURSOR_MAX];
+	json_t *sc = NULL, *list = NULL, **made = NULL;
+	size_t budget = call_text_budget(call), shown = 0, ngenai = 0, used;
+	int64_t total = 0, now = tool_now_ms();
+	uint64_t remaining = 0;
+	bool more = false;
+	int rc = STATUS_OK;
+
+	buf_init(&b, 2 * budget + 4096);
+	buf_init(&intro, 4096);
+	*result = NULL;
+	next[0] = '\0';
+	if (spans_args_parse(args, now, &a, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto out;
+	}
+	if (tool_conns_get(call, &k) != STATUS_OK) {
+		*result = tool_result_error("%s", k.why);
+		goto out;
+	}
+	(void)call_progress(call, 1, 2, "querying spans");
+	/* the page and the exact count at once, on two connections when
+	 * there are two */
+	rc = spanstore_page_send(
+		k.c[0], &a.f, a.has_cursor ? &a.cur.after : NULL, a.limit, &pe);
+	if (rc == STATUS_OK && k.c[1] != NULL)
+		rc = spanstore_count_send(k.c[1], &a.f, &pe);
+	if (rc == STATUS_OK)
+		rc = spanstore_page_recv(k.c[0], a.limit, &page, &pe);
+	if (rc == STATUS_OK && k.c[1] == NULL)
+		rc = spanstore_count_send(k.c[0], &a.f, &pe);
+	if (rc == STATUS_OK)
+		rc = spanstore_count_recv(tool_conns_for(&k, 1), &total, &pe);
+	if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+		rc = STATUS_CANCELLED;
+		goto out;
+	}
+	if (rc == STATUS_NOMEM)
+		goto out;
+	if (rc != STATUS_OK) {
+		*result = tool_result_error(
+			"telemetry store unavailable: %s",
+			pe.client[0] != '\0' ? pe.client : "the query failed");
+		rc = STATUS_OK;
+		goto out;
+	}
+
+	/* what the spans say goes out redacted, in text and structure */
+	for (size_t i = 0; i < page->n; i++) {
+		struct spanstore_span *s = &page->spans[i];
+
+		s->service = redact_keep(&own, r, s->service);
+		s->name = redact_keep(&own, r, s->name);
+		s->status_message = redact_keep(&own, r, s->status_message);
+		s->session_id = redact_keep(&own, r, s->session_id);
+		s->provider = redact_keep(&own, r, s->provider);
+		s->operation = redact_keep(&own, r, s->operation);
+		s->model = redact_keep(&own, r, s->model);
+	}
+
+	/* every row drawn and made once; then as many as fit */
+	rows = calloc(page->n + 1, sizeof(*rows));
+	grows = calloc(page->n + 1, sizeof(*grows));
+	made = calloc(page->n + 1, sizeof(*made));
+	if (rows == NULL || grows == NULL || made == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < page->n; i++) {
+		buf_init(&rows[i], 4096);
+		buf_init(&grows[i], 4096);
+		if ((made[i] = span_json(&page->spans[i])) == NULL ||
+		    span_rows(&page->spans[i], made[i], &rows[i], &grows[i]) !=
+			    STATUS_OK) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	}
+	describe(&intro, &a, now);
+	if (a.cur.seen > 0)
+		(void)!buf_printf(&intro, "Rows from #%" PRIu64 " on.\n",
+				  a.cur.seen + 1);
+	/* header (~60), intro, two table heads with rules (~130), the tail */
+	used = 64 + intro.len + 140 + TAIL_ROOM;
+	for (shown = 0; shown < page->n; shown++) {
+		size_t add = rows[shown].len + grows[shown].len;
+
+		if (shown > 0 && used + add > budget)
+			break;
+		used += add;
+	}
+	more = page->more || shown < page->n;
+	for (size_t i = 0; i < shown; i++)
+		ngenai += page->spans[i].genai;
+	if ((uint64_t)total > a.cur.seen + shown)
+		remaining = (uint64_t)total - a.cur.seen - shown;
+	if (more) {
+		struct spanstore_cursor cur = {
+			.filter_hash = spanstore_filter_hash(&a.f),
+			.order = a.f.order,
+			.has_range = a.f.has_range,
+			.from_ms = a.f.from_ms,
+			.to_ms = a.f.to_ms,
+			.seen = a.cur.seen + shown,
+			.after = page->spans[shown - 1].key,
+		};
+
+		if ((rc = spanstore_cursor_encode(&cur, next, sizeof(next))) !=
+		    STATUS_OK)
+			goto out;
+		if (remaining == 0) /* rows came in since the count */
+			remaining = 1;
+	}
+
+	render_count(shown, count, sizeof(count));
+	render_count((uint64_t)total, total_s, sizeof(total_s));
+	(void)!buf_printf(&b, "## Spans (%s of %s total)\n", count, total_s);
+	(void)!buf_append(&b, intro.data, intro.len);
+	if (shown == 0 && a.cur.seen > 0) {
+		(void)!buf_printf(&b,
+				  "\nNo more spans: the %" PRIu64
+				  " before were all.\n",
+				  a.cur.seen);
+	} else if (shown == 0) {
+		char why[512];
+
+		(void)!buf_puts(&b, "\nNo spans match these filters");
+		if (a.f.service != NULL &&
+		    tool_unknown_service(k.c[0], a.f.service, NULL, why,
+					 sizeof(why)))
+			(void)!buf_printf(&b, ": %s", why);
+		if (b.len > 0 && b.data[b.len - 1] != '?')
+			(void)!buf_puts(&b, ".");
+		(void)!buf_puts(&b, "\n");
+	} else {
+		(void)!buf_puts(&b, "\n");
+		(void)!render_md_row(&b, head, 5);
+		(void)!render_md_rule(&b, 5);
+		for (size_t i = 0; i < shown; i++)
+			(void)!buf_append(&b, rows[i].data, rows[i].len);
+	}
+	if (ngenai > 0) {
+		(void)!buf_printf(&b, "\n### GenAI Spans (%zu of %zu)\n\n",
+				  ngenai, shown);
+		(void)!render_md_row(&b, ghead, 4);
+		(void)!render_md_rule(&b, 4);
+		for (size_t i = 0; i < shown; i++)
+			(void)!buf_append(&b, grows[i].data, grows[i].len);
+	}
+	if (more) {
+		char n[32];
+
+		render_count(remaining, n, sizeof(n));
+		(void)!buf_printf(&b,
+				  "\n%s more: call again with cursor \"%s\" "
+				  "(same arguments).\n",
+				  n, next);
+	}
+
+	list = json_array();
+	if (list == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < shown; i++) {
+		if (json_array_append(list, made[i]) != 0) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	}
+	sc = json_pack("{s:o, s:I, s:s?}", "spans", list, "total",
+		       (json_int_t)total, "next_cursor", more ? next : NULL);
+	list = NULL;
+	if (sc == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (a.f.has_range) {
+		char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+
+		timerange_format(a.f.from_ms, from, sizeof(from));
+		timerange_format(a.f.to_ms, to, sizeof(to));
+		json_object_set_new(
+			sc, "time_range",
+			json_pack("{s:s, s:s}", "from", from, "to", to));
+	}
+	*result = tool_result_new(text_content(&b), sc, false);
+	sc = NULL;
+	if (*result == NULL)
+		rc = STATUS_NOMEM;
+out:
+	tool_conns_put(&k);
+	for (size_t i = 0; page != NULL && i < page->n; i++) {
+		if (rows != NULL)
+			buf_free(&rows[i]);
+		if (grows != NULL)
+			buf_free(&grows[i]);
+		if (made != NULL)
+			json_decref(made[i]);
+	}
+	free(rows);
+	free(grows);
+	free(made);
+	spanstore_page_free(page);
+	redact_kept_free(&own);
+	json_decref(list);
+	json_decref(sc);
+	buf_free(&b);
+	buf_free(&intro);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+/* ---- get_trace ---------------------------------------------------------- */
+
+struct trace_ctx {
+	const struct merge_trace *t;
+	/* per node: never folded (see mark_kept) */
+	bool *keep;
+};
+
+static const struct spanquery_span *
+row_of(const struct merge_node *n)
+{
+	return n->span->user;
+}
+
+/* "[OTLP] checkout: GET /a (23ms) ERROR: boom ← SLOW" */
+static int
+trace_label(struct buf *b, const struct merge_node *node, void *arg)
+{
+	const struct spanquery_span *s = row_of(node);
+	char dur[24];
+	int rc;
+
+	(void)arg;
+	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
+	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->service, 200);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ": ");
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->name, 200);
+	if (rc == STATUS_OK)
+		rc = buf_printf(b, " (%s)", dur);
+	if (rc == STATUS_OK && node->also_seen_by != 0)
+		rc = buf_puts(b, " (also seen by eBPF)");
+	if (rc == STATUS_OK && s->status == 2) {
+		rc = buf_puts(b, " ERROR");
+		if (rc == STATUS_OK && s->status_message != NULL) {
+			rc = buf_puts(b, ": ");
+			if (rc == STATUS_OK)
+				rc = put_line_text(b, s->status_message,
+						   MESSAGE_MAX);
+		}
+	}
+	if (rc == STATUS_OK && node->orphan)
+		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->slow)
+		rc = buf_puts(b, " ← SLOW");
+	return rc;
+}
+
+static size_t
+errors_in(const struct merge_trace *t, size_t from, size_t to)
+{
+	size_t n = 0;
+
+	for (size_t i = from; i < to; i++)
+		n += row_of(&t->nodes[i])->status == 2;
+	return n;
+}
+
+/* "× 120 [OTLP] stock: SELECT stock (min 0.9ms, avg 2.1ms, max 9.8ms)" */
+static int
+trace_run_label(struct buf *b, const struct merge_trace *t,
+		const struct render_fold_line *l, void *arg)
+{
+	const struct merge_node *node = &t->nodes[l->node];
+	const struct spanquery_span *s = row_of(node);
+	char lo[24], avg[24], hi[24];
+	size_t errors = errors_in(t, l->node, l->end);
+	size_t nested = l->end - l->node - l->count;
+	int rc;
+
+	(void)arg;
+	render_ms((double)l->min_ns / 1e6, lo, sizeof(lo));
+	render_ms((double)l->sum_ns / (double)l->count / 1e6, avg, sizeof(avg));
+	render_ms((double)l->max_ns / 1e6, hi, sizeof(hi));
+	rc = buf_printf(b, "× %zu %s ", l->count,
+			render_source_label(node->span->source));
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->service, 200);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ": ");
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->name, 200);
+	if (rc == STATUS_OK)
+		rc = buf_printf(b, " (min %s, avg %s, max %s)", lo, avg, hi);
+	if (rc == STATUS_OK && nested > 0) {
+		char n[32];
+
+		render_count(nested, n, sizeof(n));
+		rc = buf_printf(b, " +%s nested span%s", n,
+				nested == 1 ? "" : "s");
+	}
+	if (rc == STATUS_OK && errors > 0)
+		rc = buf_printf(b, " ERROR in %zu span%s", errors,
+				errors == 1 ? "" : "s");
+	return rc;
+}
+
+/*
+ * Siblings are the same call: same source, service and name.  A span
+ * with an error at or below it, or marked slow, is no one's twin: runs
+ * break around it and it keeps its own line (and its subtree its lines),
+ * so folding never hides what the answer is about.
+ */
+static bool
+same_call(const struct merge_node *a, const struct merge_node *b, void *arg)
+{
+	const struct trace_ctx *x = arg;
+	const struct spanquery_span *p = row_of(a), *q = row_of(b);
+
+	return !x->keep[a - x->t->nodes] && !x->keep[b - x->t->nodes] &&
+	       a->span->source == b->span->source &&
+	       strcmp(p->service, q->service) == 0 &&
+	       strcmp(p->name, q->name) == 0;
+}
+
+/* ctx->keep for t: errors carried up to every ancestor, slow spans,
+ * and spans with a 1/KEEP_SHARE of the trace's time or more to
+ * themselves (at most KEEP_SHARE of them): the outlier of a loop. */
+#define KEEP_SHARE 10
+static int
+mark_kept(struct trace_ctx *ctx, const struct merge_trace *t)
+{
+	bool *err = calloc(t->n_nodes + 1, sizeof(*err));
+	uint64_t dur = t->end_ns - t->start_ns;
+
+	ctx->t = t;
+	ctx->keep = calloc(t->n_nodes + 1, sizeof(*ctx->keep));
+	if (err == NULL || ctx->keep == NULL) {
+		free(err);
+		return STATUS_NOMEM;
+	}
+	/* children come after their parent: one backward pass */
+	for (size_t i = t->n_nodes; i-- > 0;) {
+		size_t p = t->nodes[i].parent;
+
+		err[i] |= row_of(&t->nodes[i])->status == 2;
+		if (err[i] && p != MERGE_NONE && p < i)
+			err[p] = true;
+		ctx->keep[i] = err[i] || t->nodes[i].slow ||
+			       (t->nodes[i].self_ns > 0 &&
+				t->nodes[i].self_ns >= dur / KEEP_SHARE);
+	}
+	free(err);
+	return STATUS_OK;
+}
+
+static json_t *
+node_json(const struct merge_trace *t, size_t i)
+{
+	const struct merge_node *node = &t->nodes[i];
+	const struct spanquery_span *s = row_of(node);
+	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
+
+	hex_encode(s->span_id, 8, sid);
+	hex_encode(s->parent_span_id, 8, pid);
+	timerange_format((int64_t)(s->start_ns / 1000000), start,
+			 sizeof(start));
+	return json_pack(
+		"{s:s, s:s?, s:I, s:s, s:s, s:s, s:s, s:f, s:f, "
+		"s:s, s:o, s:b}",
+		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
+		"depth", (json_int_t)node->depth, "service", s->service, "name",
+		s->name, "source",
+		node->span->source == MERGE_SOURCE_EBPF ? "ebpf" : "otlp",
+		"start", start, "duration_ms", (double)s->duration_ns / 1e6,
+		"self_ms", (double)node->self_ns / 1e6, "status",
+		tool_status_name(s->status), "status_message",
+		opt_string(s->status == 2 ? s->status_message : NULL), "slow",
+		node->slow);
+}
+
+/* A line of the drawn tree: the span, or the run it stands for. */
+static json_t *
+line_json(const struct merge_trace *t, const struct render_fold_line *l)
+{
+	json_t *o = node_json(t, l->node);
+
+	if (o == NULL)
+		return NULL;
+	if (json_object_set_new(o, "repeat",
+				json_integer((json_int_t)l->count)))
+		goto fail;
+	if (l->count > 1 &&
+	    (json_object_set_new(o, "min_ms",
+				 json_real((double)l->min_ns / 1e6)) ||
+	     json_object_set_new(
+		     o, "avg_ms",
+		     json_real((double)l->sum_ns / (double)l->count / 1e6)) ||
+	     json_object_set_new(o, "max_ms",
+				 json_real((double)l->max_ns / 1e6)) ||
+	     json_object_set_new(
+		     o, "spans",
+		     json_integer((json_int_t)(l->end - l->node))) ||
+	     json_object_set_new(
+		     o, "error_spans",
+		     json_integer((json_int_t)errors_in(t, l->node, l->end)))))
+		goto fail;
+	return o;
+fail:
+	json_decref(o);
+	return NULL;
+}
+
+/* "[OTLP] checkout: GET /a (1.2s)" for lists below the tree */
+static int
+span_ref(struct buf *b, const struct merge_node *node)
+{
+	const struct spanquery_span *s = row_of(node);
+	char dur[24];
+	int rc;
+
+	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
+	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->service, 200);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ": ");
+	if (rc == STATUS_OK)
+		rc = put_line_text(b, s->name, 200);
+	if (rc == STATUS_OK)
+		rc = buf_printf(b, " (%s)", dur);
+	return rc;
+}
+
+static int
+by_self_desc(const void *a, const void *b)
+{
+	const struct merge_node *x = *(const struct merge_node *const *)a;
+	const struct merge_node *y = *(const struct merge_node *const *)b;
+
+	if (x->self_ns != y->self_ns)
+		return x->self_ns > y->self_ns ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* "### Bottlenecks": the largest self times (top BOTTLENECKS). */
+static int
+bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
+{
+	const struct merge_node *top[BOTTLENECKS];
+	uint64_t dur = t->end_ns - t->start_ns;
+	size_t n = 0;
+	int rc;
+
+	/* a running top-k: BOTTLENECKS is small */
+	for (size_t i = 0; i < t->n_nodes; i++) {
+		const struct merge_node *node = &t->nodes[i];
+		size_t k;
+
+		if (node->self_ns == 0)
+			continue;
+		if (n == BOTTLENECKS &&
+		    by_self_desc(&node, &top[BOTTLENECKS - 1]) > 0)
+			continue;
+		for (k = n < BOTTLENECKS ? n : BOTTLENECKS - 1;
+		     k > 0 && by_self_desc(&node, &top[k - 1]) < 0; k--)
+			top[k] = top[k - 1];
+		top[k] = node;
+		if (n < BOTTLENECKS)
+			n++;
+	}
+	rc = buf_puts(b, "\n### Bottlenecks\n");
+	if (rc == STATUS_OK && n == 0)
+		rc = buf_puts(b, "No span has time of its own.\n");
+	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
+		const struct spanquery_span *s = row_of(top[i]);
+		double share =
+			dur > 0 ? 100.0 * (double)top[i]->self_ns / (double)dur
+				: 0;
+		char self[24], sid[17];
+
+		render_ms((double)top[i]->self_ns / 1e6, self, sizeof(self));
+		hex_encode(s->span_id, 8, sid);
+		rc = buf_printf(b, "%zu. ", i + 1);
+		if (rc == STATUS_OK)
+			rc = span_ref(b, top[i]);
+		if (rc == STATUS_OK)
+			rc = buf_printf(b,
+					": self time %s, %.1f%% of the "
+					"trace%s%s\n",
+					self, share,
+					top[i]->critical ? ", on the critical "
+							   "path"
+							 : "",
+					s->status == 2 ? ", ERROR" : "");
+		if (rc == STATUS_OK &&
+		    json_array_append_new(
+			    out,
+			    json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:b}",
+				      "span_id", sid, "service", s->service,
+				      "name", s->name, "self_ms",
+				      (double)top[i]->self_ns / 1e6,
+				      "duration_ms",
+				      (double)s->duration_ns / 1e6, "share_pct",
+				      share, "critical", top[i]->critical)) !=
+			    0)
+			rc = STATUS_NOMEM;
+	}
+	return rc;
+}
+
+/* "### Error chain": root to the deepest error span (the first in tree
+ * order among equally deep ones). */
+static int
+error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
+	    json_t *out)
+{
+	size_t deepest = MERGE_NONE, hops = 0, *path = NULL, i;
+	int rc;
+
+	for (i = 0; i < t->n_nodes; i++)
+		if (row_of(&t->nodes[i])->status == 2 &&
+		    (deepest == MERGE_NONE ||
+		     t->nodes[i].depth > t->nodes[deepest].depth))
+			deepest = i;
+	rc = buf_puts(b, "\n### Error chain\n");
+	if (rc != STATUS_OK)
+		return rc;
+	if (deepest == MERGE_NONE)
+		return buf_puts(b, "No error spans.\n");
+	for (i = deepest; i != MERGE_NONE; i = t->nodes[i].parent)
+		hops++;
+	path = malloc(hops * sizeof(*path));
+	if (path == NULL)
+		return STATUS_NOMEM;
+	i = deepest;
+	for (size_t h = hops; h-- > 0; i = t->nodes[i].parent)
+		path[h] = i;
+	rc = buf_printf(b,
+			"%zu error span%s; the deepest, %zu level%s below "
+			"its root:\n",
+			n_errors, n_errors == 1 ? "" : "s", hops - 1,
+			hops - 1 == 1 ? "" : "s");
+	for (size_t h = 0; h < hops && rc == STATUS_OK; h++) {
+		const struct merge_node *node = &t->nodes[path[h]];
+		const struct spanquery_span *s = row_of(node);
+		char sid[17];
+		json_t *msg;
+
+		hex_encode(s->span_id, 8, sid);
+		msg = opt_string(s->status == 2 ? s->status_message : NULL);
+		if (msg == NULL ||
+		    json_array_append_new(
+			    out,
+			    json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}",
+				      "span_id", sid, "service", s->service,
+				      "name", s->name, "duration_ms",
+				      (double)s->duration_ns / 1e6, "status",
+				      tool_status_name(s->status),
+				      "status_message", msg)) != 0) {
+			rc = STATUS_NOMEM;
+			break;
+		}
+		if (hops > CHAIN_HEAD + CHAIN_TAIL && h >= CHAIN_HEAD &&
+		    h < hops - CHAIN_TAIL) {
+			if (h == CHAIN_HEAD)
+				rc = buf_printf(b,
+						"   … %zu levels between …\n",
+						hops - CHAIN_HEAD - CHAIN_TAIL);
+			continue;
+		}
+		rc = buf_printf(b, "%zu. ", h + 1);
+		if (rc == STATUS_OK)
+			rc = span_ref(b, node);
+		if (rc == STATUS_OK)
+			rc = buf_printf(b, " %s",
+					s->status == 2
+						? "ERROR"
+						: tool_status_name(s->status));
+		if (rc == STATUS_OK && s->status == 2 &&
+		    s->status_message != NULL) {
+			rc = buf_puts(b, ": ");
+			if (rc == STATUS_OK)
+				rc = put_line_text(b, s->status_message,
+						   MESSAGE_MAX);
+		}
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, "\n");
+	}
+	free(path);
+	return rc;
+}
+
+static int
+by_string(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "services: a, b, c (+4 more)" */
+static int
+services_line(struct buf *b, const struct merge_trace *t)
+{
+	const char **names = malloc((t->n_nodes + 1) * sizeof(*names));
+	size_t distinct = 0;
+	int rc = STATUS_OK;
+
+	if (names == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < t->n_nodes; i++)
+		names[i] = row_of(&t->nodes[i])->service;
+	qsort(names, t->n_nodes, sizeof(*names), by_string);
+	for (size_t i = 0; i < t->n_nodes && rc == STATUS_OK; i++) {
+		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		if (distinct < SERVICES_NAMED) {
+			rc = buf_puts(b, distinct == 0 ? "services: " : ", ");
+			if (rc == STATUS_OK)
+				rc = put_line_text(b, names[i], 100);
+		}
+		distinct++;
+	}
+	if (rc == STATUS_OK && distinct > SERVICES_NAMED)
+		rc = buf_printf(b, " (+%zu more)", distinct - SERVICES_NAMED);
+	free(names);
+	return rc;
+}
+
+/*
+ * Appends the whole lines of src that fit in max bytes to b, and then
+ * "(N more lines cut: the answer is full)" when some did not (the note
+ * counted in max; nothing at all when not even it fits).
+ */
+#define CUT_NOTE_MAX 48
+static void
+append_lines(struct buf *b, const struct buf *src, size_t max)
+{
+	size_t used = 0, cut = 0;
+	const char *p = src->data, *end = p + src->len;
+
+	if (src->len <= max) {
+		(void)!buf_append(b, src->data, src->len);
+		return;
+	}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len =
+			nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+
+		if (cut == 0 && used + len + CUT_NOTE_MAX <= max) {
+			(void)!buf_append(b, p, len);
+			used += len;
+		} else {
+			cut++;
+		}
+		p += len;
+	}
+	if (cut > 0 && used + CUT_NOTE_MAX <= max)
+		(void)!buf_printf(b,
+				  "(%zu more line%s cut: the answer is full)\n",
+				  cut, cut == 1 ? "" : "s");
+}
+
+static int
+get_trace(struct call *call, const json_t *args, json_t **result)
+{
+	const struct redact *r = call_redact(call);
+	const char *trace_id = tool_arg_str(args, "trace_id");
+	struct spanquery_spans *sp[NSRC] = {NULL};
+	struct merge_result *res = NULL;
+	struct merge_span *spans = NULL;
+	struct render_fold *fold = NULL;
+	const struct merge_trace *t;
+	struct trace_ctx ctx = {NULL, NULL};
+	struct redact_kept kept = {0};
+	struct tool_conns k = {0};
+	struct buf b, sect[2];
+	char status[NSRC][300], tid[33];
+	uint8_t id[16];
+	size_t nspans = 0, shown = 0, n_errors, budget, room, avail;
+	int failed = 0;
+	json_t *sc = NULL, *lines = NULL, *bn = NULL, *chain = NULL;
+	int rc = STATUS_OK;
+
+	budget = call_text_budget(call);
+	buf_init(&b, 2 * budget + 4096);
+	buf_init(&sect[0], 2 * budget + 4096);
+	buf_init(&sect[1], 2 * budget + 4096);
+	*result = NULL;
+	if (trace_id == NULL ||
+	    tool_parse_trace_id(trace_id, id) != STATUS_OK) {
+		*result = tool_result_error(
+			"trace_id must be 32 hex digits, not all zero (e.g. "
+			"\"4bf92f3577b34da6a3ce929d0e0e4736\"), got \"%.40s\"",
+			trace_id != NULL ? trace_id : "");
+		goto out;
+	}
+	hex_encode(id, 16, tid);
+	if (tool_conns_get(call, &k) != STATUS_OK) {
+		*result = tool_result_error("%s", k.why);
+		goto out;
+	}
+	(void)call_progress(call, 1, 3, "fetching spans");
+	/* pass 0 sends on each source's own connection, pass 1 reads (a
+	 * source sharing the first connection is sent then) */
+	for (int i = 0; i < NSRC; i++)
+		status[i][0] = '\0';
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NSRC; i++) {
+			struct pg_conn *c = tool_conns_for(&k, i);
+			bool own = k.c[i] != NULL || i == 0;
+			struct pg_error pe;
+
+			if (status[i][0] != '\0' || (pass == 0 && !own))
+				continue;
+			rc = STATUS_OK;
+			if (pass == 0 || !own)
+				rc = spanquery_spans_send(
+					c, srcs[i].name,
+					(const uint8_t(*)[16])id, 1, &pe);
+			if (rc == STATUS_OK && pass == 1)
+				rc = spanquery_spans_recv(c, &sp[i], &pe);
+			if (rc == STATUS_CANCELLED || call_cancelled(call)) {
+				rc = STATUS_CANCELLED;
+				goto out;
+			}
+			if (rc == STATUS_NOMEM)
+				goto out;
+			if (rc != STATUS_OK) {
+				tool_unavailable(status[i], sizeof(status[i]),
+						 rc, &pe);
+				failed++;
+			} else if (pass == 1) {
+				nspans += sp[i]->n;
+			}
+		}
+	rc = STATUS_OK;
+	if (failed == NSRC) {
+		*result = tool_result_error("telemetry store %s",
+					    status[SRC_OTLP]);
+		goto out;
+	}
+	for (int i = 0; i < NSRC; i++)
+		if (status[i][0] == '\0')
+			snprintf(status[i], sizeof(status[i]), "%s",
+				 sp[i]->n > 0 ? "ok" : "no_data");
+
+	/* what the spans say goes out redacted, in text and structure */
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
+			struct spanquery_span *s = &sp[i]->spans[j];
+
+			s->service = redact_keep(&kept, r, s->service);
+			s->name = redact_keep(&kept, r, s->name);
+			s->status_message =
+				redact_keep(&kept, r, s->status_message);
+		}
+
+	(void)call_progress(call, 2, 3, "merging");
+	spans = calloc(nspans + 1, sizeof(*spans));
+	if (spans == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	nspans = 0;
+	for (int i = 0; i < NSRC; i++)
+		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++)
+			tool_merge_span(&spans[nspans++], &sp[i]->spans[j],
+					srcs[i].merge);
+	{
+		/* every span read is a node: folding, not merge, keeps the
+		 * answer short */
+		struct merge_opts opts = {.max_spans = 2 * SPANQUERY_MAX_SPANS,
+					  .max_traces = 1};
+
+		if ((rc = merge_traces(spans, nspans, &opts, &res)) !=
+		    STATUS_OK)
+			goto out;
+	}
+	lines = json_array();
+	bn = json_array();
+	chain = json_array();
+	if (lines == NULL || bn == NULL || chain == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (res->n_traces == 0) {
+		(void)!buf_printf(&b, "no trace %s in the store", tid);
+		for (int i = 0; i < NSRC; i++)
+			if (strncmp(status[i], "unavailable", 11) == 0)
+				(void)!buf_printf(&b, " (%s spans %s)",
+						  srcs[i].label, status[i]);
+		(void)!buf_puts(&b, "\n");
+		sc = json_pack("{s:s, s:b, s:i, s:{s:s, s:s}, s:O, s:O, s:O}",
+			       "trace_id", tid, "found", false, "span_count", 0,
+			       "sources", "ebpf", status[SRC_EBPF], "otlp",
+			       status[SRC_OTLP], "lines", lines, "bottlenecks",
+			       bn, "error_chain", chain);
+		if (sc == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		*result = tool_result_new(text_content(&b), sc, false);
+		sc = NULL;
+		goto out;
+	}
+	t = &res->traces[0];
+	if ((rc = mark_kept(&ctx, t)) != STATUS_OK ||
+	    (rc = render_fold(t, same_call, &ctx, 0, &fold)) != STATUS_OK)
+		goto out;
+	n_errors = errors_in(t, 0, t->n_nodes);
+
+	/* the head */
+	{
+		char dur[24], start[TIMERANGE_FORMAT_MAX], n[32];
+
+		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
+			  sizeof(dur));
+		render_count(t->span_count, n, sizeof(n));
+		timerange_format((int64_t)(t->start_ns / 1000000), start,
+				 sizeof(start));
+		(void)!buf_printf(
+			&b, "## Trace %s\n%s, %s span%s, started %s; ", tid,
+			dur, n, t->span_count == 1 ? "" : "s", start);
+		if ((rc = services_line(&b, t)) != STATUS_OK)
+			goto out;
+		(void)!buf_printf(&b, "; %zu error span%s\n", n_errors,
+				  n_errors == 1 ? "" : "s");
+	}
+	(void)!buf_puts(&b, "Sources:");
+	for (int i = NSRC; i-- > 0;) {
+		const char *sep = i == NSRC - 1 ? "" : ";";
+		char n[32];
+
+		if (strncmp(status[i], "unavailable", 11) == 0) {
+			(void)!buf_printf(&b, "%s %s %s", sep, srcs[i].label,
+					  status[i]);
+			continue;
+		}
+		render_count(sp[i]->n, n, sizeof(n));
+		(void)!buf_printf(&b, "%s %s %s span%s", sep, srcs[i].label, n,
+				  sp[i]->n == 1 ? "" : "s");
+	}
+	if (t->duplicates > 0)
+		(void)!buf_printf(&b, " (%zu seen by both, shown once as OTLP)",
+				  t->duplicates);
+	(void)!buf_puts(&b, "\n");
+	for (int i = 0; i < NSRC; i++)
+		if (sp[i] != NULL && sp[i]->truncated)
+			(void)!buf_printf(&b,
+					  "(%s: only the first %d spans were "
+					  "read)\n",
+					  srcs[i].label, SPANQUERY_MAX_SPANS);
+	if (fold->runs > 0) {
+		char n[32];
+
+		render_count(fold->folded, n, sizeof(n));
+		(void)!buf_printf(&b,
+				  "Folded: %s spans in %zu run%s of repeated "
+				  "sibling calls, each one line "
+				  "\"× count ... (min, avg, max)\".\n",
+				  n, fold->runs, fold->runs == 1 ? "" : "s");
+	}
+
+	/* the sections below the tree are drawn first: the tree gets what
+	 * they leave, but at least half of what the head leaves; then they
+	 * share the rest, cut at whole lines if need be */
+	if ((rc = bottlenecks(&sect[0], t, bn)) != STATUS_OK ||
+	    (rc = error_chain(&sect[1], t, n_errors, chain)) != STATUS_OK)
+		goto out;
+	avail = budget > b.len + 64 ? budget - b.len - 64 : 0;
+	room = avail > sect[0].len + sect[1].len
+		       ? avail - sect[0].len - sect[1].len
+		       : 0;
+	if (room < avail / 2)
+		room = avail / 2;
+	(void)!buf_puts(&b, "\n```text\n");
+	rc = render_trace_tree_folded(&b, t, fold, trace_label, trace_run_label,
+				      &ctx, room > 0 ? room : 1, &shown);
+	if (rc != STATUS_OK && rc != STATUS_LIMIT)
+		goto out;
+	rc = STATUS_OK;
+	(void)!buf_puts(&b, "```\n");
+	avail = budget > b.len + 8 ? budget - b.len - 8 : 0;
+	if (sect[0].len + sect[1].len <= avail) {
+		append_lines(&b, &sect[0], avail);
+		append_lines(&b, &sect[1], avail);
+	} else {
+		size_t half = avail / 2;
+		size_t first = sect[1].len < half ? avail - sect[1].len : half;
+
+		append_lines(&b, &sect[0], first);
+		append_lines(&b, &sect[1],
+			     budget > b.len + 8 ? budget - b.len - 8 : 0);
+	}
+
+	for (size_t i = 0; i < shown; i++)
+		if (json_array_append_new(lines,
+					  line_json(t, &fold->lines[i])) != 0) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+	{
+		size_t covered = 0;
+
+		for (size_t i = 0; i < shown; i++)
+			covered += fold->lines[i].end - fold->lines[i].node;
+		sc = json_pack("{s:s, s:b, s:I, s:f, s:s, s:{s:s, s:s}, s:I, "
+			       "s:I, s:I, s:O, s:I, s:O, s:O}",
+			       "trace_id", tid, "found", true, "span_count",
+			       (json_int_t)t->span_count, "duration_ms",
+			       (double)(t->end_ns - t->start_ns) / 1e6, "start",
+			       "", "sources", "ebpf", status[SRC_EBPF], "otlp",
+			       status[SRC_OTLP], "error_spans",
+			       (json_int_t)n_errors, "duplicates",
+			       (json_int_t)t->duplicates, "folded_spans",
+			       (json_int_t)fold->folded, "lines", lines,
+			       "spans_not_shown",
+			       (json_int_t)(t->span_count - covered),
+			       "bottlenecks", bn, "error_chain", chain);
+	}
+	if (sc == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	{
+		char start[TIMERANGE_FORMAT_MAX];
+
+		timerange_format((int64_t)(t->start_ns / 1000000), start,
+				 sizeof(start));
+		json_object_set_new(sc, "start", json_string(start));
+	}
+	*result = tool_result_new(text_content(&b), sc, false);
+	sc = NULL;
+out:
+	tool_conns_put(&k);
+	render_fold_free(fold);
+	free(ctx.keep);
+	merge_result_free(res);
+	for (int i = 0; i < NSRC; i++)
+		spanquery_spans_free(sp[i]);
+	redact_kept_free(&kept);
+	free(spans);
+	json_decref(lines);
+	json_decref(bn);
+	json_decref(chain);
+	json_decref(sc);
+	buf_free(&b);
+	buf_free(&sect[0]);
+	buf_free(&sect[1]);
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
+}
+
+const struct tool_handler spans_tool_handlers[] = {
+	{"query_spans", query_spans},
+	{"get_trace", get_trace},
+	{NULL, NULL},
+};

@@ -1,0 +1,816 @@
+/*
+ * tool_telemetry.c - the plumbing tools over raw OTLP data:
+ * query_telemetry_metrics (metric points per step and attribute group) and
+ * query_telemetry_spans (a search of OTLP spans).  Arguments are checked
+ * here, the queries live in lib/telemetry/pointquery, the text and structured
+ * answers are built here.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/redact.h"
+#include "base/timerange.h"
+#include "mcp/call.h"
+#include "pg/pg.h"
+#include "telemetry/pointquery.h"
+#include "telemetry/spanquery.h"
+#include "tools/tool.h"
+#include "tools/tool_common.h"
+#include "tools/tool_telemetry.h"
+
+/* {NULL, NULL}-terminated; bound in server.c's handler_tables. */
+
+/* Text kept back from the budget ([tools] max_answer_chars) for the
+ * closing lines; structured content carries every point. */
+#define TAIL_ROOM 512
+/* series drawn as tables in the text; the rest are only counted there */
+#define TEXT_SERIES_MAX 20
+/* names offered after "did you mean" */
+#define SUGGEST_MAX 5
+
+/* The attributes argument as compact JSON for jsonb @> (NULL when absent
+ * or empty).  The schema allows string values only. */
+static int
+attrs_json(const json_t *args, char **out)
+{
+	const json_t *a = json_object_get(args, "attributes");
+
+	*out = NULL;
+	if (!json_is_object(a) || json_object_size(a) == 0)
+		return STATUS_OK;
+	*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+	return *out != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+/*
+ * Leases a connection under the call's cancel token.  STATUS_OK with *c;
+ * otherwise *result is set to an isError answer (or the status is
+ * STATUS_CANCELLED / STATUS_NOMEM, to return as is).
+ */
+static int
+lease(struct call *call, struct pg_conn **c, json_t **result)
+{
+	char why[320];
+	int rc = tool_conn_get(call, c, why, sizeof(why));
+
+	if (rc == STATUS_UNSUPPORTED) /* why lacks the prefix then */
+		*result = tool_result_error("telemetry store unavailable: %s",
+					    why);
+	else if (rc == STATUS_CANCELLED || call_cancelled(call))
+		return STATUS_CANCELLED; /* *c, if leased, is the caller's */
+	else if (rc == STATUS_OK)
+		return STATUS_OK;
+	else
+		*result = tool_result_error("%s", why);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+/* A failed statement: the status to return, *result an isError answer
+ * when one is due. */
+static int
+query_failed(struct call *call, const char *tool, int rc,
+	     const struct pg_error *err, json_t **result)
+{
+	if (rc == STATUS_CANCELLED || call_cancelled(call))
+		return STATUS_CANCELLED;
+	if (rc == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	log_warn(&(struct log_fields){.request_id = call_request_id(call),
+				      .tool = tool,
+				      .duration_ms = -1},
+		 "telemetry query failed: %s", err->detail);
+	if (rc == STATUS_TIMEOUT)
+		*result = tool_result_error(
+			"telemetry query failed: %s; narrow time_range or add "
+			"filters (service, attributes)",
+			err->client);
+	else
+		*result = tool_result_error("telemetry store unavailable: %s",
+					    err->client);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+/* The filters given, for headers and "nothing found" answers:
+ * " (service=a, attributes={...})" or "". */
+static void
+describe_filters(struct buf *b, const json_t *args, const char *const *keys,
+		 size_t nkeys)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < nkeys; i++) {
+		const json_t *v = json_object_get(args, keys[i]);
+		char *j = NULL;
+		int rc;
+
+		if (v == NULL || json_is_null(v) ||
+		    (json_is_object(v) && json_object_size(v) == 0) ||
+		    (json_is_array(v) && json_array_size(v) == 0))
+			continue;
+		if (json_is_string(v)) {
+			rc = buf_printf(b, "%s%s=%s", any ? ", " : " (",
+					keys[i], json_string_value(v));
+		} else {
+			j = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
+						  JSON_ENCODE_ANY);
+			rc = j != NULL
+				     ? buf_printf(b, "%s%s=%s",
+						  any ? ", " : " (", keys[i], j)
+				     : STATUS_NOMEM;
+			free(j);
+		}
+		any = any || rc == STATUS_OK;
+	}
+	if (any)
+		(void)!buf_puts(b, ")");
+}
+
+/* ---- query_telemetry_metrics ------------------------------------------ */
+
+static const char *const metric_filter_keys[] = {"service", "attributes",
+						 "group_by"};
+
+/* A value for text: integers whole, others with 6 significant digits. */
+static void
+format_value(double v, char *buf, size_t cap)
+{
+	if (fabs(v) < 1e15 && v == floor(v))
+		snprintf(buf, cap, "%.0f", v);
+	else
+		snprintf(buf, cap, "%.6g", v);
+}
+
+/* A step's start for the text table: "HH:MM" (":SS" for steps under a
+ * minute), with "MM-DD " when the range spans more than one UTC day. */
+static void
+format_time(int64_t ms, bool date, bool seconds, char *buf, size_t cap)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	if (date)
+		snprintf(buf, cap, "%02d-%02d %02d:%02d", tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min);
+	else if (seconds)
+		snprintf(buf, cap, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min,
+			 tm.tm_sec);
+	else
+		snprintf(buf, cap, "%02d:%02d", tm.tm_hour, tm.tm_min);
+}
+
+/* "did you mean" for an unknown metric name (or a service without any
+ * metric), as an isError result in *result. */
+static int
+unknown_metric(struct pg_conn *c, const char *name, const char *service,
+	       json_t **result, struct pg_error *err)
+{
+	struct pointquery_names *nm = NULL;
+	const char *best[SUGGEST_MAX];
+	const char *what = name;
+	struct buf b;
+	size_t n;
+	int rc;
+
+	buf_init(&b, 4096);
+	rc = pointquery_metric_names(c, service, &nm, err);
+	if (rc != STATUS_OK)
+		goto out;
+	if (nm->n == 0 && service != NULL) {
+		/* the service has no metrics at all: which services do? */
+		pointquery_names_free(nm);
+		nm = NULL;
+		rc = pointquery_metric_services(c, &nm, err);
+		if (rc != STATUS_OK)
+			goto out;
+		what = service;
+		(void)!buf_printf(&b,
+				  "service \"%s\" has no metric points in the "
+				  "telemetry store",
+				  service);
+	} else if (service != NULL) {
+		(void)!buf_printf(&b,
+				  "unknown metric \"%s\" for service \"%s\"",
+				  name, service);
+	} else {
+		(void)!buf_printf(&b, "unknown metric \"%s\"", name);
+	}
+	n = spanquery_suggest(what, nm->names, nm->n, best, SUGGEST_MAX);
+	for (size_t i = 0; i < n; i++)
+		(void)!buf_printf(&b, "%s\"%s\"",
+				  i == 0       ? ": did you mean "
+				  : i + 1 == n ? " or "
+					       : ", ",
+				  best[i]);
+	if (n > 0) {
+		(void)!buf_puts(&b, "?");
+	} else if (nm->n > 0) {
+		/* nothing close: show some that exist */
+		if (what == service)
+			(void)!buf_puts(&b, "; services with metric points: ");
+		else if (service != NULL)
+			(void)!buf_printf(
+				&b, "; metrics of service \"%s\": ", service);
+		else
+			(void)!buf_puts(&b, "; metrics stored: ");
+		for (size_t i = 0; i < nm->n && i < SUGGEST_MAX; i++)
+			(void)!buf_printf(&b, "%s\"%s\"", i > 0 ? ", " : "",
+					  nm->names[i]);
+		if (nm->n > SUGGEST_MAX)
+			(void)!buf_printf(&b, " and %zu more",
+					  nm->n - SUGGEST_MAX);
+	} else {
+		(void)!buf_puts(&b, "; no metric points are stored yet "
+				    "(send them to /v1/metrics)");
+	}
+	if (what == service)
+		(void)!buf_puts(&b, " (or leave service out)");
+	*result = tool_result_error("%s", b.data != NULL ? b.data : "");
+	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+out:
+	pointquery_names_free(nm);
+	buf_free(&b);
+	return rc;
+}
+
+/* labels: {key: value | null} of series s, [redact] applied. */
+static json_t *
+labels_json(const struct pointquery_series *s, const char *const *keys,
+	    size_t nk, const struct redact *r)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o != NULL && i < nk; i++)
+		if (json_object_set_new(o, keys[i],
+					s->labels[i] != NULL
+						? json_string(s->labels[i])
+						: json_null()) != 0) {
+			json_decref(o);
+			return NULL;
+		}
+	if (redact_json(r, o) != STATUS_OK) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A label value as the text shows it: hidden under a sensitive key, else
+ * with [redact] value patterns applied.  Free *owned afterwards. */
+static const char *
+label_shown(const struct redact *r, const char *key, const char *v,
+	    char **owned)
+{
+	*owned = NULL;
+	if (v == NULL)
+		return "(none)";
+	if (redact_key(r, key))
+		return REDACT_MARK;
+	*owned = redact_text(r, v);
+	return *owned != NULL ? *owned : v;
+}
+
+static json_t *
+series_json(const struct pointquery_metric *m, const char *const *keys,
+	    size_t nk, const struct redact *r)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr != NULL && i < m->n_series; i++) {
+		const struct pointquery_series *s = &m->series[i];
+		json_t *pts = json_array(), *one;
+
+		for (size_t k = 0; pts != NULL && k < s->n; k++) {
+			char t[TIMERANGE_FORMAT_MAX];
+
+			timerange_format(s->t_ms[k], t, sizeof(t));
+			if (json_array_append_new(
+				    pts, json_pack("[s, f]", t, s->v[k])) !=
+			    0) {
+				json_decref(pts);
+				pts = NULL;
+			}
+		}
+		one = pts != NULL ? json_pack("{s:o*, s:o}", "labels",
+					      labels_json(s, keys, nk, r),
+					      "points", pts)
+				  : NULL;
+		if (one == NULL || json_object_size(one) != 2 ||
+		    json_array_append_new(arr, one) != 0) {
+			json_decref(one);
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+/* The text answer: a header, then per series a label line and a table. */
+static void
+metric_text(struct buf *b, const json_t *args, const char *name,
+	    const struct pointquery_metric *m, const char *const *keys,
+	    size_t nk, int64_t from_ms, int64_t to_ms, int64_t step_s,
+	    const char *rdesc, const struct redact *r)
+{
+	char step[32], latest[TIMERANGE_FORMAT_MAX];
+	bool date = (from_ms / 86400000) != ((to_ms - 1) / 86400000);
+	size_t shown = 0;
+
+	if (step_s % 3600 == 0)
+		snprintf(step, sizeof(step), "%" PRId64 "h", step_s / 3600);
+	else if (step_s % 60 == 0)
+		snprintf(step, sizeof(step), "%" PRId64 "m", step_s / 60);
+	else
+		snprintf(step, sizeof(step), "%" PRId64 "s", step_s);
+	if (m->n_series == 0) {
+		timerange_format(m->latest_ms, latest, sizeof(latest));
+		(void)!buf_printf(b, "No metric points found for %s in %s",
+				  name, rdesc);
+		describe_filters(b, args, metric_filter_keys,
+				 sizeof(metric_filter_keys) /
+					 sizeof(metric_filter_keys[0]));
+		(void)!buf_printf(b,
+				  ". Its newest point is at %s: widen "
+				  "time_range or change the filters.\n",
+				  latest);
+		return;
+	}
+	(void)!buf_printf(b, "%s (%s%s%s%s), %s per %s, %s", name, m->kind,
+			  m->unit[0] != '\0' ? ", unit " : "", m->unit,
+			  m->temporality == 1	? ", delta"
+			  : m->temporality == 2 ? ", cumulative"
+						: "",
+			  pointquery_agg_name(m->agg), step, rdesc);
+	describe_filters(b, args, metric_filter_keys,
+			 sizeof(metric_filter_keys) /
+				 sizeof(metric_filter_keys[0]));
+	(void)!buf_printf(b, ": %zu series\n", m->n_series);
+	for (size_t i = 0; i < m->n_series && shown < TEXT_SERIES_MAX; i++) {
+		const struct pointquery_series *s = &m->series[i];
+		size_t mark = b->len;
+
+		if (nk > 0) {
+			(void)!buf_puts(b, "\n[");
+			for (size_t k = 0; k < nk; k++) {
+				char *owned;
+
+				(void)!buf_printf(b, "%s%s=%s",
+						  k > 0 ? ", " : "", keys[k],
+						  label_shown(r, keys[k],
+							      s->labels[k],
+							      &owned));
+				free(owned);
+			}
+			(void)!buf_puts(b, "]\n");
+		} else {
+			(void)!buf_puts(b, "\n");
+		}
+		for (size_t k = 0; k < s->n; k++) {
+			char t[32], v[40];
+
+			format_time(s->t_ms[k], date, step_s < 60, t,
+				    sizeof(t));
+			format_value(s->v[k], v, sizeof(v));
+			if (buf_printf(b, "  %s  %s\n", t, v) != STATUS_OK)
+				break;
+		}
+		if (b->len + 256 > b->max) {
+			/* leave room for the closing line */
+			b->len = mark;
+			b->data[mark] = '\0';
+			break;
+		}
+		shown++;
+	}
+	if (shown < m->n_series)
+		(void)!buf_printf(b,
+				  "\n%zu more series not shown here (they are "
+				  "in the structured content)%s\n",
+				  m->n_series - shown,
+				  m->truncated ? "; more matched than returned"
+					       : "");
+	if (m->truncated)
+		(void)!buf_printf(b,
+				  "\nTruncated: at most %d series or %d points "
+				  "are returned; add filters or fewer group_by "
+				  "keys.\n",
+				  POINTQUERY_MAX_SERIES, POINTQUERY_MAX_CELLS);
+}
+
+static int
+query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	const char *name = tool_arg_str(args, "name"),
+		   *service = tool_arg_str(args, "service"),
+		   *agg_s = tool_arg_str(args, "aggregation");
+	const char *range = tool_arg_str(args, "time_range");
+	const json_t *gb = json_object_get(args, "group_by");
+	const char *keys[POINTQUERY_MAX_GROUP_BY];
+	struct pointquery_metric_req r = {0};
+	struct pointquery_metric *m = NULL;
+	struct pg_conn *c = NULL;
+	struct pg_error perr;
+	struct timerange tr;
+	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
+	json_t *sc = NULL, *series = NULL;
+	struct buf b;
+	int64_t now = tool_now_ms(), step_s;
+	size_t nk = 0;
+	int rc, agg = POINTQUERY_AGG_AUTO;
+
+	*result = NULL;
+	buf_init(&b, call_text_budget(call));
+	if (name == NULL) {
+		*result = tool_result_error(
+			"name is required: the metric name, e.g. "
+			"\"http.server.request.duration\"");
+		goto done;
+	}
+	if (agg_s != NULL && (agg = pointquery_agg_parse(agg_s)) <= 0) {
+		*result = tool_result_error(
+			"aggregation \"%.40s\" is not known: use avg, sum, "
+			"min, max, count, last, rate, p50, p95 or p99",
+			agg_s);
+		goto done;
+	}
+	if (timerange_parse(range != NULL ? range : "1h",
+			    tool_arg_str(args, "from"),
+			    tool_arg_str(args, "to"), now, &tr, err,
+			    sizeof(err)) != STATUS_OK ||
+	    pointquery_step(tr.from_ms, tr.to_ms, tool_arg_str(args, "step"),
+			    &step_s, err, sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto done;
+	}
+	if (json_is_array(gb)) {
+		if (json_array_size(gb) > POINTQUERY_MAX_GROUP_BY) {
+			*result = tool_result_error(
+				"group_by has %zu keys: use at most %d",
+				json_array_size(gb), POINTQUERY_MAX_GROUP_BY);
+			goto done;
+		}
+		for (nk = 0; nk < json_array_size(gb); nk++) {
+			keys[nk] = json_string_value(json_array_get(gb, nk));
+			if (keys[nk] == NULL || keys[nk][0] == '\0') {
+				*result = tool_result_error(
+					"group_by[%zu] must be a non-empty "
+					"attribute key, e.g. \"http.route\"",
+					nk);
+				goto done;
+			}
+		}
+	}
+	if (attrs_json(args, &attrs) != STATUS_OK) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
+		goto out;
+	r.name = name;
+	r.service = service;
+	r.attributes_json = attrs;
+	r.agg = (enum pointquery_agg)agg;
+	r.from_ms = tr.from_ms;
+	r.to_ms = tr.to_ms;
+	r.step_s = step_s;
+	r.group_by = keys;
+	r.n_group_by = nk;
+	rc = pointquery_metrics(c, &r, &m, &perr);
+	if (rc == STATUS_NOTFOUND) {
+		rc = unknown_metric(c, name, service, result, &perr);
+		if (rc != STATUS_OK)
+			rc = query_failed(call, "query_telemetry_metrics", rc,
+					  &perr, result);
+		goto out;
+	}
+	if (rc == STATUS_UNSUPPORTED || rc == STATUS_INVALID) {
+		*result = tool_result_error("%s", perr.client);
+		goto done;
+	}
+	if (rc != STATUS_OK) {
+		rc = query_failed(call, "query_telemetry_metrics", rc, &perr,
+				  result);
+		goto out;
+	}
+	pg_release(c);
+	c = NULL;
+
+	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+	metric_text(&b, args, name, m, keys, nk, tr.from_ms, tr.to_ms, step_s,
+		    rdesc, call_redact(call));
+	series = series_json(m, keys, nk, call_redact(call));
+	sc = series != NULL
+		     ? json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:o, s:b}",
+				 "name", name, "unit", m->unit, "kind", m->kind,
+				 "aggregation", pointquery_agg_name(m->agg),
+				 "time_range", tool_range_json(&tr), "step_s",
+				 (json_int_t)step_s, "series", series,
+				 "truncated", m->truncated)
+		     : NULL;
+	if (sc != NULL && m->n_series == 0) {
+		char latest[TIMERANGE_FORMAT_MAX];
+
+		timerange_format(m->latest_ms, latest, sizeof(latest));
+		if (json_object_set_new(sc, "latest_point",
+					json_string(latest)) != 0) {
+			json_decref(sc);
+			sc = NULL;
+		}
+	}
+	if (sc == NULL || b.data == NULL) {
+		json_decref(sc);
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", b.data), sc,
+		false);
+done:
+	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+out:
+	pg_release(c);
+	pointquery_metric_free(m);
+	free(attrs);
+	buf_free(&b);
+	return rc;
+}
+
+/* ---- query_telemetry_spans -------------------------------------------- */
+
+static const char *const span_filter_keys[] = {
+	"service", "name",	 "trace_id",	    "session_id",
+	"status",  "attributes", "min_duration_ms",
+};
+
+/* One span, [redact] applied to its attributes and status message. */
+static json_t *
+span_json(const struct pointquery_span *sp, const struct redact *r)
+{
+	char start[TIMERANGE_FORMAT_MAX];
+	json_t *attrs, *o, *msg;
+
+	timerange_format(sp->start_us / 1000, start, sizeof(start));
+	attrs = json_loads(sp->attributes_json, 0, NULL);
+	if (!json_is_object(attrs)) {
+		json_decref(attrs);
+		attrs = json_object();
+	}
+	if (redact_json(r, attrs) != STATUS_OK) {
+		json_decref(attrs);
+		return NULL;
+	}
+	o = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:f, s:s, s:o}",
+		      "trace_id", sp->trace_id, "span_id", sp->span_id,
+		      "parent_span_id",
+		      sp->parent_span_id[0] != '\0' ? sp->parent_span_id : NULL,
+		      "service", sp->service, "name", sp->name, "kind",
+		      pointquery_kind_name(sp->kind) != NULL
+			      ? pointquery_kind_name(sp->kind)
+			      : "unspecified",
+		      "start", start, "duration_ms",
+		      (double)sp->duration_ns / 1e6, "status",
+		      pointquery_status_name(sp->status) != NULL
+			      ? pointquery_status_name(sp->status)
+			      : "unset",
+		      "attributes", attrs);
+	if (o == NULL)
+		return NULL;
+	msg = sp->status_message != NULL && sp->status_message[0] != '\0'
+		      ? json_string(sp->status_message)
+		      : NULL;
+	if (msg != NULL && redact_json(r, msg) != STATUS_OK) {
+		json_decref(msg);
+		json_decref(o);
+		return NULL;
+	}
+	if ((msg != NULL &&
+	     json_object_set_new(o, "status_message", msg) != 0) ||
+	    (sp->attrs_cut && json_object_set_new(o, "attributes_truncated",
+						  json_true()) != 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int
+query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
+{
+	const char *status = tool_arg_str(args, "status"),
+		   *sort = tool_arg_str(args, "sort"),
+		   *range = tool_arg_str(args, "time_range");
+	const json_t *mind = json_object_get(args, "min_duration_ms"),
+		     *limit = json_object_get(args, "limit");
+	struct pointquery_span_req r = {0};
+	struct pointquery_spans *s = NULL;
+	struct pg_conn *c = NULL;
+	struct pg_error perr;
+	struct timerange tr = {0};
+	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
+	json_t *sc = NULL, *arr = NULL;
+	struct redact_kept kept = {0};
+	struct buf b;
+	int64_t now = tool_now_ms();
+	int rc;
+
+	*result = NULL;
+	buf_init(&b, call_text_budget(call));
+	r.service = tool_arg_str(args, "service");
+	r.name = tool_arg_str(args, "name");
+	r.trace_id = tool_arg_str(args, "trace_id");
+	r.session_id = tool_arg_str(args, "session_id");
+	r.min_duration_ns = -1;
+	r.status = -1;
+	r.limit = 50;
+	r.slowest = sort != NULL && strcmp(sort, "slowest") == 0;
+	if (sort != NULL && !r.slowest && strcmp(sort, "recent") != 0) {
+		*result = tool_result_error(
+			"sort must be \"recent\" or \"slowest\"");
+		goto done;
+	}
+	if (status != NULL) {
+		for (r.status = 0; r.status < 3; r.status++)
+			if (strcmp(status, pointquery_status_name(r.status)) ==
+			    0)
+				break;
+		if (r.status == 3) {
+			*result = tool_result_error(
+				"status must be \"ok\", \"error\" or "
+				"\"unset\"");
+			goto done;
+		}
+	}
+	if (json_is_number(mind)) {
+		double ms = json_number_value(mind);
+
+		if (!(ms >= 0 && ms <= 86400000.0)) {
+			*result = tool_result_error(
+				"min_duration_ms must be a number of "
+				"milliseconds from 0 to 86400000");
+			goto done;
+		}
+		r.min_duration_ns = (int64_t)llround(ms * 1e6);
+	}
+	if (json_is_integer(limit)) {
+		json_int_t l = json_integer_value(limit);
+
+		if (l < 1 || l > POINTQUERY_MAX_SPANS) {
+			*result = tool_result_error(
+				"limit must be 1..%d: ask for fewer spans and "
+				"narrow the filters",
+				POINTQUERY_MAX_SPANS);
+			goto done;
+		}
+		r.limit = (size_t)l;
+	}
+	/* a trace id alone searches everything stored: a trace is small and
+	 * its start is often unknown to the caller */
+	r.has_range = r.trace_id == NULL || range != NULL ||
+		      tool_arg_str(args, "from") != NULL ||
+		      tool_arg_str(args, "to") != NULL;
+	if (r.has_range) {
+		if (timerange_parse(range != NULL ? range : "1h",
+				    tool_arg_str(args, "from"),
+				    tool_arg_str(args, "to"), now, &tr, err,
+				    sizeof(err)) != STATUS_OK) {
+			*result = tool_result_error("%s", err);
+			goto done;
+		}
+		r.from_ms = tr.from_ms;
+		r.to_ms = tr.to_ms;
+	}
+	if (attrs_json(args, &attrs) != STATUS_OK) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	r.attributes_json = attrs;
+	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
+		goto out;
+	rc = pointquery_spans(c, &r, &s, &perr);
+	if (rc == STATUS_INVALID && perr.sqlstate[0] == '\0') {
+		*result = tool_result_error("%s", perr.client);
+		goto done;
+	}
+	if (rc != STATUS_OK) {
+		rc = query_failed(call, "query_telemetry_spans", rc, &perr,
+				  result);
+		goto out;
+	}
+	pg_release(c);
+	c = NULL;
+
+	if (r.has_range)
+		timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+	else
+		snprintf(rdesc, sizeof(rdesc), "all stored data");
+	arr = json_array();
+	if (arr == NULL) {
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	if (s->n == 0) {
+		(void)!buf_printf(&b, "No spans found in %s", rdesc);
+		describe_filters(&b, args, span_filter_keys,
+				 sizeof(span_filter_keys) /
+					 sizeof(span_filter_keys[0]));
+		(void)!buf_puts(&b, ". Only spans sent over OTLP are searched; "
+				    "widen time_range, relax the filters, or "
+				    "use query_traces for eBPF spans.\n");
+	} else {
+		(void)!buf_printf(&b, "%zu OTLP span%s, %s first, %s", s->n,
+				  s->n == 1 ? "" : "s",
+				  r.slowest ? "slowest" : "newest", rdesc);
+		describe_filters(&b, args, span_filter_keys,
+				 sizeof(span_filter_keys) /
+					 sizeof(span_filter_keys[0]));
+		(void)!buf_puts(&b, ":\n");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct pointquery_span *sp = &s->spans[i];
+		char start[TIMERANGE_FORMAT_MAX];
+		size_t mark = b.len;
+
+		sp->service =
+			redact_keep(&kept, call_redact(call), sp->service);
+		sp->name = redact_keep(&kept, call_redact(call), sp->name);
+		sp->status_message = redact_keep(&kept, call_redact(call),
+						 sp->status_message);
+
+		if (json_array_append_new(
+			    arr, span_json(sp, call_redact(call))) != 0) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		timerange_format(sp->start_us / 1000, start, sizeof(start));
+		if (b.len + TAIL_ROOM > b.max ||
+		    buf_printf(&b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
+			       sp->service, sp->name,
+			       (double)sp->duration_ns / 1e6,
+			       pointquery_status_name(sp->status) != NULL
+				       ? pointquery_status_name(sp->status)
+				       : "unset",
+			       sp->trace_id) != STATUS_OK) {
+			if (b.data != NULL) {
+				b.len = mark;
+				b.data[mark] = '\0';
+			}
+			(void)!buf_printf(&b,
+					  "(%zu more spans in the structured "
+					  "content)\n",
+					  s->n - i);
+			for (i++; i < s->n; i++)
+				if (json_array_append_new(
+					    arr,
+					    span_json(&s->spans[i],
+						      call_redact(call))) !=
+				    0) {
+					rc = STATUS_NOMEM;
+					goto out;
+				}
+			break;
+		}
+	}
+	if (s->truncated)
+		(void)!buf_printf(&b,
+				  "More spans match: raise limit (at most %d) "
+				  "or narrow the filters.\n",
+				  POINTQUERY_MAX_SPANS);
+	sc = json_pack("{s:o, s:I, s:b}", "spans", arr, "count",
+		       (json_int_t)s->n, "truncated", s->truncated);
+	arr = NULL;
+	if (sc != NULL && r.has_range &&
+	    json_object_set_new(sc, "time_range", tool_range_json(&tr)) != 0) {
+		json_decref(sc);
+		sc = NULL;
+	}
+	if (sc == NULL || b.data == NULL) {
+		json_decref(sc);
+		rc = STATUS_NOMEM;
+		goto out;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", b.data), sc,
+		false);
+done:
+	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+out:
+	json_decref(arr);
+	pg_release(c);
+	redact_kept_free(&kept);
+	pointquery_spans_free(s);
+	free(attrs);
+	buf_free(&b);
+	return rc;
+}
+
+const struct tool_handler telemetry_tool_handlers[] = {
+	{"query_telemetry_metrics", query_telemetry_metrics},
+	{"query_telemetry_spans", query_telemetry_spans},
+	{NULL, NULL},
+};
