@@ -31,7 +31,7 @@ LDLIBS := $(PKG_LIBS) -lpthread -lm
 # ---- sources, one list per room (each folder's README says what it holds;
 # scripts/check-layout.sh checks who may include whom) -----------------------
 BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
-	metrics.c auth.c seal.c sse.c timerange.c redact.c)
+	metrics.c auth.c seal.c sse.c timerange.c redact.c clock.c)
 JSON_SRC := $(addprefix lib/json/,jsonload.c jsondump.c jsonschema.c)
 CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
 # ---- [migrate] schema migrations (lib/pg/migrate, migrations/*.sql) -------
@@ -86,11 +86,12 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 		scripts/gen-embed.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
-SERVER_SRC := $(addprefix server/core/,server.c demo_data.c) \
+SERVER_SRC := server/boot.c \
+	$(addprefix server/core/,server.c maintain.c instances.c demo_data.c) \
 	$(addprefix server/http/,http.c ingest.c) \
 	$(addprefix server/transport/,transport.c legacy_sse.c stdio_mcp.c) \
 	$(addprefix server/mcp/,rpc.c dispatch.c reqmeta.c session.c \
-		sessstore.c tasks.c call.c tools.c catalog.c skills.c) \
+		sessstore.c tasks.c call.c tools.c catalog.c skills.c gateway.c) \
 	build/gen/skills.c \
 	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
 		tool_telemetry.c tool_spans.c tool_genai.c tool_services.c \

@@ -16,11 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot.h"
+
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 #include "conf/config.h"
 #include "core/demo_data.h"
+#include "core/maintain.h"
 #include "core/server.h"
 #include "http/http.h"
 #include "mcp/session.h"
@@ -28,12 +32,20 @@
 #include "mcp/tools.h"
 #include "transport/legacy_sse.h"
 #include "transport/stdio_mcp.h"
+#include "transport/transport.h"
 
 /* Exit codes (documented in --help and README). */
 enum {
 	EXIT_OK = 0,
 	EXIT_RUNTIME = 1, /* could not start or failed while serving */
 	EXIT_USAGE = 2,	  /* bad command line or invalid configuration */
+};
+
+/* The MCP transports the HTTP front end serves. */
+static const struct http_routes mcp_routes = {
+	.mcp = transport_mcp,
+	.sse = legacy_sse_open,
+	.messages = legacy_sse_post,
 };
 
 static void
@@ -176,8 +188,8 @@ cmd_database(int argc, char **argv, bool maintain)
 		config_free(cfg);
 		return EXIT_USAGE;
 	}
-	rc = maintain ? server_maintain(cfg, err, sizeof(err))
-		      : server_migrate(cfg, &applied, err, sizeof(err));
+	rc = maintain ? maintain_all(cfg, err, sizeof(err))
+		      : maintain_migrate(cfg, &applied, err, sizeof(err));
 	config_free(cfg);
 	if (rc != STATUS_OK) {
 		fprintf(stderr, "sextant: %s: %s\n", argv[1], err);
@@ -195,7 +207,7 @@ drain(struct server *srv)
 {
 	struct log_fields f = {.duration_ms = -1};
 	int grace_ms = srv->cfg->server.shutdown_grace_s * 1000;
-	int64_t deadline = session_now_ms() + grace_ms;
+	int64_t deadline = clock_mono_ms() + grace_ms;
 
 	atomic_store(&srv->draining, true); /* new connections closed */
 	log_info(&f,
@@ -204,7 +216,7 @@ drain(struct server *srv)
 		 srv->cfg->server.shutdown_grace_s,
 		 pool_busy(srv->pool) + pool_queue_depth(srv->pool));
 	while (pool_busy(srv->pool) + pool_queue_depth(srv->pool) > 0 &&
-	       session_now_ms() < deadline) {
+	       clock_mono_ms() < deadline) {
 		struct timespec ts = {0, 20 * 1000000L};
 
 		nanosleep(&ts, NULL);
@@ -222,10 +234,10 @@ drain(struct server *srv)
 	/* Let the answers resumed above go out, and the event streams flush
 	 * their last events and end (each reader ends once drained), bounded:
 	 * a stalled client must not hold the exit. */
-	deadline = session_now_ms() + 3000;
+	deadline = clock_mono_ms() + 3000;
 	while ((metric_value(srv->m.sse_streams) > 0 ||
 		metric_value(srv->m.inflight) > 0) &&
-	       session_now_ms() < deadline) {
+	       clock_mono_ms() < deadline) {
 		struct timespec ts = {0, 10 * 1000000L};
 
 		nanosleep(&ts, NULL);
@@ -271,7 +283,7 @@ cmd_serve(int argc, char **argv)
 
 		/* A database that is down now is not fatal: /readyz says so
 		 * and ingestion answers 503 until it is back. */
-		if (server_migrate(cfg, &applied, err, sizeof(err)) !=
+		if (maintain_migrate(cfg, &applied, err, sizeof(err)) !=
 		    STATUS_OK)
 			log_error(&f, "migrations not applied: %s", err);
 		else {
@@ -281,21 +293,21 @@ cmd_serve(int argc, char **argv)
 					 applied);
 		}
 	}
-	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
+	if (boot_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
-		server_free(&srv);
+		boot_free(&srv);
 		return EXIT_USAGE;
 	}
 	srv.migrated = migrated;
 	if (sessstore_wanted(&srv) &&
 	    sessstore_new(&srv, &srv.store, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
-		server_free(&srv);
+		boot_free(&srv);
 		return EXIT_USAGE;
 	}
-	if (http_start(&srv, err, sizeof(err)) != STATUS_OK) {
+	if (http_start(&srv, &mcp_routes, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "%s", err);
-		server_free(&srv);
+		boot_free(&srv);
 		return EXIT_RUNTIME;
 	}
 	{
@@ -322,15 +334,15 @@ cmd_serve(int argc, char **argv)
 		sig = sigtimedwait(&set, NULL, &tick);
 		if (sig < 0) {
 			if (errno == EAGAIN) {
-				server_tick(&srv);
-				legacy_sse_tick(&srv, session_now_ms());
+				boot_tick(&srv);
+				legacy_sse_tick(&srv, clock_mono_ms());
 			}
 			continue;
 		}
 		if (sig == SIGHUP) {
 			log_info(&f, "SIGHUP: reloading %s",
 				 path != NULL ? path : "(defaults)");
-			server_reload(&srv);
+			boot_reload(&srv);
 		} else if (sig == SIGTERM || sig == SIGINT) {
 			log_info(&f, "%s: shutting down",
 				 sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -338,7 +350,7 @@ cmd_serve(int argc, char **argv)
 		}
 	}
 	drain(&srv);
-	server_free(&srv);
+	boot_free(&srv);
 	log_info(&f, "stopped");
 	return EXIT_OK;
 }
@@ -383,20 +395,20 @@ cmd_stdio(int argc, char **argv)
 	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
 		int applied = 0;
 
-		if (server_migrate(cfg, &applied, err, sizeof(err)) !=
+		if (maintain_migrate(cfg, &applied, err, sizeof(err)) !=
 		    STATUS_OK)
 			log_error(&f, "migrations not applied: %s", err);
 		else
 			migrated = true;
 	}
-	if (server_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
+	if (boot_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
-		server_free(&srv);
+		boot_free(&srv);
 		return EXIT_USAGE;
 	}
 	srv.migrated = migrated;
 	rc = stdio_mcp_serve(&srv, STDIN_FILENO, STDOUT_FILENO, &set);
-	server_free(&srv);
+	boot_free(&srv);
 	log_info(&f, "stopped");
 	return rc == STATUS_OK ? EXIT_OK : EXIT_RUNTIME;
 }

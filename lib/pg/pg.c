@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 
@@ -173,15 +174,6 @@ static bool conn_alive(struct pg_conn *c);
 
 /* ---- time, errors ------------------------------------------------------ */
 
-int64_t
-pg_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
 {
@@ -276,7 +268,7 @@ pg_sock_wait(PGconn *conn, short events, int64_t deadline_ms, int stop_fd,
 		n = 2;
 	}
 	for (;;) {
-		int64_t left = deadline_ms - pg_mono_ms();
+		int64_t left = deadline_ms - clock_mono_ms();
 		int r;
 
 		if (left <= 0)
@@ -485,7 +477,8 @@ conn_start(struct pg_conn *c, struct pg_error *err)
 			"the tool call was cancelled before the statement");
 		return STATUS_CANCELLED;
 	}
-	c->deadline_ms = pg_mono_ms() + c->timeout_ms + grace_ms(c->timeout_ms);
+	c->deadline_ms =
+		clock_mono_ms() + c->timeout_ms + grace_ms(c->timeout_ms);
 	c->running_prepared = false;
 	count(&c->pool->queries);
 	return STATUS_OK;
@@ -1257,7 +1250,7 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 		timeout_ms = p->acquire_timeout_ms;
 	if (timeout_ms > PG_ACQUIRE_TIMEOUT_MAX_MS)
 		timeout_ms = PG_ACQUIRE_TIMEOUT_MAX_MS;
-	deadline = pg_mono_ms() + timeout_ms;
+	deadline = clock_mono_ms() + timeout_ms;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -1297,7 +1290,7 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 			pthread_cond_signal(&p->maint_cv);
 			continue;
 		}
-		if (pg_mono_ms() >= deadline) {
+		if (clock_mono_ms() >= deadline) {
 			count(&p->acquire_timeouts);
 			err_set(err, NULL, MSG_BUSY,
 				"no database connection became free within "
@@ -1366,7 +1359,7 @@ conn_reset(struct pg_conn *c)
 	if (c->broken || c->fatal || c->in_copy ||
 	    PQstatus(c->conn) != CONNECTION_OK)
 		return false;
-	c->deadline_ms = pg_mono_ms() + PG_RESET_TIMEOUT_MS;
+	c->deadline_ms = clock_mono_ms() + PG_RESET_TIMEOUT_MS;
 	switch (PQtransactionStatus(c->conn)) {
 	case PQTRANS_IDLE: break;
 	case PQTRANS_INTRANS:
@@ -1448,7 +1441,8 @@ pg_connect_poll(PGconn *conn, int64_t deadline_ms, int stop_fd, int timeout_s,
 static int
 slot_connect(struct pg_pool *p, struct pg_conn *c, char *detail, size_t n)
 {
-	int64_t deadline = pg_mono_ms() + (int64_t)p->connect_timeout_s * 1000;
+	int64_t deadline =
+		clock_mono_ms() + (int64_t)p->connect_timeout_s * 1000;
 	const char *values[1] = {p->timeout_value};
 	PGconn *conn = NULL;
 	PGresult *r = NULL;
@@ -1619,7 +1613,7 @@ attempt_done(struct pg_pool *p, struct pg_conn *c, int rc, const char *detail)
 				    : PG_BACKOFF_SHIFT_MAX);
 		if (delay > p->reconnect_max_ms || delay <= 0)
 			delay = p->reconnect_max_ms;
-		p->next_attempt_ms = pg_mono_ms() + delay;
+		p->next_attempt_ms = clock_mono_ms() + delay;
 		snprintf(p->last_error, sizeof(p->last_error), "%s", detail);
 	}
 	p->attempted = true;
@@ -1645,12 +1639,12 @@ static void *
 pg_maintainer(void *arg)
 {
 	struct pg_pool *p = arg;
-	int64_t next_check = pg_mono_ms() + PG_CHECK_INTERVAL_MS;
+	int64_t next_check = clock_mono_ms() + PG_CHECK_INTERVAL_MS;
 	char detail[sizeof(p->last_error)];
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
-		int64_t now = pg_mono_ms(), wake = next_check;
+		int64_t now = clock_mono_ms(), wake = next_check;
 		struct pg_conn *down = NULL;
 		int rc;
 
@@ -1670,7 +1664,7 @@ pg_maintainer(void *arg)
 		}
 		if (now >= next_check) {
 			check_idle(p);
-			next_check = pg_mono_ms() + PG_CHECK_INTERVAL_MS;
+			next_check = clock_mono_ms() + PG_CHECK_INTERVAL_MS;
 			continue;
 		}
 		if (down != NULL && p->next_attempt_ms < wake)
@@ -1968,9 +1962,9 @@ pg_pool_wait_ready(struct pg_pool *p, int timeout_ms, struct pg_error *err)
 	err_clear(err);
 	if (p == NULL)
 		return misuse(err, "no pool");
-	deadline = pg_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&p->mu);
-	while (!p->ready && !p->stopping && pg_mono_ms() < deadline)
+	while (!p->ready && !p->stopping && clock_mono_ms() < deadline)
 		cond_wait_until(&p->slot_cv, &p->mu, deadline);
 	ready = p->ready;
 	if (!ready)

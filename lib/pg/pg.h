@@ -332,16 +332,13 @@ bool pg_cancel_requested(struct pg_cancel_token *t);
 
 /* ---- helpers shared with lib/pg/pglisten ---------------------------------- */
 
-/* CLOCK_MONOTONIC milliseconds. */
-int64_t pg_mono_ms(void);
-
 /* libpq messages end in newlines and may span lines: s made one line for
  * logs (newlines and tabs to spaces, trailing spaces dropped). */
 void pg_one_line(char *s);
 
 /*
  * Waits until conn's socket shows one of events (returned in *got when
- * got is not NULL).  STATUS_TIMEOUT at deadline_ms (pg_mono_ms),
+ * got is not NULL).  STATUS_TIMEOUT at deadline_ms (clock_mono_ms),
  * STATUS_CLOSED when stop_fd (>= 0) becomes readable, STATUS_IO without
  * a socket.
  */

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 
@@ -103,10 +104,10 @@ static bool
 stop_wait(struct pglisten *l, int ms)
 {
 	struct pollfd fd = {.fd = l->stop_rd, .events = POLLIN};
-	int64_t deadline = pg_mono_ms() + ms;
+	int64_t deadline = clock_mono_ms() + ms;
 
 	for (;;) {
-		int64_t left = deadline - pg_mono_ms();
+		int64_t left = deadline - clock_mono_ms();
 		int r;
 
 		if (atomic_load(&l->stopping))
@@ -230,7 +231,8 @@ run_listen(struct pglisten *l, PGconn *conn, int64_t deadline_ms, char *detail,
 static int
 conn_open(struct pglisten *l, PGconn **out, char *detail, size_t n)
 {
-	int64_t deadline = pg_mono_ms() + (int64_t)l->connect_timeout_s * 1000;
+	int64_t deadline =
+		clock_mono_ms() + (int64_t)l->connect_timeout_s * 1000;
 	PGconn *conn = NULL;
 	int rc = STATUS_IO;
 
@@ -377,7 +379,7 @@ listener_main(void *arg)
 				break;
 			continue;
 		}
-		up_since = pg_mono_ms();
+		up_since = clock_mono_ms();
 		epoch = atomic_fetch_add(&l->epoch, 1) + 1;
 		atomic_store(&l->connected, true);
 		log_debug(NULL, "database listener connected (epoch %llu)",
@@ -391,7 +393,7 @@ listener_main(void *arg)
 			break;
 		if (l->on_lost != NULL)
 			l->on_lost(l->arg, detail);
-		if (pg_mono_ms() - up_since >= l->reconnect_max_ms) {
+		if (clock_mono_ms() - up_since >= l->reconnect_max_ms) {
 			streak = 0;
 			continue;
 		}

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/utf8.h"
 
@@ -86,15 +87,6 @@ struct grafana {
 };
 
 /* ---- small helpers ----------------------------------------------------- */
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 PRINTF_LIKE(3, 4)
 static void
@@ -225,10 +217,10 @@ fields_of(const struct grafana_opts *o, struct log_fields *f)
 static bool
 nap(const struct grafana_opts *o, int64_t ms)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = clock_mono_ms() + ms;
 
 	for (;;) {
-		int64_t left = end - mono_ms();
+		int64_t left = end - clock_mono_ms();
 		struct timespec ts;
 
 		if (cancelled(o))
@@ -809,7 +801,8 @@ grafana_new(const struct grafana_config *cfg, const struct grafana_metrics *m,
 		g->free_slots[g->nfree++] = cfg->max_concurrent - 1 - i;
 	if (m != NULL)
 		g->m = *m;
-	atomic_init(&g->rng, (uint64_t)mono_ms() ^ (uint64_t)(uintptr_t)g);
+	atomic_init(&g->rng,
+		    (uint64_t)clock_mono_ms() ^ (uint64_t)(uintptr_t)g);
 	metric_set(g->m.circuit_state, GRAFANA_BREAKER_CLOSED);
 	*out = g;
 	return STATUS_OK;
@@ -892,7 +885,8 @@ grafana_breaker_state(struct grafana *g)
 
 	pthread_mutex_lock(&g->mu);
 	/* an open breaker past its cool-down admits the next request */
-	s = g->state == GRAFANA_BREAKER_OPEN && mono_ms() >= g->open_until_ms
+	s = g->state == GRAFANA_BREAKER_OPEN &&
+			    clock_mono_ms() >= g->open_until_ms
 		    ? GRAFANA_BREAKER_HALF_OPEN
 		    : g->state;
 	pthread_mutex_unlock(&g->mu);
@@ -921,7 +915,7 @@ breaker_text(struct grafana *g, char *buf, size_t cap)
 		    "through)");
 		break;
 	case GRAFANA_BREAKER_OPEN:
-		left = g->open_until_ms - mono_ms();
+		left = g->open_until_ms - clock_mono_ms();
 		say(buf, cap,
 		    "circuit breaker open after %d consecutive failures: no "
 		    "request is sent for another %" PRId64 " s",
@@ -938,7 +932,8 @@ breaker_admit(struct grafana *g, bool *probe, struct grafana_error *err)
 
 	*probe = false;
 	pthread_mutex_lock(&g->mu);
-	if (g->state == GRAFANA_BREAKER_OPEN && mono_ms() >= g->open_until_ms) {
+	if (g->state == GRAFANA_BREAKER_OPEN &&
+	    clock_mono_ms() >= g->open_until_ms) {
 		set_state(g, GRAFANA_BREAKER_HALF_OPEN);
 		g->probe_out = false;
 	}
@@ -995,7 +990,7 @@ breaker_record(struct grafana *g, bool probe, enum outcome o,
 		     g->failures >= g->cfg.breaker_failures)) {
 			set_state(g, GRAFANA_BREAKER_OPEN);
 			g->open_until_ms =
-				mono_ms() + g->cfg.breaker_cooldown_ms;
+				clock_mono_ms() + g->cfg.breaker_cooldown_ms;
 			metric_inc(g->m.circuit_opens);
 			opened = true;
 		}
@@ -1020,7 +1015,7 @@ static int
 slot_acquire(struct grafana *g, const struct grafana_opts *o, int *slot,
 	     struct grafana_error *err)
 {
-	int64_t until = mono_ms() + g->cfg.queue_timeout_ms;
+	int64_t until = clock_mono_ms() + g->cfg.queue_timeout_ms;
 	int rc = STATUS_OK;
 
 	*slot = -1;
@@ -1030,7 +1025,7 @@ slot_acquire(struct grafana *g, const struct grafana_opts *o, int *slot,
 	g->waiting++;
 	metric_set(g->m.waiting, g->waiting);
 	while (g->nfree == 0) {
-		int64_t now = mono_ms(), wake;
+		int64_t now = clock_mono_ms(), wake;
 		struct timespec ts;
 
 		if (cancelled(o)) {
@@ -1375,7 +1370,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 		goto out;
 	}
 	for (;;) {
-		int64_t now = mono_ms();
+		int64_t now = clock_mono_ms();
 		long budget = g->cfg.timeout_ms;
 		bool connected;
 		CURLcode cc;
@@ -1534,7 +1529,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 				  g->cfg.retries, d);
 			metric_inc(g->m.retries);
 			if (o != NULL && o->deadline_ms > 0 &&
-			    mono_ms() + d >= o->deadline_ms)
+			    clock_mono_ms() + d >= o->deadline_ms)
 				d = 0; /* the loop ends on the deadline */
 			if (!nap(o, d)) {
 				err->kind = GRAFANA_FAIL_CANCELLED;
@@ -1701,7 +1696,8 @@ grafana_metric_names(struct grafana *g, const struct grafana_opts *o,
 	if (max_age_ms >= 0 && max_age_ms < limit)
 		limit = max_age_ms;
 	pthread_mutex_lock(&g->mu);
-	if (g->names != NULL && mono_ms() - g->names->fetched_ms <= limit) {
+	if (g->names != NULL &&
+	    clock_mono_ms() - g->names->fetched_ms <= limit) {
 		atomic_fetch_add(&g->names->refs_, 1);
 		*out = g->names;
 	}
@@ -1719,7 +1715,7 @@ grafana_metric_names(struct grafana *g, const struct grafana_opts *o,
 	buf_free(&body);
 	if (rc != STATUS_OK)
 		return bad_answer(g, rc, msg, err);
-	n->fetched_ms = mono_ms();
+	n->fetched_ms = clock_mono_ms();
 	atomic_fetch_add(&n->refs_, 1); /* one for the cache, one for out */
 	pthread_mutex_lock(&g->mu);
 	grafana_names_release(g->names);
@@ -1747,7 +1743,7 @@ grafana_metric_metadata(struct grafana *g, const struct grafana_opts *o,
 		struct meta_entry *e = &g->meta[i];
 
 		if (e->metric != NULL && strcmp(e->metric, metric) == 0 &&
-		    mono_ms() - e->fetched_ms <= g->cfg.metadata_ttl_ms) {
+		    clock_mono_ms() - e->fetched_ms <= g->cfg.metadata_ttl_ms) {
 			*out = e->md;
 			hit = true;
 			break;
@@ -1801,7 +1797,7 @@ grafana_metric_metadata(struct grafana *g, const struct grafana_opts *o,
 	if (g->meta[slot].metric != NULL &&
 	    strcmp(g->meta[slot].metric, metric) == 0) {
 		g->meta[slot].md = *out;
-		g->meta[slot].fetched_ms = mono_ms();
+		g->meta[slot].fetched_ms = clock_mono_ms();
 	}
 	pthread_mutex_unlock(&g->mu);
 	return STATUS_OK;

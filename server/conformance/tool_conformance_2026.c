@@ -13,8 +13,8 @@
 #include <jansson.h>
 
 #include "base/status.h"
-#include "core/server.h"
 #include "mcp/call.h"
+#include "mcp/dispatch.h"
 
 /* Echoes the validated arguments, keys sorted, so a test sees exactly
  * what reached the tool after the header checks. */
@@ -45,7 +45,7 @@ conf26_trigger_tool_change(struct call *call, const json_t *args,
 			   json_t **result)
 {
 	(void)args;
-	server_notify_tools_changed(call_server(call));
+	dispatch_notify_tools_changed(call_server(call));
 	*result = tool_result_text("tools/list_changed sent");
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }

@@ -19,7 +19,7 @@
 
 #include "conf/config.h"
 #include "core/demo_data.h" /* server/core/demo_data.h: this command */
-#include "core/server.h"
+#include "core/maintain.h"
 #include "otlp/store.h"
 #include "pg/pg.h"
 
@@ -440,7 +440,7 @@ demo_data_main(int argc, char **argv)
 		config_free(cfg);
 		return EXIT_USAGE;
 	}
-	if (server_migrate(cfg, &applied, msg, sizeof(msg)) != STATUS_OK) {
+	if (maintain_migrate(cfg, &applied, msg, sizeof(msg)) != STATUS_OK) {
 		fprintf(stderr, "sextant: demo-data: migrate: %s\n", msg);
 		config_free(cfg);
 		return EXIT_RUNTIME;

@@ -1,8 +1,9 @@
 /*
  * server.h - the gateway's shared context: configuration, sessions, the
  * worker pool, the tool registry, metrics and the live (reloadable)
- * settings.  One instance lives in main.c and is handed to every
- * server/ module; lib/ modules never see it.
+ * settings.  One instance lives in main.c, built by server/boot.c, and is
+ * handed to every server/ room; lib/ modules never see it.  This header
+ * names no other room: every room may include it.
  */
 #ifndef SEXTANT_SERVER_H
 #define SEXTANT_SERVER_H
@@ -23,7 +24,7 @@ struct tools;
 struct auth_keys;
 struct MHD_Daemon;
 struct pg_pool;
-struct grafana_instances;
+struct instances;
 struct redact;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
@@ -61,7 +62,7 @@ struct server {
 	struct pg_pool *pg; /* NULL without [database] url */
 	/* shared 2025 sessions (sessstore.c); NULL: sessions in memory */
 	struct sessstore *store;
-	struct grafana_instances *grafana;     /* tool_grafana.c; NULL: none */
+	struct instances *instances; /* core/instances.c; NULL: none */
 	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
 	struct redact *redact;	  /* [redact]: immutable, shared by workers */
 	int64_t next_maintain_ms; /* janitor: next partition upkeep */
@@ -74,42 +75,15 @@ struct server {
 	struct auth_keys
 		*ingest_keys; /* the same for /v1/traces, /v1/metrics */
 	struct tools *tools;  /* enabled tool set */
+
+	/* The janitor tick and the SIGHUP reload (server/boot.c), for a
+	 * transport that runs its own loop (stdio). */
+	void (*tick)(struct server *srv);
+	void (*reload)(struct server *srv);
 };
-
-/*
- * Builds everything but the HTTP daemon from cfg (taken: freed by
- * server_free).  On error returns a status with a message in err.
- */
-int server_init(struct server *srv, struct config *cfg, const char *config_path,
-		char *err, size_t errlen) WUR;
-void server_free(struct server *srv);
-
-/* Applies the migrations on a connection of its own (serve with
- * database.auto_migrate, and `sextant migrate`).  STATUS_IO when the
- * database cannot be reached; err says why. */
-int server_migrate(const struct config *cfg, int *applied, char *err,
-		   size_t errlen) WUR;
-
-/* `sextant maintain`, on connections of its own: creates upcoming day
- * partitions, drops expired ones, prunes expired rollups and recomputes
- * every settled rollup hour still marked dirty.  (While serving, the
- * janitor does the same in the background.) */
-int server_maintain(const struct config *cfg, char *err, size_t errlen) WUR;
-
-/* SIGHUP: re-reads the config file; applies log.level, tools.* and
- * auth.keys; keeps the old settings (and logs why) when it is invalid. */
-void server_reload(struct server *srv);
-
-/* Once a second from the main thread: session expiry, keep-alives,
- * call deadlines. */
-void server_tick(struct server *srv);
 
 /* Reloadable settings: read under live_lock, for the time of one use. */
 void server_live_rdlock(struct server *srv);
 void server_live_unlock(struct server *srv);
-
-/* Pushes notifications/tools/list_changed to every session (after a
- * reload changed the tool set). */
-void server_notify_tools_changed(struct server *srv);
 
 #endif

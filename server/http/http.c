@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/pool.h"
@@ -32,19 +33,11 @@
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "pg/pg.h"
-#include "transport/legacy_sse.h"
-#include "transport/transport.h"
 
 static atomic_ullong req_counter;
 
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+/* The MCP routes (http_start): one daemon per process. */
+static const struct http_routes *routes;
 
 const char *
 http_header(struct req *r, const char *name)
@@ -447,7 +440,7 @@ req_new(struct server *srv, struct MHD_Connection *conn, const char *method)
 		return NULL;
 	r->srv = srv;
 	r->conn = conn;
-	r->start_us = now_us();
+	r->start_us = clock_mono_us();
 	n = atomic_fetch_add(&req_counter, 1);
 	snprintf(r->rid, sizeof(r->rid), "%016llx", n);
 	buf_init(&r->body, (size_t)srv->cfg->server.max_body_bytes);
@@ -501,9 +494,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	if (r->body_too_large)
 		return body_too_large(r);
 	switch (route) {
-	case ROUTE_MCP: return transport_mcp(r);
-	case ROUTE_SSE: return legacy_sse_open(r);
-	case ROUTE_MESSAGES: return legacy_sse_post(r);
+	case ROUTE_MCP: return routes->mcp(r);
+	case ROUTE_SSE: return routes->sse(r);
+	case ROUTE_MESSAGES: return routes->messages(r);
 	case ROUTE_HEALTHZ: return serve_health(r, false);
 	case ROUTE_READYZ: return serve_health(r, true);
 	case ROUTE_METRICS: return serve_metrics(r);
@@ -527,7 +520,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r == NULL)
 		return;
 	*con_cls = NULL;
-	ms = (double)(now_us() - r->start_us) / 1000.0;
+	ms = (double)(clock_mono_us() - r->start_us) / 1000.0;
 	snprintf(code, sizeof(code), "%u", r->status);
 	metric_inc(metric_child(srv->m.http_requests,
 				(const char *[]){r->route, code}));
@@ -624,7 +617,8 @@ on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 }
 
 int
-http_start(struct server *srv, char *err, size_t errlen)
+http_start(struct server *srv, const struct http_routes *routes_in, char *err,
+	   size_t errlen)
 {
 	const struct config *cfg = srv->cfg;
 	char host[256];
@@ -635,6 +629,7 @@ http_start(struct server *srv, char *err, size_t errlen)
 	char *cert = NULL, *key = NULL;
 	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
 
+	routes = routes_in;
 	if (config_parse_listen(cfg->server.listen, host, sizeof(host),
 				&port) != STATUS_OK) {
 		snprintf(err, errlen, "server.listen: cannot parse \"%s\"",

@@ -44,9 +44,19 @@ enum http_method {
 	HTTP_OTHER,
 };
 
-/* Starts the daemon on cfg's listen address.  STATUS_IO with a message in
+/* The MCP routes, served by server/transport/: the front end names no
+ * transport, main.c hands them in. */
+struct http_routes {
+	enum MHD_Result (*mcp)(struct req *r);	    /* /mcp: Streamable HTTP */
+	enum MHD_Result (*sse)(struct req *r);	    /* GET /sse (2024-11-05) */
+	enum MHD_Result (*messages)(struct req *r); /* POST /messages */
+};
+
+/* Starts the daemon on cfg's listen address, serving routes (borrowed:
+ * static, outlives the daemon).  STATUS_IO with a message in
  * err when the address cannot be bound or TLS files cannot be read. */
-int http_start(struct server *srv, char *err, size_t errlen) WUR;
+int http_start(struct server *srv, const struct http_routes *routes, char *err,
+	       size_t errlen) WUR;
 void http_stop(struct server *srv);
 /* The port actually bound (useful with port 0). */
 int http_port(struct server *srv);

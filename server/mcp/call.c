@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 #include "base/seal.h"
@@ -74,17 +75,6 @@ enum outcome {
 	OUT_FAILED,
 	OUT_INPUT
 };
-
-/* CLOCK_MONOTONIC in microseconds: a call's duration to the microsecond
- * (a query_traces call takes a few milliseconds) */
-static int64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void
 deadline_after(struct timespec *ts, int ms)
@@ -244,15 +234,6 @@ call_state_scope(const char *tool, char *buf, size_t cap)
 	snprintf(buf, cap, "tools/call %s", tool);
 }
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* {"resultType":"input_required","inputRequests":...,"requestState":...}
  * as this call's response (SEP-2322); an internal error if the state
  * cannot be sealed. */
@@ -269,7 +250,7 @@ input_required(struct call *c)
 	if (c->state_out != NULL) {
 		call_state_scope(c->tool->name, scope, sizeof(scope));
 		if (seal_pack(c->srv->seal, scope, c->state_out,
-			      wall_ms() + CALL_STATE_TTL_MS,
+			      clock_wall_ms() + CALL_STATE_TTL_MS,
 			      &tok) != STATUS_OK) {
 			json_decref(res);
 			return rpc_error(c->id, RPC_INTERNAL_ERROR,
@@ -434,12 +415,6 @@ call_task_supported(struct call *c)
 				      "extensions/" TASKS_EXTENSION);
 }
 
-bool
-call_in_task(struct call *c)
-{
-	return c->task != NULL;
-}
-
 const json_t *
 call_state(struct call *c)
 {
@@ -550,7 +525,7 @@ call_run(struct pool_job *job)
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
 	}
 	json_decref(result);
-	ms = (double)(mono_us() - c->start_us) / 1000.0;
+	ms = (double)(clock_mono_us() - c->start_us) / 1000.0;
 	metric_inc(metric_child(
 		c->srv->m.tool_calls,
 		(const char *[]){c->tool->name, outcomes[outcome]}));
@@ -615,8 +590,8 @@ call_start(struct server *srv, struct session *s, struct exchange *ex,
 		c->progress_token = json_incref((json_t *)progress_token);
 	c->args = args;
 	c->last_progress = -1e300;
-	c->start_ms = session_now_ms();
-	c->start_us = mono_us();
+	c->start_ms = clock_mono_ms();
+	c->start_us = clock_mono_us();
 	rpc_id_text(id, c->idtext, sizeof(c->idtext));
 	server_live_rdlock(srv);
 	c->tools = srv->tools;
@@ -721,6 +696,24 @@ struct pg_cancel_token *
 call_pg_cancel(struct call *c)
 {
 	return c->pg_cancel;
+}
+
+const struct config *
+call_config(struct call *c)
+{
+	return c->srv->cfg;
+}
+
+struct pg_pool *
+call_pg(struct call *c)
+{
+	return c->srv->pg;
+}
+
+const struct instances *
+call_instances(struct call *c)
+{
+	return c->srv->instances;
 }
 
 const struct redact *
@@ -984,12 +977,6 @@ struct server *
 call_server(struct call *c)
 {
 	return c->srv;
-}
-
-const char *
-call_protocol_version(struct call *c)
-{
-	return c->s->version;
 }
 
 const char *

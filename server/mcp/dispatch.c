@@ -1415,3 +1415,18 @@ dispatch_listen_notify(struct server *srv, const char *method, const char *uri)
 
 	session_table_foreach(srv->requests, listen_one, &ctx);
 }
+
+static void
+notify_tools_changed(struct session *s, void *arg)
+{
+	(void)arg;
+	dispatch_notify_session(
+		s, rpc_notification("notifications/tools/list_changed", NULL));
+}
+
+void
+dispatch_notify_tools_changed(struct server *srv)
+{
+	session_table_foreach(srv->sessions, notify_tools_changed, NULL);
+	dispatch_listen_notify(srv, "notifications/tools/list_changed", NULL);
+}

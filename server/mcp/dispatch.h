@@ -55,6 +55,10 @@ const char *dispatch_method_label(const char *method);
  * GET when no stream is open.  s->mu not held. */
 void dispatch_notify_session(struct session *s, json_t *msg);
 
+/* Pushes notifications/tools/list_changed to every session and listen
+ * stream (after a reload changed the tool set, or a fixture did). */
+void dispatch_notify_tools_changed(struct server *srv);
+
 /* notifications/resources/updated to every session subscribed to uri. */
 void dispatch_resource_updated(struct server *srv, const char *uri);
 

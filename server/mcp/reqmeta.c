@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mcp/session.h"
+#include "mcp/rpc.h"
 
 const char *const reqmeta_versions[] = {REQMETA_VERSION, NULL};
 

@@ -195,3 +195,19 @@ rpc_result_text_with(const json_t *id, json_t *result, const char *key,
 	free(text);
 	return out;
 }
+
+static const char *const level_names[] = {
+	"debug", "info",     "notice", "warning",
+	"error", "critical", "alert",  "emergency",
+};
+
+int
+mcp_level_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+		if (strcmp(name, level_names[i]) == 0)
+			return (int)i;
+	return -1;
+}

@@ -68,4 +68,18 @@ char *rpc_result_text_with(const json_t *id, json_t *result, const char *key,
 /* The id as text for logs ("7", "\"abc\""), truncated to fit. */
 void rpc_id_text(const json_t *id, char *buf, size_t len);
 
+/* MCP log levels, RFC 5424 order (logging/setLevel). */
+enum mcp_level {
+	MCP_LEVEL_DEBUG,
+	MCP_LEVEL_INFO,
+	MCP_LEVEL_NOTICE,
+	MCP_LEVEL_WARNING,
+	MCP_LEVEL_ERROR,
+	MCP_LEVEL_CRITICAL,
+	MCP_LEVEL_ALERT,
+	MCP_LEVEL_EMERGENCY,
+	MCP_LEVEL_OFF, /* 2026-07-28 requests without a logLevel: none */
+};
+int mcp_level_parse(const char *name); /* -1 when unknown */
+
 #endif

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "json/jsondump.h"
 #include "mcp/call.h"
@@ -25,31 +26,6 @@ struct session_table {
 	size_t nbuckets;	   /* of each; a power of two */
 	int count;
 };
-
-static const char *const level_names[] = {
-	"debug", "info",     "notice", "warning",
-	"error", "critical", "alert",  "emergency",
-};
-
-int
-mcp_level_parse(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
-		if (strcmp(name, level_names[i]) == 0)
-			return (int)i;
-	return -1;
-}
-
-int64_t
-session_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static size_t
 hash_id(const char *id)
@@ -239,7 +215,7 @@ create(struct session_table *t, const char *id, const char *version,
 	pthread_mutex_init(&s->mu, NULL);
 	s->lim = t->lim;
 	s->log_level = MCP_LEVEL_INFO;
-	s->created_ms = s->last_active_ms = session_now_ms();
+	s->created_ms = s->last_active_ms = clock_mono_ms();
 	atomic_init(&s->refs, 2); /* the table's and the caller's */
 	s->busy = 1;
 	if (s->client_caps == NULL || s->client_info == NULL ||
@@ -411,7 +387,7 @@ session_acquire(struct session_table *t, const char *id, struct session **out)
 		return STATUS_NOTFOUND;
 	}
 	s->busy++;
-	s->last_active_ms = session_now_ms();
+	s->last_active_ms = clock_mono_ms();
 	pthread_mutex_unlock(&s->mu);
 	*out = s;
 	return STATUS_OK;
@@ -424,7 +400,7 @@ session_release(struct session *s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->busy--;
-	s->last_active_ms = session_now_ms();
+	s->last_active_ms = clock_mono_ms();
 	pthread_mutex_unlock(&s->mu);
 	session_unref(s);
 }
@@ -725,7 +701,7 @@ stream_new(struct session *s, bool standalone, struct stream **out)
 	}
 	st->standalone = standalone;
 	st->sess = s;
-	st->last_write_ms = session_now_ms();
+	st->last_write_ms = clock_mono_ms();
 	*out = st;
 	return STATUS_OK;
 }
@@ -911,7 +887,7 @@ stream_attach(struct stream *st, void (*wake)(void *), void *arg,
 	st->drop = false;
 	st->wake = wake;
 	st->wake_arg = arg;
-	st->last_write_ms = session_now_ms();
+	st->last_write_ms = clock_mono_ms();
 	*gen = st->gen;
 	cur->off = 0;
 	if (after_seq != UINT64_MAX)
@@ -936,7 +912,7 @@ stream_detach(struct stream *st, unsigned gen)
 	st->wake_arg = NULL;
 	st->drop = false;
 	st->sess->live_streams--;
-	st->sess->last_active_ms = session_now_ms();
+	st->sess->last_active_ms = clock_mono_ms();
 }
 
 enum stream_state
@@ -969,7 +945,7 @@ stream_read(struct stream *st, unsigned gen, struct sse_cursor *cur, char *dst,
 		st->sent_upto = cur->seq;
 	if (*n > 0) {
 		st->keepalive = false;
-		st->last_write_ms = session_now_ms();
+		st->last_write_ms = clock_mono_ms();
 		return STREAM_DATA;
 	}
 	/* a drop (SEP-1699) waits until what was sent before it is stored:

@@ -30,6 +30,7 @@
 
 #include "base/sse.h"
 #include "base/status.h"
+#include "mcp/rpc.h"
 
 #define SESSION_ID_LEN 32 /* 128 random bits as hex: visible ASCII */
 #define STREAM_ID_LEN  12 /* 48 random bits as hex, unique per session */
@@ -55,20 +56,6 @@ struct session_limits {
 	 * flushes it; NULL without a store. */
 	void (*dirty)(struct stream *st);
 };
-
-/* MCP log levels, RFC 5424 order (logging/setLevel). */
-enum mcp_level {
-	MCP_LEVEL_DEBUG,
-	MCP_LEVEL_INFO,
-	MCP_LEVEL_NOTICE,
-	MCP_LEVEL_WARNING,
-	MCP_LEVEL_ERROR,
-	MCP_LEVEL_CRITICAL,
-	MCP_LEVEL_ALERT,
-	MCP_LEVEL_EMERGENCY,
-	MCP_LEVEL_OFF, /* 2026-07-28 requests without a logLevel: none */
-};
-int mcp_level_parse(const char *name); /* -1 when unknown */
 
 /* What a reader should do after stream_read. */
 enum stream_state {
@@ -281,8 +268,5 @@ void stream_detach(struct stream *st, unsigned gen);
 enum stream_state stream_read(struct stream *st, unsigned gen,
 			      struct sse_cursor *cur, char *dst, size_t max,
 			      size_t *n);
-
-/* Monotonic milliseconds. */
-int64_t session_now_ms(void);
 
 #endif

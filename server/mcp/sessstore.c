@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 #include "base/sse.h"
@@ -566,7 +567,7 @@ acked(struct sessstore *st, const char *key, const char *replica)
 		}
 	pthread_mutex_unlock(&st->ack_mu);
 	if (settled)
-		acks_settle(st, session_now_ms(), false);
+		acks_settle(st, clock_mono_ms(), false);
 }
 
 static void
@@ -575,7 +576,7 @@ tomb_add(struct sessstore *st, const char *key)
 	pthread_mutex_lock(&st->ack_mu);
 	snprintf(st->tombs[st->ntomb % TOMBS].key, SESSDB_KEY_LEN + 1, "%s",
 		 key);
-	st->tombs[st->ntomb % TOMBS].ms = session_now_ms();
+	st->tombs[st->ntomb % TOMBS].ms = clock_mono_ms();
 	st->ntomb++;
 	pthread_mutex_unlock(&st->ack_mu);
 }
@@ -583,7 +584,7 @@ tomb_add(struct sessstore *st, const char *key)
 static bool
 tombstoned(struct sessstore *st, const char *key)
 {
-	int64_t now = session_now_ms();
+	int64_t now = clock_mono_ms();
 	bool hit = false;
 	unsigned i;
 
@@ -649,7 +650,7 @@ delete_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	if (deleted && w->left > 0 && !atomic_load(&st->draining)) {
 		/* the answer waits for the confirmations, this thread
 		 * does not */
-		w->until_ms = session_now_ms() +
+		w->until_ms = clock_mono_ms() +
 			      (st->cfg->sessions.store_timeout_ms < 2000
 				       ? st->cfg->sessions.store_timeout_ms
 				       : 2000);
@@ -918,7 +919,7 @@ attach_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 			prime, st->replica, st->cfg->sessions.replica_timeout_s,
 			&info, err);
 		if (rc != STATUS_OK || info.done || !info.owner_dead ||
-		    !may_take_over(st, session_now_ms()) ||
+		    !may_take_over(st, clock_mono_ms()) ||
 		    strcmp(info.owner, st->replica) == 0)
 			break;
 		/* its writer is gone: end it here rather than wait */
@@ -2121,7 +2122,7 @@ sessstore_new(struct server *srv, struct sessstore **out, char *err,
 		 "sessions are shared through the database (replica %s)",
 		 st->replica);
 	*out = st;
-	sessstore_tick(st, session_now_ms()); /* register now */
+	sessstore_tick(st, clock_mono_ms()); /* register now */
 	return STATUS_OK;
 fail:
 	sessstore_free(st);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "mcp/call.h"
 #include "mcp/session.h"
 
@@ -54,15 +55,6 @@ struct task_table {
 	struct task *head;
 	size_t count;
 };
-
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* "2026-11-22T02:30:00.123Z" */
 static void
@@ -152,7 +144,7 @@ tasks_create(struct task_table *t, struct session *s, const json_t *id,
 		return STATUS_IO;
 	}
 	k->status = TASK_WORKING;
-	k->created_ms = k->updated_ms = wall_ms();
+	k->created_ms = k->updated_ms = clock_wall_ms();
 	k->answers = json_object();
 	k->call_id = json_deep_copy(id);
 	if (k->answers == NULL || k->call_id == NULL) {
@@ -223,7 +215,7 @@ tasks_finish(struct task_table *t, struct task *k, json_t *response)
 	}
 	json_decref(k->wanted);
 	k->wanted = NULL;
-	k->updated_ms = wall_ms();
+	k->updated_ms = clock_wall_ms();
 	s = k->s;
 	k->s = NULL;
 	pthread_cond_broadcast(&t->changed);
@@ -267,14 +259,14 @@ tasks_wait_input(struct task_table *t, struct task *k, const json_t *requests,
 			json_decref(wanted);
 			if (k->status == TASK_INPUT_REQUIRED) {
 				k->status = TASK_WORKING;
-				k->updated_ms = wall_ms();
+				k->updated_ms = clock_wall_ms();
 			}
 			break;
 		}
 		k->wanted = wanted;
 		if (k->status != TASK_INPUT_REQUIRED) {
 			k->status = TASK_INPUT_REQUIRED;
-			k->updated_ms = wall_ms();
+			k->updated_ms = clock_wall_ms();
 		}
 		if (cancelled(arg) || k->cancel_requested) {
 			rc = STATUS_CANCELLED;
@@ -355,7 +347,7 @@ tasks_update(struct task_table *t, const char *id, const json_t *answers)
 			k->wanted = NULL;
 			if (k->status == TASK_INPUT_REQUIRED) {
 				k->status = TASK_WORKING;
-				k->updated_ms = wall_ms();
+				k->updated_ms = clock_wall_ms();
 			}
 		}
 		pthread_cond_broadcast(&t->changed);

@@ -105,7 +105,6 @@ int call_input(struct call *call, json_t *requests, json_t **responses) WUR;
  * task table is full.  Handler thread only; before any progress.
  */
 int call_become_task(struct call *call) WUR;
-bool call_in_task(struct call *call);
 /* True when call_become_task can succeed: a 2026-07-28 request that
  * declared the tasks extension. */
 bool call_task_supported(struct call *call);
@@ -158,6 +157,26 @@ struct pg_cancel_token;
 struct pg_cancel_token *call_pg_cancel(struct call *call);
 
 /*
+ * What a handler reads of the gateway, all borrowed, immutable and valid
+ * for the call: the configuration read at start-up (its reloadable parts,
+ * tools and keys, are not for handlers); the telemetry store's pool (NULL
+ * without [database] url); the metrics instances (server/core/instances.h,
+ * NULL when none is configured).
+ */
+struct config;
+struct pg_pool;
+struct instances;
+const struct config *call_config(struct call *call);
+struct pg_pool *call_pg(struct call *call);
+const struct instances *call_instances(struct call *call);
+
+/*
+ * The gateway's own state (get_server_status): structured content (new
+ * reference; NULL when out of memory) and its text in text[len].
+ */
+json_t *call_gateway_status(struct call *call, char *text, size_t len);
+
+/*
  * The most characters of text the answer may carry ([tools]
  * max_answer_chars).  Handlers fit their text to it ("N more", cursors);
  * text past it is cut by the caller with a note, as a safety net.
@@ -173,9 +192,6 @@ size_t call_text_budget(struct call *call);
  */
 struct redact;
 const struct redact *call_redact(struct call *call);
-
-/* The negotiated protocol revision, e.g. "2025-11-25".  Borrowed. */
-const char *call_protocol_version(struct call *call);
 
 /* The request id as text, for logs.  Borrowed. */
 const char *call_request_id(struct call *call);

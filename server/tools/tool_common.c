@@ -9,9 +9,8 @@
 #include <time.h>
 
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/timerange.h"
-#include "core/server.h"
-#include "mcp/call.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/spanquery.h"
@@ -19,15 +18,6 @@
 
 /* names offered after "did you mean" */
 #define SUGGEST_MAX 3
-
-int64_t
-tool_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *
 tool_arg_str(const json_t *args, const char *key)
@@ -67,18 +57,18 @@ tool_range_json(const struct timerange *tr)
 int
 tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len)
 {
-	struct server *srv = call_server(call);
+	struct pg_pool *pg = call_pg(call);
 	struct pg_error err;
 	int rc;
 
 	*c = NULL;
-	if (srv->pg == NULL) {
+	if (pg == NULL) {
 		snprintf(why, len,
 			 "no telemetry store is configured: set [database] "
 			 "url (or DATABASE_URL) and restart");
 		return STATUS_UNSUPPORTED;
 	}
-	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, c, &err);
+	rc = pg_acquire(pg, call_pg_cancel(call), -1, c, &err);
 	if (rc != STATUS_OK) {
 		*c = NULL;
 		snprintf(why, len, "telemetry store unavailable: %s",
@@ -88,9 +78,34 @@ tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len)
 }
 
 int
+tool_store_failed(struct call *call, const char *tool, int rc,
+		  const struct pg_error *err, const char *timeout_hint,
+		  json_t **result)
+{
+	const char *why =
+		err->client[0] != '\0' ? err->client : "the query failed";
+
+	if (rc == STATUS_CANCELLED || call_cancelled(call))
+		return STATUS_CANCELLED;
+	if (rc == STATUS_NOMEM)
+		return STATUS_NOMEM;
+	log_warn(&(struct log_fields){.request_id = call_request_id(call),
+				      .tool = tool,
+				      .duration_ms = -1},
+		 "telemetry query failed: %s", err->detail);
+	if (rc == STATUS_TIMEOUT && timeout_hint != NULL)
+		*result = tool_result_error("telemetry query failed: %s; %s",
+					    why, timeout_hint);
+	else
+		*result = tool_result_error("telemetry store unavailable: %s",
+					    why);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+int
 tool_conns_get(struct call *call, struct tool_conns *k)
 {
-	struct server *srv = call_server(call);
+	struct pg_pool *pg = call_pg(call);
 	struct pg_error err;
 	int rc;
 
@@ -99,8 +114,8 @@ tool_conns_get(struct call *call, struct tool_conns *k)
 	if (rc != STATUS_OK)
 		return rc;
 	for (int i = 1; i < TOOL_CONNS; i++)
-		if (pg_acquire(srv->pg, call_pg_cancel(call), 0, &k->c[i],
-			       &err) != STATUS_OK)
+		if (pg_acquire(pg, call_pg_cancel(call), 0, &k->c[i], &err) !=
+		    STATUS_OK)
 			k->c[i] = NULL;
 	return STATUS_OK;
 }

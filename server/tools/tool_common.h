@@ -20,9 +20,6 @@ struct pg_error;
 struct spanquery_span;
 struct timerange;
 
-/* Wall-clock time in ms since the Unix epoch.  Thread-safe. */
-int64_t tool_now_ms(void);
-
 /* The string argument key of args, borrowed from args; NULL when absent,
  * not a string, or empty. */
 const char *tool_arg_str(const json_t *args, const char *key);
@@ -49,6 +46,20 @@ json_t *tool_range_json(const struct timerange *tr);
  */
 int tool_conn_get(struct call *call, struct pg_conn **c, char *why,
 		  size_t len) WUR;
+
+/*
+ * A failed lease or statement (err from lib/pg): the status for the
+ * handler to return, with *result an isError answer when one is due.
+ * Cancellation and out-of-memory end the call (STATUS_CANCELLED,
+ * STATUS_NOMEM); anything else is logged with its detail for tool, and
+ * answered "telemetry store unavailable: <err->client>", or, for a
+ * statement timeout when timeout_hint is not NULL, "telemetry query
+ * failed: <err->client>; <timeout_hint>".
+ */
+struct pg_error;
+int tool_store_failed(struct call *call, const char *tool, int rc,
+		      const struct pg_error *err, const char *timeout_hint,
+		      json_t **result) WUR;
 
 /* Connections for statements that may run side by side (one per span
  * source). */

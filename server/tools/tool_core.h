@@ -4,14 +4,7 @@
 
 #include "tools/tool.h"
 
-struct server;
-
 /* {NULL, NULL}-terminated. */
 extern const struct tool_handler core_tool_handlers[];
-
-#define CORE_STATUS_URI "sextant://server/status"
-
-/* Registers the core resources (start-up only; srv outlives them). */
-int core_register_catalog(struct server *srv) WUR;
 
 #endif

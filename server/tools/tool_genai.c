@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/redact.h"
 #include "base/timerange.h"
-#include "mcp/call.h"
 #include "pg/pg.h"
 #include "telemetry/genai.h"
 #include "telemetry/merge.h"
@@ -432,24 +432,6 @@ call_table(struct out *o, const char *title, const struct genai_call *c,
 
 /* ---- the store ------------------------------------------------------------ */
 
-/*
- * What a failed query means for the call: cancelled and ENOMEM end it
- * (a status), anything else is an isError result saying why.
- */
-static int
-query_failed(struct call *call, int rc, const struct pg_error *err,
-	     json_t **result)
-{
-	if (rc == STATUS_CANCELLED || call_cancelled(call))
-		return STATUS_CANCELLED;
-	if (rc == STATUS_NOMEM)
-		return STATUS_NOMEM;
-	*result = tool_result_error(
-		"telemetry store unavailable: %s",
-		err->client[0] != '\0' ? err->client : "the query failed");
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-}
-
 /* time_range (default dflt) and, when allowed, from / to. */
 static int
 parse_range(const json_t *args, const char *dflt, bool absolute, int64_t now,
@@ -793,7 +775,7 @@ get_session(struct call *call, const json_t *args, json_t **result)
 	struct out o;
 	json_t *sc = NULL, *recent = NULL;
 	char err[512], desc[128];
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
 	*result = NULL;
@@ -818,7 +800,8 @@ get_session(struct call *call, const json_t *args, json_t **result)
 	if (rc == STATUS_NOTFOUND) {
 		if ((rc = not_found(&o, c, id, &tr, desc, &recent, &pe)) !=
 		    STATUS_OK) {
-			rc = query_failed(call, rc, &pe, result);
+			rc = tool_store_failed(call, "get_session", rc, &pe,
+					       NULL, result);
 			goto out;
 		}
 		sc = json_pack("{s:o, s:b, s:o, s:o}", "session_id",
@@ -829,7 +812,8 @@ get_session(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	if (rc != STATUS_OK) {
-		rc = query_failed(call, rc, &pe, result);
+		rc = tool_store_failed(call, "get_session", rc, &pe, NULL,
+				       result);
 		goto out;
 	}
 	session_text(&o, s, id, desc);
@@ -1184,7 +1168,7 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	struct pg_error pe;
 	struct out o;
 	char err[512], desc[128], pdesc[128];
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
 	*result = NULL;
@@ -1208,7 +1192,8 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	}
 	(void)call_progress(call, 1, 2, "reading GenAI spans");
 	if ((rc = genai_usage_get(c, &f, &u, &pe)) != STATUS_OK) {
-		rc = query_failed(call, rc, &pe, result);
+		rc = tool_store_failed(call, "analyze_genai", rc, &pe, NULL,
+				       result);
 		goto out;
 	}
 	if (u->total.calls == 0 && u->previous.calls == 0) {
@@ -1461,7 +1446,7 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 	struct out o;
 	json_t *sc = NULL, *missing = NULL;
 	char err[512], desc[128];
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
 	*result = NULL;
@@ -1488,7 +1473,8 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 		if (rc == STATUS_NOTFOUND)
 			continue;
 		if (rc != STATUS_OK) {
-			rc = query_failed(call, rc, &pe, result);
+			rc = tool_store_failed(call, "compare_sessions", rc,
+					       &pe, NULL, result);
 			goto out;
 		}
 	}
@@ -1502,7 +1488,8 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 				continue;
 			if ((rc = not_found(&o, c, ids[i], &tr, desc, &recent,
 					    &pe)) != STATUS_OK) {
-				rc = query_failed(call, rc, &pe, result);
+				rc = tool_store_failed(call, "compare_sessions",
+						       rc, &pe, NULL, result);
 				goto out;
 			}
 			if (json_array_append_new(

@@ -21,11 +21,11 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/timerange.h"
 #include "base/utf8.h"
-#include "core/server.h"
-#include "mcp/call.h"
+#include "core/instances.h"
 #include "prom/grafana.h"
 #include "prom/promql.h"
 #include "telemetry/promcalls.h"
@@ -42,200 +42,6 @@
 #define TAIL_ROOM 256
 /* Range used when start_time is not given. */
 #define DEFAULT_RANGE_MS (3600 * INT64_C(1000))
-
-struct grafana_instances {
-	struct grafana **v;
-	size_t n;
-};
-
-/* ---- instances and their metrics --------------------------------------- */
-
-int
-tool_grafana_init(struct server *srv, char *err, size_t errlen)
-{
-	const struct config *cfg = srv->cfg;
-	struct grafana_instances *gi;
-	struct metric_family *state, *opens, *inflight, *waiting, *requests,
-		*retries, *cache;
-	char why[512];
-
-	srv->grafana = NULL;
-	if (cfg->metrics.n == 0)
-		return STATUS_OK;
-	gi = calloc(1, sizeof(*gi));
-	if (gi == NULL ||
-	    (gi->v = calloc(cfg->metrics.n, sizeof(*gi->v))) == NULL) {
-		free(gi);
-		snprintf(err, errlen,
-			 "out of memory creating metrics instances");
-		return STATUS_NOMEM;
-	}
-	srv->grafana = gi;
-	state = metrics_family(srv->metrics, METRIC_GAUGE,
-			       "sextant_grafana_circuit_state",
-			       "Circuit breaker of each metrics instance: 0 "
-			       "closed, 1 half-open, 2 open",
-			       "instance", NULL, 0);
-	opens = metrics_family(srv->metrics, METRIC_COUNTER,
-			       "sextant_grafana_circuit_opens_total",
-			       "Times the circuit breaker of each metrics "
-			       "instance opened",
-			       "instance", NULL, 0);
-	inflight = metrics_family(srv->metrics, METRIC_GAUGE,
-				  "sextant_grafana_inflight_queries",
-				  "Upstream requests running per metrics "
-				  "instance (at most max_concurrent)",
-				  "instance", NULL, 0);
-	waiting = metrics_family(
-		srv->metrics, METRIC_GAUGE, "sextant_grafana_waiting_queries",
-		"Requests waiting for a free upstream slot per "
-		"metrics instance",
-		"instance", NULL, 0);
-	requests = metrics_family(
-		srv->metrics, METRIC_COUNTER, "sextant_grafana_requests_total",
-		"Upstream HTTP attempts per metrics instance by outcome (ok: "
-		"an answer below 500; failed: connection error, timeout or "
-		"5xx)",
-		"instance,outcome", NULL, 0);
-	retries = metrics_family(srv->metrics, METRIC_COUNTER,
-				 "sextant_grafana_retries_total",
-				 "Retries after a connection error or 5xx per "
-				 "metrics instance",
-				 "instance", NULL, 0);
-	cache = metrics_family(srv->metrics, METRIC_COUNTER,
-			       "sextant_grafana_cache_lookups_total",
-			       "Metric-name and metadata cache lookups per "
-			       "metrics instance (cache: names, metadata; "
-			       "result: hit, miss)",
-			       "instance,cache,result", NULL, 0);
-	if (state == NULL || opens == NULL || inflight == NULL ||
-	    waiting == NULL || requests == NULL || retries == NULL ||
-	    cache == NULL) {
-		snprintf(err, errlen, "cannot register the grafana metrics");
-		return STATUS_NOMEM;
-	}
-	for (size_t i = 0; i < cfg->metrics.n; i++) {
-		const struct config_metrics_instance *in = &cfg->metrics.v[i];
-		const char *name = in->name;
-		struct grafana_config gc = {
-			.name = in->name,
-			.kind = in->kind == CONFIG_METRICS_GRAFANA
-					? GRAFANA_KIND_GRAFANA
-					: GRAFANA_KIND_PROMETHEUS,
-			.url = in->url,
-			.datasource_uid = in->datasource_uid,
-			.datasource_name = in->datasource_name,
-			.token = in->token,
-			.token_file = in->token_file,
-			.ca_file = in->ca_file,
-			.connect_timeout_ms = in->connect_timeout_ms,
-			.timeout_ms = in->timeout_ms,
-			.max_response_bytes = (size_t)in->max_response_bytes,
-			.max_concurrent = in->max_concurrent,
-			.queue_timeout_ms = in->queue_timeout_ms,
-			.retries = in->retries,
-			.retry_base_ms = in->retry_base_ms,
-			.breaker_failures = in->breaker_failures,
-			.breaker_cooldown_ms = in->breaker_cooldown_s * 1000,
-			.names_ttl_ms = in->names_ttl_s * 1000,
-			.metadata_ttl_ms = in->metadata_ttl_s * 1000,
-		};
-		struct grafana_metrics gm = {
-			.circuit_state = metric_child(state, &name),
-			.circuit_opens = metric_child(opens, &name),
-			.inflight = metric_child(inflight, &name),
-			.waiting = metric_child(waiting, &name),
-			.requests_ok = metric_child(
-				requests, (const char *[]){name, "ok"}),
-			.requests_failed = metric_child(
-				requests, (const char *[]){name, "failed"}),
-			.retries = metric_child(retries, &name),
-			.names_hits = metric_child(
-				cache, (const char *[]){name, "names", "hit"}),
-			.names_misses = metric_child(
-				cache, (const char *[]){name, "names", "miss"}),
-			.meta_hits = metric_child(
-				cache,
-				(const char *[]){name, "metadata", "hit"}),
-			.meta_misses = metric_child(
-				cache,
-				(const char *[]){name, "metadata", "miss"}),
-		};
-		int rc = grafana_new(&gc, &gm, &gi->v[i], why, sizeof(why));
-
-		if (rc != STATUS_OK) {
-			snprintf(err, errlen, "%s.%s: %s",
-				 in->kind == CONFIG_METRICS_GRAFANA
-					 ? "grafana"
-					 : "prometheus",
-				 in->name, why);
-			return rc;
-		}
-		gi->n = i + 1;
-	}
-	return STATUS_OK;
-}
-
-void
-tool_grafana_free(struct server *srv)
-{
-	struct grafana_instances *gi = srv->grafana;
-
-	if (gi == NULL)
-		return;
-	for (size_t i = 0; i < gi->n; i++)
-		grafana_free(gi->v[i]);
-	free(gi->v);
-	free(gi);
-	srv->grafana = NULL;
-}
-
-struct grafana *
-tool_grafana_instance(struct server *srv, const char *name)
-{
-	struct grafana_instances *gi = srv->grafana;
-
-	if (gi == NULL || gi->n == 0)
-		return NULL;
-	if (name == NULL || name[0] == '\0')
-		return gi->v[0];
-	for (size_t i = 0; i < gi->n; i++)
-		if (strcmp(grafana_name(gi->v[i]), name) == 0)
-			return gi->v[i];
-	return NULL;
-}
-
-struct grafana *
-tool_grafana_for_service(struct server *srv, const char *service,
-			 struct promcalls_spec *spec)
-{
-	struct grafana_instances *gi = srv->grafana;
-
-	for (size_t i = 0; gi != NULL && service != NULL && i < gi->n; i++) {
-		const struct config_metrics_instance *in =
-			&srv->cfg->metrics.v[i];
-
-		for (size_t j = 0; j < in->services.n; j++) {
-			const char *item = in->services.v[j];
-			const char *eq = strchr(item, '=');
-			size_t n =
-				eq != NULL ? (size_t)(eq - item) : strlen(item);
-
-			if (strcmp(item, "*") != 0 &&
-			    (strncmp(item, service, n) != 0 ||
-			     service[n] != '\0'))
-				continue;
-			memset(spec, 0, sizeof(*spec));
-			spec->service_label = in->service_label;
-			spec->service_value = eq != NULL ? eq + 1 : service;
-			spec->metric[SPANQUERY_HTTP] = in->http_metric;
-			spec->metric[SPANQUERY_GRPC] = in->grpc_metric;
-			spec->metric[SPANQUERY_SQL] = in->sql_metric;
-			return gi->v[i];
-		}
-	}
-	return NULL;
-}
 
 /* ---- failures ------------------------------------------------------------ */
 
@@ -1188,19 +994,10 @@ out:
 	return rc == STATUS_LIMIT ? STATUS_NOMEM : rc;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 query_grafana_metrics(struct call *call, const json_t *args, json_t **result)
 {
-	struct server *srv = call_server(call);
+	const struct instances *gi = call_instances(call);
 	struct grafana_opts o = {.cancelled = call_cancelled_arg,
 				 .arg = call,
 				 .request_id = call_request_id(call)};
@@ -1217,21 +1014,21 @@ query_grafana_metrics(struct call *call, const json_t *args, json_t **result)
 
 	*result = NULL;
 	buf_init(&promql, 16384);
-	rc = parse_args(args, now_ms(), &q, &f);
+	rc = parse_args(args, clock_wall_ms(), &q, &f);
 	if (rc != STATUS_OK)
 		goto fail;
-	g = tool_grafana_instance(srv, q.instance);
+	g = instances_get(gi, q.instance);
 	if (g == NULL) {
-		struct grafana_instances *gi = srv->grafana;
 		char names[512] = "";
 		size_t len = 0;
 
 		for (size_t i = 0;
-		     gi != NULL && i < gi->n && len < sizeof(names); i++)
+		     i < instances_count(gi) && len < sizeof(names); i++)
 			len += (size_t)snprintf(
 				names + len, sizeof(names) - len, "%s\"%s\"",
-				i > 0 ? ", " : "", grafana_name(gi->v[i]));
-		if (gi == NULL || gi->n == 0) {
+				i > 0 ? ", " : "",
+				grafana_name(instances_at(gi, i)));
+		if (instances_count(gi) == 0) {
 			failf(&f, "grafana_unavailable",
 			      "No Grafana or Prometheus instance is configured "
 			      "on this server");
@@ -1247,7 +1044,7 @@ query_grafana_metrics(struct call *call, const json_t *args, json_t **result)
 			suggest(&f,
 				"Use one of the configured instances: %s, or "
 				"leave instance out for the default (%s).",
-				names, grafana_name(gi->v[0]));
+				names, grafana_name(instances_at(gi, 0)));
 		}
 		rc = STATUS_INVALID;
 		goto fail;

@@ -13,15 +13,15 @@
 #include <strings.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/redact.h"
 #include "base/timerange.h"
 #include "base/utf8.h"
-#include "core/server.h"
+#include "conf/config.h"
+#include "core/instances.h"
 #include "json/jsondump.h"
-#include "mcp/call.h"
-#include "mcp/session.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/promcalls.h"
@@ -29,7 +29,6 @@
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
-#include "tools/tool_grafana.h"
 #include "tools/tool_query.h"
 
 /* Text kept back from the budget ([tools] max_answer_chars) for the lines
@@ -437,7 +436,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	/* sources: asked; shown: reported (a store that cannot be reached
 	 * is reported for its span sources, and not asked) */
 	unsigned sources = req->sources & ~(1u << SRC_PROM), shown;
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 
 	buf_init(&b, call_text_budget(call));
 	*result = NULL;
@@ -449,8 +448,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	f.from_ms = tr.from_ms;
 	f.to_ms = tr.to_ms;
 	if (req->sources & (1u << SRC_PROM))
-		g = tool_grafana_for_service(call_server(call), f.service,
-					     &spec);
+		g = instances_for_service(call_instances(call), f.service,
+					  &spec);
 	if (g != NULL)
 		sources |= 1u << SRC_PROM;
 	shown = sources;
@@ -1378,7 +1377,7 @@ all_at_once(struct call *call, const struct tool_conns *k,
 	struct spanquery_trace_filter f = *t->tf;
 	struct spanquery_spans *sp = NULL;
 	struct pg_error pe;
-	int rc, ms = call_server(call)->cfg->database.statement_timeout_ms;
+	int rc, ms = call_config(call)->database.statement_timeout_ms;
 
 	f.timeout_ms =
 		ms > 0 ? (ms + ALL_AT_ONCE_SHARE - 1) / ALL_AT_ONCE_SHARE : 0;
@@ -1441,7 +1440,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
 	size_t shown = 0;
 	int rc = STATUS_OK;
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 
 	buf_init(&b, call_text_budget(call));
 	buf_init(&w.b, SIZE_MAX / 2);

@@ -10,11 +10,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/redact.h"
 #include "base/timerange.h"
-#include "core/server.h"
-#include "mcp/call.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
@@ -27,30 +26,6 @@
 #define DEFAULT_LIMIT 50
 #define MAX_LIMIT     1000
 #define NCOLS	      7
-
-/* A failed lease or statement: the status to return, *result an isError
- * answer when one is due. */
-static int
-store_failed(struct call *call, int rc, const struct pg_error *err,
-	     json_t **result)
-{
-	if (rc == STATUS_CANCELLED || call_cancelled(call))
-		return STATUS_CANCELLED;
-	if (rc == STATUS_NOMEM)
-		return STATUS_NOMEM;
-	log_warn(&(struct log_fields){.request_id = call_request_id(call),
-				      .tool = "list_services",
-				      .duration_ms = -1},
-		 "service query failed: %s", err->detail);
-	if (rc == STATUS_TIMEOUT)
-		*result = tool_result_error("telemetry query failed: %s; "
-					    "narrow time_range",
-					    err->client);
-	else
-		*result = tool_result_error("telemetry store unavailable: %s",
-					    err->client);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-}
 
 /* The namespace as shown: [redact] applies (it is a resource attribute
  * value).  *owned: what to free. */
@@ -132,7 +107,7 @@ list_services(struct call *call, const json_t *args, json_t **result)
 		   *ns = tool_arg_str(args, "namespace");
 	const json_t *lim = json_object_get(args, "limit");
 	const struct redact *red = call_redact(call);
-	struct server *srv = call_server(call);
+	struct pg_pool *pg = call_pg(call);
 	struct servicequery_result *r = NULL;
 	struct servicequery_filter f = {0};
 	struct pg_conn *c = NULL;
@@ -145,7 +120,7 @@ list_services(struct call *call, const json_t *args, json_t **result)
 	       shown = 0;
 	json_t *arr = NULL, *sc;
 	struct buf b, t; /* the answer, the table */
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 	double range_s;
 	int rc;
 
@@ -166,16 +141,17 @@ list_services(struct call *call, const json_t *args, json_t **result)
 		*result = tool_result_error("%s", err);
 		goto done;
 	}
-	if (srv->pg == NULL) {
+	if (pg == NULL) {
 		*result = tool_result_error(
 			"telemetry store unavailable: no telemetry store is "
 			"configured: set [database] url (or DATABASE_URL) and "
 			"restart");
 		goto done;
 	}
-	rc = pg_acquire(srv->pg, call_pg_cancel(call), -1, &c, &perr);
+	rc = pg_acquire(pg, call_pg_cancel(call), -1, &c, &perr);
 	if (rc != STATUS_OK) {
-		rc = store_failed(call, rc, &perr, result);
+		rc = tool_store_failed(call, "list_services", rc, &perr,
+				       "narrow time_range", result);
 		goto out;
 	}
 	f.from_ms = tr.from_ms;
@@ -185,7 +161,8 @@ list_services(struct call *call, const json_t *args, json_t **result)
 	pg_release(c);
 	c = NULL;
 	if (rc != STATUS_OK) {
-		rc = store_failed(call, rc, &perr, result);
+		rc = tool_store_failed(call, "list_services", rc, &perr,
+				       "narrow time_range", result);
 		goto out;
 	}
 

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/hex.h"
 #include "base/redact.h"
 #include "base/timerange.h"
-#include "mcp/call.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
@@ -413,7 +413,7 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 	char err[512], count[32], total_s[32], next[SPANSTORE_CURSOR_MAX];
 	json_t *sc = NULL, *list = NULL, **made = NULL;
 	size_t budget = call_text_budget(call), shown = 0, ngenai = 0, used;
-	int64_t total = 0, now = tool_now_ms();
+	int64_t total = 0, now = clock_wall_ms();
 	uint64_t remaining = 0;
 	bool more = false;
 	int rc = STATUS_OK;

@@ -13,10 +13,10 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/redact.h"
 #include "base/timerange.h"
-#include "mcp/call.h"
 #include "pg/pg.h"
 #include "telemetry/pointquery.h"
 #include "telemetry/spanquery.h"
@@ -71,30 +71,8 @@ lease(struct call *call, struct pg_conn **c, json_t **result)
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
-/* A failed statement: the status to return, *result an isError answer
- * when one is due. */
-static int
-query_failed(struct call *call, const char *tool, int rc,
-	     const struct pg_error *err, json_t **result)
-{
-	if (rc == STATUS_CANCELLED || call_cancelled(call))
-		return STATUS_CANCELLED;
-	if (rc == STATUS_NOMEM)
-		return STATUS_NOMEM;
-	log_warn(&(struct log_fields){.request_id = call_request_id(call),
-				      .tool = tool,
-				      .duration_ms = -1},
-		 "telemetry query failed: %s", err->detail);
-	if (rc == STATUS_TIMEOUT)
-		*result = tool_result_error(
-			"telemetry query failed: %s; narrow time_range or add "
-			"filters (service, attributes)",
-			err->client);
-	else
-		*result = tool_result_error("telemetry store unavailable: %s",
-					    err->client);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-}
+/* What to do about a statement timeout. */
+#define FILTER_HINT "narrow time_range or add filters (service, attributes)"
 
 /* The filters given, for headers and "nothing found" answers:
  * " (service=a, attributes={...})" or "". */
@@ -420,7 +398,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
 	json_t *sc = NULL, *series = NULL;
 	struct buf b;
-	int64_t now = tool_now_ms(), step_s;
+	int64_t now = clock_wall_ms(), step_s;
 	size_t nk = 0;
 	int rc, agg = POINTQUERY_AGG_AUTO;
 
@@ -485,8 +463,8 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	if (rc == STATUS_NOTFOUND) {
 		rc = unknown_metric(c, name, service, result, &perr);
 		if (rc != STATUS_OK)
-			rc = query_failed(call, "query_telemetry_metrics", rc,
-					  &perr, result);
+			rc = tool_store_failed(call, "query_telemetry_metrics",
+					       rc, &perr, FILTER_HINT, result);
 		goto out;
 	}
 	if (rc == STATUS_UNSUPPORTED || rc == STATUS_INVALID) {
@@ -494,8 +472,8 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 		goto done;
 	}
 	if (rc != STATUS_OK) {
-		rc = query_failed(call, "query_telemetry_metrics", rc, &perr,
-				  result);
+		rc = tool_store_failed(call, "query_telemetry_metrics", rc,
+				       &perr, FILTER_HINT, result);
 		goto out;
 	}
 	pg_release(c);
@@ -616,7 +594,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	json_t *sc = NULL, *arr = NULL;
 	struct redact_kept kept = {0};
 	struct buf b;
-	int64_t now = tool_now_ms();
+	int64_t now = clock_wall_ms();
 	int rc;
 
 	*result = NULL;
@@ -698,8 +676,8 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		goto done;
 	}
 	if (rc != STATUS_OK) {
-		rc = query_failed(call, "query_telemetry_spans", rc, &perr,
-				  result);
+		rc = tool_store_failed(call, "query_telemetry_spans", rc, &perr,
+				       FILTER_HINT, result);
 		goto out;
 	}
 	pg_release(c);

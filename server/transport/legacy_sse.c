@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "core/server.h"
 #include "http/http.h"
@@ -245,7 +246,7 @@ pre_append_locked(struct legacy_conn *c, const char *text, size_t len)
 			 "connection without a session is full");
 		return;
 	}
-	c->last_write_ms = session_now_ms();
+	c->last_write_ms = clock_mono_ms();
 	conn_wake_locked(c);
 }
 
@@ -489,7 +490,7 @@ legacy_sse_open(struct req *r)
 	buf_init(&c->pre, PRE_MAX);
 	buf_init(&c->out, OUT_MAX);
 	legacy_sse_reframe_init(&c->rf);
-	c->opened_ms = c->last_write_ms = session_now_ms();
+	c->opened_ms = c->last_write_ms = clock_mono_ms();
 	/* A relative URI on our own origin: the SDKs resolve it against
 	 * the stream's URL and refuse another origin. */
 	if (buf_printf(&c->pre,

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 #include "core/server.h"
@@ -216,9 +217,9 @@ peer_unread(const struct stdio_conn *c)
 static void
 wait_peer_read(const struct stdio_conn *c)
 {
-	int64_t deadline = session_now_ms() + PEER_READ_WAIT_MS;
+	int64_t deadline = clock_mono_ms() + PEER_READ_WAIT_MS;
 
-	while (peer_unread(c) > 0 && session_now_ms() < deadline) {
+	while (peer_unread(c) > 0 && clock_mono_ms() < deadline) {
 		struct timespec ts = {0, 200 * 1000L};
 
 		nanosleep(&ts, NULL);
@@ -642,12 +643,6 @@ on_line(void *arg, const char *line, size_t len, bool too_long)
 
 /* --- the loop -------------------------------------------------------- */
 
-static int64_t
-now_ms(void)
-{
-	return session_now_ms();
-}
-
 /* The signal read from the signalfd, 0 if none. */
 static int
 take_signal(int sfd)
@@ -669,8 +664,8 @@ drain(struct stdio_conn *c, int sfd, const char *why)
 {
 	struct server *srv = c->srv;
 	struct log_fields f = {.duration_ms = -1};
-	int64_t deadline =
-		now_ms() + (int64_t)srv->cfg->server.shutdown_grace_s * 1000;
+	int64_t deadline = clock_mono_ms() +
+			   (int64_t)srv->cfg->server.shutdown_grace_s * 1000;
 	int busy = pool_busy(srv->pool) + pool_queue_depth(srv->pool);
 
 	atomic_store(&srv->draining, true);
@@ -680,7 +675,7 @@ drain(struct stdio_conn *c, int sfd, const char *why)
 	else
 		log_info(&f, "%s: shutting down", why);
 	while (pool_busy(srv->pool) + pool_queue_depth(srv->pool) > 0 &&
-	       now_ms() < deadline && !atomic_load(&c->out_broken)) {
+	       clock_mono_ms() < deadline && !atomic_load(&c->out_broken)) {
 		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
 
 		if (poll(&pfd, 1, 20) > 0) {
@@ -759,14 +754,14 @@ stdio_mcp_serve(struct server *srv, int in_fd, int out_fd,
 		 SEXTANT_VERSION, tools_count(srv->tools));
 	server_live_unlock(srv);
 
-	next_tick = now_ms() + TICK_MS;
+	next_tick = clock_mono_ms() + TICK_MS;
 	for (;;) {
 		struct pollfd pfd[3] = {
 			{.fd = in_fd, .events = POLLIN},
 			{.fd = sfd, .events = POLLIN},
 			{.fd = c->wake_fd, .events = POLLIN},
 		};
-		int64_t left = next_tick - now_ms();
+		int64_t left = next_tick - clock_mono_ms();
 		int n;
 
 		if (atomic_load(&c->out_broken)) {
@@ -779,9 +774,9 @@ stdio_mcp_serve(struct server *srv, int in_fd, int out_fd,
 			why = "poll failed";
 			break;
 		}
-		if (now_ms() >= next_tick) {
-			server_tick(srv);
-			next_tick = now_ms() + TICK_MS;
+		if (clock_mono_ms() >= next_tick) {
+			srv->tick(srv);
+			next_tick = clock_mono_ms() + TICK_MS;
 		}
 		if (n <= 0)
 			continue;
@@ -793,7 +788,7 @@ stdio_mcp_serve(struct server *srv, int in_fd, int out_fd,
 					 srv->config_path != NULL
 						 ? srv->config_path
 						 : "(defaults)");
-				server_reload(srv);
+				srv->reload(srv);
 			} else if (sig == SIGTERM || sig == SIGINT) {
 				why = sig == SIGTERM ? "SIGTERM" : "SIGINT";
 				break;

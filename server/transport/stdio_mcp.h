@@ -58,7 +58,7 @@ void stdio_mcp_lines_free(struct stdio_mcp_lines *l);
  * rest are cancelled.  SIGHUP reloads the configuration.  signals: the set
  * the caller blocked in every thread before starting any (it must hold
  * SIGTERM, SIGINT, SIGHUP and SIGPIPE); they are read here through a
- * signalfd.  srv: built by server_init, without an HTTP daemon.
+ * signalfd.  srv: built by boot_init, without an HTTP daemon.
  *
  * out_fd carries nothing but protocol messages: the transport writes to
  * a copy of it, and when it is standard output, descriptor 1 is pointed

@@ -18,7 +18,9 @@
 #include <jansson.h>
 
 #include "base/log.h"
+#include "base/clock.h"
 #include "conf/config.h"
+#include "boot.h"
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/dispatch.h"
@@ -89,7 +91,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg->conformance.enabled = true;
 	cfg->log.level = CONFIG_LOG_ERROR;
 	cfg->workers.threads = 2;
-	if (server_init(&srv, cfg, NULL, err, sizeof(err)) != STATUS_OK) {
+	if (boot_init(&srv, cfg, NULL, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "server_init: %s\n", err);
 		abort();
 	}
@@ -158,7 +160,7 @@ static void
 settle(void)
 {
 	struct timespec ts = {0, 200000};
-	int64_t deadline = session_now_ms() + SETTLE_MS;
+	int64_t deadline = clock_mono_ms() + SETTLE_MS;
 	int busy;
 
 	for (;;) {
@@ -167,8 +169,8 @@ settle(void)
 		pthread_mutex_unlock(&sess->mu);
 		if (busy <= 1)
 			break;
-		if (session_now_ms() > deadline)
-			call_expire_session(sess, 0, session_now_ms() + 1000);
+		if (clock_mono_ms() > deadline)
+			call_expire_session(sess, 0, clock_mono_ms() + 1000);
 		nanosleep(&ts, NULL);
 	}
 }

@@ -23,8 +23,10 @@
 #include <openssl/evp.h>
 
 #include "base/pool.h"
+#include "base/clock.h"
 #include "conf/config.h"
 #include "conformance/conformance.h"
+#include "boot.h"
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/dispatch.h"
@@ -395,9 +397,9 @@ server_up(int threads, int queue, int page_size)
 	cfg->workers.threads = threads;
 	cfg->workers.queue_size = queue;
 	cfg->server.list_page_size = page_size;
-	if (server_init(&srv, cfg, NULL, err, sizeof(err)) != STATUS_OK) {
+	if (boot_init(&srv, cfg, NULL, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "server_init: %s\n", err);
-		server_free(&srv);
+		boot_free(&srv);
 		return -1;
 	}
 	return 0;
@@ -414,7 +416,7 @@ static int
 group_teardown(void **state)
 {
 	(void)state;
-	server_free(&srv);
+	boot_free(&srv);
 	return 0;
 }
 
@@ -929,7 +931,7 @@ test_call_cancelled(void **state)
 	struct session *s = sess_new("2025-11-25", NULL);
 	struct fake_ex *fx = fx_new(), *nfx = fx_new();
 	json_t *sent, *resp;
-	int64_t t0 = session_now_ms();
+	int64_t t0 = clock_mono_ms();
 
 	(void)state;
 	dispatch_text(
@@ -953,7 +955,7 @@ test_call_cancelled(void **state)
 	assert_int_equal(fx_count(nfx), 0);
 	resp = fx_wait_final(fx);
 	assert_true(json_is_null(resp));
-	assert_true(session_now_ms() - t0 < 5000);
+	assert_true(clock_mono_ms() - t0 < 5000);
 	json_decref(resp);
 	fx_done(fx);
 	fx_done(nfx);
@@ -1003,7 +1005,7 @@ test_call_timeout(void **state)
 		"1}}}");
 	sent = fx_wait_sent(fx, 1);
 	json_decref(sent);
-	call_expire_session(s, 1, session_now_ms() + 2000);
+	call_expire_session(s, 1, clock_mono_ms() + 2000);
 	resp = fx_wait_final(fx);
 	r = result_of(resp);
 	assert_true(json_is_true(json_object_get(r, "isError")));

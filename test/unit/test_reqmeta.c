@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mcp/reqmeta.h"
+#include "base/clock.h"
 #include "mcp/session.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -200,10 +201,10 @@ test_request_sessions(void **state)
 	assert_null(c);
 	/* busy while the request holds it; gone at the first sweep after */
 	memcpy(ida, a->id, sizeof(ida));
-	session_table_sweep(t, session_now_ms() + 1000);
+	session_table_sweep(t, clock_mono_ms() + 1000);
 	assert_int_equal(session_table_count(t), 2);
 	session_release(a);
-	session_table_sweep(t, session_now_ms() + 1000);
+	session_table_sweep(t, clock_mono_ms() + 1000);
 	assert_int_equal(session_table_count(t), 1);
 	assert_int_equal(session_acquire(t, ida, &x), STATUS_NOTFOUND);
 	session_release(b);
