@@ -102,6 +102,34 @@ render_ms(double ms, char *buf, size_t cap)
 	return fixed(ms, ms >= 9.95 ? 0 : ms >= 0.995 ? 1 : 2, "ms", buf, cap);
 }
 
+size_t
+render_usd(double usd, char *buf, size_t cap)
+{
+	char n[32], tmp[RENDER_USD_MAX];
+	size_t len;
+
+	if (!(usd > 0) || !isfinite(usd))
+		return (size_t)snprintf(buf, cap, "$0.00");
+	if (usd < 1) {
+		len = (size_t)snprintf(tmp, sizeof(tmp), "$%.6f", usd);
+		if (strcmp(tmp, "$0.000000") == 0)
+			return (size_t)snprintf(buf, cap, "<$0.000001");
+		/* "$0.xx" is 5 bytes: keep two decimals */
+		while (len > 5 && tmp[len - 1] == '0')
+			tmp[--len] = '\0';
+		if (strcmp(tmp, "$1.00") != 0) /* 0.9999995 and up: below */
+			return (size_t)snprintf(buf, cap, "%s", tmp);
+	}
+	if (usd >= 1e15) /* no one's bill: past exact cents in a double */
+		return (size_t)snprintf(buf, cap, "$%.0f", usd);
+	{
+		long long cents = llround(usd * 100);
+
+		render_count((uint64_t)(cents / 100), n, sizeof(n));
+		return (size_t)snprintf(buf, cap, "$%s.%02lld", n, cents % 100);
+	}
+}
+
 const char *
 render_source_label(int source)
 {

@@ -21,6 +21,16 @@ size_t render_count(uint64_t v, char *buf, size_t cap);
 /* A duration in ms, short: "0.42ms", "4.2ms", "23ms", "1,234ms", "12.3s". */
 size_t render_ms(double ms, char *buf, size_t cap);
 
+/*
+ * Dollars, one rule for every answer: "$1,234.56" from $1 up (cents);
+ * under $1 up to six decimals without trailing zeros, at least two
+ * ("$0.50", "$0.0075", "$0.000123"); "<$0.000001" for what rounds to
+ * zero at six places; "$0.00" for zero (and for what is not a positive
+ * finite number).  Returns the length, as snprintf.
+ */
+#define RENDER_USD_MAX 32
+size_t render_usd(double usd, char *buf, size_t cap);
+
 /* "[eBPF]", "[OTLP]" for enum merge_source; "[?]" otherwise. */
 const char *render_source_label(int source);
 

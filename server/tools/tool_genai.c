@@ -131,29 +131,6 @@ num_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-static void
-fmt_usd(double v, char *buf, size_t cap)
-{
-	char n[32];
-
-	if (v >= 1) {
-		long long cents = llround(v * 100);
-
-		render_count((uint64_t)(cents / 100), n, sizeof(n));
-		snprintf(buf, cap, "$%s.%02lld", n, cents % 100);
-	} else if (v >= 0.01) {
-		snprintf(buf, cap, "$%.4f", v);
-	} else if (v > 0) {
-		/* six places, less the trailing zeros past the fourth */
-		size_t len = (size_t)snprintf(buf, cap, "$%.6f", v);
-
-		while (len > 7 && len < cap && buf[len - 1] == '0')
-			buf[--len] = '\0';
-	} else {
-		snprintf(buf, cap, "$0.00");
-	}
-}
-
 /* 65 s -> "1m 5s"; under a minute as render_ms does. */
 static void
 fmt_elapsed(double ms, char *buf, size_t cap)
@@ -252,7 +229,7 @@ cost_text(struct out *o, const struct genai_stats *s, bool model_row,
 	char usd[32], names[320];
 	const char *plural = s->unpriced == 1 ? "" : "s";
 
-	fmt_usd(s->cost_usd, usd, sizeof(usd));
+	render_usd(s->cost_usd, usd, sizeof(usd));
 	if (model_row && s->priced == 0 && s->calls > 0) {
 		snprintf(buf, cap, "unknown (model %s has no price)",
 			 model != NULL ? red_text(o, model) : "(no model)");
@@ -392,7 +369,7 @@ call_row(struct out *o, const struct genai_call *c)
 		snprintf(out, sizeof(out), "-");
 	snprintf(tok, sizeof(tok), "%s / %s", in, out);
 	if (c->priced)
-		fmt_usd(c->cost_usd, cost, sizeof(cost));
+		render_usd(c->cost_usd, cost, sizeof(cost));
 	else if (c->input_tokens < 0 && c->output_tokens < 0)
 		snprintf(cost, sizeof(cost), "-");
 	else
@@ -843,7 +820,7 @@ change_cells(double prev, double cur, bool usd, char *abs, size_t alen,
 	char v[32];
 
 	if (usd) {
-		fmt_usd(fabs(d), v, sizeof(v));
+		render_usd(fabs(d), v, sizeof(v));
 		snprintf(abs, alen, "%s%s", d < 0 ? "-" : "+", v);
 	} else {
 		render_count((uint64_t)fabs(d), v, sizeof(v));

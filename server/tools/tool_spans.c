@@ -319,25 +319,6 @@ span_json(const struct spanstore_span *s)
 	return o;
 }
 
-/* "$0.0075": dollars with up to 6 decimals, no trailing zeros. */
-static void
-format_usd(double usd, char *out, size_t cap)
-{
-	size_t n;
-
-	if (usd > 0 && usd < 0.0000005) {
-		snprintf(out, cap, "<$0.000001");
-		return;
-	}
-	n = (size_t)snprintf(out, cap, "$%.*f", usd >= 1 ? 2 : 6, usd);
-	if (n >= cap || usd >= 1)
-		return;
-	while (n > 2 && out[n - 1] == '0')
-		out[--n] = '\0';
-	if (out[n - 1] == '.')
-		out[--n] = '\0';
-}
-
 static void
 format_tokens(int64_t v, char *out, size_t cap)
 {
@@ -378,7 +359,7 @@ span_rows(const struct spanstore_span *s, const json_t *o, struct buf *row,
 			json_string_value(json_object_get(g, "model"));
 
 		if (s->priced)
-			format_usd(s->cost_usd, cost, sizeof(cost));
+			render_usd(s->cost_usd, cost, sizeof(cost));
 		else if (model != NULL)
 			snprintf(cost, sizeof(cost),
 				 "unknown (model %s has no price)", model);

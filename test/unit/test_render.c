@@ -1152,6 +1152,54 @@ test_fold_run_fails(void **state)
 	free(spans);
 }
 
+/* One dollar format for every tool (query_spans, get_session,
+ * analyze_genai, compare_sessions used to disagree: $0.5 / $0.5000). */
+static void
+test_usd(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{0, "$0.00"},
+		{-1, "$0.00"},
+		{NAN, "$0.00"},
+		{0.0000001, "<$0.000001"},
+		{0.00000049, "<$0.000001"},
+		{0.0000005, "<$0.000001"}, /* 4.99999...e-7 in binary */
+		{0.00000051, "$0.000001"},
+		{0.000001, "$0.000001"},
+		{0.000123, "$0.000123"},
+		{0.0075, "$0.0075"},
+		{0.01, "$0.01"},
+		{0.1, "$0.10"},
+		{0.5, "$0.50"},
+		{0.1234567, "$0.123457"},
+		{0.99, "$0.99"},
+		{0.999999, "$0.999999"},
+		{0.9999996, "$1.00"},
+		{1, "$1.00"},
+		{1.005, "$1.00"}, /* 1.00499999... in binary */
+		{12.345678, "$12.35"},
+		{1234.5, "$1,234.50"},
+		{1234567.891, "$1,234,567.89"},
+	};
+	char buf[RENDER_USD_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = render_usd(cases[i].v, buf, sizeof(buf));
+
+		if (strcmp(buf, cases[i].want) != 0 || n != strlen(buf))
+			fail_msg(
+				"render_usd(%.17g) = \"%s\" (%zu), want \"%s\"",
+				cases[i].v, buf, n, cases[i].want);
+	}
+	/* a short buffer: cut like snprintf, the full length returned */
+	assert_int_equal(render_usd(1234.5, buf, 4), strlen("$1,234.50"));
+	assert_string_equal(buf, "$1,");
+}
+
 int
 main(void)
 {
@@ -1161,6 +1209,7 @@ main(void)
 		cmocka_unit_test(test_ms),
 		cmocka_unit_test(test_ms_rounding_boundaries),
 		cmocka_unit_test(test_ms_like_printf),
+		cmocka_unit_test(test_usd),
 		cmocka_unit_test(test_source_label),
 		cmocka_unit_test(test_tree_simple),
 		cmocka_unit_test(test_tree_appends),
