@@ -31,7 +31,7 @@ LDLIBS := $(PKG_LIBS) -lpthread -lm
 # ---- sources, one list per room (each folder's README says what it holds;
 # scripts/check-layout.sh checks who may include whom) -----------------------
 BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
-	metrics.c auth.c seal.c sse.c timerange.c redact.c clock.c)
+	metrics.c auth.c seal.c sse.c timerange.c redact.c clock.c strdist.c)
 JSON_SRC := $(addprefix lib/json/,jsonload.c jsondump.c jsonschema.c)
 CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
 # ---- [migrate] schema migrations (lib/pg/migrate, migrations/*.sql) -------
@@ -107,7 +107,7 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.jso
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
 	redact seal servicequery spanstore genai promql grafana promcalls \
-	pglisten sessdb jsonload jsondump
+	pglisten sessdb jsonload jsondump strdist
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)

@@ -7,6 +7,7 @@
  * one line here plus its field in config.h.
  */
 #include "conf/config.h"
+#include "base/strdist.h"
 #include "prom/promql.h"
 
 #include <errno.h>
@@ -811,29 +812,10 @@ out:
 static size_t
 distance(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b), row[161];
+	size_t la = strlen(a), lb = strlen(b);
 
-	if (la > 160 || lb > 160)
-		return SIZE_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j],
-			       best = diag + (a[i - 1] != b[j - 1]);
-
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[lb];
+	return la > 160 || lb > 160 ? SIZE_MAX
+				    : strdist(a, la, b, lb, false, SIZE_MAX);
 }
 
 static const char *

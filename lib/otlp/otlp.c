@@ -204,6 +204,23 @@ otlp_source_name(enum otlp_source s)
 }
 
 const char *
+otlp_status_name(int code)
+{
+	return code == 2 ? "error" : code == 1 ? "ok" : "unset";
+}
+
+const char *
+otlp_kind_name(int kind)
+{
+	static const char *const names[] = {
+		"unspecified", "internal", "server",
+		"client",      "producer", "consumer",
+	};
+
+	return kind >= 0 && kind < 6 ? names[kind] : names[0];
+}
+
+const char *
 otlp_point_type_name(enum otlp_point_type t)
 {
 	switch (t) {

@@ -80,6 +80,14 @@ enum otlp_source {
 /* "otlp" or "ebpf". */
 const char *otlp_source_name(enum otlp_source s);
 
+/* A span's status code as answers show it: "ok" (1), "error" (2),
+ * "unset" (0 and anything else). */
+const char *otlp_status_name(int code);
+
+/* A span kind as answers show it: "internal", "server", "client",
+ * "producer", "consumer" (1..5), "unspecified" (0 and anything else). */
+const char *otlp_kind_name(int kind);
+
 /*
  * Items come from eBPF when their resource's telemetry.sdk.name equals one
  * of sdk_names, or their instrumentation scope name starts with one of

@@ -19,13 +19,14 @@
 #include "base/embed.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "pg/locks.h"
 
 /* build/gen/migrations.c (scripts/gen-embed.sh) */
 extern const struct embed_file migrate_sql[];
 extern const size_t migrate_sql_count;
 
 /* "SEXTANT" 0x01; the partition functions take "SEXTANT" 0x02. */
-#define LOCK_KEY "6000299197437203457"
+#define LOCK_KEY LOCK_MIGRATE
 
 /* Highest version accepted in a file name ("0001_x.sql" .. "999999_x.sql"). */
 #define VERSION_MAX 999999

@@ -16,9 +16,10 @@
 
 #include "base/hex.h"
 #include "base/utf8.h"
+#include "pg/locks.h"
 
 /* "SEXTANT" 0x04 (0x01 migrate, 0x02 partitions, 0x03 rollups). */
-#define SWEEP_LOCK "pg_try_advisory_xact_lock(6000299197437203460)"
+#define SWEEP_LOCK "pg_try_advisory_xact_lock(" LOCK_SESSION_SWEEP ")"
 
 void
 sessdb_key(const char *session_id, char key[SESSDB_KEY_LEN + 1])

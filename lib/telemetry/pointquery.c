@@ -1138,23 +1138,6 @@ pointquery_names_free(struct pointquery_names *nm)
 
 /* ---- spans ------------------------------------------------------------- */
 
-static const char *const kind_names[] = {
-	"unspecified", "internal", "server", "client", "producer", "consumer",
-};
-static const char *const status_names[] = {"unset", "ok", "error"};
-
-const char *
-pointquery_kind_name(int kind)
-{
-	return kind >= 0 && kind < 6 ? kind_names[kind] : NULL;
-}
-
-const char *
-pointquery_status_name(int status)
-{
-	return status >= 0 && status < 3 ? status_names[status] : NULL;
-}
-
 #define SPANS_SQL(order)                                                       \
 	"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), "             \
 	"encode(parent_span_id, 'hex'), service_name, name, kind, "            \

@@ -246,9 +246,4 @@ int pointquery_spans(struct pg_conn *c, const struct pointquery_span_req *r,
 		     struct pointquery_spans **out, struct pg_error *err) WUR;
 void pointquery_spans_free(struct pointquery_spans *s);
 
-/* "unspecified", "internal", "server", "client", "producer", "consumer";
- * and "unset", "ok", "error" (NULL out of range). */
-const char *pointquery_kind_name(int kind);
-const char *pointquery_status_name(int status);
-
 #endif

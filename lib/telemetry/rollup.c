@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/locks.h"
 #include "pg/migrate.h"
 
 /* Extra buckets allocated beyond the ones asked for when a histogram
@@ -21,7 +22,7 @@
 #define HIST_SLACK 64
 
 /* "SEXTANT" 0x03 (lib/pg/migrate holds 0x01, the partition functions 0x02). */
-#define REFRESH_LOCK "pg_try_advisory_xact_lock(6000299197437203459)"
+#define REFRESH_LOCK "pg_try_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")"
 
 /* Times beyond which rollup_split_range gives no rollup part. */
 #define SPLIT_LIMIT_MS (INT64_MAX / 4)

@@ -18,6 +18,7 @@
 #include <libpq-fe.h>
 
 #include "base/hex.h"
+#include "base/strdist.h"
 #include "telemetry/rollup.h"
 
 static const char *const protocol_names[SPANQUERY_PROTOCOLS] = {"http", "grpc",
@@ -1017,33 +1018,8 @@ spanquery_names_free(struct spanquery_names *nm)
 static size_t
 distance(const char *a, const char *b)
 {
-	size_t la = strnlen(a, SUGGEST_LEN), lb = strnlen(b, SUGGEST_LEN);
-	size_t row[SUGGEST_LEN + 1];
-
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j];
-			size_t cost =
-				tolower((unsigned char)a[i - 1]) ==
-						tolower((unsigned char)b[j - 1])
-					? 0
-					: 1;
-			size_t best = diag + cost;
-
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
+	return strdist(a, strnlen(a, SUGGEST_LEN), b, strnlen(b, SUGGEST_LEN),
+		       true, SIZE_MAX);
 }
 
 static bool

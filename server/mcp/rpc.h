@@ -24,6 +24,11 @@ enum rpc_code {
 	RPC_UNSUPPORTED_VERSION = -32022, /* protocolVersion not served */
 };
 
+/* The answer to a tools/call the worker queue has no room for (with
+ * RPC_SERVER_BUSY, or HTTP 503 and Retry-After). */
+#define RPC_MSG_QUEUE_FULL                                                     \
+	"server busy: the tool queue is full, retry in a second"
+
 enum rpc_kind {
 	RPC_REQUEST,	  /* method + id */
 	RPC_NOTIFICATION, /* method, no id */

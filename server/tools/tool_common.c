@@ -38,12 +38,6 @@ tool_parse_trace_id(const char *s, uint8_t out[16])
 	return memcmp(out, zero, 16) != 0 ? STATUS_OK : STATUS_INVALID;
 }
 
-const char *
-tool_status_name(int status)
-{
-	return status == 2 ? "error" : status == 1 ? "ok" : "unset";
-}
-
 json_t *
 tool_range_json(const struct timerange *tr)
 {

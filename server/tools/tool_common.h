@@ -28,10 +28,6 @@ const char *tool_arg_str(const json_t *args, const char *key);
  * STATUS_INVALID otherwise (out then undefined). */
 int tool_parse_trace_id(const char *s, uint8_t out[16]) WUR;
 
-/* An OTLP span status code (0 unset, 1 ok, 2 error) as a word; static
- * string. */
-const char *tool_status_name(int status);
-
 /* {"from": ISO 8601, "to": ISO 8601} for tr (new reference); NULL on
  * ENOMEM. */
 json_t *tool_range_json(const struct timerange *tr);

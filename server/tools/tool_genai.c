@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/redact.h"
 #include "base/timerange.h"
+#include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/genai.h"
 #include "telemetry/merge.h"
@@ -338,7 +339,7 @@ call_json(struct out *o, const struct genai_call *c)
 		c->output_tokens >= 0 ? json_integer(c->output_tokens)
 				      : json_null(),
 		"cost_usd", c->priced ? json_real(c->cost_usd) : json_null(),
-		"status", tool_status_name(c->status));
+		"status", otlp_status_name(c->status));
 	if (v == NULL)
 		o->nomem = true;
 	return v;
@@ -383,7 +384,7 @@ call_row(struct out *o, const struct genai_call *c)
 	cells[4] = dur;
 	cells[5] = tok;
 	cells[6] = cost;
-	cells[7] = tool_status_name(c->status);
+	cells[7] = otlp_status_name(c->status);
 	return render_md_row(&o->b, cells, NCALL_COLS);
 }
 

@@ -8,6 +8,7 @@
  * invalid_query and grafana_unavailable.
  */
 #include "tools/tool_common.h"
+#include "base/strdist.h"
 #include "tools/tool_grafana.h"
 
 #include <ctype.h>
@@ -420,37 +421,11 @@ parse_args(const json_t *args, int64_t now, struct req *q, struct failure *f)
 static size_t
 distance(const char *a, const char *b, size_t cap)
 {
-	size_t la = strnlen(a, PROMQL_MAX_NAME), lb = strnlen(b, 256);
-	size_t row[PROMQL_MAX_NAME + 1];
+	size_t lb = strnlen(b, 256);
 
 	if (lb > PROMQL_MAX_NAME)
 		return cap;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0], best_in_row;
-
-		row[0] = i;
-		best_in_row = row[0];
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j],
-			       cost = tolower((unsigned char)a[i - 1]) !=
-				      tolower((unsigned char)b[j - 1]),
-			       v = diag + cost;
-
-			if (up + 1 < v)
-				v = up + 1;
-			if (row[j - 1] + 1 < v)
-				v = row[j - 1] + 1;
-			diag = up;
-			row[j] = v;
-			if (v < best_in_row)
-				best_in_row = v;
-		}
-		if (best_in_row >= cap)
-			return cap;
-	}
-	return row[lb] < cap ? row[lb] : cap;
+	return strdist(a, strnlen(a, PROMQL_MAX_NAME), b, lb, true, cap);
 }
 
 /* '_'-separated words of a (2 bytes or more) that are words of b too:

@@ -22,6 +22,7 @@
 #include "conf/config.h"
 #include "core/instances.h"
 #include "json/jsondump.h"
+#include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/promcalls.h"
@@ -986,7 +987,7 @@ span_open(struct jtext *w, const struct merge_node *node)
 	JT_LIT(w, "\",\"duration_ms\":");
 	jt_real(w, (double)s->duration_ns / 1e6);
 	JT_LIT(w, ",\"status\":");
-	jt_str(w, tool_status_name(s->status));
+	jt_str(w, otlp_status_name(s->status));
 	if (node->slow)
 		JT_LIT(w, ",\"slow\":true,\"children\":[");
 	else

@@ -18,6 +18,7 @@
 #include "base/hex.h"
 #include "base/redact.h"
 #include "base/timerange.h"
+#include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
@@ -306,7 +307,7 @@ span_json(const struct spanstore_span *s)
 		      "also_seen_by", "service", s->service, "name", s->name,
 		      "start", start, "duration_ms",
 		      (double)s->key.duration_ns / 1e6, "status",
-		      tool_status_name(s->status), "status_message",
+		      otlp_status_name(s->status), "status_message",
 		      opt_string(s->status_message), "session_id",
 		      opt_string(s->session_id), "gen_ai",
 		      g != NULL ? g : json_null());
@@ -346,7 +347,7 @@ span_rows(const struct spanstore_span *s, const json_t *o, struct buf *row,
 		snprintf(status, sizeof(status), "error: %s", msg);
 	else
 		snprintf(status, sizeof(status), "%s",
-			 tool_status_name(s->status));
+			 otlp_status_name(s->status));
 	cells[0] = json_string_value(json_object_get(o, "start"));
 	cells[1] = s->service;
 	cells[2] = s->name;
@@ -778,7 +779,7 @@ node_json(const struct merge_trace *t, size_t i)
 		node->span->source == MERGE_SOURCE_EBPF ? "ebpf" : "otlp",
 		"start", start, "duration_ms", (double)s->duration_ns / 1e6,
 		"self_ms", (double)node->self_ns / 1e6, "status",
-		tool_status_name(s->status), "status_message",
+		otlp_status_name(s->status), "status_message",
 		opt_string(s->status == 2 ? s->status_message : NULL), "slow",
 		node->slow);
 }
@@ -960,7 +961,7 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 				      "span_id", sid, "service", s->service,
 				      "name", s->name, "duration_ms",
 				      (double)s->duration_ns / 1e6, "status",
-				      tool_status_name(s->status),
+				      otlp_status_name(s->status),
 				      "status_message", msg)) != 0) {
 			rc = STATUS_NOMEM;
 			break;
@@ -980,7 +981,7 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 			rc = buf_printf(b, " %s",
 					s->status == 2
 						? "ERROR"
-						: tool_status_name(s->status));
+						: otlp_status_name(s->status));
 		if (rc == STATUS_OK && s->status == 2 &&
 		    s->status_message != NULL) {
 			rc = buf_puts(b, ": ");

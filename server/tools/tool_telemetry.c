@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/redact.h"
 #include "base/timerange.h"
+#include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/pointquery.h"
 #include "telemetry/spanquery.h"
@@ -548,15 +549,9 @@ span_json(const struct pointquery_span *sp, const struct redact *r)
 		      "parent_span_id",
 		      sp->parent_span_id[0] != '\0' ? sp->parent_span_id : NULL,
 		      "service", sp->service, "name", sp->name, "kind",
-		      pointquery_kind_name(sp->kind) != NULL
-			      ? pointquery_kind_name(sp->kind)
-			      : "unspecified",
-		      "start", start, "duration_ms",
+		      otlp_kind_name(sp->kind), "start", start, "duration_ms",
 		      (double)sp->duration_ns / 1e6, "status",
-		      pointquery_status_name(sp->status) != NULL
-			      ? pointquery_status_name(sp->status)
-			      : "unset",
-		      "attributes", attrs);
+		      otlp_status_name(sp->status), "attributes", attrs);
 	if (o == NULL)
 		return NULL;
 	msg = sp->status_message != NULL && sp->status_message[0] != '\0'
@@ -614,8 +609,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	}
 	if (status != NULL) {
 		for (r.status = 0; r.status < 3; r.status++)
-			if (strcmp(status, pointquery_status_name(r.status)) ==
-			    0)
+			if (strcmp(status, otlp_status_name(r.status)) == 0)
 				break;
 		if (r.status == 3) {
 			*result = tool_result_error(
@@ -730,9 +724,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		    buf_printf(&b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
 			       sp->service, sp->name,
 			       (double)sp->duration_ns / 1e6,
-			       pointquery_status_name(sp->status) != NULL
-				       ? pointquery_status_name(sp->status)
-				       : "unset",
+			       otlp_status_name(sp->status),
 			       sp->trace_id) != STATUS_OK) {
 			if (b.data != NULL) {
 				b.len = mark;

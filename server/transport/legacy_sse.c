@@ -797,8 +797,7 @@ legacy_sse_post(struct req *r)
 	if (rc == STATUS_FULL)
 		ret = http_reply_rpc_error(
 			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
-			"server busy: the tool queue is full, retry in a "
-			"second",
+			RPC_MSG_QUEUE_FULL,
 			(const char *[]){"Retry-After", "1", NULL});
 	else
 		ret = reply_accepted(r);

@@ -563,9 +563,7 @@ handle_message(struct stdio_conn *c, const json_t *msg)
 		return;
 	}
 	if (dispatch_message(c->srv, c->s, &c->base, msg) == STATUS_FULL)
-		reply_error(c, id, RPC_SERVER_BUSY,
-			    "server busy: the tool queue is full, retry in a "
-			    "second");
+		reply_error(c, id, RPC_SERVER_BUSY, RPC_MSG_QUEUE_FULL);
 }
 
 /* A JSON array: a batch, which only revision 2025-03-26 has. */

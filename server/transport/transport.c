@@ -1228,8 +1228,7 @@ post_modern(struct req *r, const json_t *body)
 		pthread_mutex_unlock(&s->mu);
 		return modern_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, id,
 				    RPC_INTERNAL_ERROR, NULL,
-				    "server busy: the tool queue is full, "
-				    "retry in a second");
+				    RPC_MSG_QUEUE_FULL);
 	}
 	return exchange_answer(r, ex, false);
 }
@@ -1405,21 +1404,17 @@ post_first(struct req *r)
 				busy = true;
 				break;
 			}
-			exchange_send(
-				&ex->base,
-				rpc_error(json_object_get(m, "id"),
-					  RPC_SERVER_BUSY,
-					  "server busy: the tool queue is "
-					  "full, retry in a second",
-					  NULL),
-				true);
+			exchange_send(&ex->base,
+				      rpc_error(json_object_get(m, "id"),
+						RPC_SERVER_BUSY,
+						RPC_MSG_QUEUE_FULL, NULL),
+				      true);
 		}
 	}
 	if (busy) {
 		ret = http_reply_rpc_error(
 			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
-			"server busy: the tool queue is full, retry in a "
-			"second",
+			RPC_MSG_QUEUE_FULL,
 			(const char *[]){"Retry-After", "1", NULL});
 		goto out;
 	}

@@ -3090,10 +3090,31 @@ test_response_bodies(void **state)
 	free(body);
 }
 
+/* The words every answer uses for status codes and span kinds. */
+static void
+test_status_kind_names(void **state)
+{
+	(void)state;
+	assert_string_equal(otlp_status_name(0), "unset");
+	assert_string_equal(otlp_status_name(1), "ok");
+	assert_string_equal(otlp_status_name(2), "error");
+	assert_string_equal(otlp_status_name(3), "unset");
+	assert_string_equal(otlp_status_name(-1), "unset");
+	assert_string_equal(otlp_kind_name(0), "unspecified");
+	assert_string_equal(otlp_kind_name(1), "internal");
+	assert_string_equal(otlp_kind_name(2), "server");
+	assert_string_equal(otlp_kind_name(3), "client");
+	assert_string_equal(otlp_kind_name(4), "producer");
+	assert_string_equal(otlp_kind_name(5), "consumer");
+	assert_string_equal(otlp_kind_name(6), "unspecified");
+	assert_string_equal(otlp_kind_name(-1), "unspecified");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_kind_names),
 		cmocka_unit_test(test_gzip_bomb), /* first: peak RSS baseline */
 		cmocka_unit_test(test_json_and_protobuf_agree),
 		cmocka_unit_test(test_semantic_convention_aliases),

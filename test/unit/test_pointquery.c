@@ -101,10 +101,6 @@ test_agg_names(void **state)
 	assert_int_equal(pointquery_agg_parse("median"), -1);
 	assert_int_equal(pointquery_agg_parse(NULL), -1);
 	assert_null(pointquery_agg_name((enum pointquery_agg)99));
-	assert_string_equal(pointquery_kind_name(3), "client");
-	assert_null(pointquery_kind_name(6));
-	assert_string_equal(pointquery_status_name(2), "error");
-	assert_null(pointquery_status_name(-1));
 }
 
 static const double b3[] = {0.1, 0.5, 1.0};
@@ -937,7 +933,7 @@ test_span_fields(void **state)
 	assert_string_equal(sp->parent_span_id, "0101010101010101");
 	assert_string_equal(sp->service, "checkout");
 	assert_string_equal(sp->name, "SELECT orders");
-	assert_string_equal(pointquery_kind_name(sp->kind), "client");
+	assert_string_equal(otlp_kind_name(sp->kind), "client");
 	assert_int_equal(sp->start_us, (base_ms + 11000) * 1000);
 	assert_int_equal(sp->duration_ns, 5000000);
 	assert_int_equal(sp->status, 1);

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "otlp/otlp.h"
 #include "otlp/store.h"
+#include "pg/locks.h"
 #include "pg/migrate.h"
 #include "pg/pg.h"
 #include "pgtest.h"
@@ -1534,7 +1535,7 @@ test_one_refresher(void **state)
 	write_spans(a, &w, hour_ago(4), 2, -1, &seed);
 	age_dirty(a);
 	exec_sql(b, "BEGIN");
-	exec_sql(b, "SELECT pg_advisory_xact_lock(6000299197437203459)");
+	exec_sql(b, "SELECT pg_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")");
 	refresh(a, 0, 0, 2);
 	exec_sql(b, "COMMIT");
 	refresh(a, 0, 2, 0);
