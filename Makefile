@@ -6,6 +6,7 @@
 #   make asan       build/asan/sextant
 #   make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each
 #   make bench      bench/protocol.sh
+#   make check-layout  who may include whom (scripts/check-layout.sh)
 #   make format / format-check / clean
 
 .DEFAULT_GOAL := all
@@ -70,8 +71,8 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 	build/fuzz/fuzz_otlp: $(OTLP_GEN_H)
 # ---------------------------------------------------------------------------
 PROM_SRC := $(addprefix lib/prom/,promql.c grafana.c)
-TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanstore.c \
-	pointquery.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c)
+TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
+	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c)
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -106,7 +107,7 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.jso
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
 LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
-	redact seal servicequery spanstore genai promql grafana promcalls \
+	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore
@@ -153,7 +154,7 @@ $(eval $(call variant,$(B),$(OPT_CFLAGS)))
 $(eval $(call variant,$(BA),$(SAN_CFLAGS)))
 
 .PHONY: all asan run test unit integration fuzz bench format format-check \
-	clean deps check-config
+	clean deps check-config check-layout
 all: $(B)/sextant
 asan: $(BA)/sextant
 
@@ -199,6 +200,9 @@ format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: ok"
+
+check-layout:
+	@sh scripts/check-layout.sh
 
 clean:
 	rm -rf build

@@ -1677,11 +1677,8 @@ pg_maintainer(void *arg)
 
 /* ---- the pool ---------------------------------------------------------- */
 
-static int config_error(struct pg_error *err, const char *fmt, ...)
-	PRINTF_LIKE(2, 3);
-
-static int
-config_error(struct pg_error *err, const char *fmt, ...)
+int
+pg_error_set(struct pg_error *err, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -1690,8 +1687,9 @@ config_error(struct pg_error *err, const char *fmt, ...)
 		vsnprintf(err->client, sizeof(err->client), fmt, ap);
 		va_end(ap);
 		snprintf(err->detail, sizeof(err->detail), "%s", err->client);
+		err->sqlstate[0] = '\0';
 	}
-	return STATUS_INVALID;
+	return rc;
 }
 
 static int
@@ -1699,7 +1697,7 @@ check_range(struct pg_error *err, const char *what, int v, int lo, int hi)
 {
 	if (v >= lo && v <= hi)
 		return STATUS_OK;
-	return config_error(err,
+	return pg_error_set(err, STATUS_INVALID,
 			    "database %s %d is out of range: expected %d "
 			    "to %d",
 			    what, v, lo, hi);
@@ -1746,8 +1744,9 @@ check_config(const struct pg_pool_config *cfg, struct pg_error *err)
 	PQconninfoOption *opts;
 
 	if (cfg->conninfo == NULL)
-		return config_error(err, "the database connection string is "
-					 "missing");
+		return pg_error_set(err, STATUS_INVALID,
+				    "the database connection string is "
+				    "missing");
 	if (check_range(err, "pool size", cfg->size, 1, PG_POOL_SIZE_MAX) ||
 	    check_range(err, "statement timeout (ms)",
 			cfg->statement_timeout_ms, 1,
@@ -1764,9 +1763,10 @@ check_config(const struct pg_pool_config *cfg, struct pg_error *err)
 		return STATUS_INVALID;
 	opts = PQconninfoParse(cfg->conninfo, &msg);
 	if (opts == NULL) {
-		config_error(err, "the database connection string is invalid: "
-				  "expected key=value pairs or a "
-				  "postgresql:// URI");
+		pg_error_set(err, STATUS_INVALID,
+			     "the database connection string is invalid: "
+			     "expected key=value pairs or a "
+			     "postgresql:// URI");
 		if (err != NULL) {
 			snprintf(err->detail, sizeof(err->detail),
 				 "invalid database connection string: %s",
@@ -1828,7 +1828,8 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 	if (out != NULL)
 		*out = NULL;
 	if (out == NULL || cfg == NULL)
-		return config_error(err, "no database pool configuration");
+		return pg_error_set(err, STATUS_INVALID,
+				    "no database pool configuration");
 	rc = check_config(cfg, err);
 	if (rc != STATUS_OK)
 		return rc;

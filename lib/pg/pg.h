@@ -74,6 +74,12 @@ struct pg_error {
 	char sqlstate[6];
 };
 
+/* Fills err (when not NULL) with a message of our own, the same text as
+ * client and detail, no sqlstate; returns rc.  For the store's callers
+ * that refuse a request before it reaches the server. */
+int pg_error_set(struct pg_error *err, int rc, const char *fmt, ...)
+	PRINTF_LIKE(3, 4);
+
 /* Counters for /metrics: totals since pg_pool_new, and gauges. */
 struct pg_stats {
 	uint64_t queries;    /* statements sent (queries, scripts, COPY) */

@@ -69,24 +69,6 @@ struct pglisten {
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static int config_error(struct pg_error *err, const char *fmt, ...)
-	PRINTF_LIKE(2, 3);
-
-static int
-config_error(struct pg_error *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL) {
-		va_start(ap, fmt);
-		vsnprintf(err->client, sizeof(err->client), fmt, ap);
-		va_end(ap);
-		snprintf(err->detail, sizeof(err->detail), "%s", err->client);
-		err->sqlstate[0] = '\0';
-	}
-	return STATUS_INVALID;
-}
-
 static void
 start_error(struct pg_error *err, const char *what)
 {
@@ -444,7 +426,7 @@ check_range(struct pg_error *err, const char *what, int v, int lo, int hi)
 {
 	if (v >= lo && v <= hi)
 		return STATUS_OK;
-	return config_error(err,
+	return pg_error_set(err, STATUS_INVALID,
 			    "database listener %s %d is out of range: "
 			    "expected %d to %d",
 			    what, v, lo, hi);
@@ -458,14 +440,16 @@ check_config(const struct pglisten_config *cfg, struct pg_error *err)
 	char *msg = NULL;
 
 	if (cfg->conninfo == NULL)
-		return config_error(err, "the database connection string for "
-					 "the listener is missing");
+		return pg_error_set(err, STATUS_INVALID,
+				    "the database connection string for "
+				    "the listener is missing");
 	if (cfg->on_notify == NULL)
-		return config_error(err, "the database listener has no "
-					 "notification callback (on_notify)");
+		return pg_error_set(err, STATUS_INVALID,
+				    "the database listener has no "
+				    "notification callback (on_notify)");
 	if (cfg->channels == NULL || cfg->nchannels < 1 ||
 	    cfg->nchannels > PGLISTEN_CHANNELS_MAX)
-		return config_error(err,
+		return pg_error_set(err, STATUS_INVALID,
 				    "database listener channel count %zu is "
 				    "out of range: expected 1 to %d",
 				    cfg->channels == NULL ? (size_t)0
@@ -475,13 +459,13 @@ check_config(const struct pglisten_config *cfg, struct pg_error *err)
 		const char *name = cfg->channels[i];
 
 		if (name == NULL)
-			return config_error(err,
+			return pg_error_set(err, STATUS_INVALID,
 					    "listen channel channels[%zu] is "
 					    "missing",
 					    i);
 		shown_name(name, shown, sizeof(shown));
 		if (!channel_ok(name))
-			return config_error(err,
+			return pg_error_set(err, STATUS_INVALID,
 					    "listen channel \"%s\" "
 					    "(channels[%zu]) is invalid: "
 					    "expected 1 to %d characters of "
@@ -489,7 +473,7 @@ check_config(const struct pglisten_config *cfg, struct pg_error *err)
 					    shown, i, PGLISTEN_CHANNEL_MAX);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(cfg->channels[j], name) == 0)
-				return config_error(err,
+				return pg_error_set(err, STATUS_INVALID,
 						    "listen channel \"%s\" "
 						    "(channels[%zu]) is listed "
 						    "twice",
@@ -509,10 +493,11 @@ check_config(const struct pglisten_config *cfg, struct pg_error *err)
 	opts = PQconninfoParse(cfg->conninfo, &msg);
 	PQfreemem(msg);
 	if (opts == NULL)
-		return config_error(err, "the database connection string for "
-					 "the listener is invalid: expected "
-					 "key=value pairs or a postgresql:// "
-					 "URI");
+		return pg_error_set(err, STATUS_INVALID,
+				    "the database connection string for "
+				    "the listener is invalid: expected "
+				    "key=value pairs or a postgresql:// "
+				    "URI");
 	PQconninfoFree(opts);
 	return STATUS_OK;
 }
@@ -553,7 +538,8 @@ pglisten_start(const struct pglisten_config *cfg, struct pglisten **out,
 	if (out != NULL)
 		*out = NULL;
 	if (out == NULL || cfg == NULL)
-		return config_error(err, "no database listener configuration");
+		return pg_error_set(err, STATUS_INVALID,
+				    "no database listener configuration");
 	rc = check_config(cfg, err);
 	if (rc != STATUS_OK)
 		return rc;

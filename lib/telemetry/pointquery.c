@@ -42,36 +42,18 @@ static const int64_t nice_steps[] = {
 };
 #define NNICE (sizeof(nice_steps) / sizeof(nice_steps[0]))
 
-static int fail(struct pg_error *err, int rc, const char *fmt, ...)
-	PRINTF_LIKE(3, 4);
-
-static int
-fail(struct pg_error *err, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return rc;
-	va_start(ap, fmt);
-	vsnprintf(err->client, sizeof(err->client), fmt, ap);
-	va_end(ap);
-	snprintf(err->detail, sizeof(err->detail), "%s", err->client);
-	err->sqlstate[0] = '\0';
-	return rc;
-}
-
 static int
 nomem(struct pg_error *err)
 {
-	return fail(err, STATUS_NOMEM, "out of memory");
+	return pg_error_set(err, STATUS_NOMEM, "out of memory");
 }
 
 static int
 bad_result(struct pg_error *err, const char *what)
 {
-	fail(err, STATUS_IO, "the telemetry store returned an unexpected %s",
-	     what);
-	return STATUS_IO;
+	return pg_error_set(err, STATUS_IO,
+			    "the telemetry store returned an unexpected %s",
+			    what);
 }
 
 const char *
@@ -434,22 +416,24 @@ choose_plan(const char *name, const char *kind, bool monotonic,
 		if (a == POINTQUERY_AGG_AUTO)
 			a = POINTQUERY_AGG_AVG;
 		if (a == POINTQUERY_AGG_RATE || is_quantile(a))
-			return fail(err, STATUS_UNSUPPORTED,
-				    "aggregation \"%s\" does not apply to "
-				    "\"%.100s\", a gauge: use avg, sum, min, "
-				    "max, count or last",
-				    agg_names[a], name);
+			return pg_error_set(
+				err, STATUS_UNSUPPORTED,
+				"aggregation \"%s\" does not apply to "
+				"\"%.100s\", a gauge: use avg, sum, min, "
+				"max, count or last",
+				agg_names[a], name);
 		*plan = PLAN_SIMPLE;
 	} else if (strcmp(kind, "sum") == 0) {
 		if (a == POINTQUERY_AGG_AUTO)
 			a = monotonic ? POINTQUERY_AGG_RATE
 				      : POINTQUERY_AGG_LAST;
 		if (is_quantile(a))
-			return fail(err, STATUS_UNSUPPORTED,
-				    "aggregation \"%s\" needs a histogram; "
-				    "\"%.100s\" is a sum (counter): use rate, "
-				    "sum, avg, min, max, count or last",
-				    agg_names[a], name);
+			return pg_error_set(
+				err, STATUS_UNSUPPORTED,
+				"aggregation \"%s\" needs a histogram; "
+				"\"%.100s\" is a sum (counter): use rate, "
+				"sum, avg, min, max, count or last",
+				agg_names[a], name);
 		*plan = a == POINTQUERY_AGG_SUM || a == POINTQUERY_AGG_RATE
 				? PLAN_INCREASE
 				: PLAN_SIMPLE;
@@ -457,19 +441,21 @@ choose_plan(const char *name, const char *kind, bool monotonic,
 		if (a == POINTQUERY_AGG_AUTO)
 			a = POINTQUERY_AGG_P95;
 		if (a == POINTQUERY_AGG_LAST)
-			return fail(err, STATUS_UNSUPPORTED,
-				    "aggregation \"last\" does not apply to "
-				    "\"%.100s\", a histogram: use p50, p95, "
-				    "p99, avg, count, sum, rate, min or max",
-				    name);
+			return pg_error_set(
+				err, STATUS_UNSUPPORTED,
+				"aggregation \"last\" does not apply to "
+				"\"%.100s\", a histogram: use p50, p95, "
+				"p99, avg, count, sum, rate, min or max",
+				name);
 		*plan = is_quantile(a) ? PLAN_QUANTILE
 			: a == POINTQUERY_AGG_MIN || a == POINTQUERY_AGG_MAX
 				? PLAN_SIMPLE
 				: PLAN_INCREASE;
 	} else {
-		return fail(err, STATUS_IO,
-			    "the telemetry store returned an unknown metric "
-			    "kind");
+		return pg_error_set(
+			err, STATUS_IO,
+			"the telemetry store returned an unknown metric "
+			"kind");
 	}
 	*agg = a;
 	return STATUS_OK;
@@ -917,36 +903,41 @@ check_req(const struct pointquery_metric_req *r, struct pg_error *err)
 	int64_t steps;
 
 	if (r->name == NULL || r->name[0] == '\0')
-		return fail(err, STATUS_INVALID,
-			    "name is required: give a metric name");
+		return pg_error_set(err, STATUS_INVALID,
+				    "name is required: give a metric name");
 	if (r->to_ms <= r->from_ms)
-		return fail(err, STATUS_INVALID,
-			    "time_range is empty: give a range");
+		return pg_error_set(err, STATUS_INVALID,
+				    "time_range is empty: give a range");
 	if (r->step_s < POINTQUERY_MIN_STEP_S)
-		return fail(err, STATUS_INVALID,
-			    "step must be at least %ds: use \"%ds\" or more",
-			    POINTQUERY_MIN_STEP_S, POINTQUERY_MIN_STEP_S);
+		return pg_error_set(
+			err, STATUS_INVALID,
+			"step must be at least %ds: use \"%ds\" or more",
+			POINTQUERY_MIN_STEP_S, POINTQUERY_MIN_STEP_S);
 	steps = pointquery_step_count(r->from_ms, r->to_ms, r->step_s);
 	if (steps > POINTQUERY_MAX_STEPS)
-		return fail(err, STATUS_INVALID,
-			    "step gives %" PRId64 " points per series, more "
-			    "than %d: use a larger step",
-			    steps, POINTQUERY_MAX_STEPS);
+		return pg_error_set(err, STATUS_INVALID,
+				    "step gives %" PRId64
+				    " points per series, more "
+				    "than %d: use a larger step",
+				    steps, POINTQUERY_MAX_STEPS);
 	if (r->n_group_by > POINTQUERY_MAX_GROUP_BY)
-		return fail(err, STATUS_INVALID,
-			    "group_by has %zu keys, more than %d: group by "
-			    "fewer attributes",
-			    r->n_group_by, POINTQUERY_MAX_GROUP_BY);
+		return pg_error_set(
+			err, STATUS_INVALID,
+			"group_by has %zu keys, more than %d: group by "
+			"fewer attributes",
+			r->n_group_by, POINTQUERY_MAX_GROUP_BY);
 	if ((int)r->agg < 0 || (size_t)r->agg >= NAGG)
-		return fail(err, STATUS_INVALID,
-			    "aggregation is not one of avg, sum, min, max, "
-			    "count, last, rate, p50, p95, p99");
+		return pg_error_set(
+			err, STATUS_INVALID,
+			"aggregation is not one of avg, sum, min, max, "
+			"count, last, rate, p50, p95, p99");
 	for (size_t i = 0; i < r->n_group_by; i++)
 		if (r->group_by[i] == NULL || r->group_by[i][0] == '\0')
-			return fail(err, STATUS_INVALID,
-				    "group_by[%zu] is empty: give attribute "
-				    "keys such as \"http.route\"",
-				    i);
+			return pg_error_set(
+				err, STATUS_INVALID,
+				"group_by[%zu] is empty: give attribute "
+				"keys such as \"http.route\"",
+				i);
 	return STATUS_OK;
 }
 
@@ -979,11 +970,12 @@ pointquery_metrics(struct pg_conn *c, const struct pointquery_metric_req *r,
 	if (rc != STATUS_OK)
 		goto fail;
 	if (PQntuples(priv->meta) == 0) {
-		rc = fail(err, STATUS_NOTFOUND,
-			  "no metric named \"%.100s\"%s%.100s%s", r->name,
-			  r->service != NULL ? " for service \"" : "",
-			  r->service != NULL ? r->service : "",
-			  r->service != NULL ? "\"" : "");
+		rc = pg_error_set(err, STATUS_NOTFOUND,
+				  "no metric named \"%.100s\"%s%.100s%s",
+				  r->name,
+				  r->service != NULL ? " for service \"" : "",
+				  r->service != NULL ? r->service : "",
+				  r->service != NULL ? "\"" : "");
 		goto fail;
 	}
 	m->kind = PQgetvalue(priv->meta, 0, 0);
@@ -1025,7 +1017,7 @@ pointquery_metrics(struct pg_conn *c, const struct pointquery_metric_req *r,
 	rc = build_sql(&sql, plan, m->agg, strcmp(m->kind, "histogram") == 0,
 		       r->n_group_by, pn);
 	if (rc != STATUS_OK) {
-		rc = fail(err, rc, "internal error building the query");
+		rc = pg_error_set(err, rc, "internal error building the query");
 		goto fail;
 	}
 	rc = pg_query(c, sql.data, p.n, p.v, &priv->rows, err);
@@ -1134,149 +1126,4 @@ pointquery_names_free(struct pointquery_names *nm)
 	PQclear(nm->priv_);
 	free(nm->names);
 	free(nm);
-}
-
-/* ---- spans ------------------------------------------------------------- */
-
-#define SPANS_SQL(order)                                                       \
-	"SELECT encode(trace_id, 'hex'), encode(span_id, 'hex'), "             \
-	"encode(parent_span_id, 'hex'), service_name, name, kind, "            \
-	"floor(extract(epoch FROM start_time) * 1000000)::bigint, "            \
-	"duration_ns, status_code, status_message, attributes::text "          \
-	"FROM spans WHERE source = 'otlp' "                                    \
-	"AND ($1::text IS NULL OR service_name = $1) "                         \
-	"AND ($2::text IS NULL OR strpos(lower(name), lower($2)) > 0) "        \
-	"AND ($3::text IS NULL OR trace_id = decode($3, 'hex')) "              \
-	"AND ($4::text IS NULL OR session_id = $4) "                           \
-	"AND ($5::jsonb IS NULL OR attributes @> $5::jsonb) "                  \
-	"AND ($6::bigint IS NULL OR duration_ns >= $6) "                       \
-	"AND ($7::smallint IS NULL OR status_code = $7) "                      \
-	"AND ($8::float8 IS NULL OR start_time >= "                            \
-	"to_timestamp($8::float8 / 1000)) "                                    \
-	"AND ($9::float8 IS NULL OR start_time < "                             \
-	"to_timestamp($9::float8 / 1000)) "                                    \
-	"ORDER BY " order " LIMIT $10"
-
-static const char spans_recent_sql[] =
-	SPANS_SQL("start_time DESC, trace_id, span_id");
-static const char spans_slowest_sql[] =
-	SPANS_SQL("duration_ns DESC, start_time DESC, trace_id, span_id");
-
-static bool
-is_hex32(const char *s)
-{
-	size_t i;
-
-	for (i = 0; s[i] != '\0'; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f') ||
-		      (s[i] >= 'A' && s[i] <= 'F')))
-			return false;
-	return i == 32;
-}
-
-int
-pointquery_spans(struct pg_conn *c, const struct pointquery_span_req *r,
-		 struct pointquery_spans **out, struct pg_error *err)
-{
-	struct pointquery_spans *s = NULL;
-	PGresult *res = NULL;
-	char mind[24], status[8], from[24], to[24], lim[24];
-	const char *v[10];
-	int rc, n;
-
-	*out = NULL;
-	if (r->limit < 1 || r->limit > POINTQUERY_MAX_SPANS)
-		return fail(err, STATUS_INVALID,
-			    "limit must be 1..%d: ask for fewer spans",
-			    POINTQUERY_MAX_SPANS);
-	if (r->trace_id != NULL && !is_hex32(r->trace_id))
-		return fail(err, STATUS_INVALID,
-			    "trace_id must be 32 hexadecimal digits: copy it "
-			    "from a span or trace answer");
-	if (r->has_range && r->from_ms >= r->to_ms)
-		return fail(err, STATUS_INVALID,
-			    "time_range is empty: give a range");
-	if (r->status < -1 || r->status > 2)
-		return fail(err, STATUS_INVALID,
-			    "status must be ok, error or unset");
-	snprintf(mind, sizeof(mind), "%" PRId64, r->min_duration_ns);
-	snprintf(status, sizeof(status), "%d", r->status);
-	snprintf(from, sizeof(from), "%" PRId64, r->from_ms);
-	snprintf(to, sizeof(to), "%" PRId64, r->to_ms);
-	snprintf(lim, sizeof(lim), "%zu", r->limit + 1);
-	v[0] = r->service;
-	v[1] = r->name;
-	v[2] = r->trace_id;
-	v[3] = r->session_id;
-	v[4] = r->attributes_json;
-	v[5] = r->min_duration_ns >= 0 ? mind : NULL;
-	v[6] = r->status >= 0 ? status : NULL;
-	v[7] = r->has_range ? from : NULL;
-	v[8] = r->has_range ? to : NULL;
-	v[9] = lim;
-	rc = pg_query(c, r->slowest ? spans_slowest_sql : spans_recent_sql, 10,
-		      v, &res, err);
-	if (rc != STATUS_OK)
-		return rc;
-	n = PQntuples(res);
-	s = calloc(1, sizeof(*s));
-	if (s == NULL ||
-	    (s->spans = calloc((size_t)n + 1, sizeof(*s->spans))) == NULL) {
-		rc = nomem(err);
-		goto fail;
-	}
-	if ((size_t)n > r->limit) {
-		s->truncated = true;
-		n = (int)r->limit;
-	}
-	for (int i = 0; i < n; i++) {
-		struct pointquery_span *sp = &s->spans[i];
-		int64_t kind, st;
-		const char *attrs = PQgetvalue(res, i, 10);
-
-		if (pg_text_i64(PQgetvalue(res, i, 5), &kind) != STATUS_OK ||
-		    pg_text_i64(PQgetvalue(res, i, 6), &sp->start_us) !=
-			    STATUS_OK ||
-		    pg_text_i64(PQgetvalue(res, i, 7), &sp->duration_ns) !=
-			    STATUS_OK ||
-		    pg_text_i64(PQgetvalue(res, i, 8), &st) != STATUS_OK) {
-			rc = bad_result(err, "span row");
-			goto fail;
-		}
-		snprintf(sp->trace_id, sizeof(sp->trace_id), "%s",
-			 PQgetvalue(res, i, 0));
-		snprintf(sp->span_id, sizeof(sp->span_id), "%s",
-			 PQgetvalue(res, i, 1));
-		snprintf(sp->parent_span_id, sizeof(sp->parent_span_id), "%s",
-			 PQgetvalue(res, i, 2));
-		sp->service = PQgetvalue(res, i, 3);
-		sp->name = PQgetvalue(res, i, 4);
-		sp->kind = (int)kind;
-		sp->status = (int)st;
-		sp->status_message =
-			PQgetisnull(res, i, 9) ? NULL : PQgetvalue(res, i, 9);
-		sp->attrs_cut = strlen(attrs) > POINTQUERY_MAX_ATTR_JSON;
-		sp->attributes_json = sp->attrs_cut ? "{}" : attrs;
-	}
-	s->n = (size_t)n;
-	s->priv_ = res;
-	*out = s;
-	return STATUS_OK;
-fail:
-	if (s != NULL)
-		free(s->spans);
-	free(s);
-	PQclear(res);
-	return rc;
-}
-
-void
-pointquery_spans_free(struct pointquery_spans *s)
-{
-	if (s == NULL)
-		return;
-	PQclear(s->priv_);
-	free(s->spans);
-	free(s);
 }

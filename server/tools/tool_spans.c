@@ -1,7 +1,7 @@
 /*
  * tool_spans.c - the "spans" tool family: query_spans, a filtered span
  * table over both sources with an exact total and cursor pages (queries in
- * lib/telemetry/spanstore), and get_trace, one trace merged from both sources
+ * lib/telemetry/spanlist), and get_trace, one trace merged from both sources
  * (lib/telemetry/merge) and drawn as a tree with repeated siblings folded
  * (lib/telemetry/render), then its bottlenecks and its error chain.  Service and
  * span names, status messages and attribute values pass through the
@@ -23,15 +23,15 @@
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
 #include "telemetry/spanquery.h"
-#include "telemetry/spanstore.h"
+#include "telemetry/spanlist.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
 #include "tools/tool_spans.h"
 
 /* Text kept back from the budget for what follows a table or tree: the
  * "N more: call again with cursor ..." line (a cursor is at most
- * SPANSTORE_CURSOR_MAX) and notes. */
-#define TAIL_ROOM (SPANSTORE_CURSOR_MAX + 200)
+ * SPANLIST_CURSOR_MAX) and notes. */
+#define TAIL_ROOM (SPANLIST_CURSOR_MAX + 200)
 /* a status message in a tree line: enough to say what failed */
 #define MESSAGE_MAX 120
 /* services named in get_trace's summary line; the rest are counted */
@@ -105,8 +105,8 @@ put_line_text(struct buf *b, const char *s, size_t max)
 /* ---- query_spans -------------------------------------------------------- */
 
 struct spans_args {
-	struct spanstore_filter f;
-	struct spanstore_cursor cur;
+	struct spanlist_filter f;
+	struct spanlist_cursor cur;
 	bool has_cursor;
 	size_t limit;
 };
@@ -146,9 +146,9 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	}
 	if (status != NULL) {
 		if (strcmp(status, "ok") == 0) {
-			a->f.status = SPANSTORE_STATUS_OK;
+			a->f.status = SPANLIST_STATUS_OK;
 		} else if (strcmp(status, "error") == 0) {
-			a->f.status = SPANSTORE_STATUS_ERROR;
+			a->f.status = SPANLIST_STATUS_ERROR;
 		} else {
 			snprintf(err, len,
 				 "status must be \"ok\" or \"error\"");
@@ -157,9 +157,9 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	}
 	if (order != NULL) {
 		if (strcmp(order, "start") == 0) {
-			a->f.order = SPANSTORE_ORDER_START;
+			a->f.order = SPANLIST_ORDER_START;
 		} else if (strcmp(order, "duration") == 0) {
-			a->f.order = SPANSTORE_ORDER_DURATION;
+			a->f.order = SPANLIST_ORDER_DURATION;
 		} else {
 			snprintf(err, len,
 				 "order_by must be \"start\" or \"duration\"");
@@ -180,10 +180,10 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	}
 	if (lim != NULL) {
 		if (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
-		    json_integer_value(lim) > SPANSTORE_MAX_LIMIT) {
+		    json_integer_value(lim) > SPANLIST_MAX_LIMIT) {
 			snprintf(err, len,
 				 "limit must be an integer from 1 to %d",
-				 SPANSTORE_MAX_LIMIT);
+				 SPANLIST_MAX_LIMIT);
 			return STATUS_INVALID;
 		}
 		a->limit = (size_t)json_integer_value(lim);
@@ -201,9 +201,9 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	if (cursor != NULL) {
 		/* the first page's range holds for every page: "last 1h"
 		 * must not slide between them */
-		if (spanstore_cursor_decode(cursor, &a->cur) != STATUS_OK ||
+		if (spanlist_cursor_decode(cursor, &a->cur) != STATUS_OK ||
 		    a->cur.order != a->f.order ||
-		    a->cur.filter_hash != spanstore_filter_hash(&a->f)) {
+		    a->cur.filter_hash != spanlist_filter_hash(&a->f)) {
 			snprintf(err, len, "%s", bad_cursor);
 			return STATUS_INVALID;
 		}
@@ -220,7 +220,7 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 static void
 describe(struct buf *b, const struct spans_args *a, int64_t now)
 {
-	const struct spanstore_filter *f = &a->f;
+	const struct spanlist_filter *f = &a->f;
 	const char *sep = "";
 
 	(void)!buf_puts(b, "Filters: ");
@@ -239,9 +239,9 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 		(void)!buf_printf(b, "%ssession \"%s\"", sep, f->session_id);
 		sep = ", ";
 	}
-	if (f->status != SPANSTORE_STATUS_ANY) {
+	if (f->status != SPANLIST_STATUS_ANY) {
 		(void)!buf_printf(b, "%sstatus %s", sep,
-				  f->status == SPANSTORE_STATUS_ERROR
+				  f->status == SPANLIST_STATUS_ERROR
 					  ? "error"
 					  : "ok (not error)");
 		sep = ", ";
@@ -266,14 +266,13 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 		(void)!buf_puts(b, "; time: any");
 	}
 	(void)!buf_printf(b, "; order: %s\n",
-			  f->order == SPANSTORE_ORDER_DURATION
-				  ? "longest first"
-				  : "newest first");
+			  f->order == SPANLIST_ORDER_DURATION ? "longest first"
+							      : "newest first");
 }
 
 /* One span of the page as structured content. */
 static json_t *
-span_json(const struct spanstore_span *s)
+span_json(const struct spanlist_span *s)
 {
 	char tid[33], sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
 	json_t *o, *g = NULL;
@@ -303,7 +302,7 @@ span_json(const struct spanstore_span *s)
 		      "s:o, s:o, s:o}",
 		      "trace_id", tid, "span_id", sid, "parent_span_id",
 		      s->has_parent ? pid : NULL, "source",
-		      s->key.source == SPANSTORE_SOURCE_EBPF ? "ebpf" : "otlp",
+		      s->key.source == SPANLIST_SOURCE_EBPF ? "ebpf" : "otlp",
 		      "also_seen_by", "service", s->service, "name", s->name,
 		      "start", start, "duration_ms",
 		      (double)s->key.duration_ns / 1e6, "status",
@@ -332,7 +331,7 @@ format_tokens(int64_t v, char *out, size_t cap)
 /* The two table rows of span i: the span's, and its GenAI row (empty
  * when not a GenAI span). */
 static int
-span_rows(const struct spanstore_span *s, const json_t *o, struct buf *row,
+span_rows(const struct spanlist_span *s, const json_t *o, struct buf *row,
 	  struct buf *grow)
 {
 	char dur[24], cost[160], in[32], out[32], tokens[80], status[200];
@@ -386,13 +385,13 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 	static const char *const ghead[] = {"Span", "Model", "Tokens (in/out)",
 					    "Cost"};
 	const struct redact *r = call_redact(call);
-	struct spanstore_page *page = NULL;
+	struct spanlist_page *page = NULL;
 	struct redact_kept own = {0};
 	struct spans_args a;
 	struct tool_conns k = {0};
 	struct pg_error pe;
 	struct buf b, intro, *rows = NULL, *grows = NULL;
-	char err[512], count[32], total_s[32], next[SPANSTORE_CURSOR_MAX];
+	char err[512], count[32], total_s[32], next[SPANLIST_CURSOR_MAX];
 	json_t *sc = NULL, *list = NULL, **made = NULL;
 	size_t budget = call_text_budget(call), shown = 0, ngenai = 0, used;
 	int64_t total = 0, now = clock_wall_ms();
@@ -415,16 +414,16 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 	(void)call_progress(call, 1, 2, "querying spans");
 	/* the page and the exact count at once, on two connections when
 	 * there are two */
-	rc = spanstore_page_send(
+	rc = spanlist_page_send(
 		k.c[0], &a.f, a.has_cursor ? &a.cur.after : NULL, a.limit, &pe);
 	if (rc == STATUS_OK && k.c[1] != NULL)
-		rc = spanstore_count_send(k.c[1], &a.f, &pe);
+		rc = spanlist_count_send(k.c[1], &a.f, &pe);
 	if (rc == STATUS_OK)
-		rc = spanstore_page_recv(k.c[0], a.limit, &page, &pe);
+		rc = spanlist_page_recv(k.c[0], a.limit, &page, &pe);
 	if (rc == STATUS_OK && k.c[1] == NULL)
-		rc = spanstore_count_send(k.c[0], &a.f, &pe);
+		rc = spanlist_count_send(k.c[0], &a.f, &pe);
 	if (rc == STATUS_OK)
-		rc = spanstore_count_recv(tool_conns_for(&k, 1), &total, &pe);
+		rc = spanlist_count_recv(tool_conns_for(&k, 1), &total, &pe);
 	if (rc == STATUS_CANCELLED || call_cancelled(call)) {
 		rc = STATUS_CANCELLED;
 		goto out;
@@ -441,7 +440,7 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 
 	/* what the spans say goes out redacted, in text and structure */
 	for (size_t i = 0; i < page->n; i++) {
-		struct spanstore_span *s = &page->spans[i];
+		struct spanlist_span *s = &page->spans[i];
 
 		s->service = redact_keep(&own, r, s->service);
 		s->name = redact_keep(&own, r, s->name);
@@ -489,8 +488,8 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 	if ((uint64_t)total > a.cur.seen + shown)
 		remaining = (uint64_t)total - a.cur.seen - shown;
 	if (more) {
-		struct spanstore_cursor cur = {
-			.filter_hash = spanstore_filter_hash(&a.f),
+		struct spanlist_cursor cur = {
+			.filter_hash = spanlist_filter_hash(&a.f),
 			.order = a.f.order,
 			.has_range = a.f.has_range,
 			.from_ms = a.f.from_ms,
@@ -499,7 +498,7 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 			.after = page->spans[shown - 1].key,
 		};
 
-		if ((rc = spanstore_cursor_encode(&cur, next, sizeof(next))) !=
+		if ((rc = spanlist_cursor_encode(&cur, next, sizeof(next))) !=
 		    STATUS_OK)
 			goto out;
 		if (remaining == 0) /* rows came in since the count */
@@ -595,7 +594,7 @@ out:
 	free(rows);
 	free(grows);
 	free(made);
-	spanstore_page_free(page);
+	spanlist_page_free(page);
 	redact_kept_free(&own);
 	json_decref(list);
 	json_decref(sc);

@@ -20,6 +20,7 @@
 #include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/pointquery.h"
+#include "telemetry/spansearch.h"
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
@@ -529,7 +530,7 @@ static const char *const span_filter_keys[] = {
 
 /* One span, [redact] applied to its attributes and status message. */
 static json_t *
-span_json(const struct pointquery_span *sp, const struct redact *r)
+span_json(const struct spansearch_span *sp, const struct redact *r)
 {
 	char start[TIMERANGE_FORMAT_MAX];
 	json_t *attrs, *o, *msg;
@@ -580,8 +581,8 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		   *range = tool_arg_str(args, "time_range");
 	const json_t *mind = json_object_get(args, "min_duration_ms"),
 		     *limit = json_object_get(args, "limit");
-	struct pointquery_span_req r = {0};
-	struct pointquery_spans *s = NULL;
+	struct spansearch_req r = {0};
+	struct spansearch_result *s = NULL;
 	struct pg_conn *c = NULL;
 	struct pg_error perr;
 	struct timerange tr = {0};
@@ -632,11 +633,11 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	if (json_is_integer(limit)) {
 		json_int_t l = json_integer_value(limit);
 
-		if (l < 1 || l > POINTQUERY_MAX_SPANS) {
+		if (l < 1 || l > SPANSEARCH_MAX_SPANS) {
 			*result = tool_result_error(
 				"limit must be 1..%d: ask for fewer spans and "
 				"narrow the filters",
-				POINTQUERY_MAX_SPANS);
+				SPANSEARCH_MAX_SPANS);
 			goto done;
 		}
 		r.limit = (size_t)l;
@@ -664,7 +665,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	r.attributes_json = attrs;
 	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
 		goto out;
-	rc = pointquery_spans(c, &r, &s, &perr);
+	rc = spansearch_run(c, &r, &s, &perr);
 	if (rc == STATUS_INVALID && perr.sqlstate[0] == '\0') {
 		*result = tool_result_error("%s", perr.client);
 		goto done;
@@ -704,7 +705,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		(void)!buf_puts(&b, ":\n");
 	}
 	for (size_t i = 0; i < s->n; i++) {
-		struct pointquery_span *sp = &s->spans[i];
+		struct spansearch_span *sp = &s->spans[i];
 		char start[TIMERANGE_FORMAT_MAX];
 		size_t mark = b.len;
 
@@ -750,7 +751,7 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 		(void)!buf_printf(&b,
 				  "More spans match: raise limit (at most %d) "
 				  "or narrow the filters.\n",
-				  POINTQUERY_MAX_SPANS);
+				  SPANSEARCH_MAX_SPANS);
 	sc = json_pack("{s:o, s:I, s:b}", "spans", arr, "count",
 		       (json_int_t)s->n, "truncated", s->truncated);
 	arr = NULL;
@@ -773,7 +774,7 @@ out:
 	json_decref(arr);
 	pg_release(c);
 	redact_kept_free(&kept);
-	pointquery_spans_free(s);
+	spansearch_free(s);
 	free(attrs);
 	buf_free(&b);
 	return rc;

@@ -23,6 +23,7 @@
 #include "pg/pg.h"
 #include "pgtest.h"
 #include "telemetry/pointquery.h"
+#include "telemetry/spansearch.h"
 
 #define MIN_MS 60000LL
 
@@ -797,7 +798,7 @@ test_spans(void **state)
 	static const char t1[] = "11111111111111111111111111111111";
 	static const struct {
 		const char *what;
-		struct pointquery_span_req r;
+		struct spansearch_req r;
 		const char *want; /* span ids' first byte, in order */
 		bool truncated;
 	} cases[] = {
@@ -880,8 +881,8 @@ test_spans(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct pointquery_span_req r = cases[i].r;
-		struct pointquery_spans *s = NULL;
+		struct spansearch_req r = cases[i].r;
+		struct spansearch_result *s = NULL;
 		struct pg_error perr;
 		char got[16] = "";
 		const char *want = cases[i].want;
@@ -889,7 +890,7 @@ test_spans(void **state)
 
 		r.from_ms = base_ms;
 		r.to_ms = base_ms + 60000;
-		if (pointquery_spans(conn, &r, &s, &perr) != STATUS_OK)
+		if (spansearch_run(conn, &r, &s, &perr) != STATUS_OK)
 			fail_msg("%s: %s (%s)", cases[i].what, perr.client,
 				 perr.detail);
 		for (size_t j = 0; j < s->n && k + 1 < sizeof(got); j++)
@@ -909,23 +910,23 @@ test_spans(void **state)
 					 got, w);
 		}
 		assert_int_equal(s->truncated, cases[i].truncated);
-		pointquery_spans_free(s);
+		spansearch_free(s);
 	}
 }
 
 static void
 test_span_fields(void **state)
 {
-	struct pointquery_span_req r = {.name = "select",
-					.status = -1,
-					.min_duration_ns = -1,
-					.limit = 10};
-	struct pointquery_spans *s = NULL;
+	struct spansearch_req r = {.name = "select",
+				   .status = -1,
+				   .min_duration_ns = -1,
+				   .limit = 10};
+	struct spansearch_result *s = NULL;
 	struct pg_error perr;
-	const struct pointquery_span *sp;
+	const struct spansearch_span *sp;
 
 	(void)state;
-	assert_int_equal(pointquery_spans(conn, &r, &s, &perr), STATUS_OK);
+	assert_int_equal(spansearch_run(conn, &r, &s, &perr), STATUS_OK);
 	assert_int_equal(s->n, 1);
 	sp = &s->spans[0];
 	assert_string_equal(sp->trace_id, "11111111111111111111111111111111");
@@ -939,17 +940,17 @@ test_span_fields(void **state)
 	assert_int_equal(sp->status, 1);
 	assert_non_null(strstr(sp->attributes_json, "\"db.system\""));
 	assert_false(sp->attrs_cut);
-	pointquery_spans_free(s);
+	spansearch_free(s);
 
 	r.name = NULL;
 	r.trace_id = "1111";
 	s = (void *)1;
-	assert_int_equal(pointquery_spans(conn, &r, &s, &perr), STATUS_INVALID);
+	assert_int_equal(spansearch_run(conn, &r, &s, &perr), STATUS_INVALID);
 	assert_null(s);
 	assert_non_null(strstr(perr.client, "trace_id"));
 	r.trace_id = NULL;
 	r.limit = 0;
-	assert_int_equal(pointquery_spans(conn, &r, &s, &perr), STATUS_INVALID);
+	assert_int_equal(spansearch_run(conn, &r, &s, &perr), STATUS_INVALID);
 	assert_non_null(strstr(perr.client, "limit"));
 }
 

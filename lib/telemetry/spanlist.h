@@ -1,5 +1,5 @@
 /*
- * spanstore.h - the span listing behind query_spans: filtered spans of both
+ * spanlist.h - the span listing behind query_spans: filtered spans of both
  * sources in a stable order, keyset-paginated with an opaque cursor, their
  * exact count, and the GenAI columns with each call's cost.  A span that
  * eBPF and OTLP both saw (same trace id and span id) is listed once, as its
@@ -9,8 +9,8 @@
  * caller runs the page and the count on two connections at once.  Strings
  * in results point into the result and live as long as it does.
  */
-#ifndef SEXTANT_SPANSTORE_H
-#define SEXTANT_SPANSTORE_H
+#ifndef SEXTANT_SPANLIST_H
+#define SEXTANT_SPANLIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,51 +20,51 @@
 #include "pg/pg.h"
 
 /* rows per page: a page is read into memory whole and shown in one answer */
-#define SPANSTORE_MAX_LIMIT 200
+#define SPANLIST_MAX_LIMIT 200
 
-enum spanstore_status {
-	SPANSTORE_STATUS_ANY = 0,
-	SPANSTORE_STATUS_OK = 1,    /* not in error: OTLP status unset or ok */
-	SPANSTORE_STATUS_ERROR = 2, /* OTLP status error */
+enum spanlist_status {
+	SPANLIST_STATUS_ANY = 0,
+	SPANLIST_STATUS_OK = 1,	   /* not in error: OTLP status unset or ok */
+	SPANLIST_STATUS_ERROR = 2, /* OTLP status error */
 };
 
 /* Both orders are newest first among equals, then by (trace id, span id,
  * source) descending, so that every row has one place. */
-enum spanstore_order {
-	SPANSTORE_ORDER_START = 0,    /* start time, newest first */
-	SPANSTORE_ORDER_DURATION = 1, /* duration, longest first */
+enum spanlist_order {
+	SPANLIST_ORDER_START = 0,    /* start time, newest first */
+	SPANLIST_ORDER_DURATION = 1, /* duration, longest first */
 };
 
 /* The values of lib/telemetry/merge's and lib/otlp's source enums. */
-enum spanstore_source {
-	SPANSTORE_SOURCE_OTLP = 0,
-	SPANSTORE_SOURCE_EBPF = 1,
+enum spanlist_source {
+	SPANLIST_SOURCE_OTLP = 0,
+	SPANLIST_SOURCE_EBPF = 1,
 };
 
-struct spanstore_filter {
+struct spanlist_filter {
 	const char *service; /* NULL: any */
 	bool has_trace_id;
 	uint8_t trace_id[16];
 	const char *session_id;	 /* NULL: any */
 	bool has_range;		 /* false: any time */
 	int64_t from_ms, to_ms;	 /* [from_ms, to_ms), Unix ms */
-	int status;		 /* enum spanstore_status */
+	int status;		 /* enum spanlist_status */
 	int64_t min_duration_ns; /* < 0: any */
-	int order;		 /* enum spanstore_order */
+	int order;		 /* enum spanlist_order */
 };
 
 /* A row's place in the order; a page "after" it starts past it. */
-struct spanstore_key {
-	int64_t duration_ns; /* only compared in SPANSTORE_ORDER_DURATION */
+struct spanlist_key {
+	int64_t duration_ns; /* only compared in SPANLIST_ORDER_DURATION */
 	int64_t start_us;    /* start_time, Unix microseconds */
 	int start_nanos;     /* 0..999, the nanoseconds past start_us */
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
-	int source; /* enum spanstore_source */
+	int source; /* enum spanlist_source */
 };
 
-struct spanstore_span {
-	struct spanstore_key key;
+struct spanlist_span {
+	struct spanlist_key key;
 	uint64_t start_ns; /* Unix ns */
 	uint8_t parent_span_id[8];
 	bool has_parent;
@@ -90,33 +90,33 @@ struct spanstore_span {
 	double cost_usd;
 };
 
-struct spanstore_page {
-	struct spanstore_span *spans; /* in the filter's order */
+struct spanlist_page {
+	struct spanlist_span *spans; /* in the filter's order */
 	size_t n;
 	bool more; /* a row past the page exists */
 	void *priv_;
 };
 
 /*
- * Sends the statement for the first limit (1..SPANSTORE_MAX_LIMIT) rows
+ * Sends the statement for the first limit (1..SPANLIST_MAX_LIMIT) rows
  * matching f, after the row at *after (NULL: from the first).
  * STATUS_INVALID (err->client says why) for a limit out of range, an
  * empty range, a status or order out of range; else lib/pg errors.
  */
-int spanstore_page_send(struct pg_conn *c, const struct spanstore_filter *f,
-			const struct spanstore_key *after, size_t limit,
-			struct pg_error *err) WUR;
-/* *out: caller frees with spanstore_page_free (NULL on failure).  limit:
+int spanlist_page_send(struct pg_conn *c, const struct spanlist_filter *f,
+		       const struct spanlist_key *after, size_t limit,
+		       struct pg_error *err) WUR;
+/* *out: caller frees with spanlist_page_free (NULL on failure).  limit:
  * as sent. */
-int spanstore_page_recv(struct pg_conn *c, size_t limit,
-			struct spanstore_page **out, struct pg_error *err) WUR;
-void spanstore_page_free(struct spanstore_page *p); /* accepts NULL */
+int spanlist_page_recv(struct pg_conn *c, size_t limit,
+		       struct spanlist_page **out, struct pg_error *err) WUR;
+void spanlist_page_free(struct spanlist_page *p); /* accepts NULL */
 
 /* The exact number of rows matching f (every page together). */
-int spanstore_count_send(struct pg_conn *c, const struct spanstore_filter *f,
-			 struct pg_error *err) WUR;
-int spanstore_count_recv(struct pg_conn *c, int64_t *total,
-			 struct pg_error *err) WUR;
+int spanlist_count_send(struct pg_conn *c, const struct spanlist_filter *f,
+			struct pg_error *err) WUR;
+int spanlist_count_recv(struct pg_conn *c, int64_t *total,
+			struct pg_error *err) WUR;
 
 /* ---- the cursor -------------------------------------------------------- */
 
@@ -126,35 +126,35 @@ int spanstore_count_recv(struct pg_conn *c, int64_t *total,
  * between pages), how many rows came before, and a hash of the other
  * filters and the order, so that a cursor is not used with another query.
  */
-struct spanstore_cursor {
-	uint64_t filter_hash; /* spanstore_filter_hash */
-	int order;	      /* enum spanstore_order */
+struct spanlist_cursor {
+	uint64_t filter_hash; /* spanlist_filter_hash */
+	int order;	      /* enum spanlist_order */
 	bool has_range;
 	int64_t from_ms, to_ms;
 	uint64_t seen; /* rows on the pages before the next */
-	struct spanstore_key after;
+	struct spanlist_key after;
 };
 
 /* FNV-1a over every field of f but the range; pure. */
-uint64_t spanstore_filter_hash(const struct spanstore_filter *f);
+uint64_t spanlist_filter_hash(const struct spanlist_filter *f);
 
 /* base64url (no padding) of a JSON object {"v":1,...}: at most this long */
-#define SPANSTORE_CURSOR_MAX 512
+#define SPANLIST_CURSOR_MAX 512
 
 /*
  * Writes the cursor into out (cap bytes, NUL-terminated).  STATUS_LIMIT
- * when cap is too small (SPANSTORE_CURSOR_MAX always suffices),
+ * when cap is too small (SPANLIST_CURSOR_MAX always suffices),
  * STATUS_INVALID for fields out of range, STATUS_NOMEM.
  */
-int spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
-			    size_t cap) WUR;
+int spanlist_cursor_encode(const struct spanlist_cursor *cur, char *out,
+			   size_t cap) WUR;
 
 /*
- * Parses a cursor written by spanstore_cursor_encode.  STATUS_INVALID for
+ * Parses a cursor written by spanlist_cursor_encode.  STATUS_INVALID for
  * anything else: not base64url, not the JSON object, another version, a
- * missing, unknown or out-of-range field, longer than SPANSTORE_CURSOR_MAX.
+ * missing, unknown or out-of-range field, longer than SPANLIST_CURSOR_MAX.
  * *out is zeroed on failure.
  */
-int spanstore_cursor_decode(const char *s, struct spanstore_cursor *out) WUR;
+int spanlist_cursor_decode(const char *s, struct spanlist_cursor *out) WUR;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_spanstore.c - unit tests for lib/telemetry/spanstore: the cursor (round trip,
+ * test_spanlist.c - unit tests for lib/telemetry/spanlist: the cursor (round trip,
  * every kind of bad cursor, the filter hash), argument checks, then the
  * span listing against a migrated throwaway PostgreSQL holding spans
  * written with lib/otlp/store: every page of every filter and order walked with
@@ -28,7 +28,7 @@
 #include "pg/migrate.h"
 #include "pg/pg.h"
 #include "pgtest.h"
-#include "telemetry/spanstore.h"
+#include "telemetry/spanlist.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC_MS	     ((int64_t)1000)
@@ -37,12 +37,12 @@
 
 /* ---- the cursor (pure) ------------------------------------------------- */
 
-static struct spanstore_cursor
+static struct spanlist_cursor
 sample_cursor(void)
 {
-	struct spanstore_cursor c = {
+	struct spanlist_cursor c = {
 		.filter_hash = 0x0123456789abcdefull,
-		.order = SPANSTORE_ORDER_DURATION,
+		.order = SPANLIST_ORDER_DURATION,
 		.has_range = true,
 		.from_ms = 1763719200000,
 		.to_ms = 1763722800000,
@@ -50,7 +50,7 @@ sample_cursor(void)
 		.after = {.duration_ns = 1234567,
 			  .start_us = 1763719300123456,
 			  .start_nanos = 789,
-			  .source = SPANSTORE_SOURCE_EBPF},
+			  .source = SPANLIST_SOURCE_EBPF},
 	};
 
 	for (int i = 0; i < 16; i++)
@@ -63,61 +63,61 @@ sample_cursor(void)
 static void
 test_cursor_round_trip(void **state)
 {
-	struct spanstore_cursor c = sample_cursor(), back;
-	char text[SPANSTORE_CURSOR_MAX + 1];
+	struct spanlist_cursor c = sample_cursor(), back;
+	char text[SPANLIST_CURSOR_MAX + 1];
 
 	(void)state;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_OK);
 	/* base64url: no padding, no '+' or '/' */
 	assert_true(strlen(text) > 20);
 	assert_int_equal(strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
 				      "nopqrstuvwxyz0123456789-_"),
 			 strlen(text));
-	assert_int_equal(spanstore_cursor_decode(text, &back), STATUS_OK);
+	assert_int_equal(spanlist_cursor_decode(text, &back), STATUS_OK);
 	assert_memory_equal(&c, &back, sizeof(c));
 	/* without a range, start order, an OTLP row */
 	c.has_range = false;
 	c.from_ms = c.to_ms = 0;
-	c.order = SPANSTORE_ORDER_START;
-	c.after.source = SPANSTORE_SOURCE_OTLP;
+	c.order = SPANLIST_ORDER_START;
+	c.after.source = SPANLIST_SOURCE_OTLP;
 	c.after.duration_ns = 0;
 	c.seen = 0;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_OK);
-	assert_int_equal(spanstore_cursor_decode(text, &back), STATUS_OK);
+	assert_int_equal(spanlist_cursor_decode(text, &back), STATUS_OK);
 	assert_memory_equal(&c, &back, sizeof(c));
 	/* too small a buffer */
-	assert_int_equal(spanstore_cursor_encode(&c, text, 20), STATUS_LIMIT);
+	assert_int_equal(spanlist_cursor_encode(&c, text, 20), STATUS_LIMIT);
 	assert_string_equal(text, "");
 }
 
 static void
 test_cursor_encode_invalid(void **state)
 {
-	char text[SPANSTORE_CURSOR_MAX];
-	struct spanstore_cursor c;
+	char text[SPANLIST_CURSOR_MAX];
+	struct spanlist_cursor c;
 
 	(void)state;
 	c = sample_cursor();
 	c.order = 2;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_INVALID);
 	c = sample_cursor();
 	c.after.start_nanos = 1000;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_INVALID);
 	c = sample_cursor();
 	c.after.source = 2;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_INVALID);
 	c = sample_cursor();
 	c.to_ms = c.from_ms;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_INVALID);
 	c = sample_cursor();
 	c.after.start_us = -1;
-	assert_int_equal(spanstore_cursor_encode(&c, text, sizeof(text)),
+	assert_int_equal(spanlist_cursor_encode(&c, text, sizeof(text)),
 			 STATUS_INVALID);
 }
 
@@ -235,42 +235,42 @@ test_cursor_decode_invalid(void **state)
 		"",	"a",	 "abc=",   "ab+c", "ab/c", "a b c d",
 		"!!!!", "ey J9", "eyJ9\n", "e",	   "eyK", /* bits left over in the last character */
 	};
-	struct spanstore_cursor c;
-	char text[2048], big[SPANSTORE_CURSOR_MAX + 8];
+	struct spanlist_cursor c;
+	char text[2048], big[SPANLIST_CURSOR_MAX + 8];
 
 	(void)state;
 	b64(good_json, text, sizeof(text));
-	assert_int_equal(spanstore_cursor_decode(text, &c), STATUS_OK);
+	assert_int_equal(spanlist_cursor_decode(text, &c), STATUS_OK);
 	assert_int_equal(c.after.start_us, 1);
 	assert_int_equal(c.filter_hash, 0x0123456789abcdefull);
 	assert_false(c.has_range);
 	for (size_t i = 0; i < ARRAY_LEN(bad_text); i++) {
 		memset(&c, 0x55, sizeof(c));
-		if (spanstore_cursor_decode(bad_text[i], &c) != STATUS_INVALID)
+		if (spanlist_cursor_decode(bad_text[i], &c) != STATUS_INVALID)
 			fail_msg("decoded \"%s\"", bad_text[i]);
 		assert_int_equal(c.seen, 0); /* zeroed on failure */
 	}
 	for (size_t i = 0; i < ARRAY_LEN(bad_json); i++) {
 		b64(bad_json[i], text, sizeof(text));
-		if (spanstore_cursor_decode(text, &c) != STATUS_INVALID)
+		if (spanlist_cursor_decode(text, &c) != STATUS_INVALID)
 			fail_msg("decoded %s", bad_json[i]);
 	}
 	memset(big, 'A', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(spanstore_cursor_decode(big, &c), STATUS_INVALID);
-	assert_int_equal(spanstore_cursor_decode(NULL, &c), STATUS_INVALID);
+	assert_int_equal(spanlist_cursor_decode(big, &c), STATUS_INVALID);
+	assert_int_equal(spanlist_cursor_decode(NULL, &c), STATUS_INVALID);
 }
 
 static void
 test_filter_hash(void **state)
 {
-	struct spanstore_filter base = {.service = "shop",
-					.session_id = NULL,
-					.status = SPANSTORE_STATUS_ANY,
-					.min_duration_ns = -1,
-					.order = SPANSTORE_ORDER_START};
-	struct spanstore_filter f;
-	uint64_t h = spanstore_filter_hash(&base);
+	struct spanlist_filter base = {.service = "shop",
+				       .session_id = NULL,
+				       .status = SPANLIST_STATUS_ANY,
+				       .min_duration_ns = -1,
+				       .order = SPANLIST_ORDER_START};
+	struct spanlist_filter f;
+	uint64_t h = spanlist_filter_hash(&base);
 
 	(void)state;
 	/* the range is not part of it (the cursor carries its own) */
@@ -278,38 +278,38 @@ test_filter_hash(void **state)
 	f.has_range = true;
 	f.from_ms = 5;
 	f.to_ms = 10;
-	assert_true(spanstore_filter_hash(&f) == h);
+	assert_true(spanlist_filter_hash(&f) == h);
 	/* any min_duration below 0 is "any" */
 	f = base;
 	f.min_duration_ns = -7;
-	assert_true(spanstore_filter_hash(&f) == h);
+	assert_true(spanlist_filter_hash(&f) == h);
 	/* everything else changes it */
 	f = base;
 	f.service = "shop2";
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f.service = NULL;
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f.service = "";
-	assert_true(spanstore_filter_hash(&f) !=
-		    spanstore_filter_hash(
-			    &(struct spanstore_filter){.min_duration_ns = -1}));
+	assert_true(spanlist_filter_hash(&f) !=
+		    spanlist_filter_hash(
+			    &(struct spanlist_filter){.min_duration_ns = -1}));
 	f = base;
 	f.has_trace_id = true;
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f.trace_id[3] = 1;
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f = base;
 	f.session_id = "s";
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f = base;
-	f.status = SPANSTORE_STATUS_ERROR;
-	assert_true(spanstore_filter_hash(&f) != h);
+	f.status = SPANLIST_STATUS_ERROR;
+	assert_true(spanlist_filter_hash(&f) != h);
 	f = base;
 	f.min_duration_ns = 0;
-	assert_true(spanstore_filter_hash(&f) != h);
+	assert_true(spanlist_filter_hash(&f) != h);
 	f = base;
-	f.order = SPANSTORE_ORDER_DURATION;
-	assert_true(spanstore_filter_hash(&f) != h);
+	f.order = SPANLIST_ORDER_DURATION;
+	assert_true(spanlist_filter_hash(&f) != h);
 }
 
 /* ---- the store --------------------------------------------------------- */
@@ -566,45 +566,45 @@ group_teardown(void **state)
 static void
 test_bad_arguments(void **state)
 {
-	struct spanstore_filter f = {.min_duration_ns = -1};
-	struct spanstore_key k = {0};
+	struct spanlist_filter f = {.min_duration_ns = -1};
+	struct spanlist_key k = {0};
 	struct pg_conn *c = conn();
 	struct pg_error err;
-	struct spanstore_page *p = NULL;
+	struct spanlist_page *p = NULL;
 
 	(void)state;
-	assert_int_equal(spanstore_page_send(c, &f, NULL, 0, &err),
+	assert_int_equal(spanlist_page_send(c, &f, NULL, 0, &err),
 			 STATUS_INVALID);
 	assert_non_null(strstr(err.client, "limit"));
-	assert_int_equal(spanstore_page_send(c, &f, NULL, 201, &err),
+	assert_int_equal(spanlist_page_send(c, &f, NULL, 201, &err),
 			 STATUS_INVALID);
 	f.has_range = true;
 	f.from_ms = f.to_ms = 1000;
-	assert_int_equal(spanstore_page_send(c, &f, NULL, 10, &err),
+	assert_int_equal(spanlist_page_send(c, &f, NULL, 10, &err),
 			 STATUS_INVALID);
-	assert_int_equal(spanstore_count_send(c, &f, &err), STATUS_INVALID);
+	assert_int_equal(spanlist_count_send(c, &f, &err), STATUS_INVALID);
 	f.has_range = false;
 	f.status = 3;
-	assert_int_equal(spanstore_page_send(c, &f, NULL, 10, &err),
+	assert_int_equal(spanlist_page_send(c, &f, NULL, 10, &err),
 			 STATUS_INVALID);
 	f.status = 0;
 	f.order = 2;
-	assert_int_equal(spanstore_count_send(c, &f, &err), STATUS_INVALID);
+	assert_int_equal(spanlist_count_send(c, &f, &err), STATUS_INVALID);
 	f.order = 0;
 	k.start_nanos = 1000;
-	assert_int_equal(spanstore_page_send(c, &f, &k, 10, &err),
+	assert_int_equal(spanlist_page_send(c, &f, &k, 10, &err),
 			 STATUS_INVALID);
 	k.start_nanos = 0;
 	k.source = 5;
-	assert_int_equal(spanstore_page_send(c, &f, &k, 10, &err),
+	assert_int_equal(spanlist_page_send(c, &f, &k, 10, &err),
 			 STATUS_INVALID);
 	/* nothing was sent: the connection still works */
-	assert_int_equal(spanstore_page_send(c, &f, NULL, 1, &err), STATUS_OK);
-	assert_int_equal(spanstore_page_recv(c, 1, &p, &err), STATUS_OK);
+	assert_int_equal(spanlist_page_send(c, &f, NULL, 1, &err), STATUS_OK);
+	assert_int_equal(spanlist_page_recv(c, 1, &p, &err), STATUS_OK);
 	assert_int_equal(p->n, 1);
 	assert_true(p->more);
-	spanstore_page_free(p);
-	spanstore_page_free(NULL);
+	spanlist_page_free(p);
+	spanlist_page_free(NULL);
 	pg_release(c);
 }
 
@@ -612,7 +612,7 @@ test_bad_arguments(void **state)
 
 struct page_case {
 	const char *name;
-	struct spanstore_filter f; /* range: in_range true takes the data's */
+	struct spanlist_filter f; /* range: in_range true takes the data's */
 	bool in_range;
 	const char *where; /* this test's terms; "true" for none */
 	size_t limits[3];  /* 0 ends */
@@ -620,7 +620,7 @@ struct page_case {
 };
 
 #define ANY_DUR .min_duration_ns = -1
-#define BY_DUR	.order = SPANSTORE_ORDER_DURATION
+#define BY_DUR	.order = SPANLIST_ORDER_DURATION
 
 static const struct page_case page_cases[] = {
 	/* 48 + 5 eBPF-only + 6 GenAI; the 4 eBPF twins and 4 old left out */
@@ -638,13 +638,13 @@ static const struct page_case page_cases[] = {
 	 {2, 200},
 	 33},
 	{"errors",
-	 {.status = SPANSTORE_STATUS_ERROR, ANY_DUR},
+	 {.status = SPANLIST_STATUS_ERROR, ANY_DUR},
 	 true,
 	 "status_code = 2",
 	 {1, 4, 0},
 	 7},
 	{"not errors by duration",
-	 {.status = SPANSTORE_STATUS_OK, ANY_DUR, BY_DUR},
+	 {.status = SPANLIST_STATUS_OK, ANY_DUR, BY_DUR},
 	 true,
 	 "status_code <> 2",
 	 {9, 200},
@@ -677,7 +677,7 @@ static const struct page_case page_cases[] = {
 
 /* row identity as text: trace hex, span hex, source */
 static void
-key_text(const struct spanstore_key *k, char *out, size_t cap)
+key_text(const struct spanlist_key *k, char *out, size_t cap)
 {
 	size_t o = 0;
 
@@ -686,17 +686,16 @@ key_text(const struct spanstore_key *k, char *out, size_t cap)
 	for (int i = 0; i < 8; i++)
 		o += (size_t)snprintf(out + o, cap - o, "%02x", k->span_id[i]);
 	snprintf(out + o, cap - o, "%s",
-		 k->source == SPANSTORE_SOURCE_OTLP ? "otlp" : "ebpf");
+		 k->source == SPANLIST_SOURCE_OTLP ? "otlp" : "ebpf");
 }
 
 /* a before b in the order (strictly) */
 static bool
-precedes(int order, const struct spanstore_key *a,
-	 const struct spanstore_key *b)
+precedes(int order, const struct spanlist_key *a, const struct spanlist_key *b)
 {
 	int c;
 
-	if (order == SPANSTORE_ORDER_DURATION &&
+	if (order == SPANLIST_ORDER_DURATION &&
 	    a->duration_ns != b->duration_ns)
 		return a->duration_ns > b->duration_ns;
 	if (a->start_us != b->start_us)
@@ -715,9 +714,9 @@ static void
 walk(const struct page_case *pc, size_t limit, char (*got)[64], size_t cap,
      size_t *n_got, int64_t *total)
 {
-	struct spanstore_filter f = pc->f;
-	struct spanstore_cursor cur = {0};
-	struct spanstore_key prev;
+	struct spanlist_filter f = pc->f;
+	struct spanlist_cursor cur = {0};
+	struct spanlist_key prev;
 	bool have_cursor = false;
 	struct pg_conn *c = conn(), *c2 = conn();
 	struct pg_error err;
@@ -730,18 +729,18 @@ walk(const struct page_case *pc, size_t limit, char (*got)[64], size_t cap,
 		f.to_ms = base_ms + MIN_MS;
 	}
 	for (;;) {
-		struct spanstore_page *p = NULL;
-		char text[SPANSTORE_CURSOR_MAX];
+		struct spanlist_page *p = NULL;
+		char text[SPANLIST_CURSOR_MAX];
 		int64_t t = -1;
 
 		/* page and count at once, on two connections */
-		assert_int_equal(spanstore_page_send(
+		assert_int_equal(spanlist_page_send(
 					 c, &f, have_cursor ? &cur.after : NULL,
 					 limit, &err),
 				 STATUS_OK);
-		assert_int_equal(spanstore_count_send(c2, &f, &err), STATUS_OK);
-		assert_int_equal(spanstore_count_recv(c2, &t, &err), STATUS_OK);
-		if (spanstore_page_recv(c, limit, &p, &err) != STATUS_OK)
+		assert_int_equal(spanlist_count_send(c2, &f, &err), STATUS_OK);
+		assert_int_equal(spanlist_count_recv(c2, &t, &err), STATUS_OK);
+		if (spanlist_page_recv(c, limit, &p, &err) != STATUS_OK)
 			fail_msg("%s: %s (%s)", pc->name, err.client,
 				 err.detail);
 		if (pages == 0)
@@ -749,7 +748,7 @@ walk(const struct page_case *pc, size_t limit, char (*got)[64], size_t cap,
 		assert_int_equal(t, *total);
 		assert_true(p->n <= limit);
 		for (size_t i = 0; i < p->n; i++) {
-			const struct spanstore_key *k = &p->spans[i].key;
+			const struct spanlist_key *k = &p->spans[i].key;
 
 			if (*n_got > 0 && !precedes(f.order, &prev, k))
 				fail_msg("%s: row %zu out of order", pc->name,
@@ -760,13 +759,13 @@ walk(const struct page_case *pc, size_t limit, char (*got)[64], size_t cap,
 		}
 		pages++;
 		if (!p->more) {
-			spanstore_page_free(p);
+			spanlist_page_free(p);
 			break;
 		}
 		assert_int_equal(p->n, limit);
 		/* the next page starts after the last row, as a tool would
 		 * hand it over: encoded and decoded */
-		cur.filter_hash = spanstore_filter_hash(&f);
+		cur.filter_hash = spanlist_filter_hash(&f);
 		cur.order = f.order;
 		cur.has_range = f.has_range;
 		cur.from_ms = f.from_ms;
@@ -774,14 +773,13 @@ walk(const struct page_case *pc, size_t limit, char (*got)[64], size_t cap,
 		cur.seen += p->n;
 		cur.after = p->spans[p->n - 1].key;
 		assert_int_equal(
-			spanstore_cursor_encode(&cur, text, sizeof(text)),
+			spanlist_cursor_encode(&cur, text, sizeof(text)),
 			STATUS_OK);
 		memset(&cur, 0, sizeof(cur));
-		assert_int_equal(spanstore_cursor_decode(text, &cur),
-				 STATUS_OK);
-		assert_true(cur.filter_hash == spanstore_filter_hash(&f));
+		assert_int_equal(spanlist_cursor_decode(text, &cur), STATUS_OK);
+		assert_true(cur.filter_hash == spanlist_filter_hash(&f));
 		have_cursor = true;
-		spanstore_page_free(p);
+		spanlist_page_free(p);
 		assert_true(pages < 1000);
 	}
 	pg_release(c);
@@ -813,8 +811,8 @@ static char (*expected(const struct page_case *pc, size_t *n))[64]
 		 "sextant_unix_nano(start_time, start_nanos) DESC, "
 		 "trace_id DESC, span_id DESC, source DESC",
 		 pc->where,
-		 pc->f.order == SPANSTORE_ORDER_DURATION ? "duration_ns DESC,"
-							 : "");
+		 pc->f.order == SPANLIST_ORDER_DURATION ? "duration_ns DESC,"
+							: "");
 	if (!pc->in_range)
 		v[0] = "0";
 	res = sql(c, text, 2, v);
@@ -870,15 +868,15 @@ test_pages(void **state)
 /* ---- single queries ---------------------------------------------------- */
 
 /* The one page of f (at most 200 rows). */
-static struct spanstore_page *
-one_page(const struct spanstore_filter *f)
+static struct spanlist_page *
+one_page(const struct spanlist_filter *f)
 {
-	struct spanstore_page *p = NULL;
+	struct spanlist_page *p = NULL;
 	struct pg_conn *c = conn();
 	struct pg_error err;
 
-	assert_int_equal(spanstore_page_send(c, f, NULL, 200, &err), STATUS_OK);
-	if (spanstore_page_recv(c, 200, &p, &err) != STATUS_OK)
+	assert_int_equal(spanlist_page_send(c, f, NULL, 200, &err), STATUS_OK);
+	if (spanlist_page_recv(c, 200, &p, &err) != STATUS_OK)
 		fail_msg("%s (%s)", err.client, err.detail);
 	pg_release(c);
 	assert_false(p->more);
@@ -888,8 +886,8 @@ one_page(const struct spanstore_filter *f)
 static void
 test_trace_and_dedup(void **state)
 {
-	struct spanstore_filter f = {.has_trace_id = true, ANY_DUR};
-	struct spanstore_page *p;
+	struct spanlist_filter f = {.has_trace_id = true, ANY_DUR};
+	struct spanlist_page *p;
 	size_t twins = 0;
 
 	(void)state;
@@ -898,9 +896,9 @@ test_trace_and_dedup(void **state)
 	p = one_page(&f);
 	assert_int_equal(p->n, 8);
 	for (size_t i = 0; i < p->n; i++) {
-		const struct spanstore_span *s = &p->spans[i];
+		const struct spanlist_span *s = &p->spans[i];
 
-		assert_int_equal(s->key.source, SPANSTORE_SOURCE_OTLP);
+		assert_int_equal(s->key.source, SPANLIST_SOURCE_OTLP);
 		assert_memory_equal(s->key.trace_id, f.trace_id, 16);
 		twins += s->also_ebpf;
 		/* span ids 1..4 are the twins */
@@ -910,14 +908,14 @@ test_trace_and_dedup(void **state)
 		assert_false(s->priced);
 	}
 	assert_int_equal(twins, 4);
-	spanstore_page_free(p);
+	spanlist_page_free(p);
 
 	/* trace 3: all at one start, in span id order (descending) */
 	trace_id_of(3, f.trace_id);
 	p = one_page(&f);
 	assert_int_equal(p->n, 8);
 	for (size_t i = 0; i < p->n; i++) {
-		const struct spanstore_span *s = &p->spans[i];
+		const struct spanlist_span *s = &p->spans[i];
 
 		assert_int_equal(s->key.span_id[7], 8 - i);
 		assert_int_equal(s->key.start_nanos, 456);
@@ -938,30 +936,30 @@ test_trace_and_dedup(void **state)
 		assert_int_equal(s->has_parent, i < 7);
 		assert_string_equal(s->session_id ? s->session_id : "-", "-");
 	}
-	spanstore_page_free(p);
+	spanlist_page_free(p);
 
 	/* trace 7: eBPF only, listed as eBPF */
 	trace_id_of(7, f.trace_id);
 	p = one_page(&f);
 	assert_int_equal(p->n, 5);
 	for (size_t i = 0; i < p->n; i++) {
-		assert_int_equal(p->spans[i].key.source, SPANSTORE_SOURCE_EBPF);
+		assert_int_equal(p->spans[i].key.source, SPANLIST_SOURCE_EBPF);
 		assert_false(p->spans[i].also_ebpf);
 	}
-	spanstore_page_free(p);
+	spanlist_page_free(p);
 }
 
 static void
 test_genai_costs(void **state)
 {
-	struct spanstore_filter f = {.session_id = "sess-g", ANY_DUR};
-	struct spanstore_page *p;
+	struct spanlist_filter f = {.session_id = "sess-g", ANY_DUR};
+	struct spanlist_page *p;
 
 	(void)state;
 	p = one_page(&f);
 	assert_int_equal(p->n, ARRAY_LEN(genai_calls));
 	for (size_t i = 0; i < p->n; i++) {
-		const struct spanstore_span *s = &p->spans[i];
+		const struct spanlist_span *s = &p->spans[i];
 		const struct genai_call *g = NULL;
 
 		for (size_t k = 0; k < ARRAY_LEN(genai_calls); k++)
@@ -990,7 +988,7 @@ test_genai_costs(void **state)
 					 g->want_usd);
 		}
 	}
-	spanstore_page_free(p);
+	spanlist_page_free(p);
 }
 
 int
@@ -1008,9 +1006,9 @@ main(void)
 		cmocka_unit_test(test_trace_and_dedup),
 		cmocka_unit_test(test_genai_costs),
 	};
-	int failed = cmocka_run_group_tests_name("spanstore", pure, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("spanlist", pure, NULL, NULL);
 
-	failed += cmocka_run_group_tests_name("spanstore_pg", store,
-					      group_setup, group_teardown);
+	failed += cmocka_run_group_tests_name("spanlist_pg", store, group_setup,
+					      group_teardown);
 	return failed;
 }

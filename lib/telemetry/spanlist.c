@@ -1,10 +1,10 @@
 /*
- * spanstore.c - the span listing for query_spans (see spanstore.h): one
+ * spanlist.c - the span listing for query_spans (see spanlist.h): one
  * static statement per order, every value bound, PostgreSQL planning each
  * with the values known so that unused "$n IS NULL OR ..." filters cost
  * nothing; and the cursor, base64url of a small JSON object.
  */
-#include "telemetry/spanstore.h"
+#include "telemetry/spanlist.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -142,7 +142,7 @@ struct filter_params {
 };
 
 static int
-filter_params(const struct spanstore_filter *f, struct filter_params *p,
+filter_params(const struct spanlist_filter *f, struct filter_params *p,
 	      struct pg_error *err)
 {
 	memset(p, 0, sizeof(*p));
@@ -150,10 +150,10 @@ filter_params(const struct spanstore_filter *f, struct filter_params *p,
 		set_err(err, "the time range is empty: from must be before to");
 		return STATUS_INVALID;
 	}
-	if (f->status < SPANSTORE_STATUS_ANY ||
-	    f->status > SPANSTORE_STATUS_ERROR ||
-	    (f->order != SPANSTORE_ORDER_START &&
-	     f->order != SPANSTORE_ORDER_DURATION)) {
+	if (f->status < SPANLIST_STATUS_ANY ||
+	    f->status > SPANLIST_STATUS_ERROR ||
+	    (f->order != SPANLIST_ORDER_START &&
+	     f->order != SPANLIST_ORDER_DURATION)) {
 		set_err(err, "status or order out of range");
 		return STATUS_INVALID;
 	}
@@ -169,8 +169,8 @@ filter_params(const struct spanstore_filter *f, struct filter_params *p,
 		p->v[3] = p->trace;
 	}
 	p->v[4] = f->session_id;
-	if (f->status != SPANSTORE_STATUS_ANY)
-		p->v[5] = f->status == SPANSTORE_STATUS_ERROR ? "error" : "ok";
+	if (f->status != SPANLIST_STATUS_ANY)
+		p->v[5] = f->status == SPANLIST_STATUS_ERROR ? "error" : "ok";
 	if (f->min_duration_ns >= 0) {
 		snprintf(p->mind, sizeof(p->mind), "%" PRId64,
 			 f->min_duration_ns);
@@ -180,16 +180,16 @@ filter_params(const struct spanstore_filter *f, struct filter_params *p,
 }
 
 int
-spanstore_page_send(struct pg_conn *c, const struct spanstore_filter *f,
-		    const struct spanstore_key *after, size_t limit,
-		    struct pg_error *err)
+spanlist_page_send(struct pg_conn *c, const struct spanlist_filter *f,
+		   const struct spanlist_key *after, size_t limit,
+		   struct pg_error *err)
 {
 	struct filter_params fp;
 	char start[48], nanos[8], trace[40], span[24], lim[16], dur[24];
 	const char *v[14] = {NULL};
 	int rc;
 
-	if (limit < 1 || limit > SPANSTORE_MAX_LIMIT) {
+	if (limit < 1 || limit > SPANLIST_MAX_LIMIT) {
 		set_err(err, "limit must be 1..200");
 		return STATUS_INVALID;
 	}
@@ -200,8 +200,8 @@ spanstore_page_send(struct pg_conn *c, const struct spanstore_filter *f,
 		if (after->start_us < 0 || after->start_us > MAX_START_US ||
 		    after->start_nanos < 0 || after->start_nanos > 999 ||
 		    after->duration_ns < 0 ||
-		    (after->source != SPANSTORE_SOURCE_OTLP &&
-		     after->source != SPANSTORE_SOURCE_EBPF)) {
+		    (after->source != SPANLIST_SOURCE_OTLP &&
+		     after->source != SPANLIST_SOURCE_EBPF)) {
 			set_err(err, "the page key is out of range");
 			return STATUS_INVALID;
 		}
@@ -219,7 +219,7 @@ spanstore_page_send(struct pg_conn *c, const struct spanstore_filter *f,
 	}
 	snprintf(lim, sizeof(lim), "%zu", limit + 1);
 	v[12] = lim;
-	if (f->order == SPANSTORE_ORDER_DURATION)
+	if (f->order == SPANLIST_ORDER_DURATION)
 		return pg_send(c, page_duration_sql, 14, v, err);
 	return pg_send(c, page_start_sql, 13, v, err);
 }
@@ -245,7 +245,7 @@ opt_i64(const PGresult *res, int row, int col, int64_t *out)
 
 /* One row of the page statement into sp; STATUS_INVALID when unparsable. */
 static int
-page_row(const PGresult *res, int i, struct spanstore_span *sp)
+page_row(const PGresult *res, int i, struct spanlist_span *sp)
 {
 	int64_t start_us, nanos, dur, kind, status;
 	const char *src = PQgetvalue(res, i, 8), *cost;
@@ -268,9 +268,9 @@ page_row(const PGresult *res, int i, struct spanstore_span *sp)
 		sp->has_parent = true;
 	}
 	if (strcmp(src, "otlp") == 0)
-		sp->key.source = SPANSTORE_SOURCE_OTLP;
+		sp->key.source = SPANLIST_SOURCE_OTLP;
 	else if (strcmp(src, "ebpf") == 0)
-		sp->key.source = SPANSTORE_SOURCE_EBPF;
+		sp->key.source = SPANLIST_SOURCE_EBPF;
 	else
 		return STATUS_INVALID;
 	sp->key.start_us = start_us;
@@ -301,10 +301,10 @@ page_row(const PGresult *res, int i, struct spanstore_span *sp)
 }
 
 int
-spanstore_page_recv(struct pg_conn *c, size_t limit,
-		    struct spanstore_page **out, struct pg_error *err)
+spanlist_page_recv(struct pg_conn *c, size_t limit, struct spanlist_page **out,
+		   struct pg_error *err)
 {
-	struct spanstore_page *p = NULL;
+	struct spanlist_page *p = NULL;
 	struct page_priv *priv = NULL;
 	PGresult *res = NULL;
 	size_t n;
@@ -352,7 +352,7 @@ fail:
 }
 
 void
-spanstore_page_free(struct spanstore_page *p)
+spanlist_page_free(struct spanlist_page *p)
 {
 	struct page_priv *priv;
 
@@ -367,8 +367,8 @@ spanstore_page_free(struct spanstore_page *p)
 }
 
 int
-spanstore_count_send(struct pg_conn *c, const struct spanstore_filter *f,
-		     struct pg_error *err)
+spanlist_count_send(struct pg_conn *c, const struct spanlist_filter *f,
+		    struct pg_error *err)
 {
 	struct filter_params fp;
 	int rc;
@@ -379,7 +379,7 @@ spanstore_count_send(struct pg_conn *c, const struct spanstore_filter *f,
 }
 
 int
-spanstore_count_recv(struct pg_conn *c, int64_t *total, struct pg_error *err)
+spanlist_count_recv(struct pg_conn *c, int64_t *total, struct pg_error *err)
 {
 	PGresult *res = NULL;
 	int rc;
@@ -436,7 +436,7 @@ fnv_i64(uint64_t h, int64_t v)
 }
 
 uint64_t
-spanstore_filter_hash(const struct spanstore_filter *f)
+spanlist_filter_hash(const struct spanlist_filter *f)
 {
 	uint64_t h = FNV_OFFSET;
 
@@ -452,10 +452,9 @@ spanstore_filter_hash(const struct spanstore_filter *f)
 }
 
 int
-spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
-			size_t cap)
+spanlist_cursor_encode(const struct spanlist_cursor *cur, char *out, size_t cap)
 {
-	const struct spanstore_key *k = &cur->after;
+	const struct spanlist_key *k = &cur->after;
 	char hash[17], trace[33], span[17];
 	char *text = NULL;
 	json_t *o = NULL;
@@ -463,10 +462,10 @@ spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 
 	if (cap > 0)
 		out[0] = '\0';
-	if ((cur->order != SPANSTORE_ORDER_START &&
-	     cur->order != SPANSTORE_ORDER_DURATION) ||
-	    (k->source != SPANSTORE_SOURCE_OTLP &&
-	     k->source != SPANSTORE_SOURCE_EBPF) ||
+	if ((cur->order != SPANLIST_ORDER_START &&
+	     cur->order != SPANLIST_ORDER_DURATION) ||
+	    (k->source != SPANLIST_SOURCE_OTLP &&
+	     k->source != SPANLIST_SOURCE_EBPF) ||
 	    k->start_us < 0 || k->start_us > MAX_START_US ||
 	    k->start_nanos < 0 || k->start_nanos > 999 || k->duration_ns < 0 ||
 	    cur->seen > INT64_MAX ||
@@ -477,13 +476,13 @@ spanstore_cursor_encode(const struct spanstore_cursor *cur, char *out,
 	snprintf(hash, sizeof(hash), "%016" PRIx64, cur->filter_hash);
 	hex_encode(k->trace_id, 16, trace);
 	hex_encode(k->span_id, 8, span);
-	o = json_pack(
-		"{s:i, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:s, s:s}", "v", 1,
-		"o", cur->order == SPANSTORE_ORDER_START ? "start" : "duration",
-		"h", hash, "k", (json_int_t)cur->seen, "d",
-		(json_int_t)k->duration_ns, "u", (json_int_t)k->start_us, "n",
-		k->start_nanos, "tr", trace, "sp", span, "s",
-		source_names[k->source]);
+	o = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:s, s:s}", "v",
+		      1, "o",
+		      cur->order == SPANLIST_ORDER_START ? "start" : "duration",
+		      "h", hash, "k", (json_int_t)cur->seen, "d",
+		      (json_int_t)k->duration_ns, "u", (json_int_t)k->start_us,
+		      "n", k->start_nanos, "tr", trace, "sp", span, "s",
+		      source_names[k->source]);
 	if (o == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
@@ -538,12 +537,12 @@ get_hex(const json_t *o, const char *key, uint8_t *out, size_t n)
 }
 
 int
-spanstore_cursor_decode(const char *s, struct spanstore_cursor *out)
+spanlist_cursor_decode(const char *s, struct spanlist_cursor *out)
 {
 	static const char *const known[] = {"v", "o",  "h",  "k", "d", "u",
 					    "n", "tr", "sp", "s", "f", "t"};
-	unsigned char raw[SPANSTORE_CURSOR_MAX];
-	struct spanstore_cursor cur = {0};
+	unsigned char raw[SPANLIST_CURSOR_MAX];
+	struct spanlist_cursor cur = {0};
 	const char *order, *src, *key;
 	json_int_t v, ival;
 	uint8_t hash[8];
@@ -552,7 +551,7 @@ spanstore_cursor_decode(const char *s, struct spanstore_cursor *out)
 	int rc = STATUS_INVALID;
 
 	memset(out, 0, sizeof(*out));
-	if (s == NULL || strlen(s) > SPANSTORE_CURSOR_MAX ||
+	if (s == NULL || strlen(s) > SPANLIST_CURSOR_MAX ||
 	    !base64url_decode(s, raw, sizeof(raw), &n))
 		return STATUS_INVALID;
 	o = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, NULL);
@@ -575,15 +574,15 @@ spanstore_cursor_decode(const char *s, struct spanstore_cursor *out)
 	    !get_hex(o, "sp", cur.after.span_id, 8))
 		goto out;
 	if (strcmp(order, "start") == 0)
-		cur.order = SPANSTORE_ORDER_START;
+		cur.order = SPANLIST_ORDER_START;
 	else if (strcmp(order, "duration") == 0)
-		cur.order = SPANSTORE_ORDER_DURATION;
+		cur.order = SPANLIST_ORDER_DURATION;
 	else
 		goto out;
 	if (strcmp(src, "otlp") == 0)
-		cur.after.source = SPANSTORE_SOURCE_OTLP;
+		cur.after.source = SPANLIST_SOURCE_OTLP;
 	else if (strcmp(src, "ebpf") == 0)
-		cur.after.source = SPANSTORE_SOURCE_EBPF;
+		cur.after.source = SPANLIST_SOURCE_EBPF;
 	else
 		goto out;
 	for (int i = 0; i < 8; i++)
