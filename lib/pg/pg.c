@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -2045,19 +2046,32 @@ pg_text_u64(const char *s, uint64_t *out)
 	return STATUS_OK;
 }
 
+/* v in units of 1/per_s seconds, with digits fraction digits. */
+static void
+ts_text(int64_t v, int64_t per_s, int digits, char *buf, size_t cap)
+{
+	int64_t s = v >= 0 ? v / per_s : (v - per_s + 1) / per_s;
+	time_t t = (time_t)s;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	/* the year fits 5 digits (timerange bounds it), all else 2 or 3 */
+	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%0*" PRId64 "+00",
+		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
+		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+		 tm.tm_sec % 100, digits, v - s * per_s);
+}
+
 void
 pg_ts_text(int64_t ms, char *buf, size_t cap)
 {
-	time_t s = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	int frac = (int)(ms - (int64_t)s * 1000);
-	struct tm tm;
+	ts_text(ms, 1000, 3, buf, cap);
+}
 
-	gmtime_r(&s, &tm);
-	/* the year fits 5 digits (timerange bounds it), all else 2 or 3 */
-	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00",
-		 (tm.tm_year + 1900) % 100000, (tm.tm_mon + 1) % 100,
-		 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
-		 tm.tm_sec % 100, frac % 1000);
+void
+pg_ts_text_us(int64_t us, char *buf, size_t cap)
+{
+	ts_text(us, 1000000, 6, buf, cap);
 }
 
 int

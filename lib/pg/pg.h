@@ -270,7 +270,8 @@ int pg_prepared_count(const struct pg_conn *c);
  * queries.  pg_text_i64 / pg_text_u64: the whole string is one decimal
  * integer in range (no sign for u64), else STATUS_INVALID.  pg_ts_text:
  * Unix ms as a timestamptz literal PostgreSQL reads the same in any
- * TimeZone ("2026-11-21 10:00:00.123+00"), into PG_TS_TEXT_MAX bytes.
+ * TimeZone ("2026-11-21 10:00:00.123+00"), into PG_TS_TEXT_MAX bytes;
+ * pg_ts_text_us the same from Unix microseconds (".123456").
  * pg_bad_row: fills err for a result value that does not parse ("the
  * telemetry store returned an unexpected <what>") and returns STATUS_IO.
  */
@@ -278,6 +279,7 @@ int pg_prepared_count(const struct pg_conn *c);
 int pg_text_i64(const char *s, int64_t *out) WUR;
 int pg_text_u64(const char *s, uint64_t *out) WUR;
 void pg_ts_text(int64_t ms, char *buf, size_t cap);
+void pg_ts_text_us(int64_t us, char *buf, size_t cap);
 int pg_bad_row(struct pg_error *err, const char *what);
 
 /* BEGIN, COMMIT, ROLLBACK.  A COMMIT of a failed transaction rolls it back

@@ -48,14 +48,6 @@ nomem(struct pg_error *err)
 	return pg_error_set(err, STATUS_NOMEM, "out of memory");
 }
 
-static int
-bad_result(struct pg_error *err, const char *what)
-{
-	return pg_error_set(err, STATUS_IO,
-			    "the telemetry store returned an unexpected %s",
-			    what);
-}
-
 const char *
 pointquery_agg_name(enum pointquery_agg a)
 {
@@ -790,7 +782,7 @@ cell_quantile(const PGresult *res, int i, int j, size_t ng, double q, double *v,
 	} else if (rc == STATUS_NOMEM) {
 		nomem(err);
 	} else {
-		rc = bad_result(err, "histogram row");
+		rc = pg_bad_row(err, "histogram row");
 	}
 	for (size_t m = 0; m < nh; m++) {
 		free(bounds[m]);
@@ -869,7 +861,7 @@ collect(struct pointquery_metric *m, struct metric_priv *priv, enum plan plan,
 			m->n_series++;
 		}
 		if (pg_text_i64(PQgetvalue(res, i, (int)ng), &b) != STATUS_OK)
-			return bad_result(err, "metric row");
+			return pg_bad_row(err, "metric row");
 		if (plan == PLAN_QUANTILE) {
 			rc = cell_quantile(res, i, j, ng, q, &v, err);
 			if (rc != STATUS_OK)
@@ -877,7 +869,7 @@ collect(struct pointquery_metric *m, struct metric_priv *priv, enum plan plan,
 		} else if (!PQgetisnull(res, i, (int)ng + 1)) {
 			if (parse_double(PQgetvalue(res, i, (int)ng + 1), &v) !=
 			    STATUS_OK)
-				return bad_result(err, "metric row");
+				return pg_bad_row(err, "metric row");
 			if (m->agg == POINTQUERY_AGG_RATE) {
 				double secs = covered_s(b, r->step_s,
 							r->from_ms, r->to_ms);
@@ -984,7 +976,7 @@ pointquery_metrics(struct pg_conn *c, const struct pointquery_metric_req *r,
 	if (pg_text_i64(PQgetvalue(priv->meta, 0, 2), &b) != STATUS_OK ||
 	    pg_text_i64(PQgetvalue(priv->meta, 0, 4), &m->latest_ms) !=
 		    STATUS_OK) {
-		rc = bad_result(err, "metric row");
+		rc = pg_bad_row(err, "metric row");
 		goto fail;
 	}
 	m->temporality = (int)b;

@@ -104,29 +104,6 @@ static const char count_sql[] = "SELECT count(*) FROM spans s WHERE " FILTERS;
 static const char *const source_names[] = {"otlp", "ebpf"};
 
 static void
-set_err(struct pg_error *err, const char *client)
-{
-	snprintf(err->client, sizeof(err->client), "%s", client);
-	snprintf(err->detail, sizeof(err->detail), "%s", client);
-	err->sqlstate[0] = '\0';
-}
-
-/* Unix ms or us as a timestamptz literal PostgreSQL reads in any
- * TimeZone; frac_digits 3 or 6.  The caller bounds the year to 4 digits. */
-static void
-format_ts(int64_t v, int64_t per_s, int frac_digits, char *buf, size_t cap)
-{
-	int64_t s = v >= 0 ? v / per_s : (v - per_s + 1) / per_s;
-	time_t t = (time_t)s;
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(buf, cap, "%04d-%02d-%02d %02d:%02d:%02d.%0*" PRId64 "+00",
-		 (tm.tm_year + 1900) % 100000, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, frac_digits, v - s * per_s);
-}
-
-static void
 bytea_text(const uint8_t *p, size_t n, char *out)
 {
 	out[0] = '\\';
@@ -147,19 +124,20 @@ filter_params(const struct spanlist_filter *f, struct filter_params *p,
 {
 	memset(p, 0, sizeof(*p));
 	if (f->has_range && f->from_ms >= f->to_ms) {
-		set_err(err, "the time range is empty: from must be before to");
-		return STATUS_INVALID;
+		return pg_error_set(
+			err, STATUS_INVALID,
+			"the time range is empty: from must be before to");
 	}
 	if (f->status < SPANLIST_STATUS_ANY ||
 	    f->status > SPANLIST_STATUS_ERROR ||
 	    (f->order != SPANLIST_ORDER_START &&
 	     f->order != SPANLIST_ORDER_DURATION)) {
-		set_err(err, "status or order out of range");
-		return STATUS_INVALID;
+		return pg_error_set(err, STATUS_INVALID,
+				    "status or order out of range");
 	}
 	if (f->has_range) {
-		format_ts(f->from_ms, 1000, 3, p->from, sizeof(p->from));
-		format_ts(f->to_ms, 1000, 3, p->to, sizeof(p->to));
+		pg_ts_text(f->from_ms, p->from, sizeof(p->from));
+		pg_ts_text(f->to_ms, p->to, sizeof(p->to));
 		p->v[0] = p->from;
 		p->v[1] = p->to;
 	}
@@ -190,8 +168,8 @@ spanlist_page_send(struct pg_conn *c, const struct spanlist_filter *f,
 	int rc;
 
 	if (limit < 1 || limit > SPANLIST_MAX_LIMIT) {
-		set_err(err, "limit must be 1..200");
-		return STATUS_INVALID;
+		return pg_error_set(err, STATUS_INVALID,
+				    "limit must be 1..200");
 	}
 	if ((rc = filter_params(f, &fp, err)) != STATUS_OK)
 		return rc;
@@ -202,10 +180,10 @@ spanlist_page_send(struct pg_conn *c, const struct spanlist_filter *f,
 		    after->duration_ns < 0 ||
 		    (after->source != SPANLIST_SOURCE_OTLP &&
 		     after->source != SPANLIST_SOURCE_EBPF)) {
-			set_err(err, "the page key is out of range");
-			return STATUS_INVALID;
+			return pg_error_set(err, STATUS_INVALID,
+					    "the page key is out of range");
 		}
-		format_ts(after->start_us, 1000000, 6, start, sizeof(start));
+		pg_ts_text_us(after->start_us, start, sizeof(start));
 		snprintf(nanos, sizeof(nanos), "%d", after->start_nanos);
 		bytea_text(after->trace_id, 16, trace);
 		bytea_text(after->span_id, 8, span);
@@ -318,8 +296,7 @@ spanlist_page_recv(struct pg_conn *c, size_t limit, struct spanlist_page **out,
 	priv = calloc(1, sizeof(*priv));
 	if (p == NULL || priv == NULL ||
 	    (p->spans = calloc(n + 1, sizeof(*p->spans))) == NULL) {
-		set_err(err, "out of memory");
-		rc = STATUS_NOMEM;
+		rc = pg_error_set(err, STATUS_NOMEM, "out of memory");
 		goto fail;
 	}
 	if (PQnfields(res) != 21) {
@@ -341,7 +318,7 @@ spanlist_page_recv(struct pg_conn *c, size_t limit, struct spanlist_page **out,
 	*out = p;
 	return STATUS_OK;
 bad:
-	set_err(err, "the telemetry store returned an unexpected span row");
+	pg_bad_row(err, "span row");
 fail:
 	if (p != NULL)
 		free(p->spans);
@@ -390,10 +367,8 @@ spanlist_count_recv(struct pg_conn *c, int64_t *total, struct pg_error *err)
 	if (PQntuples(res) != 1 || PQnfields(res) != 1 ||
 	    pg_text_i64(PQgetvalue(res, 0, 0), total) != STATUS_OK ||
 	    *total < 0) {
-		set_err(err,
-			"the telemetry store returned an unexpected count");
 		*total = 0;
-		rc = STATUS_IO;
+		rc = pg_bad_row(err, "count");
 	}
 	PQclear(res);
 	return rc;

@@ -118,9 +118,7 @@ spansearch_run(struct pg_conn *c, const struct spansearch_req *r,
 		    pg_text_i64(PQgetvalue(res, i, 7), &sp->duration_ns) !=
 			    STATUS_OK ||
 		    pg_text_i64(PQgetvalue(res, i, 8), &st) != STATUS_OK) {
-			rc = pg_error_set(err, STATUS_IO,
-					  "the telemetry store returned an "
-					  "unexpected span row");
+			rc = pg_bad_row(err, "span row");
 			goto fail;
 		}
 		snprintf(sp->trace_id, sizeof(sp->trace_id), "%s",
