@@ -313,11 +313,15 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 	}
 	if ((rc = instances_init(srv, err, errlen)) != STATUS_OK)
 		return rc;
-	catalog_reset();
+	if ((rc = catalog_new(&srv->catalog)) != STATUS_OK) {
+		snprintf(err, errlen, "out of memory creating the catalog");
+		return rc;
+	}
 	/* With the fixtures on, the catalog holds only them (the suite
 	 * checks every entry, MCP-DIGEST G11). */
-	rc = cfg->conformance.enabled ? conformance_register_catalog()
-				      : gateway_register_catalog(srv);
+	rc = cfg->conformance.enabled
+		     ? conformance_register_catalog(srv->catalog)
+		     : gateway_register_catalog(srv);
 	if (rc != STATUS_OK) {
 		snprintf(err, errlen, "cannot register resources: %s",
 			 status_str(rc));
@@ -348,7 +352,7 @@ boot_free(struct server *srv)
 	metrics_free(srv->metrics);
 	config_free(srv->cfg);
 	free(srv->last_status);
-	catalog_reset();
+	catalog_free(srv->catalog);
 	pthread_rwlock_destroy(&srv->live_lock);
 	memset(srv, 0, sizeof(*srv));
 }
@@ -423,7 +427,8 @@ watch_status(struct server *srv)
 	char *text;
 
 	if (srv->cfg->conformance.enabled ||
-	    catalog_read(GATEWAY_STATUS_URI, &contents) != STATUS_OK)
+	    catalog_read(srv->catalog, GATEWAY_STATUS_URI, &contents) !=
+		    STATUS_OK)
 		return;
 	text = json_dumps(contents, JSON_COMPACT);
 	json_decref(contents);

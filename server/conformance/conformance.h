@@ -26,7 +26,8 @@ extern const struct tool_handler conformance_tool_handlers[];
  * failure; entries added before a failure stay registered (the caller
  * aborts start-up or calls catalog_reset).
  */
-int conformance_register_catalog(void) WUR;
+struct catalog;
+int conformance_register_catalog(struct catalog *cat) WUR;
 
 /*
  * Base64 of the 1x1 PNG the fixtures return (image tool, binary resource,

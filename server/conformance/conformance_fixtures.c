@@ -43,9 +43,10 @@ text_contents(const char *uri, const char *mime_type, const char *text)
 }
 
 static int
-read_static_text(const char *uri, json_t **contents)
+read_static_text(const char *uri, void *arg, json_t **contents)
 {
 	(void)uri;
+	(void)arg;
 	*contents = text_contents("test://static-text", "text/plain",
 				  "This is the content of the static text "
 				  "resource.");
@@ -53,9 +54,10 @@ read_static_text(const char *uri, json_t **contents)
 }
 
 static int
-read_static_binary(const char *uri, json_t **contents)
+read_static_binary(const char *uri, void *arg, json_t **contents)
 {
 	(void)uri;
+	(void)arg;
 	*contents =
 		json_pack("[{s:s,s:s,s:s}]", "uri", "test://static-binary",
 			  "mimeType", "image/png", "blob", conformance_png_1x1);
@@ -63,9 +65,10 @@ read_static_binary(const char *uri, json_t **contents)
 }
 
 static int
-read_watched(const char *uri, json_t **contents)
+read_watched(const char *uri, void *arg, json_t **contents)
 {
 	(void)uri;
+	(void)arg;
 	*contents = text_contents("test://watched-resource", "text/plain",
 				  "Watched resource content");
 	return *contents ? STATUS_OK : STATUS_NOMEM;
@@ -109,7 +112,7 @@ is_path_segment(const char *s, size_t len)
 }
 
 static int
-read_template(const char *uri, json_t **contents)
+read_template(const char *uri, void *arg, json_t **contents)
 {
 	const size_t plen = strlen(TEMPLATE_PREFIX);
 	const size_t slen = strlen(TEMPLATE_SUFFIX);
@@ -120,6 +123,7 @@ read_template(const char *uri, json_t **contents)
 	char *text = NULL;
 	int st = STATUS_NOTFOUND;
 
+	(void)arg;
 	*contents = NULL;
 	if (!uri)
 		goto out;
@@ -423,21 +427,21 @@ static const struct prompt_def prompts[] = {
 };
 
 int
-conformance_register_catalog(void)
+conformance_register_catalog(struct catalog *cat)
 {
 	size_t i;
 	int st;
 
 	for (i = 0; i < ARRAY_LEN(resources); i++) {
-		st = catalog_add_resource(&resources[i]);
+		st = catalog_add_resource(cat, &resources[i], NULL);
 		if (st != STATUS_OK)
 			return st;
 	}
-	st = catalog_add_template(&template_def);
+	st = catalog_add_template(cat, &template_def, NULL);
 	if (st != STATUS_OK)
 		return st;
 	for (i = 0; i < ARRAY_LEN(prompts); i++) {
-		st = catalog_add_prompt(&prompts[i]);
+		st = catalog_add_prompt(cat, &prompts[i]);
 		if (st != STATUS_OK)
 			return st;
 	}

@@ -26,6 +26,7 @@ struct MHD_Daemon;
 struct pg_pool;
 struct instances;
 struct redact;
+struct catalog;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
 struct server_metrics {
@@ -75,6 +76,8 @@ struct server {
 	struct auth_keys
 		*ingest_keys; /* the same for /v1/traces, /v1/metrics */
 	struct tools *tools;  /* enabled tool set */
+	/* resources, templates, prompts (mcp/catalog.c); start-up only */
+	struct catalog *catalog;
 
 	/* The janitor tick and the SIGHUP reload (server/boot.c), for a
 	 * transport that runs its own loop (stdio). */

@@ -2,10 +2,11 @@
  * catalog.c - the registries of resources, resource templates and
  * prompts.  Filled at start-up, read-only afterwards (see catalog.h).
  * The skill files (skills.c) follow the registered resources in every
- * mode: they are compiled in, and catalog_reset does not drop them.
+ * mode: they are compiled in, not registered.
  */
 #include "mcp/catalog.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mcp/skills.h"
@@ -16,111 +17,129 @@
 #define MAX_TEMPLATES 64
 #define MAX_PROMPTS   128
 
-static const struct resource_def *resources[MAX_RESOURCES];
-static size_t nresources;
-static const struct resource_template_def *templates[MAX_TEMPLATES];
-static size_t ntemplates;
-static const struct prompt_def *prompts[MAX_PROMPTS];
-static size_t nprompts;
+struct catalog {
+	const struct resource_def *resources[MAX_RESOURCES];
+	void *resource_args[MAX_RESOURCES];
+	size_t nresources;
+	const struct resource_template_def *templates[MAX_TEMPLATES];
+	void *template_args[MAX_TEMPLATES];
+	size_t ntemplates;
+	const struct prompt_def *prompts[MAX_PROMPTS];
+	size_t nprompts;
+};
 
 int
-catalog_add_resource(const struct resource_def *def)
+catalog_new(struct catalog **out)
 {
-	if (nresources == MAX_RESOURCES)
-		return STATUS_FULL;
-	resources[nresources++] = def;
-	return STATUS_OK;
-}
-
-int
-catalog_add_template(const struct resource_template_def *def)
-{
-	if (ntemplates == MAX_TEMPLATES)
-		return STATUS_FULL;
-	templates[ntemplates++] = def;
-	return STATUS_OK;
-}
-
-int
-catalog_add_prompt(const struct prompt_def *def)
-{
-	if (nprompts == MAX_PROMPTS)
-		return STATUS_FULL;
-	if (catalog_prompt_find(def->name) != NULL)
-		return STATUS_EXISTS;
-	prompts[nprompts++] = def;
-	return STATUS_OK;
+	*out = calloc(1, sizeof(**out));
+	return *out != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
 void
-catalog_reset(void)
+catalog_free(struct catalog *cat)
 {
-	nresources = ntemplates = nprompts = 0;
+	free(cat);
+}
+
+int
+catalog_add_resource(struct catalog *cat, const struct resource_def *def,
+		     void *arg)
+{
+	if (cat->nresources == MAX_RESOURCES)
+		return STATUS_FULL;
+	cat->resource_args[cat->nresources] = arg;
+	cat->resources[cat->nresources++] = def;
+	return STATUS_OK;
+}
+
+int
+catalog_add_template(struct catalog *cat,
+		     const struct resource_template_def *def, void *arg)
+{
+	if (cat->ntemplates == MAX_TEMPLATES)
+		return STATUS_FULL;
+	cat->template_args[cat->ntemplates] = arg;
+	cat->templates[cat->ntemplates++] = def;
+	return STATUS_OK;
+}
+
+int
+catalog_add_prompt(struct catalog *cat, const struct prompt_def *def)
+{
+	if (cat->nprompts == MAX_PROMPTS)
+		return STATUS_FULL;
+	if (catalog_prompt_find(cat, def->name) != NULL)
+		return STATUS_EXISTS;
+	cat->prompts[cat->nprompts++] = def;
+	return STATUS_OK;
 }
 
 size_t
-catalog_resource_count(void)
+catalog_resource_count(const struct catalog *cat)
 {
-	return nresources + skills_resource_count();
+	return cat->nresources + skills_resource_count();
 }
 
 const struct resource_def *
-catalog_resource_at(size_t i)
+catalog_resource_at(const struct catalog *cat, size_t i)
 {
-	return i < nresources ? resources[i]
-			      : skills_resource_at(i - nresources);
+	return i < cat->nresources ? cat->resources[i]
+				   : skills_resource_at(i - cat->nresources);
 }
 
 size_t
-catalog_template_count(void)
+catalog_template_count(const struct catalog *cat)
 {
-	return ntemplates;
+	return cat->ntemplates;
 }
 
 const struct resource_template_def *
-catalog_template_at(size_t i)
+catalog_template_at(const struct catalog *cat, size_t i)
 {
-	return i < ntemplates ? templates[i] : NULL;
+	return i < cat->ntemplates ? cat->templates[i] : NULL;
 }
 
 size_t
-catalog_prompt_count(void)
+catalog_prompt_count(const struct catalog *cat)
 {
-	return nprompts;
+	return cat->nprompts;
 }
 
 const struct prompt_def *
-catalog_prompt_at(size_t i)
+catalog_prompt_at(const struct catalog *cat, size_t i)
 {
-	return i < nprompts ? prompts[i] : NULL;
+	return i < cat->nprompts ? cat->prompts[i] : NULL;
 }
 
 const struct prompt_def *
-catalog_prompt_find(const char *name)
+catalog_prompt_find(const struct catalog *cat, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < nprompts; i++)
-		if (strcmp(prompts[i]->name, name) == 0)
-			return prompts[i];
+	for (size_t i = 0; i < cat->nprompts; i++)
+		if (strcmp(cat->prompts[i]->name, name) == 0)
+			return cat->prompts[i];
 	return NULL;
 }
 
 int
-catalog_read(const char *uri, json_t **contents)
+catalog_read(const struct catalog *cat, const char *uri, json_t **contents)
 {
-	size_t i;
+	size_t i, n = catalog_resource_count(cat);
 	int rc;
 
 	*contents = NULL;
-	for (i = 0; i < catalog_resource_count(); i++) {
-		const struct resource_def *d = catalog_resource_at(i);
+	for (i = 0; i < n; i++) {
+		const struct resource_def *d = catalog_resource_at(cat, i);
 
 		if (d != NULL && strcmp(d->uri, uri) == 0)
-			return d->read(uri, contents);
+			return d->read(uri,
+				       i < cat->nresources
+					       ? cat->resource_args[i]
+					       : NULL,
+				       contents);
 	}
-	for (i = 0; i < ntemplates; i++) {
-		rc = templates[i]->read(uri, contents);
+	for (i = 0; i < cat->ntemplates; i++) {
+		rc = cat->templates[i]->read(uri, cat->template_args[i],
+					     contents);
 		if (rc != STATUS_NOTFOUND)
 			return rc;
 	}

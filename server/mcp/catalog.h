@@ -1,5 +1,6 @@
 /*
- * catalog.h - resources and prompts offered to clients.
+ * catalog.h - resources and prompts offered to clients: one catalog per
+ * server (srv->catalog), like the tool registry.
  *
  * Entries are registered at start-up (before the server accepts
  * connections) and read-only afterwards, so lookups take no lock.
@@ -22,9 +23,10 @@ struct resource_def {
 	const char *mime_type;	 /* may be NULL */
 	/*
 	 * Sets *contents to a new array of {uri, mimeType, text|blob}.
-	 * STATUS_NOTFOUND when uri is not served (templates).
+	 * arg: what was registered with the definition.  STATUS_NOTFOUND
+	 * when uri is not served (templates).
 	 */
-	int (*read)(const char *uri, json_t **contents);
+	int (*read)(const char *uri, void *arg, json_t **contents);
 };
 
 struct resource_template_def {
@@ -34,8 +36,8 @@ struct resource_template_def {
 	const char *title;
 	const char *description;
 	const char *mime_type;
-	int (*read)(const char *uri,
-		    json_t **contents); /* NOTFOUND if no match */
+	/* as resource_def's; NOTFOUND if no match */
+	int (*read)(const char *uri, void *arg, json_t **contents);
 };
 
 struct prompt_arg_def {
@@ -73,23 +75,36 @@ struct prompt_def {
 	int (*complete)(const char *arg, const char *value, json_t **values);
 };
 
-/* Registration (start-up only; the definitions must outlive the server). */
-int catalog_add_resource(const struct resource_def *def) WUR;
-int catalog_add_template(const struct resource_template_def *def) WUR;
-int catalog_add_prompt(const struct prompt_def *def) WUR;
-void catalog_reset(void); /* drops all registrations (tests, shutdown) */
+struct catalog;
+
+/* An empty catalog (STATUS_NOMEM); catalog_free accepts NULL. */
+int catalog_new(struct catalog **out) WUR;
+void catalog_free(struct catalog *cat);
+
+/* Registration (start-up only; the definitions, and arg, must outlive the
+ * catalog).  arg is handed to the definition's read callback. */
+int catalog_add_resource(struct catalog *cat, const struct resource_def *def,
+			 void *arg) WUR;
+int catalog_add_template(struct catalog *cat,
+			 const struct resource_template_def *def,
+			 void *arg) WUR;
+int catalog_add_prompt(struct catalog *cat, const struct prompt_def *def) WUR;
 
 /* Lookups for the dispatcher.  The resources are the registered ones,
  * then the skill files of skills.h (always served, conformance mode
- * included: catalog_reset keeps them). */
-size_t catalog_resource_count(void);
-const struct resource_def *catalog_resource_at(size_t i);
-size_t catalog_template_count(void);
-const struct resource_template_def *catalog_template_at(size_t i);
-size_t catalog_prompt_count(void);
-const struct prompt_def *catalog_prompt_at(size_t i);
-const struct prompt_def *catalog_prompt_find(const char *name);
+ * included). */
+size_t catalog_resource_count(const struct catalog *cat);
+const struct resource_def *catalog_resource_at(const struct catalog *cat,
+					       size_t i);
+size_t catalog_template_count(const struct catalog *cat);
+const struct resource_template_def *
+catalog_template_at(const struct catalog *cat, size_t i);
+size_t catalog_prompt_count(const struct catalog *cat);
+const struct prompt_def *catalog_prompt_at(const struct catalog *cat, size_t i);
+const struct prompt_def *catalog_prompt_find(const struct catalog *cat,
+					     const char *name);
 /* Reads uri from resources then templates; STATUS_NOTFOUND if none. */
-int catalog_read(const char *uri, json_t **contents) WUR;
+int catalog_read(const struct catalog *cat, const char *uri,
+		 json_t **contents) WUR;
 
 #endif

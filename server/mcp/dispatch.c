@@ -244,7 +244,7 @@ do_discover(struct rq *r)
 
 /* ---- subscriptions/listen (2026-07-28) ------------------------------------ */
 
-static bool resource_exists(const char *uri);
+static bool resource_exists(const struct rq *r, const char *uri);
 
 /*
  * Opens the listen stream of this request: the acknowledgment first, with
@@ -282,7 +282,7 @@ do_listen(struct rq *r)
 	     i++) {
 		const char *uri = json_string_value(json_array_get(subs, i));
 
-		if (uri != NULL && resource_exists(uri))
+		if (uri != NULL && resource_exists(r, uri))
 			json_array_append_new(kept, json_string(uri));
 	}
 	if (json_array_size(kept) > 0)
@@ -555,7 +555,7 @@ with_details(const struct rq *r, json_t *o, const char *title,
 static json_t *
 resource_item(const struct rq *r, size_t i)
 {
-	const struct resource_def *d = catalog_resource_at(i);
+	const struct resource_def *d = catalog_resource_at(r->srv->catalog, i);
 
 	return with_details(
 		r, json_pack("{s:s, s:s}", "uri", d->uri, "name", d->name),
@@ -565,7 +565,8 @@ resource_item(const struct rq *r, size_t i)
 static json_t *
 template_item(const struct rq *r, size_t i)
 {
-	const struct resource_template_def *d = catalog_template_at(i);
+	const struct resource_template_def *d =
+		catalog_template_at(r->srv->catalog, i);
 
 	return with_details(r,
 			    json_pack("{s:s, s:s}", "uriTemplate",
@@ -576,14 +577,16 @@ template_item(const struct rq *r, size_t i)
 static json_t *
 do_resources_list(struct rq *r)
 {
-	return list_page(r, "resources", catalog_resource_count(),
+	return list_page(r, "resources",
+			 catalog_resource_count(r->srv->catalog),
 			 resource_item);
 }
 
 static json_t *
 do_templates_list(struct rq *r)
 {
-	return list_page(r, "resourceTemplates", catalog_template_count(),
+	return list_page(r, "resourceTemplates",
+			 catalog_template_count(r->srv->catalog),
 			 template_item);
 }
 
@@ -617,7 +620,7 @@ do_resources_read(struct rq *r)
 
 	if (uri == NULL)
 		return NULL;
-	rc = catalog_read(uri, &contents);
+	rc = catalog_read(r->srv->catalog, uri, &contents);
 	if (rc == STATUS_NOTFOUND)
 		return rq_fail(r,
 			       r->s->modern ? RPC_INVALID_PARAMS
@@ -633,10 +636,10 @@ do_resources_read(struct rq *r)
 }
 
 static bool
-resource_exists(const char *uri)
+resource_exists(const struct rq *r, const char *uri)
 {
 	json_t *contents = NULL;
-	int rc = catalog_read(uri, &contents);
+	int rc = catalog_read(r->srv->catalog, uri, &contents);
 
 	json_decref(contents);
 	return rc == STATUS_OK;
@@ -650,7 +653,7 @@ do_subscribe(struct rq *r, bool on)
 
 	if (uri == NULL)
 		return NULL;
-	if (on && !resource_exists(uri))
+	if (on && !resource_exists(r, uri))
 		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
 			       json_pack("{s:s}", "uri", uri),
 			       "resource not found: %s", uri);
@@ -708,7 +711,7 @@ prompt_args_json(const struct prompt_def *d)
 static json_t *
 prompt_item(const struct rq *r, size_t i)
 {
-	const struct prompt_def *d = catalog_prompt_at(i);
+	const struct prompt_def *d = catalog_prompt_at(r->srv->catalog, i);
 	json_t *o = with_details(r, json_pack("{s:s}", "name", d->name),
 				 d->title, d->description, NULL);
 
@@ -723,7 +726,8 @@ prompt_item(const struct rq *r, size_t i)
 static json_t *
 do_prompts_list(struct rq *r)
 {
-	return list_page(r, "prompts", catalog_prompt_count(), prompt_item);
+	return list_page(r, "prompts", catalog_prompt_count(r->srv->catalog),
+			 prompt_item);
 }
 
 /* A prompt that asks the client for input: input_required results, so
@@ -777,7 +781,7 @@ do_prompts_get(struct rq *r)
 
 	if (name == NULL)
 		return NULL;
-	d = catalog_prompt_find(name);
+	d = catalog_prompt_find(r->srv->catalog, name);
 	if (d == NULL)
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 			       "unknown prompt \"%s\" (prompts/list shows the "
@@ -835,7 +839,9 @@ do_complete(struct rq *r)
 		const char *name =
 			json_string_value(json_object_get(ref, "name"));
 		const struct prompt_def *d =
-			name != NULL ? catalog_prompt_find(name) : NULL;
+			name != NULL
+				? catalog_prompt_find(r->srv->catalog, name)
+				: NULL;
 
 		if (d == NULL)
 			return rq_fail(r, RPC_INVALID_PARAMS, NULL,

@@ -17,10 +17,6 @@
 #include "mcp/session.h"
 #include "mcp/tools.h"
 
-/* The server the status resource reads (set at registration, start-up):
- * the catalog's read callbacks take no context. */
-static struct server *gateway_srv;
-
 /* The gateway's state as structured content (new reference), and its
  * text rendering in text (may be NULL). */
 json_t *
@@ -65,9 +61,9 @@ gateway_status(struct server *srv, bool with_uptime, char *text, size_t len)
 /* sextant://server/status: the same state without the uptime, so that
  * it changes only when something happens (subscribers are told). */
 static int
-read_status(const char *uri, json_t **contents)
+read_status(const char *uri, void *arg, json_t **contents)
 {
-	json_t *sc = gateway_status(gateway_srv, false, NULL, 0);
+	json_t *sc = gateway_status(arg, false, NULL, 0);
 	char *text = sc != NULL ? json_dumps(sc, JSON_COMPACT | JSON_SORT_KEYS)
 				: NULL;
 
@@ -94,8 +90,7 @@ static const struct resource_def status_resource = {
 int
 gateway_register_catalog(struct server *srv)
 {
-	gateway_srv = srv;
-	return catalog_add_resource(&status_resource);
+	return catalog_add_resource(srv->catalog, &status_resource, srv);
 }
 
 /* tool.h's view of it, for get_server_status. */

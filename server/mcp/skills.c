@@ -47,7 +47,7 @@ static size_t nfiles;
 static int init_status = STATUS_INVALID;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static int read_file(const char *uri, json_t **contents);
+static int read_file(const char *uri, void *arg, json_t **contents);
 
 /* Agent Skills naming: lowercase alphanumerics and single hyphens, not at
  * either end. */
@@ -213,10 +213,11 @@ find(const char *uri)
 }
 
 static int
-read_file(const char *uri, json_t **contents)
+read_file(const char *uri, void *arg, json_t **contents)
 {
 	const struct skill_file *f = ready() == STATUS_OK ? find(uri) : NULL;
 
+	(void)arg;
 	*contents = NULL;
 	if (f == NULL)
 		return STATUS_NOTFOUND;
