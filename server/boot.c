@@ -33,6 +33,7 @@
 #include "mcp/gateway.h"
 #include "mcp/session.h"
 #include "mcp/sessstore.h"
+#include "mcp/skills.h"
 #include "mcp/tasks.h"
 #include "mcp/tools.h"
 #include "pg/pg.h"
@@ -322,6 +323,8 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 	rc = cfg->conformance.enabled
 		     ? conformance_register_catalog(srv->catalog)
 		     : gateway_register_catalog(srv);
+	if (rc == STATUS_OK)
+		rc = skills_register_catalog(srv->catalog);
 	if (rc != STATUS_OK) {
 		snprintf(err, errlen, "cannot register resources: %s",
 			 status_str(rc));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - the test run behind `make test` (after the ASan build and the unit
 # test binaries are built): every cmocka binary build/asan/test/test_*, then
-# `make format-check`, then each test/integration/*.test.mjs on Node 24.
+# `make format-check`, `make check-layout`, then each
+# test/integration/*.test.mjs on Node 24.
 # Each step runs in its own process group so nothing it starts outlives it.
 # Ends with the line "N passed, N failed" and exits non-zero on any failure.
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
@@ -124,6 +125,17 @@ else
 	fail 1 "format-check"
 	echo "-- format-check: FAILED"
 	head -n 60 "$LOG_DIR/format-check.log" | sed 's/^/   | /'
+fi
+
+# ---- layout: who may include whom (scripts/check-layout.sh) -----------------
+echo "== check-layout"
+if run_step 60 "$LOG_DIR/check-layout.log" make --no-print-directory check-layout; then
+	pass 1
+	echo "-- check-layout: ok"
+else
+	fail 1 "check-layout"
+	echo "-- check-layout: FAILED"
+	head -n 60 "$LOG_DIR/check-layout.log" | sed 's/^/   | /'
 fi
 
 # ---- integration tests (node:test on Node 24) --------------------------------

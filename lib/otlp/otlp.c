@@ -46,7 +46,7 @@ struct otlp_arena {
 	bool nomem;
 };
 
-struct otlp_arena *
+static struct otlp_arena *
 otlp_arena_new(struct otlp_budget *budget)
 {
 	struct otlp_arena *a = calloc(1, sizeof(*a));
@@ -56,7 +56,7 @@ otlp_arena_new(struct otlp_budget *budget)
 	return a;
 }
 
-void
+static void
 otlp_arena_free(struct otlp_arena *a)
 {
 	struct arena_chunk *c, *next;
@@ -149,7 +149,7 @@ pb_arena_free(void *data, void *p)
 	(void)p;
 }
 
-void
+static void
 otlp_arena_pb_allocator(struct otlp_arena *a, ProtobufCAllocator *pa)
 {
 	pa->alloc = pb_arena_alloc;

@@ -48,19 +48,12 @@ struct otlp_budget {
 	bool exceeded; /* an allocation was refused for the budget */
 };
 
-/*
- * A chunked bump allocator: nothing is freed until otlp_arena_free.  The
- * budget is borrowed and must outlive the arena.  NULL on ENOMEM.
- */
-struct otlp_arena *otlp_arena_new(struct otlp_budget *budget);
-void otlp_arena_free(struct otlp_arena *a);
-
-/* n bytes aligned for any type, uninitialised; NULL past the budget
+/* A chunked bump allocator (otlp.c makes and frees it per request):
+ * nothing is freed until the request ends.
+ *
+ * n bytes aligned for any type, uninitialised; NULL past the budget
  * (budget->exceeded set) or on ENOMEM.  n may be 0. */
 void *otlp_arena_alloc(struct otlp_arena *a, size_t n);
-
-/* A protobuf-c allocator drawing from a (free is a no-op). */
-void otlp_arena_pb_allocator(struct otlp_arena *a, ProtobufCAllocator *pa);
 
 /* STATUS_LIMIT when the budget ran out, else STATUS_NOMEM: what a NULL
  * from otlp_arena_alloc meant. */

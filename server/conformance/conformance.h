@@ -24,7 +24,7 @@ extern const struct tool_handler conformance_tool_handlers[];
  * four test_* prompts in the catalog.  Start-up only, before the server
  * accepts connections.  Returns STATUS_OK or the first catalog_add_*
  * failure; entries added before a failure stay registered (the caller
- * aborts start-up or calls catalog_reset).
+ * aborts start-up).
  */
 struct catalog;
 int conformance_register_catalog(struct catalog *cat) WUR;

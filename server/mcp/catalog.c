@@ -1,15 +1,11 @@
 /*
  * catalog.c - the registries of resources, resource templates and
  * prompts.  Filled at start-up, read-only afterwards (see catalog.h).
- * The skill files (skills.c) follow the registered resources in every
- * mode: they are compiled in, not registered.
  */
 #include "mcp/catalog.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "mcp/skills.h"
 
 /* Fixed capacities: every entry is compiled in, so these only need to
  * exceed what the code registers. */
@@ -77,14 +73,13 @@ catalog_add_prompt(struct catalog *cat, const struct prompt_def *def)
 size_t
 catalog_resource_count(const struct catalog *cat)
 {
-	return cat->nresources + skills_resource_count();
+	return cat->nresources;
 }
 
 const struct resource_def *
 catalog_resource_at(const struct catalog *cat, size_t i)
 {
-	return i < cat->nresources ? cat->resources[i]
-				   : skills_resource_at(i - cat->nresources);
+	return i < cat->nresources ? cat->resources[i] : NULL;
 }
 
 size_t
@@ -123,19 +118,15 @@ catalog_prompt_find(const struct catalog *cat, const char *name)
 int
 catalog_read(const struct catalog *cat, const char *uri, json_t **contents)
 {
-	size_t i, n = catalog_resource_count(cat);
+	size_t i;
 	int rc;
 
 	*contents = NULL;
-	for (i = 0; i < n; i++) {
-		const struct resource_def *d = catalog_resource_at(cat, i);
+	for (i = 0; i < cat->nresources; i++) {
+		const struct resource_def *d = cat->resources[i];
 
-		if (d != NULL && strcmp(d->uri, uri) == 0)
-			return d->read(uri,
-				       i < cat->nresources
-					       ? cat->resource_args[i]
-					       : NULL,
-				       contents);
+		if (strcmp(d->uri, uri) == 0)
+			return d->read(uri, cat->resource_args[i], contents);
 	}
 	for (i = 0; i < cat->ntemplates; i++) {
 		rc = cat->templates[i]->read(uri, cat->template_args[i],

@@ -90,9 +90,7 @@ int catalog_add_template(struct catalog *cat,
 			 void *arg) WUR;
 int catalog_add_prompt(struct catalog *cat, const struct prompt_def *def) WUR;
 
-/* Lookups for the dispatcher.  The resources are the registered ones,
- * then the skill files of skills.h (always served, conformance mode
- * included). */
+/* Lookups for the dispatcher, in registration order. */
 size_t catalog_resource_count(const struct catalog *cat);
 const struct resource_def *catalog_resource_at(const struct catalog *cat,
 					       size_t i);

@@ -1930,7 +1930,7 @@ sessstore_wanted(const struct server *srv)
 	       strcmp(cfg->sessions.store, "memory") != 0;
 }
 
-bool
+static bool
 sessstore_up(struct sessstore *st)
 {
 	return st != NULL && atomic_load(&st->up);

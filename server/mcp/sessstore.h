@@ -50,7 +50,6 @@ void sessstore_drain(struct sessstore *st);
 /* Main thread, about once a second: schedules heartbeats, touches,
  * sweeps, takeovers, retries and catch-up reads (never runs SQL). */
 void sessstore_tick(struct sessstore *st, int64_t now_ms);
-bool sessstore_up(struct sessstore *st);
 /* 8 hex characters naming this replica in request ids. */
 const char *sessstore_tag(const struct sessstore *st);
 /* A request found its shared session resident here (a metric). */

@@ -15,6 +15,7 @@
 #include "base/auth.h"
 #include "base/embed.h"
 #include "base/log.h"
+#include "mcp/catalog.h"
 
 /* build/gen/skills.c (scripts/gen-embed.sh) */
 extern const struct embed_file skills_files[];
@@ -291,14 +292,16 @@ skills_get(const char *uri, json_t **out)
 	return *out != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
-size_t
-skills_resource_count(void)
+int
+skills_register_catalog(struct catalog *cat)
 {
-	return ready() == STATUS_OK ? nfiles : 0;
-}
+	size_t n = ready() == STATUS_OK ? nfiles : 0;
 
-const struct resource_def *
-skills_resource_at(size_t i)
-{
-	return ready() == STATUS_OK && i < nfiles ? &files[i].def : NULL;
+	for (size_t i = 0; i < n; i++) {
+		int rc = catalog_add_resource(cat, &files[i].def, NULL);
+
+		if (rc != STATUS_OK)
+			return rc;
+	}
+	return STATUS_OK;
 }

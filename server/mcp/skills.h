@@ -15,7 +15,6 @@
 #include <stddef.h>
 
 #include "base/status.h"
-#include "mcp/catalog.h"
 
 #define SKILLS_EXTENSION  "io.modelcontextprotocol/skills"
 #define SKILLS_URI_PREFIX "skill://sextant/"
@@ -39,11 +38,13 @@ int skills_list(json_t **skills) WUR;
 int skills_get(const char *uri, json_t **entry) WUR;
 
 /*
- * The skill files as catalog resources (SKILL.md: text/markdown, named
- * and described by its frontmatter).  The definitions live as long as the
- * process.  0 files when the embedded skills are malformed.
+ * Registers the skill files as resources of cat (SKILL.md: text/markdown,
+ * named and described by its frontmatter), after whatever cat holds: they
+ * are served in every mode, conformance included.  The definitions live
+ * as long as the process.  None when the embedded skills are malformed
+ * (logged).  STATUS_FULL when cat has no room.
  */
-size_t skills_resource_count(void);
-const struct resource_def *skills_resource_at(size_t i);
+struct catalog;
+int skills_register_catalog(struct catalog *cat) WUR;
 
 #endif
