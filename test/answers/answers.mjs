@@ -286,7 +286,7 @@ function usdOnly(a, b) {
 
 // The lines that differ between two parsed answers, for the USD report:
 // every string value (by path) whose lines differ, line by line.
-function differingLines(a, b, where = 'result', out = []) {
+function differingLines(a, b, where = '$', out = []) {
 	if (typeof a === 'string' && typeof b === 'string') {
 		if (a === b) return out;
 		const la = a.split('\n');

@@ -147,9 +147,23 @@ LOGS=$OUT/logs
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
-procs=""  # pids of the gateways and Prometheus
-pgdir=""  # the cluster, once pg.sh start was called
+procs="" # pids of the gateways and Prometheus
+cur=""   # a build, load or maintain run going on now
+pgdir="" # the cluster, once pg.sh start was called
 PGSH=""
+
+# run_logged LOG CMD...: runs CMD, its output appended to LOG, in the
+# background so that an interrupt stops it too (cleanup).
+run_logged() {
+	log=$1
+	shift
+	"$@" >>"$log" 2>&1 </dev/null &
+	cur=$!
+	st=0
+	wait "$cur" || st=$?
+	cur=""
+	return "$st"
+}
 
 # Stops $1 (SIGTERM, then SIGKILL after $2 s) and reaps it.
 stop_pid() {
@@ -167,7 +181,7 @@ stop_pid() {
 cleanup() {
 	rc=$?
 	trap '' INT TERM
-	for p in $procs; do
+	for p in $cur $procs; do
 		stop_pid "$p" 10
 	done
 	procs=""
@@ -193,7 +207,7 @@ if [ -z "${BASE_BIN:-}" ]; then
 	note "building the base, $ref ($sha), in $TMP/base (log $LOGS/base-build.log)"
 	mkdir "$TMP/base"
 	git -C "$ROOT" archive "$sha" | tar -x -C "$TMP/base" || die "git archive $sha failed"
-	if ! make -C "$TMP/base" all -j"$JOBS" >"$LOGS/base-build.log" 2>&1; then
+	if ! run_logged "$LOGS/base-build.log" make -C "$TMP/base" all -j"$JOBS"; then
 		tail -n 30 "$LOGS/base-build.log" >&2
 		die "the base ($ref) does not build"
 	fi
@@ -224,7 +238,7 @@ SEXTANT_PG_THROWAWAY=1 sh "$PGSH" start "$pgdir" >"$TMP/pg.out" 2>>"$LOGS/pg.log
 }
 url=$(tail -n 1 "$TMP/pg.out")
 note "loading $SPANS demo spans with the base binary (log $LOGS/demo-data.log)"
-if ! DATABASE_URL=$url "$BASE" demo-data --spans "$SPANS" >"$LOGS/demo-data.log" 2>&1; then
+if ! run_logged "$LOGS/demo-data.log" env DATABASE_URL="$url" "$BASE" demo-data --spans "$SPANS"; then
 	tail -n 20 "$LOGS/demo-data.log" >&2
 	die "sextant demo-data failed"
 fi
@@ -270,7 +284,7 @@ fi
 
 if [ -z "${NEW_BIN:-}" ]; then
 	note "building the new binary: make -C $ROOT all (log $LOGS/new-build.log)"
-	if ! make -C "$ROOT" all -j"$JOBS" >"$LOGS/new-build.log" 2>&1; then
+	if ! run_logged "$LOGS/new-build.log" make -C "$ROOT" all -j"$JOBS"; then
 		tail -n 30 "$LOGS/new-build.log" >&2
 		die "this tree does not build"
 	fi
@@ -288,7 +302,7 @@ NEW=$TMP/sextant-new
 note "waiting for the rollups to settle (sextant maintain; at most ${SETTLE_MAX_S} s)"
 deadline=$(($(date +%s) + SETTLE_MAX_S))
 while :; do
-	DATABASE_URL=$url "$BASE" maintain >>"$LOGS/maintain.log" 2>&1 ||
+	run_logged "$LOGS/maintain.log" env DATABASE_URL="$url" "$BASE" maintain ||
 		note "sextant maintain failed (see $LOGS/maintain.log)"
 	left=$("$PSQL" -X -w -q -A -t -d "$url" -c "SELECT (SELECT count(*) FROM span_rollup_minute_dirty) + (SELECT count(*) FROM span_rollup_dirty WHERE period < now() - interval '62 minutes')" 2>>"$LOGS/maintain.log") || {
 		note "cannot read the rollup marks (see $LOGS/maintain.log): not waiting"
@@ -301,7 +315,7 @@ while :; do
 	fi
 	sleep 5
 done
-note "rollups settled after $(elapsed)"
+note "rollups settled ($(elapsed) since the start)"
 # Prometheus: a few scrapes before the frozen instant.
 if [ -n "$prom_url" ] && [ $(($(date +%s) - prom_since)) -lt 20 ]; then
 	sleep $((20 - ($(date +%s) - prom_since)))
