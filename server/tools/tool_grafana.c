@@ -185,6 +185,13 @@ parse_instant(const char *field, const char *s, int64_t now, int64_t *out,
 		*out = r.to_ms;
 		return STATUS_OK;
 	}
+	/* the instant is now itself, to the millisecond: both ranges above
+	 * are empty */
+	if (timerange_parse(NULL, s, NULL, now + 1, &r, NULL, 0) == STATUS_OK &&
+	    r.from_ms == now) {
+		*out = now;
+		return STATUS_OK;
+	}
 	/* msg reads 'from "<s>" <what is wrong>: <hint>' */
 	if (strncmp(msg, "from ", 5) == 0 &&
 	    (strstr(msg, "not understood") != NULL ||
