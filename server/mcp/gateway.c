@@ -11,11 +11,13 @@
 
 #include "base/clock.h"
 #include "base/pool.h"
+#include "core/instances.h"
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/catalog.h"
 #include "mcp/session.h"
 #include "mcp/tools.h"
+#include "prom/grafana.h"
 
 /* The gateway's state as structured content (new reference), and its
  * text rendering in text (may be NULL). */
@@ -28,8 +30,17 @@ gateway_status(struct server *srv, bool with_uptime, char *text, size_t len)
 	int busy = pool_busy(srv->pool), queued = pool_queue_depth(srv->pool);
 	const char *store =
 		cfg->database.url[0] != '\0' ? "configured" : "not configured";
-	size_t ntools;
+	char prom[256] = "not configured";
+	size_t ntools, plen = 0;
 	json_t *sc;
+
+	/* the instances' names, as many as fit */
+	for (size_t i = 0; i < instances_count(srv->instances); i++)
+		if (plen < sizeof(prom))
+			plen += (size_t)snprintf(
+				prom + plen, sizeof(prom) - plen, "%s%s",
+				i == 0 ? "configured: " : ", ",
+				grafana_name(instances_at(srv->instances, i)));
 
 	server_live_rdlock(srv);
 	ntools = tools_count(srv->tools);
@@ -41,15 +52,14 @@ gateway_status(struct server *srv, bool with_uptime, char *text, size_t len)
 			 "Tools: %zu\n"
 			 "Workers: %d threads, %d busy, %d queued\n"
 			 "Telemetry store: %s\n"
-			 "Prometheus: not configured",
+			 "Prometheus: %s",
 			 SEXTANT_VERSION, uptime, sessions, ntools,
-			 cfg->workers.threads, busy, queued, store);
+			 cfg->workers.threads, busy, queued, store, prom);
 	sc = json_pack("{s:s, s:i, s:I, s:{s:i, s:i, s:i}, s:{s:s, s:s}}",
 		       "version", SEXTANT_VERSION, "sessions", sessions,
 		       "tools", (json_int_t)ntools, "workers", "threads",
 		       cfg->workers.threads, "busy", busy, "queued", queued,
-		       "sources", "telemetry_store", store, "prometheus",
-		       "not configured");
+		       "sources", "telemetry_store", store, "prometheus", prom);
 	if (sc != NULL && with_uptime &&
 	    json_object_set_new(sc, "uptime_s", json_integer(uptime)) != 0) {
 		json_decref(sc);

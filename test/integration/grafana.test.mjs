@@ -363,6 +363,18 @@ describe('tools/list', () => {
 	});
 });
 
+describe('get_server_status', () => {
+	test('names the configured metrics instances (it said "not configured" whatever the config)', async () => {
+		const r = await client.callTool({ name: 'get_server_status', arguments: {} });
+		const text = textOf(r);
+		const prom = r.structuredContent.sources.prometheus;
+		assert.match(prom, /^configured: /, prom);
+		const names = prom.slice('configured: '.length).split(', ').sort();
+		assert.deepEqual(names, ['badtoken', 'byname', 'direct', 'logs', 'main', 'narrow', 'nods', 'notoken', 'nowhere', 'slow']);
+		assert.ok(text.includes(`Prometheus: ${prom}`), text);
+	});
+});
+
 describe('validation errors (nothing is sent upstream)', () => {
 	test('end before start, equal times, bad ISO 8601: invalid_time_range naming the field', async () => {
 		const now = Date.now();
