@@ -19,6 +19,32 @@
 /* names offered after "did you mean" */
 #define SUGGEST_MAX 3
 
+const struct tool_source tool_sources[TOOL_SRCS] = {
+	[TOOL_SRC_EBPF] = {"ebpf", "eBPF", "spans", MERGE_SOURCE_EBPF},
+	[TOOL_SRC_OTLP] = {"otlp", "OTLP", "spans", MERGE_SOURCE_OTLP},
+	[TOOL_SRC_PROM] = {"prometheus", "Prometheus", "metrics",
+			   MERGE_SOURCE_PROMETHEUS},
+};
+
+int
+tool_source_of_merge(int merge)
+{
+	switch (merge) {
+	case MERGE_SOURCE_EBPF: return TOOL_SRC_EBPF;
+	case MERGE_SOURCE_PROMETHEUS: return TOOL_SRC_PROM;
+	default: return TOOL_SRC_OTLP;
+	}
+}
+
+int
+tool_span_source(const char *name)
+{
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (strcmp(name, tool_sources[i].name) == 0)
+			return i;
+	return -1;
+}
+
 const char *
 tool_arg_str(const json_t *args, const char *key)
 {

@@ -20,6 +20,36 @@ struct pg_error;
 struct spanquery_span;
 struct timerange;
 
+/*
+ * The sources, in the order answers show them: the span sources of the
+ * store first (each asked on a connection of its own, tool_round_*), then
+ * Prometheus (query_metrics only, when config maps the service to its
+ * series).
+ */
+enum {
+	TOOL_SRC_EBPF,
+	TOOL_SRC_OTLP,
+	TOOL_SPAN_SRCS, /* how many span sources */
+	TOOL_SRC_PROM = TOOL_SPAN_SRCS,
+	TOOL_SRCS
+};
+
+struct tool_source {
+	const char *name;  /* column value and structured name */
+	const char *label; /* in text */
+	const char *what;  /* "<label> <what> unavailable: ..." */
+	int merge;	   /* enum merge_source */
+};
+
+/* Indexed by TOOL_SRC_*; immutable. */
+extern const struct tool_source tool_sources[TOOL_SRCS];
+
+/* The source (TOOL_SRC_*) of merge source merge (enum merge_source). */
+int tool_source_of_merge(int merge);
+
+/* The span source (TOOL_SRC_*) whose name is name; -1 when none is. */
+int tool_span_source(const char *name);
+
 /* The string argument key of args, borrowed from args; NULL when absent,
  * not a string, or empty. */
 const char *tool_arg_str(const json_t *args, const char *key);
@@ -60,6 +90,7 @@ int tool_store_failed(struct call *call, const char *tool, int rc,
 /* Connections for statements that may run side by side (one per span
  * source). */
 #define TOOL_CONNS 2
+_Static_assert(TOOL_SPAN_SRCS <= TOOL_CONNS, "one store connection per source");
 
 struct tool_conns {
 	struct pg_conn *c[TOOL_CONNS];

@@ -39,40 +39,6 @@
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
 
-/* The sources, in the order they are shown: the span sources first (the
- * store), then Prometheus (query_metrics only, when config maps the
- * service to its series). */
-enum {
-	SRC_EBPF,
-	SRC_OTLP,
-	NSPAN,
-	SRC_PROM = NSPAN,
-	NSRC
-};
-
-static const struct {
-	const char *name;  /* column value and structured name */
-	const char *label; /* in text */
-	const char *what;  /* "<label> <what> unavailable: ..." */
-	int merge;	   /* enum merge_source */
-} srcs[NSRC] = {
-	[SRC_EBPF] = {"ebpf", "eBPF", "spans", MERGE_SOURCE_EBPF},
-	[SRC_OTLP] = {"otlp", "OTLP", "spans", MERGE_SOURCE_OTLP},
-	[SRC_PROM] = {"prometheus", "Prometheus", "metrics",
-		      MERGE_SOURCE_PROMETHEUS},
-};
-_Static_assert(NSPAN <= TOOL_CONNS, "one store connection per source");
-
-static int
-src_of_merge(int merge)
-{
-	switch (merge) {
-	case MERGE_SOURCE_EBPF: return SRC_EBPF;
-	case MERGE_SOURCE_PROMETHEUS: return SRC_PROM;
-	default: return SRC_OTLP;
-	}
-}
-
 /* ---- shared argument handling ------------------------------------------ */
 
 /* time_range / from / to against now (ms), which the caller keeps for
@@ -92,7 +58,7 @@ parse_range(const json_t *args, int64_t now, struct timerange *tr, char *err,
 /* ---- query_metrics ------------------------------------------------------ */
 
 struct metrics_req {
-	unsigned sources;   /* bits 1 << SRC_* */
+	unsigned sources;   /* bits 1 << TOOL_SRC_* */
 	unsigned protocols; /* bits 1 << SPANQUERY_*; 0 = auto */
 	const char *note;   /* a deprecation note, or NULL */
 };
@@ -262,10 +228,10 @@ metric_json(const struct merge_metric_row *r)
 	json_t *o;
 
 	o = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "source",
-		      srcs[src_of_merge(r->source)].name, "requests",
-		      (json_int_t)q->requests, "p50_ms", q->p50_ms, "p95_ms",
-		      q->p95_ms, "p99_ms", q->p99_ms, "error_rate_pct",
-		      error_pct(r));
+		      tool_sources[tool_source_of_merge(r->source)].name,
+		      "requests", (json_int_t)q->requests, "p50_ms", q->p50_ms,
+		      "p95_ms", q->p95_ms, "p99_ms", q->p99_ms,
+		      "error_rate_pct", error_pct(r));
 	if (o == NULL)
 		return NULL;
 	switch (q->protocol) {
@@ -316,9 +282,10 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 		if (rc == STATUS_OK)
 			rc = key_short(b, worst->user);
 		if (rc == STATUS_OK)
-			rc = buf_printf(
-				b, " at %.1f%% [%s]", error_pct(worst),
-				srcs[src_of_merge(worst->source)].label);
+			rc = buf_printf(b, " at %.1f%% [%s]", error_pct(worst),
+					tool_sources[tool_source_of_merge(
+							     worst->source)]
+						.label);
 	} else {
 		rc = buf_puts(b, "no errors");
 	}
@@ -330,9 +297,10 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 		if (rc == STATUS_OK)
 			rc = key_short(b, slowest->user);
 		if (rc == STATUS_OK)
-			rc = buf_printf(
-				b, " (P95 %s) [%s]", p95,
-				srcs[src_of_merge(slowest->source)].label);
+			rc = buf_printf(b, " (P95 %s) [%s]", p95,
+					tool_sources[tool_source_of_merge(
+							     slowest->source)]
+						.label);
 	}
 	for (size_t i = 0; i < ng && rc == STATUS_OK; i++) {
 		const struct merge_metric_row *e = g[i].row[MERGE_SOURCE_EBPF];
@@ -417,26 +385,27 @@ static int
 metrics_call(struct call *call, const json_t *args, json_t **result,
 	     const struct metrics_req *req)
 {
-	struct spanquery_metrics *m[NSPAN] = {NULL};
+	struct spanquery_metrics *m[TOOL_SPAN_SRCS] = {NULL};
 	struct promcalls_result *pres = NULL;
 	struct promcalls_spec spec;
 	struct spanquery_row *prow = NULL;
 	struct grafana *g = NULL;
-	char status[NSRC][300], err[512], rdesc[128];
+	char status[TOOL_SRCS][300], err[512], rdesc[128];
 	struct merge_metric_row *rows = NULL;
 	struct merge_metric_group *groups = NULL;
 	struct spanquery_filter f;
 	struct timerange tr;
 	struct tool_conns k = {0};
 	struct redact_kept own = {0};
-	bool rollup[NSPAN] = {false}, any_rollup = false, truncated = false;
+	bool rollup[TOOL_SPAN_SRCS] = {false}, any_rollup = false,
+	     truncated = false;
 	size_t nrows = 0, ng = 0;
 	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
 	struct buf b;
 	int rc = STATUS_OK, asked = 0;
 	/* sources: asked; shown: reported (a store that cannot be reached
 	 * is reported for its span sources, and not asked) */
-	unsigned sources = req->sources & ~(1u << SRC_PROM), shown;
+	unsigned sources = req->sources & ~(1u << TOOL_SRC_PROM), shown;
 	int64_t now = clock_wall_ms();
 
 	buf_init(&b, call_text_budget(call));
@@ -448,11 +417,11 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	}
 	f.from_ms = tr.from_ms;
 	f.to_ms = tr.to_ms;
-	if (req->sources & (1u << SRC_PROM))
+	if (req->sources & (1u << TOOL_SRC_PROM))
 		g = instances_for_service(call_instances(call), f.service,
 					  &spec);
 	if (g != NULL)
-		sources |= 1u << SRC_PROM;
+		sources |= 1u << TOOL_SRC_PROM;
 	shown = sources;
 	if (tool_conns_get(call, &k) != STATUS_OK) {
 		if (g == NULL) {
@@ -460,15 +429,15 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			goto out;
 		}
 		/* Prometheus still answers without the store */
-		for (int i = 0; i < NSPAN; i++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 			snprintf(status[i], sizeof(status[i]),
 				 "unavailable: %.250s", k.why);
-		sources &= 1u << SRC_PROM;
+		sources &= 1u << TOOL_SRC_PROM;
 	}
 	(void)call_progress(call, 1, 3, "querying the sources");
 
 	/* the span statements out before anything is read */
-	for (int i = 0; i < NSPAN; i++) {
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 		struct pg_error pe;
 		bool shared = k.c[i] == NULL && i > 0;
 
@@ -478,8 +447,9 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		snprintf(status[i], sizeof(status[i]), "ok");
 		if (shared)
 			continue; /* sent after the first is read */
-		rc = spanquery_metrics_send(tool_conns_for(&k, i), srcs[i].name,
-					    &f, now, &rollup[i], &pe);
+		rc = spanquery_metrics_send(tool_conns_for(&k, i),
+					    tool_sources[i].name, &f, now,
+					    &rollup[i], &pe);
 		if (rc != STATUS_OK)
 			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
 		else
@@ -488,7 +458,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	/* Prometheus while the store works */
 	if (g != NULL) {
 		rc = prom_rows(call, g, &spec, &f, &pres, &prow,
-			       status[SRC_PROM], sizeof(status[SRC_PROM]));
+			       status[TOOL_SRC_PROM],
+			       sizeof(status[TOOL_SRC_PROM]));
 		if (rc != STATUS_OK || call_cancelled(call)) {
 			rc = rc == STATUS_NOMEM ? rc : STATUS_CANCELLED;
 			goto out;
@@ -498,15 +469,15 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			truncated |= pres->truncated;
 		}
 	}
-	for (int i = 0; i < NSPAN; i++) {
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 		struct pg_error pe;
 
 		if (!(sources & (1u << i)))
 			continue;
 		if (k.c[i] == NULL && i > 0) {
 			rc = spanquery_metrics_send(tool_conns_for(&k, i),
-						    srcs[i].name, &f, now,
-						    &rollup[i], &pe);
+						    tool_sources[i].name, &f,
+						    now, &rollup[i], &pe);
 			if (rc != STATUS_OK) {
 				tool_unavailable(status[i], sizeof(status[i]),
 						 rc, &pe);
@@ -544,13 +515,13 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	nrows = 0;
-	for (int i = 0; i < NSRC; i++) {
-		struct spanquery_row *src = i == SRC_PROM  ? prow
-					    : m[i] != NULL ? m[i]->rows
-							   : NULL;
-		size_t n = i == SRC_PROM  ? (pres != NULL ? pres->n : 0)
-			   : m[i] != NULL ? m[i]->n
-					  : 0;
+	for (int i = 0; i < TOOL_SRCS; i++) {
+		struct spanquery_row *src = i == TOOL_SRC_PROM ? prow
+					    : m[i] != NULL     ? m[i]->rows
+							       : NULL;
+		size_t n = i == TOOL_SRC_PROM ? (pres != NULL ? pres->n : 0)
+			   : m[i] != NULL     ? m[i]->n
+					      : 0;
 
 		for (size_t j = 0; src != NULL && j < n; j++) {
 			const struct spanquery_row *q = &src[j];
@@ -560,13 +531,13 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			r->key[0] = spanquery_protocol_name(q->protocol);
 			r->key[1] = q->k1;
 			r->key[2] = q->k2;
-			r->source = srcs[i].merge;
+			r->source = tool_sources[i].merge;
 			r->requests = q->requests;
 			r->p50_ms = q->p50_ms;
 			r->p95_ms = q->p95_ms;
 			r->p99_ms = q->p99_ms;
 			r->user = q;
-			if (i == SRC_PROM)
+			if (i == TOOL_SRC_PROM)
 				r->error_rate_pct =
 					merge_pct(pres->rows[j].errors,
 						  pres->rows[j].requests);
@@ -589,17 +560,18 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
 	if (req->note != NULL)
 		(void)!buf_printf(&b, "%s\n\n", req->note);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SRCS; i++)
 		if ((shown & (1u << i)) &&
 		    strncmp(status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&b, "%s %s %s\n", srcs[i].label,
-					  srcs[i].what, status[i]);
+			(void)!buf_printf(&b, "%s %s %s\n",
+					  tool_sources[i].label,
+					  tool_sources[i].what, status[i]);
 	if (ng == 0) {
 		char why[512];
 		bool unknown = false;
 		int failed = 0;
 
-		for (int i = 0; i < NSPAN; i++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 			failed += (sources & (1u << i)) &&
 				  strncmp(status[i], "unavailable", 11) == 0;
 		if (k.c[0] != NULL && failed < asked)
@@ -625,12 +597,12 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	}
 	/* one section per protocol and source, keys by traffic */
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
-		for (int i = 0; i < NSRC; i++) {
+		for (int i = 0; i < TOOL_SRCS; i++) {
 			bool header = false;
 
 			for (size_t j = 0; j < ng; j++) {
 				const struct merge_metric_row *r =
-					groups[j].row[srcs[i].merge];
+					groups[j].row[tool_sources[i].merge];
 
 				if (r == NULL ||
 				    ((const struct spanquery_row *)r->user)
@@ -639,7 +611,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 				if (!header) {
 					(void)!buf_printf(
 						&b, "\n%s Metrics [%s]:\n",
-						proto_titles[p], srcs[i].label);
+						proto_titles[p],
+						tool_sources[i].label);
 					header = true;
 				}
 				if (b.len + TAIL_ROOM > b.max ||
@@ -671,10 +644,10 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SRCS; i++)
 		if (shown & (1u << i))
 			json_object_set_new(json_object_get(sc, "sources"),
-					    srcs[i].name,
+					    tool_sources[i].name,
 					    json_string(status[i]));
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
 		arr[p] = json_array();
@@ -684,9 +657,9 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 		}
 	}
 	for (size_t j = 0; j < ng; j++)
-		for (int i = 0; i < NSRC; i++) {
+		for (int i = 0; i < TOOL_SRCS; i++) {
 			const struct merge_metric_row *r =
-				groups[j].row[srcs[i].merge];
+				groups[j].row[tool_sources[i].merge];
 
 			if (r != NULL)
 				json_array_append_new(
@@ -709,7 +682,7 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
-	for (int i = 0; i < NSPAN; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		spanquery_metrics_free(m[i]);
 	promcalls_free(pres);
 	free(prow);
@@ -728,9 +701,9 @@ out:
 	return rc;
 }
 
-#define BOTH ((1u << SRC_EBPF) | (1u << SRC_OTLP))
-#define ALL  (BOTH | (1u << SRC_PROM))
-#define EBPF (1u << SRC_EBPF)
+#define BOTH ((1u << TOOL_SRC_EBPF) | (1u << TOOL_SRC_OTLP))
+#define ALL  (BOTH | (1u << TOOL_SRC_PROM))
+#define EBPF (1u << TOOL_SRC_EBPF)
 
 static int
 query_metrics(struct call *call, const json_t *args, json_t **result)
@@ -970,13 +943,13 @@ span_open(struct jtext *w, const struct merge_node *node)
 	JT_LIT(w, ",\"name\":");
 	jt_str(w, s->name);
 	JT_LIT(w, ",\"source\":");
-	jt_str(w, srcs[src_of_merge(node->span->source)].name);
+	jt_str(w, tool_sources[tool_source_of_merge(node->span->source)].name);
 	JT_LIT(w, ",\"also_seen_by\":[");
 	for (int m = 0; m < MERGE_SOURCE_COUNT; m++)
 		if (node->also_seen_by & MERGE_SOURCE_BIT(m)) {
 			if (!first)
 				JT_LIT(w, ",");
-			jt_str(w, srcs[src_of_merge(m)].name);
+			jt_str(w, tool_sources[tool_source_of_merge(m)].name);
 			first = false;
 		}
 	JT_LIT(w, "],\"start\":");
@@ -1177,17 +1150,17 @@ struct trace_fetch {
 	const struct spanquery_trace_filter *tf;
 	bool walks; /* the walk and its spans in one statement */
 	/* each source's candidates (step 1) */
-	uint8_t ids[NSPAN][SPANQUERY_MAX_TRACES][16];
-	int64_t keys[NSPAN][SPANQUERY_MAX_TRACES];
-	size_t got[NSPAN];
-	bool more[NSPAN];
+	uint8_t ids[TOOL_SPAN_SRCS][SPANQUERY_MAX_TRACES][16];
+	int64_t keys[TOOL_SPAN_SRCS][SPANQUERY_MAX_TRACES];
+	size_t got[TOOL_SPAN_SRCS];
+	bool more[TOOL_SPAN_SRCS];
 	/* the traces shown, and the ids each source fetches this round */
 	const uint8_t (*ids_final)[16];
 	size_t nfinal;
-	uint8_t want[NSPAN][SPANQUERY_MAX_TRACES][16];
-	size_t nwant[NSPAN];
+	uint8_t want[TOOL_SPAN_SRCS][SPANQUERY_MAX_TRACES][16];
+	size_t nwant[TOOL_SPAN_SRCS];
 	/* spans: [0] from the walk's statement, [1] fetched after */
-	struct spanquery_spans *sp[NSPAN][2];
+	struct spanquery_spans *sp[TOOL_SPAN_SRCS][2];
 	/* or every source's, from one statement (all_at_once) */
 	struct spanquery_spans *all;
 };
@@ -1209,7 +1182,7 @@ source_round(struct call *call, const struct tool_conns *k, unsigned mask,
 	     struct trace_fetch *t)
 {
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < NSPAN; i++) {
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 			struct pg_conn *c = tool_conns_for(k, i);
 			bool mine = k->c[i] != NULL || i == 0;
 			struct pg_error pe;
@@ -1238,8 +1211,9 @@ trace_ids_send(struct pg_conn *c, int i, struct trace_fetch *t,
 	       struct pg_error *pe)
 {
 	if (t->walks)
-		return spanquery_recent_send(c, srcs[i].name, t->tf, pe);
-	return spanquery_trace_ids_send(c, srcs[i].name, t->tf, pe);
+		return spanquery_recent_send(c, tool_sources[i].name, t->tf,
+					     pe);
+	return spanquery_trace_ids_send(c, tool_sources[i].name, t->tf, pe);
 }
 
 static int
@@ -1258,7 +1232,7 @@ trace_ids_recv(struct pg_conn *c, int i, struct trace_fetch *t,
 static int
 spans_send(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
 {
-	return spanquery_spans_send(c, srcs[i].name,
+	return spanquery_spans_send(c, tool_sources[i].name,
 				    (const uint8_t(*)[16])t->want[i],
 				    t->nwant[i], pe);
 }
@@ -1312,16 +1286,6 @@ kept_spans(const struct trace_fetch *t, int i, int part)
 	return n;
 }
 
-/* The source (srcs index) named name; -1 when none is. */
-static int
-span_src(const char *name)
-{
-	for (int i = 0; i < NSPAN; i++)
-		if (strcmp(name, srcs[i].name) == 0)
-			return i;
-	return -1;
-}
-
 struct span_it {
 	int i, part;
 	size_t j;
@@ -1338,10 +1302,10 @@ span_next(const struct trace_fetch *t, struct span_it *it, int *src)
 		if (it->j == t->all->n)
 			return NULL;
 		x = &t->all->spans[it->j++];
-		*src = span_src(x->source); /* all_at_once checked it */
+		*src = tool_span_source(x->source); /* all_at_once checked it */
 		return x;
 	}
-	for (; it->i < NSPAN; it->i++, it->part = 0)
+	for (; it->i < TOOL_SPAN_SRCS; it->i++, it->part = 0)
 		for (; it->part < 2; it->part++, it->j = 0)
 			while (t->sp[it->i][it->part] != NULL &&
 			       it->j < t->sp[it->i][it->part]->n) {
@@ -1387,7 +1351,7 @@ all_at_once(struct call *call, const struct tool_conns *k,
 		rc = spanquery_recent_recv(k->c[0], t->tf->max_traces, ids,
 					   keys, n, more, &sp, &pe);
 	for (size_t j = 0; rc == STATUS_OK && j < sp->n; j++)
-		if (span_src(sp->spans[j].source) < 0) {
+		if (tool_span_source(sp->spans[j].source) < 0) {
 			snprintf(pe.detail, sizeof(pe.detail),
 				 "a span of source \"%.40s\"",
 				 sp->spans[j].source);
@@ -1431,7 +1395,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	struct redact_kept own = {0};
 	struct timerange tr = {0};
 	struct buf b;
-	char status[NSPAN][300], err[512];
+	char status[TOOL_SPAN_SRCS][300], err[512];
 	uint8_t(*ids)[16] = NULL, one_id[16];
 	int64_t *keys = NULL;
 	size_t nids = 0, nspans = 0, *order = NULL;
@@ -1478,14 +1442,14 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		*result = tool_result_error("%s", k.why);
 		goto out;
 	}
-	for (int i = 0; i < NSPAN; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		snprintf(status[i], sizeof(status[i]), "%s",
 			 req->sources & (1u << i) ? "" : "not asked");
 	(void)call_progress(call, 1, 4, "finding traces");
 
 	/* 1. which traces: each source's candidates, then the best overall */
-	ids = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*ids));
-	keys = calloc(NSPAN * SPANQUERY_MAX_TRACES, sizeof(*keys));
+	ids = calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*ids));
+	keys = calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*keys));
 	fx = calloc(1, sizeof(*fx));
 	if (ids == NULL || keys == NULL || fx == NULL) {
 		rc = STATUS_NOMEM;
@@ -1506,7 +1470,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				  trace_ids_send, trace_ids_recv, fx);
 		if (rc != STATUS_OK)
 			goto out;
-		for (int i = 0; i < NSPAN; i++) {
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 			if (status[i][0] != '\0')
 				continue;
 			memcpy(ids + nids, fx->ids[i],
@@ -1540,7 +1504,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	for (int round = 0; round < 2 && nids > 0 && fx->all == NULL; round++) {
 		unsigned mask = 0;
 
-		for (int i = 0; i < NSPAN; i++) {
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
 				continue;
 			if (round == 0 && fx->sp[i][0] != NULL &&
@@ -1574,7 +1538,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	rc = STATUS_OK;
 	/* a source that failed on the way shows none of its spans, even
 	 * those its walk's statement brought */
-	for (int i = 0; i < NSPAN; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (status[i][0] != '\0')
 			for (int part = 0; part < 2; part++) {
 				spanquery_spans_free(fx->sp[i][part]);
@@ -1584,7 +1548,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		const struct redact *r = call_redact(call);
 		struct span_it it = {0};
 		struct spanquery_span *x;
-		size_t per_src[NSPAN] = {0};
+		size_t per_src[TOOL_SPAN_SRCS] = {0};
 		int src;
 
 		while ((x = span_next(fx, &it, &src)) != NULL) {
@@ -1595,7 +1559,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 			per_src[src]++;
 			nspans++;
 		}
-		for (int i = 0; i < NSPAN; i++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 			if ((req->sources & (1u << i)) && status[i][0] == '\0')
 				snprintf(status[i], sizeof(status[i]), "%s",
 					 per_src[i] > 0 ? "ok" : "no_data");
@@ -1615,7 +1579,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		int src;
 
 		while ((x = span_next(fx, &it, &src)) != NULL)
-			tool_merge_span(&spans[nspans++], x, srcs[src].merge);
+			tool_merge_span(&spans[nspans++], x,
+					tool_sources[src].merge);
 	}
 	{
 		struct merge_opts opts = {.max_spans = (size_t)max_spans,
@@ -1645,10 +1610,10 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	/* 4. text and structured content */
 	if (req->note != NULL)
 		(void)!buf_printf(&b, "%s\n\n", req->note);
-	for (int i = 0; i < NSPAN; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (strncmp(status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&b, "%s spans %s\n", srcs[i].label,
-					  status[i]);
+			(void)!buf_printf(&b, "%s spans %s\n",
+					  tool_sources[i].label, status[i]);
 	JT_LIT(&w, "{\"traces\":[");
 	if (res->n_traces == 0) {
 		char why[512], rdesc[128];
@@ -1731,21 +1696,22 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 					  SPANQUERY_MAX_TRACES);
 		(void)!buf_puts(&b, ".\n");
 	}
-	for (int i = 0; i < NSPAN; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (fx->sp[i][1] != NULL && fx->sp[i][1]->truncated)
 			(void)!buf_printf(&b,
 					  "(%s: only the first %d spans were "
 					  "read)\n",
-					  srcs[i].label, SPANQUERY_MAX_SPANS);
+					  tool_sources[i].label,
+					  SPANQUERY_MAX_SPANS);
 	if (res->n_traces > 0)
 		(void)traces_analysis(&b, res, order);
 
 	JT_LIT(&w, "],\"sources\":{");
-	for (int i = 0, n = 0; i < NSPAN; i++)
+	for (int i = 0, n = 0; i < TOOL_SPAN_SRCS; i++)
 		if (req->sources & (1u << i)) {
 			if (n++ > 0)
 				JT_LIT(&w, ",");
-			jt_str(&w, srcs[i].name);
+			jt_str(&w, tool_sources[i].name);
 			JT_LIT(&w, ":");
 			jt_str(&w, status[i]);
 		}
@@ -1791,7 +1757,7 @@ out:
 	tool_conns_put(&k);
 	redact_kept_free(&own);
 	merge_result_free(res);
-	for (int i = 0; fx != NULL && i < NSPAN; i++) {
+	for (int i = 0; fx != NULL && i < TOOL_SPAN_SRCS; i++) {
 		spanquery_spans_free(fx->sp[i][0]);
 		spanquery_spans_free(fx->sp[i][1]);
 	}

@@ -44,23 +44,6 @@
 static const char bad_cursor[] =
 	"cursor is invalid or expired: call again without cursor";
 
-/* The span sources, in the order they are shown. */
-enum {
-	SRC_EBPF,
-	SRC_OTLP,
-	NSRC
-};
-
-static const struct {
-	const char *name;  /* column value and structured name */
-	const char *label; /* in text */
-	int merge;	   /* enum merge_source */
-} srcs[NSRC] = {
-	[SRC_EBPF] = {"ebpf", "eBPF", MERGE_SOURCE_EBPF},
-	[SRC_OTLP] = {"otlp", "OTLP", MERGE_SOURCE_OTLP},
-};
-_Static_assert(NSRC <= TOOL_CONNS, "one store connection per source");
-
 static json_t *
 text_content(const struct buf *b)
 {
@@ -775,7 +758,7 @@ node_json(const struct merge_trace *t, size_t i)
 		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
 		"depth", (json_int_t)node->depth, "service", s->service, "name",
 		s->name, "source",
-		node->span->source == MERGE_SOURCE_EBPF ? "ebpf" : "otlp",
+		tool_sources[tool_source_of_merge(node->span->source)].name,
 		"start", start, "duration_ms", (double)s->duration_ns / 1e6,
 		"self_ms", (double)node->self_ns / 1e6, "status",
 		otlp_status_name(s->status), "status_message",
@@ -1070,7 +1053,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 {
 	const struct redact *r = call_redact(call);
 	const char *trace_id = tool_arg_str(args, "trace_id");
-	struct spanquery_spans *sp[NSRC] = {NULL};
+	struct spanquery_spans *sp[TOOL_SPAN_SRCS] = {NULL};
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
 	struct render_fold *fold = NULL;
@@ -1079,7 +1062,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	struct redact_kept kept = {0};
 	struct tool_conns k = {0};
 	struct buf b, sect[2];
-	char status[NSRC][300], tid[33];
+	char status[TOOL_SPAN_SRCS][300], tid[33];
 	uint8_t id[16];
 	size_t nspans = 0, shown = 0, n_errors, budget, room, avail;
 	int failed = 0;
@@ -1107,10 +1090,10 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	(void)call_progress(call, 1, 3, "fetching spans");
 	/* pass 0 sends on each source's own connection, pass 1 reads (a
 	 * source sharing the first connection is sent then) */
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		status[i][0] = '\0';
 	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < NSRC; i++) {
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 			struct pg_conn *c = tool_conns_for(&k, i);
 			bool own = k.c[i] != NULL || i == 0;
 			struct pg_error pe;
@@ -1120,7 +1103,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 			rc = STATUS_OK;
 			if (pass == 0 || !own)
 				rc = spanquery_spans_send(
-					c, srcs[i].name,
+					c, tool_sources[i].name,
 					(const uint8_t(*)[16])id, 1, &pe);
 			if (rc == STATUS_OK && pass == 1)
 				rc = spanquery_spans_recv(c, &sp[i], &pe);
@@ -1139,18 +1122,18 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 			}
 		}
 	rc = STATUS_OK;
-	if (failed == NSRC) {
+	if (failed == TOOL_SPAN_SRCS) {
 		*result = tool_result_error("telemetry store %s",
-					    status[SRC_OTLP]);
+					    status[TOOL_SRC_OTLP]);
 		goto out;
 	}
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (status[i][0] == '\0')
 			snprintf(status[i], sizeof(status[i]), "%s",
 				 sp[i]->n > 0 ? "ok" : "no_data");
 
 	/* what the spans say goes out redacted, in text and structure */
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
 			struct spanquery_span *s = &sp[i]->spans[j];
 
@@ -1167,10 +1150,10 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	nspans = 0;
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++)
 			tool_merge_span(&spans[nspans++], &sp[i]->spans[j],
-					srcs[i].merge);
+					tool_sources[i].merge);
 	{
 		/* every span read is a node: folding, not merge, keeps the
 		 * answer short */
@@ -1190,16 +1173,17 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	}
 	if (res->n_traces == 0) {
 		(void)!buf_printf(&b, "no trace %s in the store", tid);
-		for (int i = 0; i < NSRC; i++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 			if (strncmp(status[i], "unavailable", 11) == 0)
 				(void)!buf_printf(&b, " (%s spans %s)",
-						  srcs[i].label, status[i]);
+						  tool_sources[i].label,
+						  status[i]);
 		(void)!buf_puts(&b, "\n");
 		sc = json_pack("{s:s, s:b, s:i, s:{s:s, s:s}, s:O, s:O, s:O}",
 			       "trace_id", tid, "found", false, "span_count", 0,
-			       "sources", "ebpf", status[SRC_EBPF], "otlp",
-			       status[SRC_OTLP], "lines", lines, "bottlenecks",
-			       bn, "error_chain", chain);
+			       "sources", "ebpf", status[TOOL_SRC_EBPF], "otlp",
+			       status[TOOL_SRC_OTLP], "lines", lines,
+			       "bottlenecks", bn, "error_chain", chain);
 		if (sc == NULL) {
 			rc = STATUS_NOMEM;
 			goto out;
@@ -1232,29 +1216,31 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 				  n_errors == 1 ? "" : "s");
 	}
 	(void)!buf_puts(&b, "Sources:");
-	for (int i = NSRC; i-- > 0;) {
-		const char *sep = i == NSRC - 1 ? "" : ";";
+	for (int i = TOOL_SPAN_SRCS; i-- > 0;) {
+		const char *sep = i == TOOL_SPAN_SRCS - 1 ? "" : ";";
 		char n[32];
 
 		if (strncmp(status[i], "unavailable", 11) == 0) {
-			(void)!buf_printf(&b, "%s %s %s", sep, srcs[i].label,
-					  status[i]);
+			(void)!buf_printf(&b, "%s %s %s", sep,
+					  tool_sources[i].label, status[i]);
 			continue;
 		}
 		render_count(sp[i]->n, n, sizeof(n));
-		(void)!buf_printf(&b, "%s %s %s span%s", sep, srcs[i].label, n,
+		(void)!buf_printf(&b, "%s %s %s span%s", sep,
+				  tool_sources[i].label, n,
 				  sp[i]->n == 1 ? "" : "s");
 	}
 	if (t->duplicates > 0)
 		(void)!buf_printf(&b, " (%zu seen by both, shown once as OTLP)",
 				  t->duplicates);
 	(void)!buf_puts(&b, "\n");
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (sp[i] != NULL && sp[i]->truncated)
 			(void)!buf_printf(&b,
 					  "(%s: only the first %d spans were "
 					  "read)\n",
-					  srcs[i].label, SPANQUERY_MAX_SPANS);
+					  tool_sources[i].label,
+					  SPANQUERY_MAX_SPANS);
 	if (fold->runs > 0) {
 		char n[32];
 
@@ -1314,8 +1300,8 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 			       "trace_id", tid, "found", true, "span_count",
 			       (json_int_t)t->span_count, "duration_ms",
 			       (double)(t->end_ns - t->start_ns) / 1e6, "start",
-			       "", "sources", "ebpf", status[SRC_EBPF], "otlp",
-			       status[SRC_OTLP], "error_spans",
+			       "", "sources", "ebpf", status[TOOL_SRC_EBPF],
+			       "otlp", status[TOOL_SRC_OTLP], "error_spans",
 			       (json_int_t)n_errors, "duplicates",
 			       (json_int_t)t->duplicates, "folded_spans",
 			       (json_int_t)fold->folded, "lines", lines,
@@ -1341,7 +1327,7 @@ out:
 	render_fold_free(fold);
 	free(ctx.keep);
 	merge_result_free(res);
-	for (int i = 0; i < NSRC; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		spanquery_spans_free(sp[i]);
 	redact_kept_free(&kept);
 	free(spans);
