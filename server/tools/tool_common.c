@@ -163,6 +163,55 @@ tool_unavailable(char *status, size_t cap, int rc, const struct pg_error *err)
 					: "the query failed");
 }
 
+/* Pass 0 sends on the sources' own connections; pass 1 sends what shares
+ * the first connection, and reads everything. */
+static int
+round_pass(const struct tool_round *r, int pass)
+{
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+		struct pg_conn *c = tool_conns_for(r->k, i);
+		bool mine = r->k->c[i] != NULL || i == 0;
+		struct pg_error pe;
+		int rc = STATUS_OK;
+
+		if (!(r->mask & (1u << i)) || r->status[i][0] != '\0' ||
+		    (pass == 0 && !mine))
+			continue;
+		if (mine ? pass == 0 : pass == 1)
+			rc = r->send(c, i, r->arg, &pe);
+		if (rc == STATUS_OK && pass == 1)
+			rc = r->recv(c, i, r->arg, &pe);
+		if (rc == STATUS_CANCELLED || call_cancelled(r->call))
+			return STATUS_CANCELLED;
+		if (rc == STATUS_NOMEM)
+			return rc;
+		if (rc != STATUS_OK)
+			tool_unavailable(r->status[i], TOOL_STATUS_MAX, rc,
+					 &pe);
+	}
+	return STATUS_OK;
+}
+
+int
+tool_round_send(const struct tool_round *r)
+{
+	return round_pass(r, 0);
+}
+
+int
+tool_round_recv(const struct tool_round *r)
+{
+	return round_pass(r, 1);
+}
+
+int
+tool_round_run(const struct tool_round *r)
+{
+	int rc = round_pass(r, 0);
+
+	return rc == STATUS_OK ? round_pass(r, 1) : rc;
+}
+
 bool
 tool_unknown_service(struct pg_conn *c, const char *service,
 		     const char *list_tool, char *out, size_t cap)

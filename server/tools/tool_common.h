@@ -117,6 +117,50 @@ struct pg_conn *tool_conns_for(const struct tool_conns *k, int i);
 void tool_unavailable(char *status, size_t cap, int rc,
 		      const struct pg_error *err);
 
+/* A source's status in an answer: "ok", "no_data", "not asked" or
+ * "unavailable: <why>" (the why cut to fit). */
+#define TOOL_STATUS_MAX 300
+
+/*
+ * One side of a source's statement in a round: sends it on c, or reads
+ * its answer.  src: TOOL_SRC_*; arg: the round's.  STATUS_OK, or a
+ * failure with *pe filled.
+ */
+typedef int (*tool_round_fn)(struct pg_conn *c, int src, void *arg,
+			     struct pg_error *pe);
+
+/*
+ * A round: one statement per span source in mask, side by side on the
+ * sources' own connections (tool_conns), every one sent before any is
+ * read so that the store works on them at once.  A source that shares
+ * the first connection (none was free for it) is sent and read in the
+ * reading pass, once the first connection is free again.
+ *
+ * status (TOOL_SPAN_SRCS of them, borrowed): "" for a source still
+ * answering; a source with any other status is skipped, and one whose
+ * statement fails gets "unavailable: <why>" (tool_unavailable) and so
+ * drops out of later rounds, while the others still answer.
+ */
+struct tool_round {
+	struct call *call;
+	const struct tool_conns *k;
+	unsigned mask; /* bits 1 << TOOL_SRC_*: the sources asked */
+	char (*status)[TOOL_STATUS_MAX];
+	tool_round_fn send, recv;
+	void *arg; /* for send and recv */
+};
+
+/*
+ * The sending pass of r, then the reading pass: between the two the
+ * caller may do other work while the store computes (query_metrics asks
+ * Prometheus).  Each returns STATUS_CANCELLED when the call was
+ * cancelled, STATUS_NOMEM, else STATUS_OK (sources that failed are in
+ * r->status).  tool_round_run is both.
+ */
+int tool_round_send(const struct tool_round *r) WUR;
+int tool_round_recv(const struct tool_round *r) WUR;
+int tool_round_run(const struct tool_round *r) WUR;
+
 /*
  * Whether service has no spans at all in the store (c may be NULL: then
  * false).  When it has none, out (cap bytes, cut when longer) says so with

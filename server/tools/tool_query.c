@@ -381,24 +381,51 @@ prom_rows(struct call *call, struct grafana *g,
 	return STATUS_OK;
 }
 
+/* The span sources' statements of one query_metrics call (the argument
+ * of its tool_round callbacks). */
+struct metrics_fetch {
+	const struct spanquery_filter *f;
+	int64_t now;
+	bool rollup[TOOL_SPAN_SRCS];
+	struct spanquery_metrics *m[TOOL_SPAN_SRCS];
+};
+
+static int
+metrics_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_fetch *x = arg;
+
+	return spanquery_metrics_send(c, tool_sources[i].name, x->f, x->now,
+				      &x->rollup[i], pe);
+}
+
+static int
+metrics_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_fetch *x = arg;
+
+	return spanquery_metrics_recv(c, x->rollup[i], &x->m[i], pe);
+}
+
 static int
 metrics_call(struct call *call, const json_t *args, json_t **result,
 	     const struct metrics_req *req)
 {
-	struct spanquery_metrics *m[TOOL_SPAN_SRCS] = {NULL};
+	struct metrics_fetch fx = {0};
+	struct tool_round round;
+	struct spanquery_metrics **m = fx.m;
 	struct promcalls_result *pres = NULL;
 	struct promcalls_spec spec;
 	struct spanquery_row *prow = NULL;
 	struct grafana *g = NULL;
-	char status[TOOL_SRCS][300], err[512], rdesc[128];
+	char status[TOOL_SRCS][TOOL_STATUS_MAX] = {{0}}, err[512], rdesc[128];
 	struct merge_metric_row *rows = NULL;
 	struct merge_metric_group *groups = NULL;
 	struct spanquery_filter f;
 	struct timerange tr;
 	struct tool_conns k = {0};
 	struct redact_kept own = {0};
-	bool rollup[TOOL_SPAN_SRCS] = {false}, any_rollup = false,
-	     truncated = false;
+	bool any_rollup = false, truncated = false;
 	size_t nrows = 0, ng = 0;
 	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
 	struct buf b;
@@ -437,24 +464,19 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	(void)call_progress(call, 1, 3, "querying the sources");
 
 	/* the span statements out before anything is read */
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-		struct pg_error pe;
-		bool shared = k.c[i] == NULL && i > 0;
-
-		if (!(sources & (1u << i)))
-			continue;
-		asked++;
-		snprintf(status[i], sizeof(status[i]), "ok");
-		if (shared)
-			continue; /* sent after the first is read */
-		rc = spanquery_metrics_send(tool_conns_for(&k, i),
-					    tool_sources[i].name, &f, now,
-					    &rollup[i], &pe);
-		if (rc != STATUS_OK)
-			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
-		else
-			status[i][0] = '\0'; /* pending */
-	}
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		asked += (sources & (1u << i)) != 0;
+	fx.f = &f;
+	fx.now = now;
+	round = (struct tool_round){.call = call,
+				    .k = &k,
+				    .mask = sources,
+				    .status = status,
+				    .send = metrics_send,
+				    .recv = metrics_recv,
+				    .arg = &fx};
+	if ((rc = tool_round_send(&round)) != STATUS_OK)
+		goto out;
 	/* Prometheus while the store works */
 	if (g != NULL) {
 		rc = prom_rows(call, g, &spec, &f, &pres, &prow,
@@ -469,36 +491,11 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			truncated |= pres->truncated;
 		}
 	}
+	if ((rc = tool_round_recv(&round)) != STATUS_OK)
+		goto out;
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-		struct pg_error pe;
-
-		if (!(sources & (1u << i)))
+		if (!(sources & (1u << i)) || status[i][0] != '\0')
 			continue;
-		if (k.c[i] == NULL && i > 0) {
-			rc = spanquery_metrics_send(tool_conns_for(&k, i),
-						    tool_sources[i].name, &f,
-						    now, &rollup[i], &pe);
-			if (rc != STATUS_OK) {
-				tool_unavailable(status[i], sizeof(status[i]),
-						 rc, &pe);
-				continue;
-			}
-			status[i][0] = '\0';
-		}
-		if (status[i][0] != '\0')
-			continue;
-		rc = spanquery_metrics_recv(tool_conns_for(&k, i), rollup[i],
-					    &m[i], &pe);
-		if (rc == STATUS_CANCELLED || call_cancelled(call)) {
-			rc = STATUS_CANCELLED;
-			goto out;
-		}
-		if (rc == STATUS_NOMEM)
-			goto out;
-		if (rc != STATUS_OK) {
-			tool_unavailable(status[i], sizeof(status[i]), rc, &pe);
-			continue;
-		}
 		snprintf(status[i], sizeof(status[i]), "%s",
 			 m[i]->n > 0 ? "ok" : "no_data");
 		nrows += m[i]->n;
@@ -1145,7 +1142,7 @@ union_ids(uint8_t (*ids)[16], int64_t *keys, size_t n)
 }
 
 /* The statements of one query_traces call, per source (the argument of
- * source_round's callbacks). */
+ * its tool_round callbacks). */
 struct trace_fetch {
 	const struct spanquery_trace_filter *tf;
 	bool walks; /* the walk and its spans in one statement */
@@ -1165,51 +1162,11 @@ struct trace_fetch {
 	struct spanquery_spans *all;
 };
 
-typedef int (*source_fn)(struct pg_conn *c, int i, struct trace_fetch *t,
-			 struct pg_error *pe);
-
-/*
- * One statement per source in mask, each on the source's own connection
- * at once: every one sent, then every one read.  A source that shares the
- * first connection (none free for it) is sent and read in the second
- * pass, after the first connection is free again.  A source whose
- * statement fails is marked unavailable in status and left out of later
- * rounds.  STATUS_CANCELLED (the call was), STATUS_NOMEM, else STATUS_OK.
- */
 static int
-source_round(struct call *call, const struct tool_conns *k, unsigned mask,
-	     char (*status)[300], source_fn send, source_fn recv,
-	     struct trace_fetch *t)
+trace_ids_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-			struct pg_conn *c = tool_conns_for(k, i);
-			bool mine = k->c[i] != NULL || i == 0;
-			struct pg_error pe;
-			int rc = STATUS_OK;
+	struct trace_fetch *t = arg;
 
-			if (!(mask & (1u << i)) || status[i][0] != '\0' ||
-			    (pass == 0 && !mine))
-				continue;
-			if (mine ? pass == 0 : pass == 1)
-				rc = send(c, i, t, &pe);
-			if (rc == STATUS_OK && pass == 1)
-				rc = recv(c, i, t, &pe);
-			if (rc == STATUS_CANCELLED || call_cancelled(call))
-				return STATUS_CANCELLED;
-			if (rc == STATUS_NOMEM)
-				return rc;
-			if (rc != STATUS_OK)
-				tool_unavailable(status[i], sizeof(status[i]),
-						 rc, &pe);
-		}
-	return STATUS_OK;
-}
-
-static int
-trace_ids_send(struct pg_conn *c, int i, struct trace_fetch *t,
-	       struct pg_error *pe)
-{
 	if (t->walks)
 		return spanquery_recent_send(c, tool_sources[i].name, t->tf,
 					     pe);
@@ -1217,9 +1174,10 @@ trace_ids_send(struct pg_conn *c, int i, struct trace_fetch *t,
 }
 
 static int
-trace_ids_recv(struct pg_conn *c, int i, struct trace_fetch *t,
-	       struct pg_error *pe)
+trace_ids_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
+	struct trace_fetch *t = arg;
+
 	if (t->walks)
 		return spanquery_recent_recv(c, t->tf->max_traces, t->ids[i],
 					     t->keys[i], &t->got[i],
@@ -1230,16 +1188,20 @@ trace_ids_recv(struct pg_conn *c, int i, struct trace_fetch *t,
 }
 
 static int
-spans_send(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+spans_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
+	struct trace_fetch *t = arg;
+
 	return spanquery_spans_send(c, tool_sources[i].name,
 				    (const uint8_t(*)[16])t->want[i],
 				    t->nwant[i], pe);
 }
 
 static int
-spans_recv(struct pg_conn *c, int i, struct trace_fetch *t, struct pg_error *pe)
+spans_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
+	struct trace_fetch *t = arg;
+
 	return spanquery_spans_recv(c, &t->sp[i][1], pe);
 }
 
@@ -1395,7 +1357,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	struct redact_kept own = {0};
 	struct timerange tr = {0};
 	struct buf b;
-	char status[TOOL_SPAN_SRCS][300], err[512];
+	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX], err[512];
 	uint8_t(*ids)[16] = NULL, one_id[16];
 	int64_t *keys = NULL;
 	size_t nids = 0, nspans = 0, *order = NULL;
@@ -1466,8 +1428,9 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		goto out;
 	}
 	if (trace_id == NULL && fx->all == NULL) {
-		rc = source_round(call, &k, req->sources, status,
-				  trace_ids_send, trace_ids_recv, fx);
+		rc = tool_round_run(&(struct tool_round){call, &k, req->sources,
+							 status, trace_ids_send,
+							 trace_ids_recv, fx});
 		if (rc != STATUS_OK)
 			goto out;
 		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
@@ -1530,8 +1493,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		}
 		if (mask == 0)
 			break;
-		rc = source_round(call, &k, mask, status, spans_send,
-				  spans_recv, fx);
+		rc = tool_round_run(&(struct tool_round){
+			call, &k, mask, status, spans_send, spans_recv, fx});
 		if (rc != STATUS_OK)
 			goto out;
 	}

@@ -1048,12 +1048,37 @@ append_lines(struct buf *b, const struct buf *src, size_t max)
 				  cut, cut == 1 ? "" : "s");
 }
 
+/* The trace's statements, one per source (the argument of get_trace's
+ * tool_round callbacks). */
+struct trace_fetch {
+	uint8_t id[16];
+	struct spanquery_spans *sp[TOOL_SPAN_SRCS];
+};
+
+static int
+trace_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct trace_fetch *x = arg;
+
+	return spanquery_spans_send(c, tool_sources[i].name,
+				    (const uint8_t(*)[16])x->id, 1, pe);
+}
+
+static int
+trace_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct trace_fetch *x = arg;
+
+	return spanquery_spans_recv(c, &x->sp[i], pe);
+}
+
 static int
 get_trace(struct call *call, const json_t *args, json_t **result)
 {
 	const struct redact *r = call_redact(call);
 	const char *trace_id = tool_arg_str(args, "trace_id");
-	struct spanquery_spans *sp[TOOL_SPAN_SRCS] = {NULL};
+	struct trace_fetch fx = {{0}};
+	struct spanquery_spans **sp = fx.sp;
 	struct merge_result *res = NULL;
 	struct merge_span *spans = NULL;
 	struct render_fold *fold = NULL;
@@ -1062,8 +1087,8 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	struct redact_kept kept = {0};
 	struct tool_conns k = {0};
 	struct buf b, sect[2];
-	char status[TOOL_SPAN_SRCS][300], tid[33];
-	uint8_t id[16];
+	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX], tid[33];
+	uint8_t *id = fx.id;
 	size_t nspans = 0, shown = 0, n_errors, budget, room, avail;
 	int failed = 0;
 	json_t *sc = NULL, *lines = NULL, *bn = NULL, *chain = NULL;
@@ -1088,40 +1113,19 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	(void)call_progress(call, 1, 3, "fetching spans");
-	/* pass 0 sends on each source's own connection, pass 1 reads (a
-	 * source sharing the first connection is sent then) */
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		status[i][0] = '\0';
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-			struct pg_conn *c = tool_conns_for(&k, i);
-			bool own = k.c[i] != NULL || i == 0;
-			struct pg_error pe;
-
-			if (status[i][0] != '\0' || (pass == 0 && !own))
-				continue;
-			rc = STATUS_OK;
-			if (pass == 0 || !own)
-				rc = spanquery_spans_send(
-					c, tool_sources[i].name,
-					(const uint8_t(*)[16])id, 1, &pe);
-			if (rc == STATUS_OK && pass == 1)
-				rc = spanquery_spans_recv(c, &sp[i], &pe);
-			if (rc == STATUS_CANCELLED || call_cancelled(call)) {
-				rc = STATUS_CANCELLED;
-				goto out;
-			}
-			if (rc == STATUS_NOMEM)
-				goto out;
-			if (rc != STATUS_OK) {
-				tool_unavailable(status[i], sizeof(status[i]),
-						 rc, &pe);
-				failed++;
-			} else if (pass == 1) {
-				nspans += sp[i]->n;
-			}
-		}
-	rc = STATUS_OK;
+	rc = tool_round_run(
+		&(struct tool_round){call, &k, (1u << TOOL_SPAN_SRCS) - 1,
+				     status, trace_send, trace_recv, &fx});
+	if (rc != STATUS_OK)
+		goto out;
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+		if (status[i][0] != '\0')
+			failed++;
+		else
+			nspans += sp[i]->n;
+	}
 	if (failed == TOOL_SPAN_SRCS) {
 		*result = tool_result_error("telemetry store %s",
 					    status[TOOL_SRC_OTLP]);
