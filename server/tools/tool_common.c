@@ -64,6 +64,30 @@ tool_parse_trace_id(const char *s, uint8_t out[16])
 	return memcmp(out, zero, 16) != 0 ? STATUS_OK : STATUS_INVALID;
 }
 
+int
+tool_time_range(const json_t *args, const char *dflt, unsigned flags,
+		int64_t now_ms, struct timerange *tr, char *err, size_t errlen)
+{
+	bool from_to = (flags & TOOL_RANGE_FROM_TO) != 0;
+	const char *range =
+		flags & TOOL_RANGE_EMPTY_REFUSED
+			? json_string_value(json_object_get(args, "time_range"))
+			: tool_arg_str(args, "time_range");
+
+	return timerange_parse(range != NULL ? range : dflt,
+			       from_to ? tool_arg_str(args, "from") : NULL,
+			       from_to ? tool_arg_str(args, "to") : NULL,
+			       now_ms, tr, err, errlen);
+}
+
+bool
+tool_time_range_given(const json_t *args)
+{
+	return tool_arg_str(args, "time_range") != NULL ||
+	       tool_arg_str(args, "from") != NULL ||
+	       tool_arg_str(args, "to") != NULL;
+}
+
 json_t *
 tool_range_json(const struct timerange *tr)
 {

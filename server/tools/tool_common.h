@@ -58,6 +58,31 @@ const char *tool_arg_str(const json_t *args, const char *key);
  * STATUS_INVALID otherwise (out then undefined). */
 int tool_parse_trace_id(const char *s, uint8_t out[16]) WUR;
 
+/* How tool_time_range reads a call's arguments. */
+enum {
+	/* from / to as well as time_range (they win over it) */
+	TOOL_RANGE_FROM_TO = 1u << 0,
+	/* an empty time_range is refused, not taken for the default: what
+	 * query_metrics and query_traces have always answered */
+	TOOL_RANGE_EMPTY_REFUSED = 1u << 1,
+};
+
+/*
+ * The call's time range against now_ms (which the caller keeps to
+ * describe it: "last 1h" needs the same now): time_range, dflt when it is
+ * absent (or empty), and with TOOL_RANGE_FROM_TO the from / to arguments,
+ * as timerange_parse resolves them.  STATUS_INVALID with a message for
+ * the model in err (errlen bytes) when they do not parse; tr is then
+ * {0, 0}.
+ */
+int tool_time_range(const json_t *args, const char *dflt, unsigned flags,
+		    int64_t now_ms, struct timerange *tr, char *err,
+		    size_t errlen) WUR;
+
+/* Whether args name a range at all (time_range, from or to, non-empty):
+ * tools that need none for one trace or session ask for it then only. */
+bool tool_time_range_given(const json_t *args);
+
 /* {"from": ISO 8601, "to": ISO 8601} for tr (new reference); NULL on
  * ENOMEM. */
 json_t *tool_range_json(const struct timerange *tr);

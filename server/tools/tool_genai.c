@@ -410,19 +410,6 @@ call_table(struct out *o, const char *title, const struct genai_call *c,
 
 /* ---- the store ------------------------------------------------------------ */
 
-/* time_range (default dflt) and, when allowed, from / to. */
-static int
-parse_range(const json_t *args, const char *dflt, bool absolute, int64_t now,
-	    struct timerange *tr, char *err, size_t len)
-{
-	const char *range = tool_arg_str(args, "time_range");
-
-	return timerange_parse(range != NULL ? range : dflt,
-			       absolute ? tool_arg_str(args, "from") : NULL,
-			       absolute ? tool_arg_str(args, "to") : NULL, now,
-			       tr, err, len);
-}
-
 /* Ends a handler: the text and sc (stolen) as the result. */
 static int
 finish(struct out *o, json_t *sc, json_t **result)
@@ -764,7 +751,7 @@ get_session(struct call *call, const json_t *args, json_t **result)
 			"gen_ai.conversation.id) of the session's spans");
 		goto out;
 	}
-	if (parse_range(args, "7d", false, now, &tr, err, sizeof(err)) !=
+	if (tool_time_range(args, "7d", 0, now, &tr, err, sizeof(err)) !=
 	    STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
@@ -1151,8 +1138,8 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 
 	*result = NULL;
 	out_init(&o, call);
-	if (parse_range(args, "1h", true, now, &tr, err, sizeof(err)) !=
-	    STATUS_OK) {
+	if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr, err,
+			    sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
@@ -1435,7 +1422,7 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 			"session.id values of the two sessions to compare");
 		goto out;
 	}
-	if (parse_range(args, "7d", false, now, &tr, err, sizeof(err)) !=
+	if (tool_time_range(args, "7d", 0, now, &tr, err, sizeof(err)) !=
 	    STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;

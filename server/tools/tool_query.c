@@ -38,22 +38,8 @@
 #define TAIL_ROOM 768
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
-
-/* ---- shared argument handling ------------------------------------------ */
-
-/* time_range / from / to against now (ms), which the caller keeps for
- * describing the range: "last 1h" needs the same now */
-static int
-parse_range(const json_t *args, int64_t now, struct timerange *tr, char *err,
-	    size_t len)
-{
-	const char *range =
-		json_string_value(json_object_get(args, "time_range"));
-
-	return timerange_parse(range != NULL ? range : "1h",
-			       tool_arg_str(args, "from"),
-			       tool_arg_str(args, "to"), now, tr, err, len);
-}
+/* time_range (default 1h) or from / to */
+#define QUERY_RANGE (TOOL_RANGE_FROM_TO | TOOL_RANGE_EMPTY_REFUSED)
 
 /* ---- query_metrics ------------------------------------------------------ */
 
@@ -438,7 +424,8 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 	buf_init(&b, call_text_budget(call));
 	*result = NULL;
 	if (metrics_filter(args, req, &f, err, sizeof(err)) != STATUS_OK ||
-	    parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+	    tool_time_range(args, "1h", QUERY_RANGE, now, &tr, err,
+			    sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
@@ -1387,7 +1374,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 				trace_id);
 			goto out;
 		}
-	} else if (parse_range(args, now, &tr, err, sizeof(err)) != STATUS_OK) {
+	} else if (tool_time_range(args, "1h", QUERY_RANGE, now, &tr, err,
+				   sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}

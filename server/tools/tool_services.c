@@ -103,8 +103,7 @@ out:
 static int
 list_services(struct call *call, const json_t *args, json_t **result)
 {
-	const char *range = tool_arg_str(args, "time_range"),
-		   *ns = tool_arg_str(args, "namespace");
+	const char *ns = tool_arg_str(args, "namespace");
 	const json_t *lim = json_object_get(args, "limit");
 	const struct redact *red = call_redact(call);
 	struct pg_pool *pg = call_pg(call);
@@ -136,8 +135,8 @@ list_services(struct call *call, const json_t *args, json_t **result)
 		}
 		limit = (size_t)json_integer_value(lim);
 	}
-	if (timerange_parse(range != NULL ? range : "24h", NULL, NULL, now, &tr,
-			    err, sizeof(err)) != STATUS_OK) {
+	if (tool_time_range(args, "24h", 0, now, &tr, err, sizeof(err)) !=
+	    STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto done;
 	}

@@ -103,9 +103,6 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	const char *status = tool_arg_str(args, "status");
 	const char *order = tool_arg_str(args, "order_by");
 	const char *cursor = tool_arg_str(args, "cursor");
-	const char *range = tool_arg_str(args, "time_range");
-	const char *from = tool_arg_str(args, "from"),
-		   *to = tool_arg_str(args, "to");
 	const json_t *md = json_object_get(args, "min_duration_ms");
 	const json_t *lim = json_object_get(args, "limit");
 	struct timerange tr;
@@ -172,10 +169,10 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 		a->limit = (size_t)json_integer_value(lim);
 	}
 	/* one trace or session needs no range unless one is asked for */
-	if (range != NULL || from != NULL || to != NULL ||
+	if (tool_time_range_given(args) ||
 	    (!a->f.has_trace_id && a->f.session_id == NULL)) {
-		if (timerange_parse(range != NULL ? range : "1h", from, to, now,
-				    &tr, err, len) != STATUS_OK)
+		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr,
+				    err, len) != STATUS_OK)
 			return STATUS_INVALID;
 		a->f.has_range = true;
 		a->f.from_ms = tr.from_ms;

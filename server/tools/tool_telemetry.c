@@ -389,7 +389,6 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	const char *name = tool_arg_str(args, "name"),
 		   *service = tool_arg_str(args, "service"),
 		   *agg_s = tool_arg_str(args, "aggregation");
-	const char *range = tool_arg_str(args, "time_range");
 	const json_t *gb = json_object_get(args, "group_by");
 	const char *keys[POINTQUERY_MAX_GROUP_BY];
 	struct pointquery_metric_req r = {0};
@@ -419,9 +418,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 			agg_s);
 		goto done;
 	}
-	if (timerange_parse(range != NULL ? range : "1h",
-			    tool_arg_str(args, "from"),
-			    tool_arg_str(args, "to"), now, &tr, err,
+	if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr, err,
 			    sizeof(err)) != STATUS_OK ||
 	    pointquery_step(tr.from_ms, tr.to_ms, tool_arg_str(args, "step"),
 			    &step_s, err, sizeof(err)) != STATUS_OK) {
@@ -577,8 +574,7 @@ static int
 query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 {
 	const char *status = tool_arg_str(args, "status"),
-		   *sort = tool_arg_str(args, "sort"),
-		   *range = tool_arg_str(args, "time_range");
+		   *sort = tool_arg_str(args, "sort");
 	const json_t *mind = json_object_get(args, "min_duration_ms"),
 		     *limit = json_object_get(args, "limit");
 	struct spansearch_req r = {0};
@@ -644,14 +640,10 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 	}
 	/* a trace id alone searches everything stored: a trace is small and
 	 * its start is often unknown to the caller */
-	r.has_range = r.trace_id == NULL || range != NULL ||
-		      tool_arg_str(args, "from") != NULL ||
-		      tool_arg_str(args, "to") != NULL;
+	r.has_range = r.trace_id == NULL || tool_time_range_given(args);
 	if (r.has_range) {
-		if (timerange_parse(range != NULL ? range : "1h",
-				    tool_arg_str(args, "from"),
-				    tool_arg_str(args, "to"), now, &tr, err,
-				    sizeof(err)) != STATUS_OK) {
+		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr,
+				    err, sizeof(err)) != STATUS_OK) {
 			*result = tool_result_error("%s", err);
 			goto done;
 		}

@@ -4,7 +4,8 @@
  * (conformance fixtures on and off, tool sets, disabled tools), the
  * tools/list pages per protocol revision, cursors, tools_same, and the
  * errors for a handler without a definition and a definition without a
- * handler.
+ * handler; and the argument helpers of tool_common (time ranges, the
+ * source table).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,10 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/timerange.h"
 #include "conf/config.h"
 #include "conformance/conformance.h"
 #include "conformance/tool_conformance_2026.h"
 #include "mcp/tools.h"
+#include "telemetry/merge.h"
+#include "tools/tool_common.h"
 #include "tools/tool_core.h"
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
@@ -847,6 +851,117 @@ test_definition_without_handler(void **state)
 	config_free(cfg);
 }
 
+/* 2026-11-21T10:00:00Z */
+#define NOW_MS	1795255200000LL
+#define HOUR_MS (3600LL * 1000)
+
+static void
+test_time_range(void **state)
+{
+	static const struct {
+		const char *args; /* JSON */
+		const char *dflt;
+		unsigned flags;
+		int rc;
+		int64_t span_ms; /* to_ms - from_ms when rc is STATUS_OK */
+		bool to_now;	 /* to_ms == NOW_MS */
+		const char *err; /* in the message when rc is not */
+	} cases[] = {
+		{"{}", "1h", 0, STATUS_OK, HOUR_MS, true, NULL},
+		{"{}", "24h", TOOL_RANGE_FROM_TO, STATUS_OK, 24 * HOUR_MS, true,
+		 NULL},
+		{"{\"time_range\": \"15m\"}", "1h", 0, STATUS_OK,
+		 15 * 60 * 1000, true, NULL},
+		/* empty: the default, unless refused */
+		{"{\"time_range\": \"\"}", "7d", 0, STATUS_OK, 168 * HOUR_MS,
+		 true, NULL},
+		{"{\"time_range\": \"\"}", "1h", TOOL_RANGE_EMPTY_REFUSED,
+		 STATUS_INVALID, 0, false, "time_range \"\""},
+		{"{\"time_range\": \"soon\"}", "1h", 0, STATUS_INVALID, 0,
+		 false, "time_range \"soon\""},
+		/* from / to only when asked for, and then over time_range */
+		{"{\"time_range\": \"15m\", \"from\": "
+		 "\"2026-11-21T08:00:00Z\"}",
+		 "1h", 0, STATUS_OK, 15 * 60 * 1000, true, NULL},
+		{"{\"time_range\": \"15m\", \"from\": "
+		 "\"2026-11-21T08:00:00Z\"}",
+		 "1h", TOOL_RANGE_FROM_TO, STATUS_OK, 2 * HOUR_MS, true, NULL},
+		{"{\"from\": \"2026-11-21T08:00:00Z\", \"to\": "
+		 "\"2026-11-21T09:00:00Z\"}",
+		 "1h", TOOL_RANGE_FROM_TO | TOOL_RANGE_EMPTY_REFUSED, STATUS_OK,
+		 HOUR_MS, false, NULL},
+		{"{\"to\": \"2026-11-21T09:00:00Z\"}", "1h", TOOL_RANGE_FROM_TO,
+		 STATUS_INVALID, 0, false, "without from"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *args = json_loads(cases[i].args, 0, NULL);
+		struct timerange tr;
+		char err[512];
+		int rc;
+
+		assert_non_null(args);
+		rc = tool_time_range(args, cases[i].dflt, cases[i].flags,
+				     NOW_MS, &tr, err, sizeof(err));
+		if (rc != cases[i].rc)
+			fail_msg("case %zu (%s): status %d, want %d: %s", i,
+				 cases[i].args, rc, cases[i].rc, err);
+		if (rc == STATUS_OK) {
+			assert_int_equal(tr.to_ms - tr.from_ms,
+					 cases[i].span_ms);
+			assert_int_equal(tr.to_ms == NOW_MS, cases[i].to_now);
+		} else if (strstr(err, cases[i].err) == NULL) {
+			fail_msg("case %zu: \"%s\" not in: %s", i, cases[i].err,
+				 err);
+		}
+		json_decref(args);
+	}
+}
+
+static void
+test_time_range_given(void **state)
+{
+	static const struct {
+		const char *args;
+		bool given;
+	} cases[] = {
+		{"{}", false},
+		{"{\"time_range\": \"\", \"from\": \"\"}", false},
+		{"{\"time_range\": 5}", false},
+		{"{\"time_range\": \"1h\"}", true},
+		{"{\"from\": \"2026-11-21\"}", true},
+		{"{\"to\": \"2026-11-21\"}", true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *args = json_loads(cases[i].args, 0, NULL);
+
+		assert_non_null(args);
+		if (tool_time_range_given(args) != cases[i].given)
+			fail_msg("case %zu (%s): want %d", i, cases[i].args,
+				 cases[i].given);
+		json_decref(args);
+	}
+}
+
+static void
+test_sources(void **state)
+{
+	(void)state;
+	for (int i = 0; i < TOOL_SRCS; i++)
+		assert_int_equal(tool_source_of_merge(tool_sources[i].merge),
+				 i);
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		assert_int_equal(tool_span_source(tool_sources[i].name), i);
+	assert_int_equal(tool_span_source("prometheus"), -1);
+	assert_int_equal(tool_span_source("beyla"), -1);
+	assert_string_equal(
+		tool_sources[tool_source_of_merge(MERGE_SOURCE_EBPF)].name,
+		"ebpf");
+}
+
 int
 main(void)
 {
@@ -868,6 +983,9 @@ main(void)
 		cmocka_unit_test(test_header_matches),
 		cmocka_unit_test(test_handler_without_definition),
 		cmocka_unit_test(test_definition_without_handler),
+		cmocka_unit_test(test_time_range),
+		cmocka_unit_test(test_time_range_given),
+		cmocka_unit_test(test_sources),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
