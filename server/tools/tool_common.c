@@ -99,11 +99,15 @@ tool_range_json(const struct timerange *tr)
 }
 
 int
-tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len)
+tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
+	      struct pg_error *err)
 {
 	struct pg_pool *pg = call_pg(call);
-	struct pg_error err;
+	struct pg_error own;
 	int rc;
+
+	if (err == NULL)
+		err = &own;
 
 	*c = NULL;
 	if (pg == NULL) {
@@ -112,11 +116,11 @@ tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len)
 			 "url (or DATABASE_URL) and restart");
 		return STATUS_UNSUPPORTED;
 	}
-	rc = pg_acquire(pg, call_pg_cancel(call), -1, c, &err);
+	rc = pg_acquire(pg, call_pg_cancel(call), -1, c, err);
 	if (rc != STATUS_OK) {
 		*c = NULL;
 		snprintf(why, len, "telemetry store unavailable: %s",
-			 err.client);
+			 err->client);
 	}
 	return rc;
 }
@@ -154,7 +158,7 @@ tool_conns_get(struct call *call, struct tool_conns *k)
 	int rc;
 
 	memset(k, 0, sizeof(*k));
-	rc = tool_conn_get(call, &k->c[0], k->why, sizeof(k->why));
+	rc = tool_conn_get(call, &k->c[0], k->why, sizeof(k->why), NULL);
 	if (rc != STATUS_OK)
 		return rc;
 	for (int i = 1; i < TOOL_CONNS; i++)

@@ -93,10 +93,12 @@ json_t *tool_range_json(const struct timerange *tr);
  * pg_release).  Otherwise *c is NULL and why (len bytes, NUL-terminated)
  * says what to tell the client: STATUS_UNSUPPORTED when no store is
  * configured ("no telemetry store is configured: ..."), pg_acquire's status
- * when none could be had ("telemetry store unavailable: ...").
+ * when none could be had ("telemetry store unavailable: ..."), with
+ * pg_acquire's error in *err when err is not NULL (for a handler that
+ * answers with tool_store_failed).
  */
-int tool_conn_get(struct call *call, struct pg_conn **c, char *why,
-		  size_t len) WUR;
+int tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
+		  struct pg_error *err) WUR;
 
 /*
  * A failed lease or statement (err from lib/pg): the status for the

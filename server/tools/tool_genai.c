@@ -757,7 +757,7 @@ get_session(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	describe_range(&tr, now, desc, sizeof(desc));
-	if (tool_conn_get(call, &c, err, sizeof(err)) != STATUS_OK) {
+	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
@@ -1151,7 +1151,7 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	f.to_ms = tr.to_ms;
 	f.service = tool_arg_str(args, "service");
 	f.model = tool_arg_str(args, "model");
-	if (tool_conn_get(call, &c, err, sizeof(err)) != STATUS_OK) {
+	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
@@ -1428,7 +1428,7 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	describe_range(&tr, now, desc, sizeof(desc));
-	if (tool_conn_get(call, &c, err, sizeof(err)) != STATUS_OK) {
+	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}

@@ -106,7 +106,6 @@ list_services(struct call *call, const json_t *args, json_t **result)
 	const char *ns = tool_arg_str(args, "namespace");
 	const json_t *lim = json_object_get(args, "limit");
 	const struct redact *red = call_redact(call);
-	struct pg_pool *pg = call_pg(call);
 	struct servicequery_result *r = NULL;
 	struct servicequery_filter f = {0};
 	struct pg_conn *c = NULL;
@@ -140,14 +139,12 @@ list_services(struct call *call, const json_t *args, json_t **result)
 		*result = tool_result_error("%s", err);
 		goto done;
 	}
-	if (pg == NULL) {
-		*result = tool_result_error(
-			"telemetry store unavailable: no telemetry store is "
-			"configured: set [database] url (or DATABASE_URL) and "
-			"restart");
+	rc = tool_conn_get(call, &c, err, sizeof(err), &perr);
+	if (rc == STATUS_UNSUPPORTED) { /* err lacks the prefix then */
+		*result = tool_result_error("telemetry store unavailable: %s",
+					    err);
 		goto done;
 	}
-	rc = pg_acquire(pg, call_pg_cancel(call), -1, &c, &perr);
 	if (rc != STATUS_OK) {
 		rc = tool_store_failed(call, "list_services", rc, &perr,
 				       "narrow time_range", result);

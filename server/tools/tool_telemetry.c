@@ -59,7 +59,7 @@ static int
 lease(struct call *call, struct pg_conn **c, json_t **result)
 {
 	char why[320];
-	int rc = tool_conn_get(call, c, why, sizeof(why));
+	int rc = tool_conn_get(call, c, why, sizeof(why), NULL);
 
 	if (rc == STATUS_UNSUPPORTED) /* why lacks the prefix then */
 		*result = tool_result_error("telemetry store unavailable: %s",
