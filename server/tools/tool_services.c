@@ -100,185 +100,226 @@ out:
 	return rc;
 }
 
-static int
-list_services(struct call *call, const json_t *args, json_t **result)
-{
-	const char *ns = tool_arg_str(args, "namespace");
-	const json_t *lim = json_object_get(args, "limit");
-	const struct redact *red = call_redact(call);
-	struct servicequery_result *r = NULL;
-	struct servicequery_filter f = {0};
-	struct pg_conn *c = NULL;
-	struct pg_error perr;
+/* One list_services call across its phases; the handler frees it. */
+struct services_call {
+	struct call *call;
+	size_t limit, budget;
+	int64_t now;
 	struct timerange tr;
-	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX],
-		from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX],
-		*nsowned = NULL;
-	size_t budget = call_text_budget(call), limit = DEFAULT_LIMIT,
-	       shown = 0;
-	json_t *arr = NULL, *sc;
+	const char *ns; /* the namespace filter, as given */
+	char *nsowned;	/* as shown, when redacted */
+	struct servicequery_result *r;
+	json_t *arr;	 /* the rows shown, structured */
+	size_t shown;	 /* how many */
 	struct buf b, t; /* the answer, the table */
-	int64_t now = clock_wall_ms();
-	double range_s;
-	int rc;
+};
 
-	*result = NULL;
-	buf_init(&b, budget + 4096);
-	buf_init(&t, budget + 4096);
+/* Arguments: limit and time_range; *result is the answer when bad. */
+static int
+services_args(struct services_call *x, const json_t *args, json_t **result)
+{
+	const json_t *lim = json_object_get(args, "limit");
+	char err[512];
+
+	x->ns = tool_arg_str(args, "namespace");
 	if (json_is_integer(lim)) {
 		if (json_integer_value(lim) < 1 ||
 		    json_integer_value(lim) > MAX_LIMIT) {
 			*result = tool_result_error("limit must be 1..%d",
 						    MAX_LIMIT);
-			goto done;
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
-		limit = (size_t)json_integer_value(lim);
+		x->limit = (size_t)json_integer_value(lim);
 	}
-	if (tool_time_range(args, "24h", 0, now, &tr, err, sizeof(err)) !=
+	if (tool_time_range(args, "24h", 0, x->now, &x->tr, err, sizeof(err)) !=
 	    STATUS_OK) {
 		*result = tool_result_error("%s", err);
-		goto done;
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	rc = tool_conn_get(call, &c, err, sizeof(err), &perr);
-	if (rc == STATUS_UNSUPPORTED) { /* err lacks the prefix then */
-		*result = tool_result_error("telemetry store unavailable: %s",
-					    err);
-		goto done;
-	}
-	if (rc != STATUS_OK) {
-		rc = tool_store_failed(call, "list_services", rc, &perr,
-				       "narrow time_range", result);
-		goto out;
-	}
-	f.from_ms = tr.from_ms;
-	f.to_ms = tr.to_ms;
-	f.ns = ns;
-	rc = servicequery_list(c, &f, now, &r, &perr);
-	pg_release(c);
-	c = NULL;
-	if (rc != STATUS_OK) {
-		rc = tool_store_failed(call, "list_services", rc, &perr,
-				       "narrow time_range", result);
-		goto out;
-	}
+	return STATUS_OK;
+}
 
-	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
-	range_s = (double)(tr.to_ms - tr.from_ms) / 1000.0;
-	arr = json_array();
-	if (arr == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
+/* Fetch: the services, on a connection held for the one statement;
+ * *result is the answer when the store fails. */
+static int
+services_fetch(struct services_call *x, json_t **result)
+{
+	struct servicequery_filter f = {
+		.from_ms = x->tr.from_ms, .to_ms = x->tr.to_ms, .ns = x->ns};
+	struct pg_conn *c = NULL;
+	struct pg_error perr;
+	char why[320];
+	int rc;
+
+	rc = tool_conn_get(x->call, &c, why, sizeof(why), &perr);
+	if (rc == STATUS_UNSUPPORTED) { /* why lacks the prefix then */
+		*result = tool_result_error("telemetry store unavailable: %s",
+					    why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
+	if (rc == STATUS_OK) {
+		rc = servicequery_list(c, &f, x->now, &x->r, &perr);
+		pg_release(c);
+	}
+	if (rc != STATUS_OK)
+		rc = tool_store_failed(x->call, "list_services", rc, &perr,
+				       "narrow time_range", result);
+	return rc;
+}
+
+/* The table: limit rows at most, and those that fit the budget (the
+ * first always stays), each also into x->arr (every row shown). */
+static int
+services_table(struct services_call *x)
+{
+	const struct redact *red = call_redact(x->call);
+	size_t want = x->r->n < x->limit ? x->r->n : x->limit;
+	double range_s = (double)(x->tr.to_ms - x->tr.from_ms) / 1000.0;
+	int rc;
+
+	if ((x->arr = json_array()) == NULL)
+		return STATUS_NOMEM;
+	if (x->r->n == 0)
+		return STATUS_OK;
+	if (render_md_row(&x->t,
+			  (const char *const[NCOLS]){
+				  "Service", "Namespace", "Sources", "Req/s",
+				  "Errors", "P95", "Last seen"},
+			  NCOLS) != STATUS_OK ||
+	    render_md_rule(&x->t, NCOLS) != STATUS_OK)
+		return STATUS_NOMEM;
+	for (; x->shown < want; x->shown++) {
+		size_t mark = x->t.len;
+
+		rc = add_row(&x->t, x->arr, &x->r->services[x->shown], range_s,
+			     red);
+		if (rc == STATUS_NOMEM)
+			return rc;
+		if (rc == STATUS_OK &&
+		    (x->shown == 0 || x->t.len + TAIL_ROOM <= x->budget))
+			continue;
+		/* the row does not fit: it ends the table */
+		if (rc == STATUS_OK &&
+		    json_array_remove(x->arr, json_array_size(x->arr) - 1) != 0)
+			return STATUS_NOMEM;
+		x->t.len = mark;
+		x->t.data[mark] = '\0';
+		break;
+	}
+	return STATUS_OK;
+}
+
+/* Text: the heading, the table, and what was left out and why. */
+static int
+services_text(struct services_call *x)
+{
+	const struct servicequery_result *r = x->r;
+	size_t want = r->n < x->limit ? r->n : x->limit;
+	struct buf *b = &x->b;
+	char rdesc[TIMERANGE_DESCRIBE_MAX];
+	const char *ns;
+
+	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
 	/* the filter is the caller's own text, but it may be a secret
 	 * pasted by mistake: shown redacted like the column */
-	if (ns != NULL)
-		ns = shown_ns(red, ns, &nsowned);
+	ns = x->ns != NULL ? shown_ns(call_redact(x->call), x->ns, &x->nsowned)
+			   : NULL;
 	if (r->n == 0) {
-		(void)!buf_printf(&b,
+		(void)!buf_printf(b,
 				  "No services with spans in %s%s%s%s. "
 				  "Widen time_range%s.\n",
 				  rdesc, ns != NULL ? " in namespace \"" : "",
 				  ns != NULL ? ns : "", ns != NULL ? "\"" : "",
 				  ns != NULL ? " or drop namespace" : "");
-	} else {
-		size_t want = r->n < limit ? r->n : limit;
-
-		if (render_md_row(&t,
-				  (const char *const[NCOLS]){
-					  "Service", "Namespace", "Sources",
-					  "Req/s", "Errors", "P95",
-					  "Last seen"},
-				  NCOLS) != STATUS_OK ||
-		    render_md_rule(&t, NCOLS) != STATUS_OK) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-		for (; shown < want; shown++) {
-			size_t mark = t.len;
-
-			rc = add_row(&t, arr, &r->services[shown], range_s,
-				     red);
-			if (rc == STATUS_NOMEM)
-				goto out;
-			/* a row that does not fit the budget ends the table
-			 * (the first one always stays) */
-			if (rc != STATUS_OK ||
-			    (shown > 0 && t.len + TAIL_ROOM > budget)) {
-				if (rc == STATUS_OK &&
-				    json_array_remove(
-					    arr, json_array_size(arr) - 1) !=
-					    0) {
-					rc = STATUS_NOMEM;
-					goto out;
-				}
-				t.len = mark;
-				t.data[mark] = '\0';
-				break;
-			}
-		}
-		(void)!buf_puts(&b, "## Services (");
-		if (shown < r->n)
-			(void)!buf_printf(&b, "%zu of ", shown);
-		(void)!buf_printf(&b, "%zu, %s%s%s%s)\n\n", r->n, rdesc,
-				  ns != NULL ? ", namespace \"" : "",
-				  ns != NULL ? ns : "", ns != NULL ? "\"" : "");
-		if (t.data == NULL || buf_puts(&b, t.data) != STATUS_OK) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-		if (shown < r->n)
-			(void)!buf_printf(
-				&b, "\n%zu more service%s not shown: %s.\n",
-				r->n - shown, r->n - shown == 1 ? "" : "s",
-				shown < want ? "the answer is full; filter by "
-					       "namespace"
-				: ns != NULL ? "raise limit"
-					     : "raise limit or filter by "
-					       "namespace");
+		return STATUS_OK;
+	}
+	(void)!buf_puts(b, "## Services (");
+	if (x->shown < r->n)
+		(void)!buf_printf(b, "%zu of ", x->shown);
+	(void)!buf_printf(b, "%zu, %s%s%s%s)\n\n", r->n, rdesc,
+			  ns != NULL ? ", namespace \"" : "",
+			  ns != NULL ? ns : "", ns != NULL ? "\"" : "");
+	if (x->t.data == NULL || buf_puts(b, x->t.data) != STATUS_OK)
+		return STATUS_NOMEM;
+	if (x->shown < r->n)
 		(void)!buf_printf(
-			&b,
-			"\nRequests are HTTP and gRPC server spans (0 for a "
-			"service with only client, database or internal "
-			"spans); Errors: HTTP status >= 500 or a gRPC status "
-			"other than OK%s.\n",
-			r->rollup ? "; P95 from hourly and minute rollups "
-				    "(within 0.5%)"
-				  : "");
-		if (r->truncated)
-			(void)!buf_printf(&b,
-					  "More than %d services have spans: "
-					  "only the first %d by name were "
-					  "considered; filter by namespace.\n",
-					  SERVICEQUERY_MAX_SERVICES,
-					  SERVICEQUERY_MAX_SERVICES);
-	}
-	rc = STATUS_OK;
-	if (b.data == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	timerange_format(tr.from_ms, from, sizeof(from));
-	timerange_format(tr.to_ms, to, sizeof(to));
+			b, "\n%zu more service%s not shown: %s.\n",
+			r->n - x->shown, r->n - x->shown == 1 ? "" : "s",
+			x->shown < want ? "the answer is full; filter by "
+					  "namespace"
+			: ns != NULL	? "raise limit"
+					: "raise limit or filter by namespace");
+	(void)!buf_printf(
+		b,
+		"\nRequests are HTTP and gRPC server spans (0 for a service "
+		"with only client, database or internal spans); Errors: HTTP "
+		"status >= 500 or a gRPC status other than OK%s.\n",
+		r->rollup ? "; P95 from hourly and minute rollups (within 0.5%)"
+			  : "");
+	if (r->truncated)
+		(void)!buf_printf(b,
+				  "More than %d services have spans: only the "
+				  "first %d by name were considered; filter by "
+				  "namespace.\n",
+				  SERVICEQUERY_MAX_SERVICES,
+				  SERVICEQUERY_MAX_SERVICES);
+	return STATUS_OK;
+}
+
+/* Structured content: the range, the rows shown and how many were not. */
+static int
+services_result(struct services_call *x, json_t **result)
+{
+	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+	json_t *sc;
+
+	if (x->b.data == NULL)
+		return STATUS_NOMEM;
+	timerange_format(x->tr.from_ms, from, sizeof(from));
+	timerange_format(x->tr.to_ms, to, sizeof(to));
 	sc = json_pack("{s:{s:s, s:s}, s:O, s:I, s:I}", "time_range", "from",
-		       from, "to", to, "services", arr, "total",
-		       (json_int_t)r->n, "not_shown",
-		       (json_int_t)(r->n - shown));
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
+		       from, "to", to, "services", x->arr, "total",
+		       (json_int_t)x->r->n, "not_shown",
+		       (json_int_t)(x->r->n - x->shown));
+	if (sc == NULL)
+		return STATUS_NOMEM;
 	*result = tool_result_new(
-		json_pack("[{s:s, s:s}]", "type", "text", "text", b.data), sc,
-		false);
-done:
-	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+		json_pack("[{s:s, s:s}]", "type", "text", "text", x->b.data),
+		sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+static int
+list_services(struct call *call, const json_t *args, json_t **result)
+{
+	struct services_call x = {.call = call,
+				  .limit = DEFAULT_LIMIT,
+				  .budget = call_text_budget(call),
+				  .now = clock_wall_ms()};
+	int rc;
+
+	*result = NULL;
+	buf_init(&x.b, x.budget + 4096);
+	buf_init(&x.t, x.budget + 4096);
+	if ((rc = services_args(&x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		goto out;
+	if ((rc = services_fetch(&x, result)) != STATUS_OK || *result != NULL)
+		goto out;
+	if ((rc = services_table(&x)) != STATUS_OK ||
+	    (rc = services_text(&x)) != STATUS_OK)
+		goto out;
+	rc = services_result(&x, result);
 out:
-	pg_release(c);
-	json_decref(arr);
-	servicequery_free(r);
-	free(nsowned);
-	buf_free(&t);
-	buf_free(&b);
+	json_decref(x.arr);
+	servicequery_free(x.r);
+	free(x.nsowned);
+	buf_free(&x.t);
+	buf_free(&x.b);
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
 	return rc;
 }
 
