@@ -570,49 +570,46 @@ span_json(const struct spansearch_span *sp, const struct redact *r)
 	return o;
 }
 
+/* One query_telemetry_spans call across its phases; the handler frees
+ * it. */
+struct search_call {
+	struct call *call;
+	int64_t now;
+	struct spansearch_req r;
+	struct timerange tr; /* when r.has_range */
+	char *attrs;	     /* r.attributes_json */
+	struct spansearch_result *s;
+	struct redact_kept kept;
+	json_t *arr; /* every span, structured */
+	struct buf b;
+};
+
+/* Arguments: sort, status, min_duration_ms and limit; *result is the
+ * answer when one is bad. */
 static int
-query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
+search_filters(struct search_call *x, const json_t *args, json_t **result)
 {
 	const char *status = tool_arg_str(args, "status"),
 		   *sort = tool_arg_str(args, "sort");
 	const json_t *mind = json_object_get(args, "min_duration_ms"),
 		     *limit = json_object_get(args, "limit");
-	struct spansearch_req r = {0};
-	struct spansearch_result *s = NULL;
-	struct pg_conn *c = NULL;
-	struct pg_error perr;
-	struct timerange tr = {0};
-	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
-	json_t *sc = NULL, *arr = NULL;
-	struct redact_kept kept = {0};
-	struct buf b;
-	int64_t now = clock_wall_ms();
-	int rc;
+	struct spansearch_req *r = &x->r;
 
-	*result = NULL;
-	buf_init(&b, call_text_budget(call));
-	r.service = tool_arg_str(args, "service");
-	r.name = tool_arg_str(args, "name");
-	r.trace_id = tool_arg_str(args, "trace_id");
-	r.session_id = tool_arg_str(args, "session_id");
-	r.min_duration_ns = -1;
-	r.status = -1;
-	r.limit = 50;
-	r.slowest = sort != NULL && strcmp(sort, "slowest") == 0;
-	if (sort != NULL && !r.slowest && strcmp(sort, "recent") != 0) {
+	r->slowest = sort != NULL && strcmp(sort, "slowest") == 0;
+	if (sort != NULL && !r->slowest && strcmp(sort, "recent") != 0) {
 		*result = tool_result_error(
 			"sort must be \"recent\" or \"slowest\"");
-		goto done;
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
 	if (status != NULL) {
-		for (r.status = 0; r.status < 3; r.status++)
-			if (strcmp(status, otlp_status_name(r.status)) == 0)
+		for (r->status = 0; r->status < 3; r->status++)
+			if (strcmp(status, otlp_status_name(r->status)) == 0)
 				break;
-		if (r.status == 3) {
+		if (r->status == 3) {
 			*result = tool_result_error(
 				"status must be \"ok\", \"error\" or "
 				"\"unset\"");
-			goto done;
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
 	}
 	if (json_is_number(mind)) {
@@ -622,9 +619,9 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 			*result = tool_result_error(
 				"min_duration_ms must be a number of "
 				"milliseconds from 0 to 86400000");
-			goto done;
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
-		r.min_duration_ns = (int64_t)llround(ms * 1e6);
+		r->min_duration_ns = (int64_t)llround(ms * 1e6);
 	}
 	if (json_is_integer(limit)) {
 		json_int_t l = json_integer_value(limit);
@@ -634,141 +631,212 @@ query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
 				"limit must be 1..%d: ask for fewer spans and "
 				"narrow the filters",
 				SPANSEARCH_MAX_SPANS);
-			goto done;
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
-		r.limit = (size_t)l;
+		r->limit = (size_t)l;
 	}
+	return STATUS_OK;
+}
+
+/* Arguments: the search (x->r) from args; *result is the answer when
+ * they are bad. */
+static int
+search_args(struct search_call *x, const json_t *args, json_t **result)
+{
+	struct spansearch_req *r = &x->r;
+	char err[512];
+	int rc;
+
+	r->service = tool_arg_str(args, "service");
+	r->name = tool_arg_str(args, "name");
+	r->trace_id = tool_arg_str(args, "trace_id");
+	r->session_id = tool_arg_str(args, "session_id");
+	r->min_duration_ns = -1;
+	r->status = -1;
+	r->limit = 50;
+	if ((rc = search_filters(x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		return rc;
 	/* a trace id alone searches everything stored: a trace is small and
 	 * its start is often unknown to the caller */
-	r.has_range = r.trace_id == NULL || tool_time_range_given(args);
-	if (r.has_range) {
-		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr,
-				    err, sizeof(err)) != STATUS_OK) {
+	r->has_range = r->trace_id == NULL || tool_time_range_given(args);
+	if (r->has_range) {
+		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, x->now,
+				    &x->tr, err, sizeof(err)) != STATUS_OK) {
 			*result = tool_result_error("%s", err);
-			goto done;
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
-		r.from_ms = tr.from_ms;
-		r.to_ms = tr.to_ms;
+		r->from_ms = x->tr.from_ms;
+		r->to_ms = x->tr.to_ms;
 	}
-	if (attrs_json(args, &attrs) != STATUS_OK) {
-		rc = STATUS_NOMEM;
+	if (attrs_json(args, &x->attrs) != STATUS_OK)
+		return STATUS_NOMEM;
+	r->attributes_json = x->attrs;
+	return STATUS_OK;
+}
+
+/* Fetch: the spans, on a connection held for the one statement; *result
+ * is the answer when the store or the search fails. */
+static int
+search_fetch(struct search_call *x, json_t **result)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error perr;
+	int rc;
+
+	if ((rc = lease(x->call, &c, result)) != STATUS_OK || c == NULL)
 		goto out;
-	}
-	r.attributes_json = attrs;
-	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
-		goto out;
-	rc = spansearch_run(c, &r, &s, &perr);
+	rc = spansearch_run(c, &x->r, &x->s, &perr);
 	if (rc == STATUS_INVALID && perr.sqlstate[0] == '\0') {
 		*result = tool_result_error("%s", perr.client);
-		goto done;
+		rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	} else if (rc != STATUS_OK) {
+		rc = tool_store_failed(x->call, "query_telemetry_spans", rc,
+				       &perr, FILTER_HINT, result);
 	}
-	if (rc != STATUS_OK) {
-		rc = tool_store_failed(call, "query_telemetry_spans", rc, &perr,
-				       FILTER_HINT, result);
-		goto out;
-	}
+out:
 	pg_release(c);
-	c = NULL;
+	return rc;
+}
 
-	if (r.has_range)
-		timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+/* Text: the line above the spans, or the one that says none matched. */
+static void
+search_head(struct search_call *x, const json_t *args)
+{
+	char rdesc[TIMERANGE_DESCRIBE_MAX];
+	size_t n = x->s->n;
+
+	if (x->r.has_range)
+		timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
 	else
 		snprintf(rdesc, sizeof(rdesc), "all stored data");
-	arr = json_array();
-	if (arr == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	if (s->n == 0) {
-		(void)!buf_printf(&b, "No spans found in %s", rdesc);
-		describe_filters(&b, args, span_filter_keys,
-				 sizeof(span_filter_keys) /
-					 sizeof(span_filter_keys[0]));
-		(void)!buf_puts(&b, ". Only spans sent over OTLP are searched; "
-				    "widen time_range, relax the filters, or "
-				    "use query_traces for eBPF spans.\n");
-	} else {
-		(void)!buf_printf(&b, "%zu OTLP span%s, %s first, %s", s->n,
-				  s->n == 1 ? "" : "s",
-				  r.slowest ? "slowest" : "newest", rdesc);
-		describe_filters(&b, args, span_filter_keys,
-				 sizeof(span_filter_keys) /
-					 sizeof(span_filter_keys[0]));
-		(void)!buf_puts(&b, ":\n");
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		struct spansearch_span *sp = &s->spans[i];
+	if (n == 0)
+		(void)!buf_printf(&x->b, "No spans found in %s", rdesc);
+	else
+		(void)!buf_printf(&x->b, "%zu OTLP span%s, %s first, %s", n,
+				  n == 1 ? "" : "s",
+				  x->r.slowest ? "slowest" : "newest", rdesc);
+	describe_filters(&x->b, args, span_filter_keys,
+			 sizeof(span_filter_keys) /
+				 sizeof(span_filter_keys[0]));
+	if (n == 0)
+		(void)!buf_puts(&x->b,
+				". Only spans sent over OTLP are searched; "
+				"widen time_range, relax the filters, or use "
+				"query_traces for eBPF spans.\n");
+	else
+		(void)!buf_puts(&x->b, ":\n");
+}
+
+/*
+ * Text and structured content: a line per span while the budget lasts,
+ * every span in x->arr.  Service and name are redacted for the spans
+ * with a line only; those past the budget go to x->arr as read (span_json
+ * redacts attributes and status message): that is how it has always
+ * answered, kept by a refactor that must not change answers.
+ */
+static int
+search_rows(struct search_call *x)
+{
+	const struct redact *red = call_redact(x->call);
+	struct buf *b = &x->b;
+
+	for (size_t i = 0; i < x->s->n; i++) {
+		struct spansearch_span *sp = &x->s->spans[i];
 		char start[TIMERANGE_FORMAT_MAX];
-		size_t mark = b.len;
+		size_t mark = b->len;
 
-		sp->service =
-			redact_keep(&kept, call_redact(call), sp->service);
-		sp->name = redact_keep(&kept, call_redact(call), sp->name);
-		sp->status_message = redact_keep(&kept, call_redact(call),
-						 sp->status_message);
-
-		if (json_array_append_new(
-			    arr, span_json(sp, call_redact(call))) != 0) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
+		sp->service = redact_keep(&x->kept, red, sp->service);
+		sp->name = redact_keep(&x->kept, red, sp->name);
+		sp->status_message =
+			redact_keep(&x->kept, red, sp->status_message);
+		if (json_array_append_new(x->arr, span_json(sp, red)) != 0)
+			return STATUS_NOMEM;
 		timerange_format(sp->start_us / 1000, start, sizeof(start));
-		if (b.len + TAIL_ROOM > b.max ||
-		    buf_printf(&b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
+		if (b->len + TAIL_ROOM <= b->max &&
+		    buf_printf(b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
 			       sp->service, sp->name,
 			       (double)sp->duration_ns / 1e6,
 			       otlp_status_name(sp->status),
-			       sp->trace_id) != STATUS_OK) {
-			if (b.data != NULL) {
-				b.len = mark;
-				b.data[mark] = '\0';
-			}
-			(void)!buf_printf(&b,
-					  "(%zu more spans in the structured "
-					  "content)\n",
-					  s->n - i);
-			for (i++; i < s->n; i++)
-				if (json_array_append_new(
-					    arr,
-					    span_json(&s->spans[i],
-						      call_redact(call))) !=
-				    0) {
-					rc = STATUS_NOMEM;
-					goto out;
-				}
-			break;
+			       sp->trace_id) == STATUS_OK)
+			continue;
+		if (b->data != NULL) {
+			b->len = mark;
+			b->data[mark] = '\0';
 		}
+		(void)!buf_printf(b,
+				  "(%zu more spans in the structured "
+				  "content)\n",
+				  x->s->n - i);
+		for (i++; i < x->s->n; i++)
+			if (json_array_append_new(
+				    x->arr, span_json(&x->s->spans[i], red)) !=
+			    0)
+				return STATUS_NOMEM;
 	}
-	if (s->truncated)
-		(void)!buf_printf(&b,
+	if (x->s->truncated)
+		(void)!buf_printf(b,
 				  "More spans match: raise limit (at most %d) "
 				  "or narrow the filters.\n",
 				  SPANSEARCH_MAX_SPANS);
-	sc = json_pack("{s:o, s:I, s:b}", "spans", arr, "count",
-		       (json_int_t)s->n, "truncated", s->truncated);
-	arr = NULL;
-	if (sc != NULL && r.has_range &&
-	    json_object_set_new(sc, "time_range", tool_range_json(&tr)) != 0) {
+	return STATUS_OK;
+}
+
+/* Structured content: the spans, their count, and the range. */
+static int
+search_result(struct search_call *x, json_t **result)
+{
+	json_t *sc =
+		json_pack("{s:O, s:I, s:b}", "spans", x->arr, "count",
+			  (json_int_t)x->s->n, "truncated", x->s->truncated);
+
+	if (sc != NULL && x->r.has_range &&
+	    json_object_set_new(sc, "time_range", tool_range_json(&x->tr)) !=
+		    0) {
 		json_decref(sc);
 		sc = NULL;
 	}
-	if (sc == NULL || b.data == NULL) {
+	if (sc == NULL || x->b.data == NULL) {
 		json_decref(sc);
+		return STATUS_NOMEM;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", x->b.data),
+		sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+static int
+query_telemetry_spans(struct call *call, const json_t *args, json_t **result)
+{
+	struct search_call x = {.call = call, .now = clock_wall_ms()};
+	int rc;
+
+	*result = NULL;
+	buf_init(&x.b, call_text_budget(call));
+	if ((rc = search_args(&x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		goto out;
+	if ((rc = search_fetch(&x, result)) != STATUS_OK || *result != NULL)
+		goto out;
+	if ((x.arr = json_array()) == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s}]", "type", "text", "text", b.data), sc,
-		false);
-done:
-	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	search_head(&x, args);
+	if ((rc = search_rows(&x)) != STATUS_OK)
+		goto out;
+	rc = search_result(&x, result);
 out:
-	json_decref(arr);
-	pg_release(c);
-	redact_kept_free(&kept);
-	spansearch_free(s);
-	free(attrs);
-	buf_free(&b);
+	json_decref(x.arr);
+	redact_kept_free(&x.kept);
+	spansearch_free(x.s);
+	free(x.attrs);
+	buf_free(&x.b);
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
 	return rc;
 }
 
