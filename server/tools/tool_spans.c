@@ -94,6 +94,42 @@ struct spans_args {
 	size_t limit;
 };
 
+/* The range of the spans, and the page: the cursor's, which holds the
+ * range of the first page. */
+static int
+spans_args_window(const json_t *args, int64_t now, struct spans_args *a,
+		  char *err, size_t len)
+{
+	const char *cursor = tool_arg_str(args, "cursor");
+	struct timerange tr;
+
+	/* one trace or session needs no range unless one is asked for */
+	if (tool_time_range_given(args) ||
+	    (!a->f.has_trace_id && a->f.session_id == NULL)) {
+		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr,
+				    err, len) != STATUS_OK)
+			return STATUS_INVALID;
+		a->f.has_range = true;
+		a->f.from_ms = tr.from_ms;
+		a->f.to_ms = tr.to_ms;
+	}
+	if (cursor != NULL) {
+		/* the first page's range holds for every page: "last 1h"
+		 * must not slide between them */
+		if (spanlist_cursor_decode(cursor, &a->cur) != STATUS_OK ||
+		    a->cur.order != a->f.order ||
+		    a->cur.filter_hash != spanlist_filter_hash(&a->f)) {
+			snprintf(err, len, "%s", bad_cursor);
+			return STATUS_INVALID;
+		}
+		a->has_cursor = true;
+		a->f.has_range = a->cur.has_range;
+		a->f.from_ms = a->cur.from_ms;
+		a->f.to_ms = a->cur.to_ms;
+	}
+	return STATUS_OK;
+}
+
 /* Fills a from args (err gets a message for the model when bad). */
 static int
 spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
@@ -102,10 +138,8 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 	const char *tid = tool_arg_str(args, "trace_id");
 	const char *status = tool_arg_str(args, "status");
 	const char *order = tool_arg_str(args, "order_by");
-	const char *cursor = tool_arg_str(args, "cursor");
 	const json_t *md = json_object_get(args, "min_duration_ms");
 	const json_t *lim = json_object_get(args, "limit");
-	struct timerange tr;
 
 	memset(a, 0, sizeof(*a));
 	a->f.service = tool_arg_str(args, "service_name");
@@ -168,31 +202,7 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 		}
 		a->limit = (size_t)json_integer_value(lim);
 	}
-	/* one trace or session needs no range unless one is asked for */
-	if (tool_time_range_given(args) ||
-	    (!a->f.has_trace_id && a->f.session_id == NULL)) {
-		if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr,
-				    err, len) != STATUS_OK)
-			return STATUS_INVALID;
-		a->f.has_range = true;
-		a->f.from_ms = tr.from_ms;
-		a->f.to_ms = tr.to_ms;
-	}
-	if (cursor != NULL) {
-		/* the first page's range holds for every page: "last 1h"
-		 * must not slide between them */
-		if (spanlist_cursor_decode(cursor, &a->cur) != STATUS_OK ||
-		    a->cur.order != a->f.order ||
-		    a->cur.filter_hash != spanlist_filter_hash(&a->f)) {
-			snprintf(err, len, "%s", bad_cursor);
-			return STATUS_INVALID;
-		}
-		a->has_cursor = true;
-		a->f.has_range = a->cur.has_range;
-		a->f.from_ms = a->cur.from_ms;
-		a->f.to_ms = a->cur.to_ms;
-	}
-	return STATUS_OK;
+	return spans_args_window(args, now, a, err, len);
 }
 
 /* "service "a", session "s", status error, at least 5ms; last 1h; newest
@@ -357,229 +367,273 @@ span_rows(const struct spanlist_span *s, const json_t *o, struct buf *row,
 	}
 }
 
+/* One query_spans call across its phases; the handler frees it. */
+struct list_call {
+	struct call *call;
+	int64_t now;
+	size_t budget;
+	struct spans_args a;
+	struct tool_conns k;
+	struct spanlist_page *page;
+	int64_t total; /* spans that match, counted exactly */
+	struct redact_kept own;
+	/* per span of the page: its table row, its GenAI row, its object */
+	struct buf *rows, *grows;
+	json_t **made;
+	size_t shown, ngenai; /* rows that fit, GenAI spans among them */
+	uint64_t remaining;   /* spans after those shown */
+	bool more;	      /* then next is the cursor for them */
+	char next[SPANLIST_CURSOR_MAX];
+	struct buf b, intro; /* the answer, the lines above its table */
+};
+
+/* Fetch: the page and the exact count at once, on two connections when
+ * there are two; *result is the answer when the store fails. */
 static int
-query_spans(struct call *call, const json_t *args, json_t **result)
+list_fetch(struct list_call *x, json_t **result)
+{
+	const struct spans_args *a = &x->a;
+	struct tool_conns *k = &x->k;
+	struct pg_error pe;
+	int rc;
+
+	if (tool_conns_get(x->call, k) != STATUS_OK) {
+		*result = tool_result_error("%s", k->why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	(void)call_progress(x->call, 1, 2, "querying spans");
+	rc = spanlist_page_send(k->c[0], &a->f,
+				a->has_cursor ? &a->cur.after : NULL, a->limit,
+				&pe);
+	if (rc == STATUS_OK && k->c[1] != NULL)
+		rc = spanlist_count_send(k->c[1], &a->f, &pe);
+	if (rc == STATUS_OK)
+		rc = spanlist_page_recv(k->c[0], a->limit, &x->page, &pe);
+	if (rc == STATUS_OK && k->c[1] == NULL)
+		rc = spanlist_count_send(k->c[0], &a->f, &pe);
+	if (rc == STATUS_OK)
+		rc = spanlist_count_recv(tool_conns_for(k, 1), &x->total, &pe);
+	if (rc == STATUS_CANCELLED || call_cancelled(x->call))
+		return STATUS_CANCELLED;
+	if (rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK) {
+		*result = tool_result_error(
+			"telemetry store unavailable: %s",
+			pe.client[0] != '\0' ? pe.client : "the query failed");
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	return STATUS_OK;
+}
+
+/* Rows: every span of the page redacted (what the spans say goes out so,
+ * in text and structure), then drawn and made once. */
+static int
+list_rows(struct list_call *x)
+{
+	const struct redact *r = call_redact(x->call);
+	struct spanlist_page *page = x->page;
+
+	for (size_t i = 0; i < page->n; i++) {
+		struct spanlist_span *s = &page->spans[i];
+
+		s->service = redact_keep(&x->own, r, s->service);
+		s->name = redact_keep(&x->own, r, s->name);
+		s->status_message = redact_keep(&x->own, r, s->status_message);
+		s->session_id = redact_keep(&x->own, r, s->session_id);
+		s->provider = redact_keep(&x->own, r, s->provider);
+		s->operation = redact_keep(&x->own, r, s->operation);
+		s->model = redact_keep(&x->own, r, s->model);
+	}
+	x->rows = calloc(page->n + 1, sizeof(*x->rows));
+	x->grows = calloc(page->n + 1, sizeof(*x->grows));
+	x->made = calloc(page->n + 1, sizeof(*x->made));
+	if (x->rows == NULL || x->grows == NULL || x->made == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < page->n; i++) {
+		buf_init(&x->rows[i], 4096);
+		buf_init(&x->grows[i], 4096);
+		if ((x->made[i] = span_json(&page->spans[i])) == NULL ||
+		    span_rows(&page->spans[i], x->made[i], &x->rows[i],
+			      &x->grows[i]) != STATUS_OK)
+			return STATUS_NOMEM;
+	}
+	return STATUS_OK;
+}
+
+/* Fit: as many rows as the budget holds (one at least), and a cursor
+ * for the rest. */
+static int
+list_fit(struct list_call *x)
+{
+	const struct spans_args *a = &x->a;
+	const struct spanlist_page *page = x->page;
+	size_t used;
+
+	describe(&x->intro, a, x->now);
+	if (a->cur.seen > 0)
+		(void)!buf_printf(&x->intro, "Rows from #%" PRIu64 " on.\n",
+				  a->cur.seen + 1);
+	/* header (~60), intro, two table heads with rules (~130), the tail */
+	used = 64 + x->intro.len + 140 + TAIL_ROOM;
+	for (x->shown = 0; x->shown < page->n; x->shown++) {
+		size_t add = x->rows[x->shown].len + x->grows[x->shown].len;
+
+		if (x->shown > 0 && used + add > x->budget)
+			break;
+		used += add;
+	}
+	x->more = page->more || x->shown < page->n;
+	for (size_t i = 0; i < x->shown; i++)
+		x->ngenai += page->spans[i].genai;
+	if ((uint64_t)x->total > a->cur.seen + x->shown)
+		x->remaining = (uint64_t)x->total - a->cur.seen - x->shown;
+	if (x->more) {
+		struct spanlist_cursor cur = {
+			.filter_hash = spanlist_filter_hash(&a->f),
+			.order = a->f.order,
+			.has_range = a->f.has_range,
+			.from_ms = a->f.from_ms,
+			.to_ms = a->f.to_ms,
+			.seen = a->cur.seen + x->shown,
+			.after = page->spans[x->shown - 1].key,
+		};
+		int rc = spanlist_cursor_encode(&cur, x->next, sizeof(x->next));
+
+		if (rc != STATUS_OK)
+			return rc;
+		if (x->remaining == 0) /* rows came in since the count */
+			x->remaining = 1;
+	}
+	return STATUS_OK;
+}
+
+/* Text: the heading, the table (or why there is none), the GenAI table,
+ * and the cursor. */
+static void
+list_text(struct list_call *x)
 {
 	static const char *const head[] = {"Time", "Service", "Name",
 					   "Duration", "Status"};
 	static const char *const ghead[] = {"Span", "Model", "Tokens (in/out)",
 					    "Cost"};
-	const struct redact *r = call_redact(call);
-	struct spanlist_page *page = NULL;
-	struct redact_kept own = {0};
-	struct spans_args a;
-	struct tool_conns k = {0};
-	struct pg_error pe;
-	struct buf b, intro, *rows = NULL, *grows = NULL;
-	char err[512], count[32], total_s[32], next[SPANLIST_CURSOR_MAX];
-	json_t *sc = NULL, *list = NULL, **made = NULL;
-	size_t budget = call_text_budget(call), shown = 0, ngenai = 0, used;
-	int64_t total = 0, now = clock_wall_ms();
-	uint64_t remaining = 0;
-	bool more = false;
+	struct buf *b = &x->b;
+	char count[32], total[32];
+
+	render_count(x->shown, count, sizeof(count));
+	render_count((uint64_t)x->total, total, sizeof(total));
+	(void)!buf_printf(b, "## Spans (%s of %s total)\n", count, total);
+	(void)!buf_append(b, x->intro.data, x->intro.len);
+	if (x->shown == 0 && x->a.cur.seen > 0) {
+		(void)!buf_printf(b,
+				  "\nNo more spans: the %" PRIu64
+				  " before were all.\n",
+				  x->a.cur.seen);
+	} else if (x->shown == 0) {
+		char why[512];
+
+		(void)!buf_puts(b, "\nNo spans match these filters");
+		if (x->a.f.service != NULL &&
+		    tool_unknown_service(x->k.c[0], x->a.f.service, NULL, why,
+					 sizeof(why)))
+			(void)!buf_printf(b, ": %s", why);
+		if (b->len > 0 && b->data[b->len - 1] != '?')
+			(void)!buf_puts(b, ".");
+		(void)!buf_puts(b, "\n");
+	} else {
+		(void)!buf_puts(b, "\n");
+		(void)!render_md_row(b, head, 5);
+		(void)!render_md_rule(b, 5);
+		for (size_t i = 0; i < x->shown; i++)
+			(void)!buf_append(b, x->rows[i].data, x->rows[i].len);
+	}
+	if (x->ngenai > 0) {
+		(void)!buf_printf(b, "\n### GenAI Spans (%zu of %zu)\n\n",
+				  x->ngenai, x->shown);
+		(void)!render_md_row(b, ghead, 4);
+		(void)!render_md_rule(b, 4);
+		for (size_t i = 0; i < x->shown; i++)
+			(void)!buf_append(b, x->grows[i].data, x->grows[i].len);
+	}
+	if (x->more) {
+		char n[32];
+
+		render_count(x->remaining, n, sizeof(n));
+		(void)!buf_printf(b,
+				  "\n%s more: call again with cursor \"%s\" "
+				  "(same arguments).\n",
+				  n, x->next);
+	}
+}
+
+/* Structured content: the spans shown, the total, the cursor, and the
+ * range when there is one. */
+static int
+list_result(struct list_call *x, json_t **result)
+{
+	json_t *list = json_array(), *sc;
+
+	if (list == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < x->shown; i++)
+		if (json_array_append(list, x->made[i]) != 0) {
+			json_decref(list);
+			return STATUS_NOMEM;
+		}
+	sc = json_pack("{s:o, s:I, s:s?}", "spans", list, "total",
+		       (json_int_t)x->total, "next_cursor",
+		       x->more ? x->next : NULL);
+	if (sc == NULL)
+		return STATUS_NOMEM;
+	if (x->a.f.has_range) {
+		struct timerange tr = {x->a.f.from_ms, x->a.f.to_ms};
+
+		json_object_set_new(sc, "time_range", tool_range_json(&tr));
+	}
+	*result = tool_result_new(text_content(&x->b), sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+static int
+query_spans(struct call *call, const json_t *args, json_t **result)
+{
+	struct list_call x = {.call = call,
+			      .now = clock_wall_ms(),
+			      .budget = call_text_budget(call)};
+	char err[512];
 	int rc = STATUS_OK;
 
-	buf_init(&b, 2 * budget + 4096);
-	buf_init(&intro, 4096);
+	buf_init(&x.b, 2 * x.budget + 4096);
+	buf_init(&x.intro, 4096);
 	*result = NULL;
-	next[0] = '\0';
-	if (spans_args_parse(args, now, &a, err, sizeof(err)) != STATUS_OK) {
+	if (spans_args_parse(args, x.now, &x.a, err, sizeof(err)) !=
+	    STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
-	if (tool_conns_get(call, &k) != STATUS_OK) {
-		*result = tool_result_error("%s", k.why);
+	if ((rc = list_fetch(&x, result)) != STATUS_OK || *result != NULL ||
+	    (rc = list_rows(&x)) != STATUS_OK ||
+	    (rc = list_fit(&x)) != STATUS_OK)
 		goto out;
-	}
-	(void)call_progress(call, 1, 2, "querying spans");
-	/* the page and the exact count at once, on two connections when
-	 * there are two */
-	rc = spanlist_page_send(
-		k.c[0], &a.f, a.has_cursor ? &a.cur.after : NULL, a.limit, &pe);
-	if (rc == STATUS_OK && k.c[1] != NULL)
-		rc = spanlist_count_send(k.c[1], &a.f, &pe);
-	if (rc == STATUS_OK)
-		rc = spanlist_page_recv(k.c[0], a.limit, &page, &pe);
-	if (rc == STATUS_OK && k.c[1] == NULL)
-		rc = spanlist_count_send(k.c[0], &a.f, &pe);
-	if (rc == STATUS_OK)
-		rc = spanlist_count_recv(tool_conns_for(&k, 1), &total, &pe);
-	if (rc == STATUS_CANCELLED || call_cancelled(call)) {
-		rc = STATUS_CANCELLED;
-		goto out;
-	}
-	if (rc == STATUS_NOMEM)
-		goto out;
-	if (rc != STATUS_OK) {
-		*result = tool_result_error(
-			"telemetry store unavailable: %s",
-			pe.client[0] != '\0' ? pe.client : "the query failed");
-		rc = STATUS_OK;
-		goto out;
-	}
-
-	/* what the spans say goes out redacted, in text and structure */
-	for (size_t i = 0; i < page->n; i++) {
-		struct spanlist_span *s = &page->spans[i];
-
-		s->service = redact_keep(&own, r, s->service);
-		s->name = redact_keep(&own, r, s->name);
-		s->status_message = redact_keep(&own, r, s->status_message);
-		s->session_id = redact_keep(&own, r, s->session_id);
-		s->provider = redact_keep(&own, r, s->provider);
-		s->operation = redact_keep(&own, r, s->operation);
-		s->model = redact_keep(&own, r, s->model);
-	}
-
-	/* every row drawn and made once; then as many as fit */
-	rows = calloc(page->n + 1, sizeof(*rows));
-	grows = calloc(page->n + 1, sizeof(*grows));
-	made = calloc(page->n + 1, sizeof(*made));
-	if (rows == NULL || grows == NULL || made == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < page->n; i++) {
-		buf_init(&rows[i], 4096);
-		buf_init(&grows[i], 4096);
-		if ((made[i] = span_json(&page->spans[i])) == NULL ||
-		    span_rows(&page->spans[i], made[i], &rows[i], &grows[i]) !=
-			    STATUS_OK) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-	}
-	describe(&intro, &a, now);
-	if (a.cur.seen > 0)
-		(void)!buf_printf(&intro, "Rows from #%" PRIu64 " on.\n",
-				  a.cur.seen + 1);
-	/* header (~60), intro, two table heads with rules (~130), the tail */
-	used = 64 + intro.len + 140 + TAIL_ROOM;
-	for (shown = 0; shown < page->n; shown++) {
-		size_t add = rows[shown].len + grows[shown].len;
-
-		if (shown > 0 && used + add > budget)
-			break;
-		used += add;
-	}
-	more = page->more || shown < page->n;
-	for (size_t i = 0; i < shown; i++)
-		ngenai += page->spans[i].genai;
-	if ((uint64_t)total > a.cur.seen + shown)
-		remaining = (uint64_t)total - a.cur.seen - shown;
-	if (more) {
-		struct spanlist_cursor cur = {
-			.filter_hash = spanlist_filter_hash(&a.f),
-			.order = a.f.order,
-			.has_range = a.f.has_range,
-			.from_ms = a.f.from_ms,
-			.to_ms = a.f.to_ms,
-			.seen = a.cur.seen + shown,
-			.after = page->spans[shown - 1].key,
-		};
-
-		if ((rc = spanlist_cursor_encode(&cur, next, sizeof(next))) !=
-		    STATUS_OK)
-			goto out;
-		if (remaining == 0) /* rows came in since the count */
-			remaining = 1;
-	}
-
-	render_count(shown, count, sizeof(count));
-	render_count((uint64_t)total, total_s, sizeof(total_s));
-	(void)!buf_printf(&b, "## Spans (%s of %s total)\n", count, total_s);
-	(void)!buf_append(&b, intro.data, intro.len);
-	if (shown == 0 && a.cur.seen > 0) {
-		(void)!buf_printf(&b,
-				  "\nNo more spans: the %" PRIu64
-				  " before were all.\n",
-				  a.cur.seen);
-	} else if (shown == 0) {
-		char why[512];
-
-		(void)!buf_puts(&b, "\nNo spans match these filters");
-		if (a.f.service != NULL &&
-		    tool_unknown_service(k.c[0], a.f.service, NULL, why,
-					 sizeof(why)))
-			(void)!buf_printf(&b, ": %s", why);
-		if (b.len > 0 && b.data[b.len - 1] != '?')
-			(void)!buf_puts(&b, ".");
-		(void)!buf_puts(&b, "\n");
-	} else {
-		(void)!buf_puts(&b, "\n");
-		(void)!render_md_row(&b, head, 5);
-		(void)!render_md_rule(&b, 5);
-		for (size_t i = 0; i < shown; i++)
-			(void)!buf_append(&b, rows[i].data, rows[i].len);
-	}
-	if (ngenai > 0) {
-		(void)!buf_printf(&b, "\n### GenAI Spans (%zu of %zu)\n\n",
-				  ngenai, shown);
-		(void)!render_md_row(&b, ghead, 4);
-		(void)!render_md_rule(&b, 4);
-		for (size_t i = 0; i < shown; i++)
-			(void)!buf_append(&b, grows[i].data, grows[i].len);
-	}
-	if (more) {
-		char n[32];
-
-		render_count(remaining, n, sizeof(n));
-		(void)!buf_printf(&b,
-				  "\n%s more: call again with cursor \"%s\" "
-				  "(same arguments).\n",
-				  n, next);
-	}
-
-	list = json_array();
-	if (list == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < shown; i++) {
-		if (json_array_append(list, made[i]) != 0) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-	}
-	sc = json_pack("{s:o, s:I, s:s?}", "spans", list, "total",
-		       (json_int_t)total, "next_cursor", more ? next : NULL);
-	list = NULL;
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	if (a.f.has_range) {
-		char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
-
-		timerange_format(a.f.from_ms, from, sizeof(from));
-		timerange_format(a.f.to_ms, to, sizeof(to));
-		json_object_set_new(
-			sc, "time_range",
-			json_pack("{s:s, s:s}", "from", from, "to", to));
-	}
-	*result = tool_result_new(text_content(&b), sc, false);
-	sc = NULL;
-	if (*result == NULL)
-		rc = STATUS_NOMEM;
+	list_text(&x);
+	rc = list_result(&x, result);
 out:
-	tool_conns_put(&k);
-	for (size_t i = 0; page != NULL && i < page->n; i++) {
-		if (rows != NULL)
-			buf_free(&rows[i]);
-		if (grows != NULL)
-			buf_free(&grows[i]);
-		if (made != NULL)
-			json_decref(made[i]);
+	tool_conns_put(&x.k);
+	for (size_t i = 0; x.page != NULL && i < x.page->n; i++) {
+		if (x.rows != NULL)
+			buf_free(&x.rows[i]);
+		if (x.grows != NULL)
+			buf_free(&x.grows[i]);
+		if (x.made != NULL)
+			json_decref(x.made[i]);
 	}
-	free(rows);
-	free(grows);
-	free(made);
-	spanlist_page_free(page);
-	redact_kept_free(&own);
-	json_decref(list);
-	json_decref(sc);
-	buf_free(&b);
-	buf_free(&intro);
+	free(x.rows);
+	free(x.grows);
+	free(x.made);
+	spanlist_page_free(x.page);
+	redact_kept_free(&x.own);
+	buf_free(&x.b);
+	buf_free(&x.intro);
 	if (rc == STATUS_OK && *result == NULL)
 		rc = STATUS_NOMEM;
 	if (rc != STATUS_OK) {
