@@ -1099,17 +1099,30 @@ append_lines(struct buf *b, const struct buf *src, size_t max)
 				  cut, cut == 1 ? "" : "s");
 }
 
-/* The trace's statements, one per source (the argument of get_trace's
- * tool_round callbacks). */
-struct trace_fetch {
+/* One get_trace call across its phases; the handler frees it. */
+struct get_call {
+	struct call *call;
+	size_t budget;
 	uint8_t id[16];
+	char tid[33]; /* id in hex */
+	struct tool_conns k;
 	struct spanquery_spans *sp[TOOL_SPAN_SRCS];
+	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX];
+	struct redact_kept kept;
+	struct merge_span *spans;
+	struct merge_result *res;
+	const struct merge_trace *t; /* the trace, once merged */
+	struct trace_ctx ctx;
+	struct render_fold *fold;
+	size_t n_errors, shown; /* error spans; tree lines drawn */
+	json_t *lines, *bn, *chain;
+	struct buf b, sect[2]; /* the answer; bottlenecks, error chain */
 };
 
 static int
 trace_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
-	struct trace_fetch *x = arg;
+	struct get_call *x = arg;
 
 	return spanquery_spans_send(c, tool_sources[i].name,
 				    (const uint8_t(*)[16])x->id, 1, pe);
@@ -1118,281 +1131,328 @@ trace_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 static int
 trace_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
-	struct trace_fetch *x = arg;
+	struct get_call *x = arg;
 
 	return spanquery_spans_recv(c, &x->sp[i], pe);
+}
+
+/* Fetch: the trace's spans from each source at once; *result is the
+ * answer when neither source could be read.  What the spans say goes out
+ * redacted, in text and structure, so they are redacted here. */
+static int
+get_fetch(struct get_call *x, json_t **result)
+{
+	const struct redact *r = call_redact(x->call);
+	int rc, failed = 0;
+
+	if (tool_conns_get(x->call, &x->k) != STATUS_OK) {
+		*result = tool_result_error("%s", x->k.why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	(void)call_progress(x->call, 1, 3, "fetching spans");
+	rc = tool_round_run(
+		&(struct tool_round){.call = x->call,
+				     .k = &x->k,
+				     .mask = (1u << TOOL_SPAN_SRCS) - 1,
+				     .status = x->status,
+				     .send = trace_send,
+				     .recv = trace_recv,
+				     .arg = x});
+	if (rc != STATUS_OK)
+		return rc;
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		failed += x->status[i][0] != '\0';
+	if (failed == TOOL_SPAN_SRCS) {
+		*result = tool_result_error("telemetry store %s",
+					    x->status[TOOL_SRC_OTLP]);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+		if (x->status[i][0] != '\0')
+			continue;
+		snprintf(x->status[i], sizeof(x->status[i]), "%s",
+			 x->sp[i]->n > 0 ? "ok" : "no_data");
+		for (size_t j = 0; j < x->sp[i]->n; j++) {
+			struct spanquery_span *s = &x->sp[i]->spans[j];
+
+			s->service = redact_keep(&x->kept, r, s->service);
+			s->name = redact_keep(&x->kept, r, s->name);
+			s->status_message =
+				redact_keep(&x->kept, r, s->status_message);
+		}
+	}
+	return STATUS_OK;
+}
+
+/* Merge: one tree of both sources' spans (x->res: none when no source
+ * has the trace). */
+static int
+get_merge(struct get_call *x)
+{
+	/* every span read is a node: folding, not merge, keeps the answer
+	 * short */
+	struct merge_opts opts = {.max_spans = 2 * SPANQUERY_MAX_SPANS,
+				  .max_traces = 1};
+	size_t n = 0;
+
+	(void)call_progress(x->call, 2, 3, "merging");
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		n += x->sp[i] != NULL ? x->sp[i]->n : 0;
+	if ((x->spans = calloc(n + 1, sizeof(*x->spans))) == NULL)
+		return STATUS_NOMEM;
+	n = 0;
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		for (size_t j = 0; x->sp[i] != NULL && j < x->sp[i]->n; j++)
+			tool_merge_span(&x->spans[n++], &x->sp[i]->spans[j],
+					tool_sources[i].merge);
+	return merge_traces(x->spans, n, &opts, &x->res);
+}
+
+/* The sources' statuses, structured (new reference; NULL on ENOMEM). */
+static json_t *
+get_sources(const struct get_call *x)
+{
+	return json_pack("{s:s, s:s}", tool_sources[TOOL_SRC_EBPF].name,
+			 x->status[TOOL_SRC_EBPF],
+			 tool_sources[TOOL_SRC_OTLP].name,
+			 x->status[TOOL_SRC_OTLP]);
+}
+
+/* The answer when no source has the trace. */
+static int
+get_not_found(struct get_call *x, json_t **result)
+{
+	json_t *sc;
+
+	(void)!buf_printf(&x->b, "no trace %s in the store", x->tid);
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (strncmp(x->status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&x->b, " (%s spans %s)",
+					  tool_sources[i].label, x->status[i]);
+	(void)!buf_puts(&x->b, "\n");
+	sc = json_pack("{s:s, s:b, s:i, s:o, s:[], s:[], s:[]}", "trace_id",
+		       x->tid, "found", false, "span_count", 0, "sources",
+		       get_sources(x), "lines", "bottlenecks", "error_chain");
+	if (sc == NULL)
+		return STATUS_NOMEM;
+	*result = tool_result_new(text_content(&x->b), sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+/* Folding: which spans keep their own line, and the runs of repeated
+ * sibling calls the others fold into. */
+static int
+get_fold(struct get_call *x)
+{
+	int rc;
+
+	x->t = &x->res->traces[0];
+	if ((rc = mark_kept(&x->ctx, x->t)) != STATUS_OK ||
+	    (rc = render_fold(x->t, same_call, &x->ctx, 0, &x->fold)) !=
+		    STATUS_OK)
+		return rc;
+	x->n_errors = errors_in(x->t, 0, x->t->n_nodes);
+	return STATUS_OK;
+}
+
+/* Text: the "Sources:" line, spans per source (or why none). */
+static void
+get_sources_line(struct get_call *x)
+{
+	struct buf *b = &x->b;
+
+	(void)!buf_puts(b, "Sources:");
+	for (int i = TOOL_SPAN_SRCS; i-- > 0;) {
+		const char *sep = i == TOOL_SPAN_SRCS - 1 ? "" : ";";
+		char n[32];
+
+		if (strncmp(x->status[i], "unavailable", 11) == 0) {
+			(void)!buf_printf(b, "%s %s %s", sep,
+					  tool_sources[i].label, x->status[i]);
+			continue;
+		}
+		render_count(x->sp[i]->n, n, sizeof(n));
+		(void)!buf_printf(b, "%s %s %s span%s", sep,
+				  tool_sources[i].label, n,
+				  x->sp[i]->n == 1 ? "" : "s");
+	}
+	if (x->t->duplicates > 0)
+		(void)!buf_printf(b, " (%zu seen by both, shown once as OTLP)",
+				  x->t->duplicates);
+	(void)!buf_puts(b, "\n");
+}
+
+/* Text: the head, what the trace is and where its spans came from. */
+static int
+get_head(struct get_call *x)
+{
+	const struct merge_trace *t = x->t;
+	struct buf *b = &x->b;
+	char dur[24], start[TIMERANGE_FORMAT_MAX], n[32];
+	int rc;
+
+	render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur, sizeof(dur));
+	render_count(t->span_count, n, sizeof(n));
+	timerange_format((int64_t)(t->start_ns / 1000000), start,
+			 sizeof(start));
+	(void)!buf_printf(b, "## Trace %s\n%s, %s span%s, started %s; ", x->tid,
+			  dur, n, t->span_count == 1 ? "" : "s", start);
+	if ((rc = services_line(b, t)) != STATUS_OK)
+		return rc;
+	(void)!buf_printf(b, "; %zu error span%s\n", x->n_errors,
+			  x->n_errors == 1 ? "" : "s");
+	get_sources_line(x);
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (x->sp[i] != NULL && x->sp[i]->truncated)
+			(void)!buf_printf(b,
+					  "(%s: only the first %d spans were "
+					  "read)\n",
+					  tool_sources[i].label,
+					  SPANQUERY_MAX_SPANS);
+	if (x->fold->runs > 0) {
+		render_count(x->fold->folded, n, sizeof(n));
+		(void)!buf_printf(b,
+				  "Folded: %s spans in %zu run%s of repeated "
+				  "sibling calls, each one line "
+				  "\"× count ... (min, avg, max)\".\n",
+				  n, x->fold->runs,
+				  x->fold->runs == 1 ? "" : "s");
+	}
+	return STATUS_OK;
+}
+
+/*
+ * Text: the tree, then the bottlenecks and the error chain.  The sections
+ * below the tree are drawn first: the tree gets what they leave, but at
+ * least half of what the head leaves; then they share the rest, cut at
+ * whole lines if need be.
+ */
+static int
+get_body(struct get_call *x)
+{
+	struct buf *b = &x->b, *sect = x->sect;
+	size_t budget = x->budget, avail, room;
+	int rc;
+
+	x->bn = json_array();
+	x->chain = json_array();
+	if (x->bn == NULL || x->chain == NULL)
+		return STATUS_NOMEM;
+	if ((rc = bottlenecks(&sect[0], x->t, x->bn)) != STATUS_OK ||
+	    (rc = error_chain(&sect[1], x->t, x->n_errors, x->chain)) !=
+		    STATUS_OK)
+		return rc;
+	avail = budget > b->len + 64 ? budget - b->len - 64 : 0;
+	room = avail > sect[0].len + sect[1].len
+		       ? avail - sect[0].len - sect[1].len
+		       : 0;
+	if (room < avail / 2)
+		room = avail / 2;
+	(void)!buf_puts(b, "\n```text\n");
+	rc = render_trace_tree_folded(b, x->t, x->fold, trace_label,
+				      trace_run_label, &x->ctx,
+				      room > 0 ? room : 1, &x->shown);
+	if (rc != STATUS_OK && rc != STATUS_LIMIT)
+		return rc;
+	(void)!buf_puts(b, "```\n");
+	avail = budget > b->len + 8 ? budget - b->len - 8 : 0;
+	if (sect[0].len + sect[1].len <= avail) {
+		append_lines(b, &sect[0], avail);
+		append_lines(b, &sect[1], avail);
+	} else {
+		size_t half = avail / 2;
+		size_t first = sect[1].len < half ? avail - sect[1].len : half;
+
+		append_lines(b, &sect[0], first);
+		append_lines(b, &sect[1],
+			     budget > b->len + 8 ? budget - b->len - 8 : 0);
+	}
+	return STATUS_OK;
+}
+
+/* Structured content: the tree's lines drawn, and what the text says. */
+static int
+get_result(struct get_call *x, json_t **result)
+{
+	const struct merge_trace *t = x->t;
+	char start[TIMERANGE_FORMAT_MAX];
+	size_t covered = 0;
+	json_t *sc;
+
+	if ((x->lines = json_array()) == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < x->shown; i++) {
+		if (json_array_append_new(
+			    x->lines, line_json(t, &x->fold->lines[i])) != 0)
+			return STATUS_NOMEM;
+		covered += x->fold->lines[i].end - x->fold->lines[i].node;
+	}
+	timerange_format((int64_t)(t->start_ns / 1000000), start,
+			 sizeof(start));
+	sc = json_pack("{s:s, s:b, s:I, s:f, s:s, s:o, s:I, s:I, s:I, s:O, "
+		       "s:I, s:O, s:O}",
+		       "trace_id", x->tid, "found", true, "span_count",
+		       (json_int_t)t->span_count, "duration_ms",
+		       (double)(t->end_ns - t->start_ns) / 1e6, "start", start,
+		       "sources", get_sources(x), "error_spans",
+		       (json_int_t)x->n_errors, "duplicates",
+		       (json_int_t)t->duplicates, "folded_spans",
+		       (json_int_t)x->fold->folded, "lines", x->lines,
+		       "spans_not_shown", (json_int_t)(t->span_count - covered),
+		       "bottlenecks", x->bn, "error_chain", x->chain);
+	if (sc == NULL)
+		return STATUS_NOMEM;
+	*result = tool_result_new(text_content(&x->b), sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
 static int
 get_trace(struct call *call, const json_t *args, json_t **result)
 {
-	const struct redact *r = call_redact(call);
 	const char *trace_id = tool_arg_str(args, "trace_id");
-	struct trace_fetch fx = {{0}};
-	struct spanquery_spans **sp = fx.sp;
-	struct merge_result *res = NULL;
-	struct merge_span *spans = NULL;
-	struct render_fold *fold = NULL;
-	const struct merge_trace *t;
-	struct trace_ctx ctx = {NULL, NULL};
-	struct redact_kept kept = {0};
-	struct tool_conns k = {0};
-	struct buf b, sect[2];
-	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX], tid[33];
-	uint8_t *id = fx.id;
-	size_t nspans = 0, shown = 0, n_errors, budget, room, avail;
-	int failed = 0;
-	json_t *sc = NULL, *lines = NULL, *bn = NULL, *chain = NULL;
+	struct get_call x = {.call = call, .budget = call_text_budget(call)};
 	int rc = STATUS_OK;
 
-	budget = call_text_budget(call);
-	buf_init(&b, 2 * budget + 4096);
-	buf_init(&sect[0], 2 * budget + 4096);
-	buf_init(&sect[1], 2 * budget + 4096);
+	buf_init(&x.b, 2 * x.budget + 4096);
+	buf_init(&x.sect[0], 2 * x.budget + 4096);
+	buf_init(&x.sect[1], 2 * x.budget + 4096);
 	*result = NULL;
 	if (trace_id == NULL ||
-	    tool_parse_trace_id(trace_id, id) != STATUS_OK) {
+	    tool_parse_trace_id(trace_id, x.id) != STATUS_OK) {
 		*result = tool_result_error(
 			"trace_id must be 32 hex digits, not all zero (e.g. "
 			"\"4bf92f3577b34da6a3ce929d0e0e4736\"), got \"%.40s\"",
 			trace_id != NULL ? trace_id : "");
 		goto out;
 	}
-	hex_encode(id, 16, tid);
-	if (tool_conns_get(call, &k) != STATUS_OK) {
-		*result = tool_result_error("%s", k.why);
+	hex_encode(x.id, 16, x.tid);
+	if ((rc = get_fetch(&x, result)) != STATUS_OK || *result != NULL ||
+	    (rc = get_merge(&x)) != STATUS_OK)
+		goto out;
+	if (x.res->n_traces == 0) {
+		rc = get_not_found(&x, result);
 		goto out;
 	}
-	(void)call_progress(call, 1, 3, "fetching spans");
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		status[i][0] = '\0';
-	rc = tool_round_run(
-		&(struct tool_round){call, &k, (1u << TOOL_SPAN_SRCS) - 1,
-				     status, trace_send, trace_recv, &fx});
-	if (rc != STATUS_OK)
+	if ((rc = get_fold(&x)) != STATUS_OK ||
+	    (rc = get_head(&x)) != STATUS_OK ||
+	    (rc = get_body(&x)) != STATUS_OK)
 		goto out;
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-		if (status[i][0] != '\0')
-			failed++;
-		else
-			nspans += sp[i]->n;
-	}
-	if (failed == TOOL_SPAN_SRCS) {
-		*result = tool_result_error("telemetry store %s",
-					    status[TOOL_SRC_OTLP]);
-		goto out;
-	}
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (status[i][0] == '\0')
-			snprintf(status[i], sizeof(status[i]), "%s",
-				 sp[i]->n > 0 ? "ok" : "no_data");
-
-	/* what the spans say goes out redacted, in text and structure */
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++) {
-			struct spanquery_span *s = &sp[i]->spans[j];
-
-			s->service = redact_keep(&kept, r, s->service);
-			s->name = redact_keep(&kept, r, s->name);
-			s->status_message =
-				redact_keep(&kept, r, s->status_message);
-		}
-
-	(void)call_progress(call, 2, 3, "merging");
-	spans = calloc(nspans + 1, sizeof(*spans));
-	if (spans == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	nspans = 0;
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		for (size_t j = 0; sp[i] != NULL && j < sp[i]->n; j++)
-			tool_merge_span(&spans[nspans++], &sp[i]->spans[j],
-					tool_sources[i].merge);
-	{
-		/* every span read is a node: folding, not merge, keeps the
-		 * answer short */
-		struct merge_opts opts = {.max_spans = 2 * SPANQUERY_MAX_SPANS,
-					  .max_traces = 1};
-
-		if ((rc = merge_traces(spans, nspans, &opts, &res)) !=
-		    STATUS_OK)
-			goto out;
-	}
-	lines = json_array();
-	bn = json_array();
-	chain = json_array();
-	if (lines == NULL || bn == NULL || chain == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	if (res->n_traces == 0) {
-		(void)!buf_printf(&b, "no trace %s in the store", tid);
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-			if (strncmp(status[i], "unavailable", 11) == 0)
-				(void)!buf_printf(&b, " (%s spans %s)",
-						  tool_sources[i].label,
-						  status[i]);
-		(void)!buf_puts(&b, "\n");
-		sc = json_pack("{s:s, s:b, s:i, s:{s:s, s:s}, s:O, s:O, s:O}",
-			       "trace_id", tid, "found", false, "span_count", 0,
-			       "sources", "ebpf", status[TOOL_SRC_EBPF], "otlp",
-			       status[TOOL_SRC_OTLP], "lines", lines,
-			       "bottlenecks", bn, "error_chain", chain);
-		if (sc == NULL) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-		*result = tool_result_new(text_content(&b), sc, false);
-		sc = NULL;
-		goto out;
-	}
-	t = &res->traces[0];
-	if ((rc = mark_kept(&ctx, t)) != STATUS_OK ||
-	    (rc = render_fold(t, same_call, &ctx, 0, &fold)) != STATUS_OK)
-		goto out;
-	n_errors = errors_in(t, 0, t->n_nodes);
-
-	/* the head */
-	{
-		char dur[24], start[TIMERANGE_FORMAT_MAX], n[32];
-
-		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
-			  sizeof(dur));
-		render_count(t->span_count, n, sizeof(n));
-		timerange_format((int64_t)(t->start_ns / 1000000), start,
-				 sizeof(start));
-		(void)!buf_printf(
-			&b, "## Trace %s\n%s, %s span%s, started %s; ", tid,
-			dur, n, t->span_count == 1 ? "" : "s", start);
-		if ((rc = services_line(&b, t)) != STATUS_OK)
-			goto out;
-		(void)!buf_printf(&b, "; %zu error span%s\n", n_errors,
-				  n_errors == 1 ? "" : "s");
-	}
-	(void)!buf_puts(&b, "Sources:");
-	for (int i = TOOL_SPAN_SRCS; i-- > 0;) {
-		const char *sep = i == TOOL_SPAN_SRCS - 1 ? "" : ";";
-		char n[32];
-
-		if (strncmp(status[i], "unavailable", 11) == 0) {
-			(void)!buf_printf(&b, "%s %s %s", sep,
-					  tool_sources[i].label, status[i]);
-			continue;
-		}
-		render_count(sp[i]->n, n, sizeof(n));
-		(void)!buf_printf(&b, "%s %s %s span%s", sep,
-				  tool_sources[i].label, n,
-				  sp[i]->n == 1 ? "" : "s");
-	}
-	if (t->duplicates > 0)
-		(void)!buf_printf(&b, " (%zu seen by both, shown once as OTLP)",
-				  t->duplicates);
-	(void)!buf_puts(&b, "\n");
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (sp[i] != NULL && sp[i]->truncated)
-			(void)!buf_printf(&b,
-					  "(%s: only the first %d spans were "
-					  "read)\n",
-					  tool_sources[i].label,
-					  SPANQUERY_MAX_SPANS);
-	if (fold->runs > 0) {
-		char n[32];
-
-		render_count(fold->folded, n, sizeof(n));
-		(void)!buf_printf(&b,
-				  "Folded: %s spans in %zu run%s of repeated "
-				  "sibling calls, each one line "
-				  "\"× count ... (min, avg, max)\".\n",
-				  n, fold->runs, fold->runs == 1 ? "" : "s");
-	}
-
-	/* the sections below the tree are drawn first: the tree gets what
-	 * they leave, but at least half of what the head leaves; then they
-	 * share the rest, cut at whole lines if need be */
-	if ((rc = bottlenecks(&sect[0], t, bn)) != STATUS_OK ||
-	    (rc = error_chain(&sect[1], t, n_errors, chain)) != STATUS_OK)
-		goto out;
-	avail = budget > b.len + 64 ? budget - b.len - 64 : 0;
-	room = avail > sect[0].len + sect[1].len
-		       ? avail - sect[0].len - sect[1].len
-		       : 0;
-	if (room < avail / 2)
-		room = avail / 2;
-	(void)!buf_puts(&b, "\n```text\n");
-	rc = render_trace_tree_folded(&b, t, fold, trace_label, trace_run_label,
-				      &ctx, room > 0 ? room : 1, &shown);
-	if (rc != STATUS_OK && rc != STATUS_LIMIT)
-		goto out;
-	rc = STATUS_OK;
-	(void)!buf_puts(&b, "```\n");
-	avail = budget > b.len + 8 ? budget - b.len - 8 : 0;
-	if (sect[0].len + sect[1].len <= avail) {
-		append_lines(&b, &sect[0], avail);
-		append_lines(&b, &sect[1], avail);
-	} else {
-		size_t half = avail / 2;
-		size_t first = sect[1].len < half ? avail - sect[1].len : half;
-
-		append_lines(&b, &sect[0], first);
-		append_lines(&b, &sect[1],
-			     budget > b.len + 8 ? budget - b.len - 8 : 0);
-	}
-
-	for (size_t i = 0; i < shown; i++)
-		if (json_array_append_new(lines,
-					  line_json(t, &fold->lines[i])) != 0) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
-	{
-		size_t covered = 0;
-
-		for (size_t i = 0; i < shown; i++)
-			covered += fold->lines[i].end - fold->lines[i].node;
-		sc = json_pack("{s:s, s:b, s:I, s:f, s:s, s:{s:s, s:s}, s:I, "
-			       "s:I, s:I, s:O, s:I, s:O, s:O}",
-			       "trace_id", tid, "found", true, "span_count",
-			       (json_int_t)t->span_count, "duration_ms",
-			       (double)(t->end_ns - t->start_ns) / 1e6, "start",
-			       "", "sources", "ebpf", status[TOOL_SRC_EBPF],
-			       "otlp", status[TOOL_SRC_OTLP], "error_spans",
-			       (json_int_t)n_errors, "duplicates",
-			       (json_int_t)t->duplicates, "folded_spans",
-			       (json_int_t)fold->folded, "lines", lines,
-			       "spans_not_shown",
-			       (json_int_t)(t->span_count - covered),
-			       "bottlenecks", bn, "error_chain", chain);
-	}
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	{
-		char start[TIMERANGE_FORMAT_MAX];
-
-		timerange_format((int64_t)(t->start_ns / 1000000), start,
-				 sizeof(start));
-		json_object_set_new(sc, "start", json_string(start));
-	}
-	*result = tool_result_new(text_content(&b), sc, false);
-	sc = NULL;
+	rc = get_result(&x, result);
 out:
-	tool_conns_put(&k);
-	render_fold_free(fold);
-	free(ctx.keep);
-	merge_result_free(res);
+	tool_conns_put(&x.k);
+	render_fold_free(x.fold);
+	free(x.ctx.keep);
+	merge_result_free(x.res);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		spanquery_spans_free(sp[i]);
-	redact_kept_free(&kept);
-	free(spans);
-	json_decref(lines);
-	json_decref(bn);
-	json_decref(chain);
-	json_decref(sc);
-	buf_free(&b);
-	buf_free(&sect[0]);
-	buf_free(&sect[1]);
+		spanquery_spans_free(x.sp[i]);
+	redact_kept_free(&x.kept);
+	free(x.spans);
+	json_decref(x.lines);
+	json_decref(x.bn);
+	json_decref(x.chain);
+	buf_free(&x.b);
+	buf_free(&x.sect[0]);
+	buf_free(&x.sect[1]);
 	if (rc == STATUS_OK && *result == NULL)
 		rc = STATUS_NOMEM;
 	if (rc != STATUS_OK) {
