@@ -367,149 +367,161 @@ prom_rows(struct call *call, struct grafana *g,
 	return STATUS_OK;
 }
 
-/* The span sources' statements of one query_metrics call (the argument
- * of its tool_round callbacks). */
-struct metrics_fetch {
-	const struct spanquery_filter *f;
+/* One query_metrics call (or an alias's) across its phases, and the
+ * argument of its tool_round callbacks; metrics_call frees it. */
+struct metrics_state {
+	struct call *call;
+	const struct metrics_req *req;
 	int64_t now;
+	struct spanquery_filter f;
+	struct timerange tr;
+	/* sources: asked; shown: reported (a store that cannot be reached
+	 * is reported for its span sources, and not asked) */
+	unsigned sources, shown;
+	int asked; /* span sources asked */
+	struct tool_conns k;
+	char status[TOOL_SRCS][TOOL_STATUS_MAX];
 	bool rollup[TOOL_SPAN_SRCS];
 	struct spanquery_metrics *m[TOOL_SPAN_SRCS];
+	struct grafana *g; /* when config maps the service to its series */
+	struct promcalls_spec spec;
+	struct promcalls_result *pres;
+	struct spanquery_row *prow; /* pres's rows as spanquery_rows */
+	size_t nrows, ng;	    /* rows of every source, merged groups */
+	bool any_rollup, truncated;
+	struct merge_metric_row *rows;
+	struct merge_metric_group *groups;
+	struct redact_kept own;
+	struct buf b;
 };
 
 static int
 metrics_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
-	struct metrics_fetch *x = arg;
+	struct metrics_state *x = arg;
 
-	return spanquery_metrics_send(c, tool_sources[i].name, x->f, x->now,
+	return spanquery_metrics_send(c, tool_sources[i].name, &x->f, x->now,
 				      &x->rollup[i], pe);
 }
 
 static int
 metrics_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
-	struct metrics_fetch *x = arg;
+	struct metrics_state *x = arg;
 
 	return spanquery_metrics_recv(c, x->rollup[i], &x->m[i], pe);
 }
 
+/* Arguments: the filter, the range, and the sources to ask; *result is
+ * the answer when they are bad. */
 static int
-metrics_call(struct call *call, const json_t *args, json_t **result,
-	     const struct metrics_req *req)
+metrics_args(struct metrics_state *x, const json_t *args, json_t **result)
 {
-	struct metrics_fetch fx = {0};
-	struct tool_round round;
-	struct spanquery_metrics **m = fx.m;
-	struct promcalls_result *pres = NULL;
-	struct promcalls_spec spec;
-	struct spanquery_row *prow = NULL;
-	struct grafana *g = NULL;
-	char status[TOOL_SRCS][TOOL_STATUS_MAX] = {{0}}, err[512], rdesc[128];
-	struct merge_metric_row *rows = NULL;
-	struct merge_metric_group *groups = NULL;
-	struct spanquery_filter f;
-	struct timerange tr;
-	struct tool_conns k = {0};
-	struct redact_kept own = {0};
-	bool any_rollup = false, truncated = false;
-	size_t nrows = 0, ng = 0;
-	json_t *sc = NULL, *arr[SPANQUERY_PROTOCOLS] = {NULL};
-	struct buf b;
-	int rc = STATUS_OK, asked = 0;
-	/* sources: asked; shown: reported (a store that cannot be reached
-	 * is reported for its span sources, and not asked) */
-	unsigned sources = req->sources & ~(1u << TOOL_SRC_PROM), shown;
-	int64_t now = clock_wall_ms();
+	char err[512];
 
-	buf_init(&b, call_text_budget(call));
-	*result = NULL;
-	if (metrics_filter(args, req, &f, err, sizeof(err)) != STATUS_OK ||
-	    tool_time_range(args, "1h", QUERY_RANGE, now, &tr, err,
+	if (metrics_filter(args, x->req, &x->f, err, sizeof(err)) !=
+		    STATUS_OK ||
+	    tool_time_range(args, "1h", QUERY_RANGE, x->now, &x->tr, err,
 			    sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
-		goto out;
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	f.from_ms = tr.from_ms;
-	f.to_ms = tr.to_ms;
-	if (req->sources & (1u << TOOL_SRC_PROM))
-		g = instances_for_service(call_instances(call), f.service,
-					  &spec);
-	if (g != NULL)
-		sources |= 1u << TOOL_SRC_PROM;
-	shown = sources;
-	if (tool_conns_get(call, &k) != STATUS_OK) {
-		if (g == NULL) {
-			*result = tool_result_error("%s", k.why);
-			goto out;
+	x->f.from_ms = x->tr.from_ms;
+	x->f.to_ms = x->tr.to_ms;
+	x->sources = x->req->sources & ~(1u << TOOL_SRC_PROM);
+	if (x->req->sources & (1u << TOOL_SRC_PROM))
+		x->g = instances_for_service(call_instances(x->call),
+					     x->f.service, &x->spec);
+	if (x->g != NULL)
+		x->sources |= 1u << TOOL_SRC_PROM;
+	x->shown = x->sources;
+	return STATUS_OK;
+}
+
+/* Fetch: the span sources' statements out, Prometheus while the store
+ * works, then the span sources' rows; *result is the answer when there
+ * is no source to ask. */
+static int
+metrics_fetch(struct metrics_state *x, json_t **result)
+{
+	struct tool_round round = {.call = x->call,
+				   .k = &x->k,
+				   .status = x->status,
+				   .send = metrics_send,
+				   .recv = metrics_recv,
+				   .arg = x};
+	int rc;
+
+	if (tool_conns_get(x->call, &x->k) != STATUS_OK) {
+		if (x->g == NULL) {
+			*result = tool_result_error("%s", x->k.why);
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
 		/* Prometheus still answers without the store */
 		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-			snprintf(status[i], sizeof(status[i]),
-				 "unavailable: %.250s", k.why);
-		sources &= 1u << TOOL_SRC_PROM;
+			snprintf(x->status[i], sizeof(x->status[i]),
+				 "unavailable: %.250s", x->k.why);
+		x->sources &= 1u << TOOL_SRC_PROM;
 	}
-	(void)call_progress(call, 1, 3, "querying the sources");
-
-	/* the span statements out before anything is read */
+	(void)call_progress(x->call, 1, 3, "querying the sources");
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		asked += (sources & (1u << i)) != 0;
-	fx.f = &f;
-	fx.now = now;
-	round = (struct tool_round){.call = call,
-				    .k = &k,
-				    .mask = sources,
-				    .status = status,
-				    .send = metrics_send,
-				    .recv = metrics_recv,
-				    .arg = &fx};
+		x->asked += (x->sources & (1u << i)) != 0;
+	round.mask = x->sources;
 	if ((rc = tool_round_send(&round)) != STATUS_OK)
-		goto out;
-	/* Prometheus while the store works */
-	if (g != NULL) {
-		rc = prom_rows(call, g, &spec, &f, &pres, &prow,
-			       status[TOOL_SRC_PROM],
-			       sizeof(status[TOOL_SRC_PROM]));
-		if (rc != STATUS_OK || call_cancelled(call)) {
-			rc = rc == STATUS_NOMEM ? rc : STATUS_CANCELLED;
-			goto out;
-		}
-		if (pres != NULL) {
-			nrows += pres->n;
-			truncated |= pres->truncated;
+		return rc;
+	if (x->g != NULL) {
+		rc = prom_rows(x->call, x->g, &x->spec, &x->f, &x->pres,
+			       &x->prow, x->status[TOOL_SRC_PROM],
+			       sizeof(x->status[TOOL_SRC_PROM]));
+		if (rc != STATUS_OK || call_cancelled(x->call))
+			return rc == STATUS_NOMEM ? rc : STATUS_CANCELLED;
+		if (x->pres != NULL) {
+			x->nrows += x->pres->n;
+			x->truncated |= x->pres->truncated;
 		}
 	}
 	if ((rc = tool_round_recv(&round)) != STATUS_OK)
-		goto out;
+		return rc;
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-		if (!(sources & (1u << i)) || status[i][0] != '\0')
-			continue;
-		snprintf(status[i], sizeof(status[i]), "%s",
-			 m[i]->n > 0 ? "ok" : "no_data");
-		nrows += m[i]->n;
-		any_rollup |= m[i]->rollup && m[i]->n > 0;
-		truncated |= m[i]->truncated;
-	}
-	rc = STATUS_OK;
-	(void)call_progress(call, 2, 3, "merging");
+		const struct spanquery_metrics *m = x->m[i];
 
-	rows = calloc(nrows + 1, sizeof(*rows));
-	groups = calloc(nrows + 1, sizeof(*groups));
-	if (rows == NULL || groups == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
+		if (!(x->sources & (1u << i)) || x->status[i][0] != '\0')
+			continue;
+		snprintf(x->status[i], sizeof(x->status[i]), "%s",
+			 m->n > 0 ? "ok" : "no_data");
+		x->nrows += m->n;
+		x->any_rollup |= m->rollup && m->n > 0;
+		x->truncated |= m->truncated;
 	}
-	nrows = 0;
+	return STATUS_OK;
+}
+
+/* Merge: every source's rows as merge rows, grouped by key (protocol
+ * first) and sorted by traffic; then the keys redacted. */
+static int
+metrics_merge(struct metrics_state *x)
+{
+	const struct redact *red = call_redact(x->call);
+	size_t nrows = 0;
+	int rc;
+
+	(void)call_progress(x->call, 2, 3, "merging");
+	x->rows = calloc(x->nrows + 1, sizeof(*x->rows));
+	x->groups = calloc(x->nrows + 1, sizeof(*x->groups));
+	if (x->rows == NULL || x->groups == NULL)
+		return STATUS_NOMEM;
 	for (int i = 0; i < TOOL_SRCS; i++) {
-		struct spanquery_row *src = i == TOOL_SRC_PROM ? prow
-					    : m[i] != NULL     ? m[i]->rows
-							       : NULL;
-		size_t n = i == TOOL_SRC_PROM ? (pres != NULL ? pres->n : 0)
-			   : m[i] != NULL     ? m[i]->n
-					      : 0;
+		bool prom = i == TOOL_SRC_PROM;
+		struct spanquery_row *src = prom	      ? x->prow
+					    : x->m[i] != NULL ? x->m[i]->rows
+							      : NULL;
+		size_t n = prom ? (x->pres != NULL ? x->pres->n : 0)
+			   : x->m[i] != NULL ? x->m[i]->n
+					     : 0;
 
 		for (size_t j = 0; src != NULL && j < n; j++) {
 			const struct spanquery_row *q = &src[j];
-			struct merge_metric_row *r = &rows[nrows++];
+			struct merge_metric_row *r = &x->rows[nrows++];
 
 			/* the protocol is the first key part: one merge */
 			r->key[0] = spanquery_protocol_name(q->protocol);
@@ -521,72 +533,85 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 			r->p95_ms = q->p95_ms;
 			r->p99_ms = q->p99_ms;
 			r->user = q;
-			if (i == TOOL_SRC_PROM)
-				r->error_rate_pct =
-					merge_pct(pres->rows[j].errors,
-						  pres->rows[j].requests);
-			else
-				r->error_rate_pct = merge_pct(
-					(double)q->errors, (double)q->requests);
+			r->error_rate_pct =
+				prom ? merge_pct(x->pres->rows[j].errors,
+						 x->pres->rows[j].requests)
+				     : merge_pct((double)q->errors,
+						 (double)q->requests);
 		}
 	}
-	if ((rc = merge_metrics(rows, nrows, MERGE_SORT_REQUESTS, groups, &ng,
-				NULL)) != STATUS_OK)
-		goto out;
+	x->nrows = nrows;
+	if ((rc = merge_metrics(x->rows, nrows, MERGE_SORT_REQUESTS, x->groups,
+				&x->ng, NULL)) != STATUS_OK)
+		return rc;
 	/* after merging: keys that differ only in a secret stay apart */
 	for (size_t j = 0; j < nrows; j++) {
-		struct spanquery_row *q = (struct spanquery_row *)rows[j].user;
+		struct spanquery_row *q =
+			(struct spanquery_row *)x->rows[j].user;
 
-		q->k1 = redact_keep(&own, call_redact(call), q->k1);
-		q->k2 = redact_keep(&own, call_redact(call), q->k2);
+		q->k1 = redact_keep(&x->own, red, q->k1);
+		q->k2 = redact_keep(&x->own, red, q->k2);
 	}
+	return STATUS_OK;
+}
 
-	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
-	if (req->note != NULL)
-		(void)!buf_printf(&b, "%s\n\n", req->note);
+/* Text: the note, the sources that failed, and the heading, or that
+ * there is nothing; *result is the answer when the service has no spans
+ * at all. */
+static int
+metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
+{
+	struct buf *b = &x->b;
+	char rdesc[128], why[512];
+	int failed = 0;
+
+	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
+	if (x->req->note != NULL)
+		(void)!buf_printf(b, "%s\n\n", x->req->note);
 	for (int i = 0; i < TOOL_SRCS; i++)
-		if ((shown & (1u << i)) &&
-		    strncmp(status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&b, "%s %s %s\n",
+		if ((x->shown & (1u << i)) &&
+		    strncmp(x->status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(b, "%s %s %s\n",
 					  tool_sources[i].label,
-					  tool_sources[i].what, status[i]);
-	if (ng == 0) {
-		char why[512];
-		bool unknown = false;
-		int failed = 0;
-
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-			failed += (sources & (1u << i)) &&
-				  strncmp(status[i], "unavailable", 11) == 0;
-		if (k.c[0] != NULL && failed < asked)
-			unknown = tool_unknown_service(k.c[0], f.service,
-						       "query_traces", why,
-						       sizeof(why));
-		if (unknown) {
-			*result =
-				tool_result_error("No metrics found: %s", why);
-			goto out;
-		}
-		(void)!buf_printf(&b,
-				  "No metrics found for service \"%s\" in %s",
-				  f.service, rdesc);
-		describe_filters(&b, args);
-		(void)!buf_puts(&b, "\n");
-	} else {
-		(void)!buf_printf(&b, "Metrics for %s, %s%s\n", f.service,
+					  tool_sources[i].what, x->status[i]);
+	if (x->ng > 0) {
+		(void)!buf_printf(b, "Metrics for %s, %s%s\n", x->f.service,
 				  rdesc,
-				  any_rollup ? " (rollups: percentiles "
-					       "within 0.5%)"
-					     : "");
+				  x->any_rollup ? " (rollups: percentiles "
+						  "within 0.5%)"
+						: "");
+		return STATUS_OK;
 	}
-	/* one section per protocol and source, keys by traffic */
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		failed += (x->sources & (1u << i)) &&
+			  strncmp(x->status[i], "unavailable", 11) == 0;
+	if (x->k.c[0] != NULL && failed < x->asked &&
+	    tool_unknown_service(x->k.c[0], x->f.service, "query_traces", why,
+				 sizeof(why))) {
+		*result = tool_result_error("No metrics found: %s", why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	(void)!buf_printf(b, "No metrics found for service \"%s\" in %s",
+			  x->f.service, rdesc);
+	describe_filters(b, args);
+	(void)!buf_puts(b, "\n");
+	return STATUS_OK;
+}
+
+/* Text: one section per protocol and source, keys by traffic, as many
+ * lines as fit; then the analysis and the notes. */
+static void
+metrics_text(struct metrics_state *x)
+{
+	struct buf *b = &x->b;
+
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
 		for (int i = 0; i < TOOL_SRCS; i++) {
 			bool header = false;
 
-			for (size_t j = 0; j < ng; j++) {
+			for (size_t j = 0; j < x->ng; j++) {
 				const struct merge_metric_row *r =
-					groups[j].row[tool_sources[i].merge];
+					x->groups[j].row[tool_sources[i].merge];
 
 				if (r == NULL ||
 				    ((const struct spanquery_row *)r->user)
@@ -594,56 +619,58 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 					continue;
 				if (!header) {
 					(void)!buf_printf(
-						&b, "\n%s Metrics [%s]:\n",
+						b, "\n%s Metrics [%s]:\n",
 						proto_titles[p],
 						tool_sources[i].label);
 					header = true;
 				}
-				if (b.len + TAIL_ROOM > b.max ||
-				    metric_line(&b, r) != STATUS_OK) {
-					truncated = true;
+				if (b->len + TAIL_ROOM > b->max ||
+				    metric_line(b, r) != STATUS_OK) {
+					x->truncated = true;
 					break;
 				}
 			}
 		}
-	if (ng > 0 && analysis(&b, groups, ng) != STATUS_OK)
-		truncated = true;
-	if (pres != NULL && pres->n > 0)
-		(void)!buf_puts(&b, "[Prometheus] rows come from the service's "
-				    "duration histograms: requests are "
-				    "increase() over the range (extrapolated "
-				    "to its edges), percentiles "
-				    "histogram_quantile over the buckets "
-				    "(as fine as their bounds)\n");
-	if (truncated)
-		(void)!buf_puts(&b, "(more rows than fit in this answer: they "
-				    "are all in the structured content; narrow "
-				    "the filters to read them here)\n");
+	if (x->ng > 0 && analysis(b, x->groups, x->ng) != STATUS_OK)
+		x->truncated = true;
+	if (x->pres != NULL && x->pres->n > 0)
+		(void)!buf_puts(b, "[Prometheus] rows come from the service's "
+				   "duration histograms: requests are "
+				   "increase() over the range (extrapolated "
+				   "to its edges), percentiles "
+				   "histogram_quantile over the buckets "
+				   "(as fine as their bounds)\n");
+	if (x->truncated)
+		(void)!buf_puts(b, "(more rows than fit in this answer: they "
+				   "are all in the structured content; narrow "
+				   "the filters to read them here)\n");
+}
 
-	/* structured: every row, by protocol, in the same order */
-	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", f.service,
-		       "time_range", tool_range_json(&tr), "sources", "rollup",
-		       any_rollup);
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
+/* Structured content: every row, by protocol, in the text's order. */
+static int
+metrics_result(struct metrics_state *x, json_t **result)
+{
+	json_t *sc, *arr[SPANQUERY_PROTOCOLS] = {NULL};
+
+	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", x->f.service,
+		       "time_range", tool_range_json(&x->tr), "sources",
+		       "rollup", x->any_rollup);
+	if (sc == NULL)
+		return STATUS_NOMEM;
 	for (int i = 0; i < TOOL_SRCS; i++)
-		if (shown & (1u << i))
+		if (x->shown & (1u << i))
 			json_object_set_new(json_object_get(sc, "sources"),
 					    tool_sources[i].name,
-					    json_string(status[i]));
+					    json_string(x->status[i]));
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
-		arr[p] = json_array();
-		if (arr[p] == NULL) {
-			rc = STATUS_NOMEM;
-			goto out;
-		}
+		if ((arr[p] = json_array()) == NULL)
+			goto nomem;
+		json_object_set_new(sc, spanquery_protocol_name(p), arr[p]);
 	}
-	for (size_t j = 0; j < ng; j++)
+	for (size_t j = 0; j < x->ng; j++)
 		for (int i = 0; i < TOOL_SRCS; i++) {
 			const struct merge_metric_row *r =
-				groups[j].row[tool_sources[i].merge];
+				x->groups[j].row[tool_sources[i].merge];
 
 			if (r != NULL)
 				json_array_append_new(
@@ -652,30 +679,48 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 						    ->protocol],
 					metric_json(r));
 		}
-	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
-		json_object_set_new(sc, spanquery_protocol_name(p), arr[p]);
-		arr[p] = NULL;
-	}
 	*result = tool_result_new(
 		json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			  b.data != NULL ? b.data : "", b.len),
+			  x->b.data != NULL ? x->b.data : "", x->b.len),
 		sc, false);
-	sc = NULL;
-	if (*result == NULL)
-		rc = STATUS_NOMEM;
-out:
-	tool_conns_put(&k);
-	redact_kept_free(&own);
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		spanquery_metrics_free(m[i]);
-	promcalls_free(pres);
-	free(prow);
-	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
-		json_decref(arr[p]);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+nomem:
 	json_decref(sc);
-	free(rows);
-	free(groups);
-	buf_free(&b);
+	return STATUS_NOMEM;
+}
+
+static int
+metrics_call(struct call *call, const json_t *args, json_t **result,
+	     const struct metrics_req *req)
+{
+	struct metrics_state x = {
+		.call = call, .req = req, .now = clock_wall_ms()};
+	int rc;
+
+	buf_init(&x.b, call_text_budget(call));
+	*result = NULL;
+	if ((rc = metrics_args(&x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		goto out;
+	if ((rc = metrics_fetch(&x, result)) != STATUS_OK || *result != NULL)
+		goto out;
+	if ((rc = metrics_merge(&x)) != STATUS_OK)
+		goto out;
+	if ((rc = metrics_head(&x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		goto out;
+	metrics_text(&x);
+	rc = metrics_result(&x, result);
+out:
+	tool_conns_put(&x.k);
+	redact_kept_free(&x.own);
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		spanquery_metrics_free(x.m[i]);
+	promcalls_free(x.pres);
+	free(x.prow);
+	free(x.rows);
+	free(x.groups);
+	buf_free(&x.b);
 	if (rc == STATUS_OK && *result == NULL)
 		rc = STATUS_NOMEM;
 	if (rc != STATUS_OK) {
