@@ -1376,281 +1376,347 @@ all_at_once(struct call *call, const struct tool_conns *k,
 	return STATUS_OK;
 }
 
-static int
-traces_call(struct call *call, const json_t *args, json_t **result,
-	    const struct traces_req *req)
-{
-	struct trace_fetch *fx = NULL;
-	struct jtext w = {.sf.sec = INT64_MIN};
-	struct spanquery_trace_filter tf = {0};
-	struct merge_result *res = NULL;
-	struct merge_span *spans = NULL;
-	struct tool_conns k = {0};
-	struct redact_kept own = {0};
-	struct timerange tr = {0};
-	struct buf b;
-	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX], err[512];
-	uint8_t(*ids)[16] = NULL, one_id[16];
-	int64_t *keys = NULL;
-	size_t nids = 0, nspans = 0, *order = NULL;
-	bool more_traces = false;
-	const char *trace_id = tool_arg_str(args, "trace_id");
-	const json_t *md = json_object_get(args, "min_duration_ms");
-	json_int_t max_traces = 10, max_spans = DEFAULT_MAX_SPANS;
-	size_t shown = 0;
-	int rc = STATUS_OK;
-	int64_t now = clock_wall_ms();
+/* One query_traces call (or an alias's) across its phases; traces_call
+ * frees it. */
+struct traces_state {
+	struct call *call;
+	const struct traces_req *req;
+	int64_t now;
+	const char *trace_id; /* the one trace asked for, or NULL */
+	uint8_t one_id[16];
+	struct timerange tr; /* without trace_id */
+	struct spanquery_trace_filter tf;
+	size_t max_spans; /* per trace */
+	struct tool_conns k;
+	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX];
+	struct trace_fetch *fx;
+	/* the traces shown, best first (with room for every source's) */
+	uint8_t (*ids)[16];
+	int64_t *keys;
+	size_t nids;
+	bool more_traces; /* than those */
+	struct redact_kept own;
+	struct merge_span *spans;
+	size_t nspans;
+	struct merge_result *res;
+	size_t *order;	/* of res->traces, as picked */
+	struct buf b;	/* the text */
+	struct jtext w; /* the structured content */
+};
 
-	buf_init(&b, call_text_budget(call));
-	buf_init(&w.b, SIZE_MAX / 2);
-	*result = NULL;
-	if (json_is_integer(json_object_get(args, "max_traces")))
-		max_traces =
-			json_integer_value(json_object_get(args, "max_traces"));
-	if (json_is_integer(json_object_get(args, "max_spans")))
-		max_spans =
-			json_integer_value(json_object_get(args, "max_spans"));
-	if (trace_id != NULL) {
-		if (tool_parse_trace_id(trace_id, one_id) != STATUS_OK) {
+/* Arguments: the trace, or the filter and range; *result is the answer
+ * when they are bad. */
+static int
+traces_args(struct traces_state *x, const json_t *args, json_t **result)
+{
+	const json_t *md = json_object_get(args, "min_duration_ms"),
+		     *mt = json_object_get(args, "max_traces"),
+		     *ms = json_object_get(args, "max_spans");
+	const char *sort = tool_arg_str(args, "sort");
+	char err[512];
+
+	x->trace_id = tool_arg_str(args, "trace_id");
+	x->tf.max_traces =
+		json_is_integer(mt) ? (size_t)json_integer_value(mt) : 10;
+	x->max_spans = json_is_integer(ms) ? (size_t)json_integer_value(ms)
+					   : DEFAULT_MAX_SPANS;
+	if (x->trace_id != NULL) {
+		if (tool_parse_trace_id(x->trace_id, x->one_id) != STATUS_OK) {
 			*result = tool_result_error(
 				"trace_id must be 32 hex digits, not all zero "
 				"(e.g. \"4bf92f3577b34da6a3ce929d0e0e4736\"), "
 				"got \"%.40s\"",
-				trace_id);
-			goto out;
+				x->trace_id);
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 		}
-	} else if (tool_time_range(args, "1h", QUERY_RANGE, now, &tr, err,
+	} else if (tool_time_range(args, "1h", QUERY_RANGE, x->now, &x->tr, err,
 				   sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
-		goto out;
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	tf.service = tool_arg_str(args, "service");
-	tf.from_ms = tr.from_ms;
-	tf.to_ms = tr.to_ms;
-	tf.min_duration_ns = json_is_number(md)
-				     ? (int64_t)(json_number_value(md) * 1e6)
-				     : -1;
-	tf.max_traces = (size_t)max_traces;
-	tf.slowest = tool_arg_str(args, "sort") != NULL &&
-		     strcmp(tool_arg_str(args, "sort"), "slowest") == 0;
-	if (tool_conns_get(call, &k) != STATUS_OK) {
-		*result = tool_result_error("%s", k.why);
-		goto out;
+	x->tf.service = tool_arg_str(args, "service");
+	x->tf.from_ms = x->tr.from_ms;
+	x->tf.to_ms = x->tr.to_ms;
+	x->tf.min_duration_ns = json_is_number(md)
+					? (int64_t)(json_number_value(md) * 1e6)
+					: -1;
+	x->tf.slowest = sort != NULL && strcmp(sort, "slowest") == 0;
+	return STATUS_OK;
+}
+
+/*
+ * Each source's candidates, then the best overall: the union by id (a
+ * trace both sources saw counts once), the best key first.  Each source
+ * gave its best max_traces, so the best max_traces overall are among
+ * them (a trace's key is its best source's, where fewer than max_traces
+ * traces beat it).  More traces match when a source has more than it
+ * gave, or the union has.
+ */
+static int
+traces_candidates(struct traces_state *x)
+{
+	struct trace_fetch *fx = x->fx;
+	int rc;
+
+	rc = tool_round_run(&(struct tool_round){.call = x->call,
+						 .k = &x->k,
+						 .mask = x->req->sources,
+						 .status = x->status,
+						 .send = trace_ids_send,
+						 .recv = trace_ids_recv,
+						 .arg = fx});
+	if (rc != STATUS_OK)
+		return rc;
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+		if (x->status[i][0] != '\0')
+			continue;
+		memcpy(x->ids + x->nids, fx->ids[i],
+		       fx->got[i] * sizeof(*x->ids));
+		memcpy(x->keys + x->nids, fx->keys[i],
+		       fx->got[i] * sizeof(*x->keys));
+		x->nids += fx->got[i];
+		x->more_traces = x->more_traces || fx->more[i];
+	}
+	x->nids = union_ids(x->ids, x->keys, x->nids);
+	if (x->nids > x->tf.max_traces) {
+		x->nids = x->tf.max_traces;
+		x->more_traces = true;
+	}
+	return STATUS_OK;
+}
+
+/* Fetch, step 1: which traces (x->ids); *result is the answer when the
+ * store cannot be reached. */
+static int
+traces_pick(struct traces_state *x, json_t **result)
+{
+	const struct traces_req *req = x->req;
+	struct trace_fetch *fx;
+
+	if (tool_conns_get(x->call, &x->k) != STATUS_OK) {
+		*result = tool_result_error("%s", x->k.why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		snprintf(status[i], sizeof(status[i]), "%s",
+		snprintf(x->status[i], sizeof(x->status[i]), "%s",
 			 req->sources & (1u << i) ? "" : "not asked");
-	(void)call_progress(call, 1, 4, "finding traces");
+	(void)call_progress(x->call, 1, 4, "finding traces");
+	x->ids = calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*x->ids));
+	x->keys =
+		calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*x->keys));
+	x->fx = fx = calloc(1, sizeof(*fx));
+	if (x->ids == NULL || x->keys == NULL || fx == NULL)
+		return STATUS_NOMEM;
+	fx->tf = &x->tf;
+	fx->walks = x->trace_id == NULL && spanquery_trace_walks(&x->tf);
+	if (x->trace_id != NULL) {
+		memcpy(x->ids[0], x->one_id, 16);
+		x->nids = 1;
+		return STATUS_OK;
+	}
+	if (fx->walks && x->tf.service != NULL && req->sources == BOTH) {
+		int rc = all_at_once(x->call, &x->k, fx, x->ids, x->keys,
+				     &x->nids, &x->more_traces);
 
-	/* 1. which traces: each source's candidates, then the best overall */
-	ids = calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*ids));
-	keys = calloc(TOOL_SPAN_SRCS * SPANQUERY_MAX_TRACES, sizeof(*keys));
-	fx = calloc(1, sizeof(*fx));
-	if (ids == NULL || keys == NULL || fx == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
+		if (rc != STATUS_OK || fx->all != NULL)
+			return rc;
 	}
-	fx->tf = &tf;
-	fx->walks = trace_id == NULL && spanquery_trace_walks(&tf);
-	if (trace_id != NULL) {
-		memcpy(ids[0], one_id, 16);
-		nids = 1;
-	} else if (fx->walks && tf.service != NULL && req->sources == BOTH &&
-		   (rc = all_at_once(call, &k, fx, ids, keys, &nids,
-				     &more_traces)) != STATUS_OK) {
-		goto out;
-	}
-	if (trace_id == NULL && fx->all == NULL) {
-		rc = tool_round_run(&(struct tool_round){call, &k, req->sources,
-							 status, trace_ids_send,
-							 trace_ids_recv, fx});
-		if (rc != STATUS_OK)
-			goto out;
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-			if (status[i][0] != '\0')
-				continue;
-			memcpy(ids + nids, fx->ids[i],
-			       fx->got[i] * sizeof(*ids));
-			memcpy(keys + nids, fx->keys[i],
-			       fx->got[i] * sizeof(*keys));
-			nids += fx->got[i];
-			more_traces = more_traces || fx->more[i];
-		}
-		/* union by id (a trace both sources saw counts once), then
-		 * the best key first.  Each source gave its best max_traces,
-		 * so the best max_traces overall are among them (a trace's
-		 * key is its best source's, where fewer than max_traces
-		 * traces beat it).  More traces match when a source has more
-		 * than it gave, or the union has. */
-		nids = union_ids(ids, keys, nids);
-		if (nids > tf.max_traces) {
-			nids = tf.max_traces;
-			more_traces = true;
-		}
-	}
+	return traces_candidates(x);
+}
 
-	/* 2. their spans, from each source: with the walk, each source has
-	 * those of the traces it picked; it still needs those of the traces
-	 * only another source picked.  A source whose spans would pass
-	 * SPANQUERY_MAX_SPANS reads them again in one statement, so that the
-	 * first SPANQUERY_MAX_SPANS are the ones kept, as without the walk. */
-	(void)call_progress(call, 2, 4, "fetching spans");
-	fx->ids_final = (const uint8_t(*)[16])ids;
-	fx->nfinal = nids;
-	for (int round = 0; round < 2 && nids > 0 && fx->all == NULL; round++) {
+/* Which spans source i still needs this round (fx->want[i]); true when
+ * it needs any. */
+static bool
+traces_wanted(struct traces_state *x, int i, int round)
+{
+	struct trace_fetch *fx = x->fx;
+
+	if (round == 0 && fx->sp[i][0] != NULL && !fx->sp[i][0]->truncated) {
+		fx->nwant[i] = ids_missing(fx, i);
+	} else if (round == 0 || (fx->sp[i][0] != NULL &&
+				  (fx->sp[i][1] != NULL &&
+				   (fx->sp[i][1]->truncated ||
+				    kept_spans(fx, i, 0) + fx->sp[i][1]->n >
+					    SPANQUERY_MAX_SPANS)))) {
+		/* all of them, in one statement */
+		spanquery_spans_free(fx->sp[i][0]);
+		spanquery_spans_free(fx->sp[i][1]);
+		fx->sp[i][0] = fx->sp[i][1] = NULL;
+		memcpy(fx->want[i], x->ids, x->nids * sizeof(*x->ids));
+		fx->nwant[i] = x->nids;
+	} else {
+		fx->nwant[i] = 0;
+	}
+	return fx->nwant[i] > 0;
+}
+
+/* Fetch, step 2: the traces' spans, from each source.  With the walk,
+ * each source has those of the traces it picked; it still needs those
+ * of the traces only another source picked.  A source whose spans would
+ * pass SPANQUERY_MAX_SPANS reads them again in one statement, so that
+ * the first SPANQUERY_MAX_SPANS are the ones kept, as without the walk. */
+static int
+traces_fetch(struct traces_state *x)
+{
+	struct trace_fetch *fx = x->fx;
+	int rc;
+
+	(void)call_progress(x->call, 2, 4, "fetching spans");
+	fx->ids_final = (const uint8_t(*)[16])x->ids;
+	fx->nfinal = x->nids;
+	for (int round = 0; round < 2 && x->nids > 0 && fx->all == NULL;
+	     round++) {
 		unsigned mask = 0;
 
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
-			if (!(req->sources & (1u << i)) || status[i][0] != '\0')
-				continue;
-			if (round == 0 && fx->sp[i][0] != NULL &&
-			    !fx->sp[i][0]->truncated) {
-				fx->nwant[i] = ids_missing(fx, i);
-			} else if (round == 0 ||
-				   (fx->sp[i][0] != NULL &&
-				    (fx->sp[i][1] != NULL &&
-				     (fx->sp[i][1]->truncated ||
-				      kept_spans(fx, i, 0) + fx->sp[i][1]->n >
-					      SPANQUERY_MAX_SPANS)))) {
-				/* all of them, in one statement */
-				spanquery_spans_free(fx->sp[i][0]);
-				spanquery_spans_free(fx->sp[i][1]);
-				fx->sp[i][0] = fx->sp[i][1] = NULL;
-				memcpy(fx->want[i], ids, nids * sizeof(*ids));
-				fx->nwant[i] = nids;
-			} else {
-				fx->nwant[i] = 0;
-			}
-			if (fx->nwant[i] > 0)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+			if ((x->req->sources & (1u << i)) &&
+			    x->status[i][0] == '\0' &&
+			    traces_wanted(x, i, round))
 				mask |= 1u << i;
-		}
 		if (mask == 0)
 			break;
-		rc = tool_round_run(&(struct tool_round){
-			call, &k, mask, status, spans_send, spans_recv, fx});
+		rc = tool_round_run(&(struct tool_round){.call = x->call,
+							 .k = &x->k,
+							 .mask = mask,
+							 .status = x->status,
+							 .send = spans_send,
+							 .recv = spans_recv,
+							 .arg = fx});
 		if (rc != STATUS_OK)
-			goto out;
+			return rc;
 	}
-	rc = STATUS_OK;
 	/* a source that failed on the way shows none of its spans, even
 	 * those its walk's statement brought */
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (status[i][0] != '\0')
+		if (x->status[i][0] != '\0')
 			for (int part = 0; part < 2; part++) {
 				spanquery_spans_free(fx->sp[i][part]);
 				fx->sp[i][part] = NULL;
 			}
-	{
-		const struct redact *r = call_redact(call);
-		struct span_it it = {0};
-		struct spanquery_span *x;
-		size_t per_src[TOOL_SPAN_SRCS] = {0};
-		int src;
+	return STATUS_OK;
+}
 
-		while ((x = span_next(fx, &it, &src)) != NULL) {
-			x->service = redact_keep(&own, r, x->service);
-			x->name = redact_keep(&own, r, x->name);
-			x->status_message =
-				redact_keep(&own, r, x->status_message);
-			per_src[src]++;
-			nspans++;
-		}
-		for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-			if ((req->sources & (1u << i)) && status[i][0] == '\0')
-				snprintf(status[i], sizeof(status[i]), "%s",
-					 per_src[i] > 0 ? "ok" : "no_data");
-	}
+/* The spans of the traces shown redacted (text and structure show the
+ * same), and each source asked that answered "ok" or "no_data". */
+static void
+traces_redact(struct traces_state *x)
+{
+	const struct redact *r = call_redact(x->call);
+	struct span_it it = {0};
+	struct spanquery_span *s;
+	size_t per_src[TOOL_SPAN_SRCS] = {0};
+	int src;
 
-	/* 3. one tree per trace */
-	(void)call_progress(call, 3, 4, "merging");
-	spans = calloc(nspans + 1, sizeof(*spans));
-	if (spans == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
+	while ((s = span_next(x->fx, &it, &src)) != NULL) {
+		s->service = redact_keep(&x->own, r, s->service);
+		s->name = redact_keep(&x->own, r, s->name);
+		s->status_message = redact_keep(&x->own, r, s->status_message);
+		per_src[src]++;
+		x->nspans++;
 	}
-	nspans = 0;
-	{
-		struct span_it it = {0};
-		const struct spanquery_span *x;
-		int src;
-
-		while ((x = span_next(fx, &it, &src)) != NULL)
-			tool_merge_span(&spans[nspans++], x,
-					tool_sources[src].merge);
-	}
-	{
-		struct merge_opts opts = {.max_spans = (size_t)max_spans,
-					  .max_traces =
-						  SPANQUERY_MAX_TRACES + 1};
-
-		if ((rc = merge_traces(spans, nspans, &opts, &res)) !=
-		    STATUS_OK)
-			goto out;
-	}
-	/* shown in the order the traces were picked (recent / slowest) */
-	order = calloc(res->n_traces + 1, sizeof(*order));
-	if (order == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	{
-		size_t o = 0;
-
-		for (size_t i = 0; i < nids; i++)
-			for (size_t t = 0; t < res->n_traces; t++)
-				if (memcmp(res->traces[t].trace_id, ids[i],
-					   16) == 0)
-					order[o++] = t;
-	}
-
-	/* 4. text and structured content */
-	if (req->note != NULL)
-		(void)!buf_printf(&b, "%s\n\n", req->note);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (strncmp(status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&b, "%s spans %s\n",
-					  tool_sources[i].label, status[i]);
-	JT_LIT(&w, "{\"traces\":[");
-	if (res->n_traces == 0) {
-		char why[512], rdesc[128];
+		if ((x->req->sources & (1u << i)) && x->status[i][0] == '\0')
+			snprintf(x->status[i], sizeof(x->status[i]), "%s",
+				 per_src[i] > 0 ? "ok" : "no_data");
+}
 
-		if (trace_id != NULL) {
-			(void)!buf_printf(&b,
-					  "No traces found with trace_id %s\n",
-					  trace_id);
-		} else {
-			if (tf.service != NULL &&
-			    tool_unknown_service(k.c[0], tf.service,
-						 "query_traces", why,
-						 sizeof(why))) {
-				*result = tool_result_error(
-					"No traces found: %s", why);
-				goto out;
-			}
-			timerange_describe(&tr, now, rdesc, sizeof(rdesc));
-			(void)!buf_printf(&b, "No traces found in %s", rdesc);
-			if (tf.service != NULL)
-				(void)!buf_printf(&b, " for service \"%s\"",
-						  tf.service);
-			if (tf.min_duration_ns >= 0) {
-				char least[24];
+/* Merge: one tree per trace, in the order the traces were picked
+ * (recent / slowest). */
+static int
+traces_merge(struct traces_state *x)
+{
+	struct merge_opts opts = {.max_spans = x->max_spans,
+				  .max_traces = SPANQUERY_MAX_TRACES + 1};
+	struct span_it it = {0};
+	const struct spanquery_span *s;
+	size_t n = 0, o = 0;
+	int src, rc;
 
-				render_ms((double)tf.min_duration_ns / 1e6,
-					  least, sizeof(least));
-				(void)!buf_printf(&b,
-						  " with a span of at least %s",
-						  least);
-			}
-			(void)!buf_puts(&b, "\n");
-		}
+	(void)call_progress(x->call, 3, 4, "merging");
+	if ((x->spans = calloc(x->nspans + 1, sizeof(*x->spans))) == NULL)
+		return STATUS_NOMEM;
+	while ((s = span_next(x->fx, &it, &src)) != NULL)
+		tool_merge_span(&x->spans[n++], s, tool_sources[src].merge);
+	if ((rc = merge_traces(x->spans, n, &opts, &x->res)) != STATUS_OK)
+		return rc;
+	x->order = calloc(x->res->n_traces + 1, sizeof(*x->order));
+	if (x->order == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < x->nids; i++)
+		for (size_t t = 0; t < x->res->n_traces; t++)
+			if (memcmp(x->res->traces[t].trace_id, x->ids[i], 16) ==
+			    0)
+				x->order[o++] = t;
+	return STATUS_OK;
+}
+
+/* Text: that no trace was found, and for what; *result is the answer
+ * when the service has no spans at all. */
+static int
+traces_none(struct traces_state *x, json_t **result)
+{
+	const struct spanquery_trace_filter *tf = &x->tf;
+	struct buf *b = &x->b;
+	char why[512], rdesc[128];
+
+	if (x->trace_id != NULL) {
+		(void)!buf_printf(b, "No traces found with trace_id %s\n",
+				  x->trace_id);
+		return STATUS_OK;
 	}
+	if (tf->service != NULL &&
+	    tool_unknown_service(x->k.c[0], tf->service, "query_traces", why,
+				 sizeof(why))) {
+		*result = tool_result_error("No traces found: %s", why);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
+	(void)!buf_printf(b, "No traces found in %s", rdesc);
+	if (tf->service != NULL)
+		(void)!buf_printf(b, " for service \"%s\"", tf->service);
+	if (tf->min_duration_ns >= 0) {
+		char least[24];
+
+		render_ms((double)tf->min_duration_ns / 1e6, least,
+			  sizeof(least));
+		(void)!buf_printf(b, " with a span of at least %s", least);
+	}
+	(void)!buf_puts(b, "\n");
+	return STATUS_OK;
+}
+
+/* Text: the note and the sources that failed, and when no trace was
+ * found, that; *result is the answer when the service is not known.
+ * Structured content: its opening. */
+static int
+traces_head(struct traces_state *x, json_t **result)
+{
+	if (x->req->note != NULL)
+		(void)!buf_printf(&x->b, "%s\n\n", x->req->note);
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (strncmp(x->status[i], "unavailable", 11) == 0)
+			(void)!buf_printf(&x->b, "%s spans %s\n",
+					  tool_sources[i].label, x->status[i]);
+	JT_LIT(&x->w, "{\"traces\":[");
+	return x->res->n_traces == 0 ? traces_none(x, result) : STATUS_OK;
+}
+
+/* Text and structured content: each trace as a tree while the budget
+ * lasts (each a share of what is left), and as an object. */
+static int
+traces_trees(struct traces_state *x)
+{
+	const struct merge_result *res = x->res;
+	struct buf *b = &x->b;
+
 	for (size_t i = 0; i < res->n_traces; i++) {
-		const struct merge_trace *t = &res->traces[order[i]];
+		const struct merge_trace *t = &res->traces[x->order[i]];
 		char tid[33], start[40], dur[24];
-		size_t room = b.len + TAIL_ROOM < b.max
-				      ? b.max - TAIL_ROOM - b.len
+		size_t room = b->len + TAIL_ROOM < b->max
+				      ? b->max - TAIL_ROOM - b->len
 				      : 0;
 		size_t left = res->n_traces - i;
+		int rc;
 
 		hex_encode(t->trace_id, 16, tid);
 		timerange_format((int64_t)(t->start_ns / 1000000), start,
@@ -1658,114 +1724,169 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
 			  sizeof(dur));
 		if (room < 200) {
-			(void)!buf_printf(&b,
+			(void)!buf_printf(b,
 					  "\n(%zu more traces not shown: the "
 					  "answer is full; ask for fewer)\n",
 					  left);
 			break;
 		}
-		(void)!buf_printf(&b, "%sTrace %s (%s, %s, %zu span%s)\n",
-				  i > 0 || b.len > 0 ? "\n" : "", tid, dur,
+		(void)!buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
+				  i > 0 || b->len > 0 ? "\n" : "", tid, dur,
 				  start, t->span_count,
 				  t->span_count == 1 ? "" : "s");
-		rc = render_trace_tree(&b, t, span_label,
-				       (void *)call_redact(call), room / left,
-				       NULL);
+		rc = render_trace_tree(b, t, span_label,
+				       (void *)call_redact(x->call),
+				       room / left, NULL);
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
-			goto out;
-		rc = STATUS_OK;
-		if (shown++ > 0)
-			JT_LIT(&w, ",");
-		trace_write(&w, t);
+			return rc;
+		if (i > 0)
+			JT_LIT(&x->w, ",");
+		trace_write(&x->w, t);
 	}
-	if (more_traces) {
-		bool raise = tf.max_traces < SPANQUERY_MAX_TRACES;
+	return STATUS_OK;
+}
 
-		(void)!buf_printf(&b,
+/* Text: what more there is, and the analysis. */
+static void
+traces_tail(struct traces_state *x)
+{
+	const struct spanquery_trace_filter *tf = &x->tf;
+	struct buf *b = &x->b;
+
+	if (x->more_traces) {
+		bool raise = tf->max_traces < SPANQUERY_MAX_TRACES;
+
+		(void)!buf_printf(b,
 				  "\nMore traces match than the %zu shown: "
 				  "narrow time_range%s %s min_duration_ms",
-				  res->n_traces, raise ? "," : " or",
-				  tf.min_duration_ns >= 0 ? "raise" : "add");
+				  x->res->n_traces, raise ? "," : " or",
+				  tf->min_duration_ns >= 0 ? "raise" : "add");
 		if (raise)
-			(void)!buf_printf(&b,
-					  ", or raise max_traces (up to %d)",
+			(void)!buf_printf(b, ", or raise max_traces (up to %d)",
 					  SPANQUERY_MAX_TRACES);
-		(void)!buf_puts(&b, ".\n");
+		(void)!buf_puts(b, ".\n");
 	}
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (fx->sp[i][1] != NULL && fx->sp[i][1]->truncated)
-			(void)!buf_printf(&b,
+		if (x->fx->sp[i][1] != NULL && x->fx->sp[i][1]->truncated)
+			(void)!buf_printf(b,
 					  "(%s: only the first %d spans were "
 					  "read)\n",
 					  tool_sources[i].label,
 					  SPANQUERY_MAX_SPANS);
-	if (res->n_traces > 0)
-		(void)traces_analysis(&b, res, order);
+	if (x->res->n_traces > 0)
+		(void)traces_analysis(b, x->res, x->order);
+}
 
-	JT_LIT(&w, "],\"sources\":{");
+/* Structured content after the traces: the sources, whether more
+ * traces match, and the range (as query_metrics has it). */
+static void
+traces_close(struct traces_state *x)
+{
+	struct jtext *w = &x->w;
+
+	JT_LIT(w, "],\"sources\":{");
 	for (int i = 0, n = 0; i < TOOL_SPAN_SRCS; i++)
-		if (req->sources & (1u << i)) {
+		if (x->req->sources & (1u << i)) {
 			if (n++ > 0)
-				JT_LIT(&w, ",");
-			jt_str(&w, tool_sources[i].name);
-			JT_LIT(&w, ":");
-			jt_str(&w, status[i]);
+				JT_LIT(w, ",");
+			jt_str(w, tool_sources[i].name);
+			JT_LIT(w, ":");
+			jt_str(w, x->status[i]);
 		}
-	if (more_traces)
-		JT_LIT(&w, "},\"more_traces\":true");
+	if (x->more_traces)
+		JT_LIT(w, "},\"more_traces\":true");
 	else
-		JT_LIT(&w, "},\"more_traces\":false");
-	if (trace_id == NULL) { /* as query_metrics has it */
-		json_t *range = tool_range_json(&tr);
+		JT_LIT(w, "},\"more_traces\":false");
+	if (x->trace_id == NULL) {
+		json_t *range = tool_range_json(&x->tr);
 		char *text =
 			range != NULL ? jsondump(range, JSON_COMPACT) : NULL;
 
-		JT_LIT(&w, ",\"time_range\":");
+		JT_LIT(w, ",\"time_range\":");
 		if (text != NULL)
-			jt_raw(&w, text, strlen(text));
-		else if (w.rc == STATUS_OK)
-			w.rc = STATUS_NOMEM;
+			jt_raw(w, text, strlen(text));
+		else if (w->rc == STATUS_OK)
+			w->rc = STATUS_NOMEM;
 		free(text);
 		json_decref(range);
 	}
-	JT_LIT(&w, "}");
-	if ((rc = w.rc) != STATUS_OK)
-		goto out;
-	/* The text is not checked for UTF-8 here (jansson's check took 7%
-	 * of the call's instructions): it is made of stored strings, valid since
-	 * ingestion, cut only between characters, and the answer's writer
-	 * (lib/json/jsondump) refuses anything else. */
-	*result = tool_result_new(
-		json_pack("[{s:s, s:o}]", "type", "text", "text",
-			  json_stringn_nocheck(b.data != NULL ? b.data : "",
-					       b.len)),
-		NULL, false);
-	if (*result != NULL) {
-		size_t len;
-		char *text = buf_steal(&w.b, &len);
+	JT_LIT(w, "}");
+}
 
-		if (text != NULL)
-			call_structured_text(call, text, len);
-		else
-			rc = STATUS_NOMEM;
-	}
+/* The result: the text, and the structured content as written.  The
+ * text is not checked for UTF-8 here (jansson's check took 7% of the
+ * call's instructions): it is made of stored strings, valid since
+ * ingestion, cut only between characters, and the answer's writer
+ * (lib/json/jsondump) refuses anything else. */
+static int
+traces_result(struct traces_state *x, json_t **result)
+{
+	size_t len;
+	char *text;
+
+	if (x->w.rc != STATUS_OK)
+		return x->w.rc;
+	*result = tool_result_new(
+		json_pack(
+			"[{s:s, s:o}]", "type", "text", "text",
+			json_stringn_nocheck(x->b.data != NULL ? x->b.data : "",
+					     x->b.len)),
+		NULL, false);
+	if (*result == NULL)
+		return STATUS_NOMEM;
+	if ((text = buf_steal(&x->w.b, &len)) == NULL)
+		return STATUS_NOMEM;
+	call_structured_text(x->call, text, len);
+	return STATUS_OK;
+}
+
+static int
+traces_call(struct call *call, const json_t *args, json_t **result,
+	    const struct traces_req *req)
+{
+	struct traces_state x = {.call = call,
+				 .req = req,
+				 .now = clock_wall_ms(),
+				 .w = {.sf.sec = INT64_MIN}};
+	int rc;
+
+	buf_init(&x.b, call_text_budget(call));
+	buf_init(&x.w.b, SIZE_MAX / 2);
+	*result = NULL;
+	if ((rc = traces_args(&x, args, result)) != STATUS_OK ||
+	    *result != NULL)
+		goto out;
+	if ((rc = traces_pick(&x, result)) != STATUS_OK || *result != NULL)
+		goto out;
+	if ((rc = traces_fetch(&x)) != STATUS_OK)
+		goto out;
+	traces_redact(&x);
+	if ((rc = traces_merge(&x)) != STATUS_OK)
+		goto out;
+	if ((rc = traces_head(&x, result)) != STATUS_OK || *result != NULL)
+		goto out;
+	if ((rc = traces_trees(&x)) != STATUS_OK)
+		goto out;
+	traces_tail(&x);
+	traces_close(&x);
+	rc = traces_result(&x, result);
 out:
-	tool_conns_put(&k);
-	redact_kept_free(&own);
-	merge_result_free(res);
-	for (int i = 0; fx != NULL && i < TOOL_SPAN_SRCS; i++) {
-		spanquery_spans_free(fx->sp[i][0]);
-		spanquery_spans_free(fx->sp[i][1]);
+	tool_conns_put(&x.k);
+	redact_kept_free(&x.own);
+	merge_result_free(x.res);
+	for (int i = 0; x.fx != NULL && i < TOOL_SPAN_SRCS; i++) {
+		spanquery_spans_free(x.fx->sp[i][0]);
+		spanquery_spans_free(x.fx->sp[i][1]);
 	}
-	if (fx != NULL)
-		spanquery_spans_free(fx->all);
-	buf_free(&w.b);
-	free(fx);
-	free(spans);
-	free(order);
-	free(ids);
-	free(keys);
-	buf_free(&b);
+	if (x.fx != NULL)
+		spanquery_spans_free(x.fx->all);
+	buf_free(&x.w.b);
+	free(x.fx);
+	free(x.spans);
+	free(x.order);
+	free(x.ids);
+	free(x.keys);
+	buf_free(&x.b);
 	if (rc == STATUS_OK && *result == NULL)
 		rc = STATUS_NOMEM;
 	if (rc != STATUS_OK) {
