@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/timerange.h"
@@ -43,6 +44,27 @@ tool_span_source(const char *name)
 		if (strcmp(name, tool_sources[i].name) == 0)
 			return i;
 	return -1;
+}
+
+json_t *
+tool_result_buf(const struct buf *b, json_t *sc)
+{
+	return tool_result_new(json_pack("[{s:s, s:s%}]", "type", "text",
+					 "text", b->data != NULL ? b->data : "",
+					 b->len),
+			       sc, false);
+}
+
+int
+tool_done(int rc, json_t **result)
+{
+	if (rc == STATUS_OK && *result == NULL)
+		rc = STATUS_NOMEM;
+	if (rc != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
 }
 
 const char *

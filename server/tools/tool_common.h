@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 
+struct buf;
 struct call;
 struct merge_span;
 struct pg_conn;
@@ -49,6 +50,20 @@ int tool_source_of_merge(int merge);
 
 /* The span source (TOOL_SRC_*) whose name is name; -1 when none is. */
 int tool_span_source(const char *name);
+
+/*
+ * A CallToolResult (new; NULL on ENOMEM) whose one content block is the
+ * text in b ("" when b holds none) and whose structuredContent is sc
+ * (stolen, may be NULL).
+ */
+json_t *tool_result_buf(const struct buf *b, json_t *sc);
+
+/*
+ * What a handler returns once it has cleaned up after rc: STATUS_NOMEM
+ * for STATUS_OK without a result, and on any failure *result dropped
+ * (set to NULL), as tool_fn requires.
+ */
+int tool_done(int rc, json_t **result);
 
 /* The string argument key of args, borrowed from args; NULL when absent,
  * not a string, or empty. */

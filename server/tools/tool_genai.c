@@ -418,10 +418,7 @@ finish(struct out *o, json_t *sc, json_t **result)
 		json_decref(sc);
 		return STATUS_NOMEM;
 	}
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			  o->b.data != NULL ? o->b.data : "", o->b.len),
-		sc, false);
+	*result = tool_result_buf(&o->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -788,13 +785,7 @@ out:
 	genai_session_free(s);
 	json_decref(recent);
 	out_free(&o);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 /* ---- analyze_genai --------------------------------------------------------- */
@@ -1188,13 +1179,7 @@ out:
 	pg_release(c);
 	genai_usage_free(u);
 	out_free(&o);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 /* ---- compare_sessions ------------------------------------------------------ */
@@ -1523,13 +1508,7 @@ out:
 	genai_session_free(s[1]);
 	json_decref(missing);
 	out_free(&o);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 const struct tool_handler genai_tool_handlers[] = {

@@ -962,10 +962,7 @@ render(struct call *call, struct grafana *g, const struct req *q,
 	}
 	if (m->warning != NULL)
 		json_object_set_new(sc, "warning", json_string(m->warning));
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			  b.data != NULL ? b.data : "", b.len),
-		sc, false);
+	*result = tool_result_buf(&b, sc);
 	sc = NULL;
 	if (*result == NULL)
 		rc = STATUS_NOMEM;

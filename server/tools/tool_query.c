@@ -679,10 +679,7 @@ metrics_result(struct metrics_state *x, json_t **result)
 						    ->protocol],
 					metric_json(r));
 		}
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			  x->b.data != NULL ? x->b.data : "", x->b.len),
-		sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 nomem:
 	json_decref(sc);
@@ -721,13 +718,7 @@ out:
 	free(x.rows);
 	free(x.groups);
 	buf_free(&x.b);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 #define BOTH ((1u << TOOL_SRC_EBPF) | (1u << TOOL_SRC_OTLP))
@@ -1887,13 +1878,7 @@ out:
 	free(x.ids);
 	free(x.keys);
 	buf_free(&x.b);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 static int

@@ -283,9 +283,7 @@ services_result(struct services_call *x, json_t **result)
 		       (json_int_t)(x->r->n - x->shown));
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s}]", "type", "text", "text", x->b.data),
-		sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -316,11 +314,7 @@ out:
 	free(x.nsowned);
 	buf_free(&x.t);
 	buf_free(&x.b);
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 const struct tool_handler services_tool_handlers[] = {

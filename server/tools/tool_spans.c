@@ -44,13 +44,6 @@
 static const char bad_cursor[] =
 	"cursor is invalid or expired: call again without cursor";
 
-static json_t *
-text_content(const struct buf *b)
-{
-	return json_pack("[{s:s, s:s%}]", "type", "text", "text",
-			 b->data != NULL ? b->data : "", b->len);
-}
-
 /* s as a JSON string (new reference), JSON null for NULL s; NULL on
  * ENOMEM. */
 static json_t *
@@ -590,7 +583,7 @@ list_result(struct list_call *x, json_t **result)
 
 		json_object_set_new(sc, "time_range", tool_range_json(&tr));
 	}
-	*result = tool_result_new(text_content(&x->b), sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -634,13 +627,7 @@ out:
 	redact_kept_free(&x.own);
 	buf_free(&x.b);
 	buf_free(&x.intro);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 /* ---- get_trace ---------------------------------------------------------- */
@@ -1235,7 +1222,7 @@ get_not_found(struct get_call *x, json_t **result)
 		       get_sources(x), "lines", "bottlenecks", "error_chain");
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_new(text_content(&x->b), sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -1402,7 +1389,7 @@ get_result(struct get_call *x, json_t **result)
 		       "bottlenecks", x->bn, "error_chain", x->chain);
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_new(text_content(&x->b), sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -1453,13 +1440,7 @@ out:
 	buf_free(&x.b);
 	buf_free(&x.sect[0]);
 	buf_free(&x.sect[1]);
-	if (rc == STATUS_OK && *result == NULL)
-		rc = STATUS_NOMEM;
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 const struct tool_handler spans_tool_handlers[] = {

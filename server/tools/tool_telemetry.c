@@ -505,9 +505,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s}]", "type", "text", "text", b.data), sc,
-		false);
+	*result = tool_result_buf(&b, sc);
 done:
 	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
 out:
@@ -800,9 +798,7 @@ search_result(struct search_call *x, json_t **result)
 		json_decref(sc);
 		return STATUS_NOMEM;
 	}
-	*result = tool_result_new(
-		json_pack("[{s:s, s:s}]", "type", "text", "text", x->b.data),
-		sc, false);
+	*result = tool_result_buf(&x->b, sc);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 }
 
@@ -833,11 +829,7 @@ out:
 	spansearch_free(x.s);
 	free(x.attrs);
 	buf_free(&x.b);
-	if (rc != STATUS_OK) {
-		json_decref(*result);
-		*result = NULL;
-	}
-	return rc;
+	return tool_done(rc, result);
 }
 
 const struct tool_handler telemetry_tool_handlers[] = {
