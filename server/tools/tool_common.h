@@ -1,7 +1,9 @@
 /*
  * tool_common.h - helpers shared by the tool families that read the
  * telemetry store (tool_query, tool_spans, tool_genai, tool_telemetry,
- * tool_services): arguments, ids, time, and leasing store connections.
+ * tool_services): the table of sources, arguments (ids, time ranges),
+ * leasing store connections and asking the span sources side by side
+ * (tool_round), and what a handler ends with.
  */
 #ifndef SEXTANT_TOOL_COMMON_H
 #define SEXTANT_TOOL_COMMON_H
