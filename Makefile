@@ -95,7 +95,7 @@ SERVER_SRC := server/boot.c \
 		sessstore.c tasks.c call.c tools.c catalog.c skills.c gateway.c) \
 	build/gen/skills.c \
 	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
-		tool_telemetry.c tool_spans.c tool_genai.c tool_services.c \
+		tool_query_otlp.c tool_spans.c tool_genai.c tool_spans_services.c \
 		tool_grafana.c) \
 	$(addprefix server/conformance/,conformance_fixtures.c \
 		tool_conformance.c tool_conformance_2026.c)

@@ -41,9 +41,9 @@
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
 #include "tools/tool_query.h"
-#include "tools/tool_services.h"
+#include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
-#include "tools/tool_telemetry.h"
+#include "tools/tool_query_otlp.h"
 
 /* Every tool family's handler table; tools.c binds definitions to them. */
 static const struct tool_handler *const handler_tables[] = {
@@ -51,11 +51,11 @@ static const struct tool_handler *const handler_tables[] = {
 	conformance_tool_handlers,
 	conformance_2026_tool_handlers, /* test_custom_header */
 	query_tool_handlers,
-	telemetry_tool_handlers,
+	query_otlp_tool_handlers,
 	spans_tool_handlers, /* query_spans, get_trace */
 	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
-	services_tool_handlers, /* list_services */
-	grafana_tool_handlers,	/* query_grafana_metrics */
+	spans_services_tool_handlers, /* list_services */
+	grafana_tool_handlers,	      /* query_grafana_metrics */
 	NULL,
 };
 

@@ -3,7 +3,7 @@
  * (table metric_points) aggregated per time step and attribute group, with
  * counter increases, resets and histogram percentiles, and the search of
  * OTLP spans by service, name, trace, session, duration, status and
- * attributes.  No MCP and no HTTP: server/tools/tool_telemetry.c renders results.
+ * attributes.  No MCP and no HTTP: server/tools/tool_query_otlp.c renders results.
  *
  * Every function takes a leased lib/pg connection and runs its statements
  * with bound parameters only; results are bounded (LIMIT) by the constants

@@ -1,7 +1,7 @@
 /*
  * tool_common.h - helpers shared by the tool families that read the
- * telemetry store (tool_query, tool_spans, tool_genai, tool_telemetry,
- * tool_services): the table of sources, arguments (ids, time ranges),
+ * telemetry store (tool_query, tool_spans, tool_genai, tool_query_otlp,
+ * tool_spans_services): the table of sources, arguments (ids, time ranges),
  * leasing store connections and asking the span sources side by side
  * (tool_round), and what a handler ends with.
  */

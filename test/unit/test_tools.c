@@ -27,9 +27,9 @@
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
 #include "tools/tool_query.h"
-#include "tools/tool_services.h"
+#include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
-#include "tools/tool_telemetry.h"
+#include "tools/tool_query_otlp.h"
 
 /* Every family's table, as server.c binds them; a new family is added
  * here too, or loading fails with "no handler is bound". */
@@ -38,11 +38,11 @@ static const struct tool_handler *const tables[] = {
 	conformance_tool_handlers,
 	conformance_2026_tool_handlers, /* test_custom_header */
 	query_tool_handlers,
-	telemetry_tool_handlers,
+	query_otlp_tool_handlers,
 	spans_tool_handlers, /* query_spans, get_trace */
 	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
-	services_tool_handlers, /* list_services */
-	grafana_tool_handlers,	/* query_grafana_metrics */
+	spans_services_tool_handlers, /* list_services */
+	grafana_tool_handlers,	      /* query_grafana_metrics */
 	NULL,
 };
 
@@ -808,11 +808,11 @@ test_handler_without_definition(void **state)
 		conformance_tool_handlers,
 		conformance_2026_tool_handlers,
 		query_tool_handlers,
-		telemetry_tool_handlers,
-		spans_tool_handlers,	/* query_spans, get_trace */
-		genai_tool_handlers,	/* get_session, ... */
-		services_tool_handlers, /* list_services */
-		grafana_tool_handlers,	/* query_grafana_metrics */
+		query_otlp_tool_handlers,
+		spans_tool_handlers,	      /* query_spans, get_trace */
+		genai_tool_handlers,	      /* get_session, ... */
+		spans_services_tool_handlers, /* list_services */
+		grafana_tool_handlers,	      /* query_grafana_metrics */
 		extra_handlers,
 		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");

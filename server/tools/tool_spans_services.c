@@ -1,9 +1,10 @@
 /*
- * tool_services.c - list_services: the services of the telemetry store in
- * a time range as a Markdown table and structured rows, from
- * lib/telemetry/servicequery, cut to limit and to the answer budget with "N more".
+ * tool_spans_services.c - list_services, of the "spans" set: the services
+ * of the telemetry store in a time range as a Markdown table and structured
+ * rows, from lib/telemetry/servicequery, cut to limit and to the answer
+ * budget with "N more".
  */
-#include "tools/tool_services.h"
+#include "tools/tool_spans_services.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,7 +318,7 @@ out:
 	return tool_done(rc, result);
 }
 
-const struct tool_handler services_tool_handlers[] = {
+const struct tool_handler spans_services_tool_handlers[] = {
 	{"list_services", list_services},
 	{NULL, NULL},
 };

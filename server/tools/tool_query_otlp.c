@@ -1,8 +1,8 @@
 /*
- * tool_telemetry.c - the plumbing tools over raw OTLP data:
+ * tool_query_otlp.c - the "query" set's plumbing tools over raw OTLP data:
  * query_telemetry_metrics (metric points per step and attribute group) and
  * query_telemetry_spans (a search of OTLP spans).  Arguments are checked
- * here, the queries live in lib/telemetry/pointquery, the text and structured
+ * here, the queries live in lib/telemetry/pointquery and spansearch, the text and structured
  * answers are built here.
  */
 #include <inttypes.h>
@@ -24,7 +24,7 @@
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
-#include "tools/tool_telemetry.h"
+#include "tools/tool_query_otlp.h"
 
 /* {NULL, NULL}-terminated; bound in server.c's handler_tables. */
 
@@ -832,7 +832,7 @@ out:
 	return tool_done(rc, result);
 }
 
-const struct tool_handler telemetry_tool_handlers[] = {
+const struct tool_handler query_otlp_tool_handlers[] = {
 	{"query_telemetry_metrics", query_telemetry_metrics},
 	{"query_telemetry_spans", query_telemetry_spans},
 	{NULL, NULL},
