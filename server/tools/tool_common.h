@@ -126,7 +126,6 @@ int tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
  * statement timeout when timeout_hint is not NULL, "telemetry query
  * failed: <err->client>; <timeout_hint>".
  */
-struct pg_error;
 int tool_store_failed(struct call *call, const char *tool, int rc,
 		      const struct pg_error *err, const char *timeout_hint,
 		      json_t **result) WUR;
