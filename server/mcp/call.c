@@ -118,7 +118,7 @@ shape_result(struct call *c, json_t *result)
 		json_object_del(result, "structuredContent");
 		call_structured_text(c, NULL, 0);
 	}
-	if (s->modern && json_object_get(result, "resultType") == NULL)
+	if (s->stateless && json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
 				    json_string("complete"));
 }
@@ -345,7 +345,7 @@ call_input(struct call *c, json_t *requests, json_t **responses)
 			goto out;
 		}
 	}
-	if (!c->s->modern) {
+	if (!c->s->stateless) {
 		rc = input_by_requests(c, requests, out);
 		goto out;
 	}
@@ -410,7 +410,7 @@ call_become_task(struct call *c)
 bool
 call_task_supported(struct call *c)
 {
-	return c->s->modern &&
+	return c->s->stateless &&
 	       reqmeta_has_capability(c->s->client_caps,
 				      "extensions/" TASKS_EXTENSION);
 }
@@ -456,7 +456,7 @@ call_run(struct pool_job *job)
 		outcome = OUT_CANCELLED;
 	else if (c->reject != NULL)
 		outcome = OUT_ERROR;
-	else if (rc == STATUS_AGAIN && c->s->modern &&
+	else if (rc == STATUS_AGAIN && c->s->stateless &&
 		 (c->input_wanted != NULL || c->state_out != NULL))
 		outcome = OUT_INPUT;
 	else if (rc != STATUS_OK || result == NULL)
@@ -863,7 +863,7 @@ call_request(struct call *c, const char *method, json_t *params, int timeout_ms,
 	*error = NULL;
 	/* 2026-07-28: no requests on a response stream (SH); input comes
 	 * through input_required results instead */
-	if (s->modern) {
+	if (s->stateless) {
 		json_decref(params);
 		return STATUS_UNSUPPORTED;
 	}
@@ -968,7 +968,7 @@ unlink:
 int
 call_drop_connection(struct call *c)
 {
-	if (c->s->modern || strcmp(c->s->version, "2025-11-25") < 0)
+	if (c->s->stateless || strcmp(c->s->version, "2025-11-25") < 0)
 		return STATUS_UNSUPPORTED;
 	return c->ex->ops->drop(c->ex);
 }

@@ -159,7 +159,7 @@ page_finish(const struct rq *r, json_t *result, size_t start, size_t total)
  * only on a reload, which 2025 sessions hear of at once. */
 #define MODERN_LIST_TTL_MS 60000
 
-static const char *const modern_methods[] = {
+static const char *const stateless_methods[] = {
 	"server/discover",
 	"tools/list",
 	"tools/call",
@@ -179,10 +179,10 @@ static const char *const modern_methods[] = {
 };
 
 bool
-dispatch_modern_method(const char *method)
+dispatch_stateless_method(const char *method)
 {
-	for (size_t i = 0; method != NULL && modern_methods[i] != NULL; i++)
-		if (strcmp(modern_methods[i], method) == 0)
+	for (size_t i = 0; method != NULL && stateless_methods[i] != NULL; i++)
+		if (strcmp(stateless_methods[i], method) == 0)
 			return true;
 	return false;
 }
@@ -191,11 +191,11 @@ dispatch_modern_method(const char *method)
  * and the caching hints of lists, reads and discover.  result: borrowed,
  * changed in place. */
 static void
-shape_modern(const struct rq *r, json_t *result)
+shape_stateless(const struct rq *r, json_t *result)
 {
 	const char *m = r->method;
 
-	if (!r->s->modern || result == NULL)
+	if (!r->s->stateless || result == NULL)
 		return;
 	if (json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
@@ -415,7 +415,7 @@ do_skills_list(struct rq *r)
 	json_t *skills = NULL;
 	int rc;
 
-	if (!r->s->modern)
+	if (!r->s->stateless)
 		return skills_not_here(r);
 	/* one page: no cursor of ours exists */
 	if (c != NULL && !json_is_null(c))
@@ -433,7 +433,7 @@ do_skills_get(struct rq *r)
 	json_t *skill = NULL;
 	int rc;
 
-	if (!r->s->modern)
+	if (!r->s->stateless)
 		return skills_not_here(r);
 	if ((uri = resource_uri(r)) == NULL)
 		return NULL;
@@ -623,8 +623,8 @@ do_resources_read(struct rq *r)
 	rc = catalog_read(r->srv->catalog, uri, &contents);
 	if (rc == STATUS_NOTFOUND)
 		return rq_fail(r,
-			       r->s->modern ? RPC_INVALID_PARAMS
-					    : RPC_RESOURCE_NOT_FOUND,
+			       r->s->stateless ? RPC_INVALID_PARAMS
+					       : RPC_RESOURCE_NOT_FOUND,
 			       json_pack("{s:s}", "uri", uri),
 			       "resource not found: %s (resources/list and "
 			       "resources/templates/list show what exists)",
@@ -741,7 +741,7 @@ prompt_with_input(struct rq *r, const struct prompt_def *d, const json_t *args)
 	char err[256] = "";
 	int rc;
 
-	if (!r->s->modern)
+	if (!r->s->stateless)
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 			       "prompt \"%s\" asks for the user's input, which "
 			       "only revision 2026-07-28 requests can give",
@@ -880,7 +880,8 @@ do_tools_list(struct rq *r)
 	server_live_rdlock(r->srv);
 	t = r->srv->tools;
 	page = tools_list_json(
-		t, r->s->modern ? REQMETA_VERSION : r->s->version, start, &len);
+		t, r->s->stateless ? REQMETA_VERSION : r->s->version, start,
+		&len);
 	text = page != NULL ? rpc_result_text(r->id, page, len, &outlen) : NULL;
 	server_live_unlock(r->srv);
 	if (page == NULL) {
@@ -995,14 +996,14 @@ do_tools_call(struct rq *r, bool *answered)
 
 		metric_inc(metric_child(r->srv->m.tool_calls,
 					(const char *[]){name, "invalid"}));
-		shape_modern(r, res);
+		shape_stateless(r, res);
 		exchange_send(r->ex, rpc_result(r->id, res), true);
 		*answered = true;
 		rc = STATUS_OK;
 		goto out;
 	}
 	meta = json_object_get(r->params, "_meta");
-	if (r->s->modern && !round_params(r, name, &responses, &state)) {
+	if (r->s->stateless && !round_params(r, name, &responses, &state)) {
 		rc = STATUS_INVALID;
 		goto out;
 	}
@@ -1067,9 +1068,9 @@ static const char *const known_methods[] = {"initialize",
 					    NULL};
 
 bool
-dispatch_legacy_method(const char *method)
+dispatch_session_method(const char *method)
 {
-	return !dispatch_modern_method(method) &&
+	return !dispatch_stateless_method(method) &&
 	       strcmp(dispatch_method_label(method), "other") != 0;
 }
 
@@ -1174,7 +1175,7 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 			return rc == STATUS_FULL ? STATUS_FULL : STATUS_OK;
 		goto error;
 	}
-	if (strcmp(r.method, "subscriptions/listen") == 0 && s->modern) {
+	if (strcmp(r.method, "subscriptions/listen") == 0 && s->stateless) {
 		if (do_listen(&r) == STATUS_OK)
 			return STATUS_OK;
 		goto error;
@@ -1194,8 +1195,8 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 	     i++) {
 		if (strcmp(inline_methods[i].name, r.method) == 0) {
 			/* the other era's methods are unknown here */
-			if (s->modern
-				    ? !dispatch_modern_method(r.method)
+			if (s->stateless
+				    ? !dispatch_stateless_method(r.method)
 				    : strcmp(r.method, "server/discover") == 0)
 				break;
 			result = inline_methods[i].fn(&r);
@@ -1203,7 +1204,7 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 				goto error;
 			if (result == &deferred_marker)
 				return STATUS_OK;
-			shape_modern(&r, result);
+			shape_stateless(&r, result);
 			exchange_send(ex, rpc_result(r.id, result), true);
 			return STATUS_OK;
 		}

@@ -44,8 +44,8 @@ int dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 
 /* Methods of the stateless 2026-07-28 revision; and methods that exist
  * only on the sessions of the 2025 revisions (initialize, ping, ...). */
-bool dispatch_modern_method(const char *method);
-bool dispatch_legacy_method(const char *method);
+bool dispatch_stateless_method(const char *method);
+bool dispatch_session_method(const char *method);
 
 /* A bounded label for metrics and logs: the method if this server knows
  * it, "other" otherwise (clients choose method names). */

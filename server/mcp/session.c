@@ -279,7 +279,7 @@ session_create_request(struct session_table *t, const char *version,
 	id[1 + sizeof(digits) - d] = '\0';
 	rc = create(t, id, version, caps, info, NULL, NULL, out);
 	if (rc == STATUS_OK) {
-		(*out)->modern = true;
+		(*out)->stateless = true;
 		(*out)->initialized = true;
 		(*out)->log_level = log_level;
 	}
@@ -663,7 +663,8 @@ stream_append_encoded(struct stream *st, const char *data, size_t len,
 		 (unsigned long long)st->next_seq);
 	buf_init(&b, (size_t)1 << 30);
 	/* 2026-07-28 streams cannot be resumed (SH): no ids to offer */
-	rc = sse_encode(&b, st->sess->modern ? NULL : id, retry_ms, data, len);
+	rc = sse_encode(&b, st->sess->stateless ? NULL : id, retry_ms, data,
+			len);
 	if (rc == STATUS_OK)
 		rc = sse_log_append(st->log, st->next_seq, b.data, b.len);
 	buf_free(&b);

@@ -126,7 +126,7 @@ struct session {
 	pthread_mutex_t mu;
 	/* [const] a 2026-07-28 request's scope (session_create_request):
 	 * no id on the wire, no priming or resumption, no server requests */
-	bool modern;
+	bool stateless;
 	/* [const] stored in PostgreSQL and served by any replica; key is
 	 * its store key (a hash of id), store the store (server/mcp/sessstore) */
 	bool shared;
@@ -172,7 +172,7 @@ int session_create(struct session_table *t, const char *version,
 		   const json_t *caps, const json_t *info,
 		   struct session **out) WUR;
 /*
- * A 2026-07-28 request's own session (modern): the revision, the
+ * A 2026-07-28 request's own session (stateless): the revision, the
  * client's capabilities and info and log level (enum mcp_level, or
  * MCP_LEVEL_OFF) from its _meta.  Same contract as session_create; its id
  * is a process-unique counter, not a secret.  Put it in a table of its

@@ -80,13 +80,13 @@ prime_streams(const struct session *s)
 {
 	/* Priming events only for clients that expect them: older ones
 	 * choke on an empty data line (MCP-DIGEST A3.8). */
-	return !s->modern && strcmp(s->version, "2025-11-25") >= 0;
+	return !s->stateless && strcmp(s->version, "2025-11-25") >= 0;
 }
 
 /* The HTTP status a 2026-07-28 error answer carries (SH): 404 for an
  * unknown method, 400 for the header, capability and version errors. */
 static unsigned
-modern_status(int code)
+stateless_status(int code)
 {
 	switch (code) {
 	case RPC_METHOD_NOT_FOUND: return MHD_HTTP_NOT_FOUND;
@@ -209,9 +209,9 @@ ex_deliver(struct http_exchange *ex, char *text, size_t len, bool final)
 }
 
 static bool
-ex_modern(const struct exchange *base)
+ex_stateless(const struct exchange *base)
 {
-	return ((const struct http_exchange *)base)->s->modern;
+	return ((const struct http_exchange *)base)->s->stateless;
 }
 
 static void
@@ -219,12 +219,12 @@ ex_send(struct exchange *base, json_t *msg, bool final)
 {
 	char *text = NULL;
 
-	if (msg != NULL && final && ex_modern(base)) {
+	if (msg != NULL && final && ex_stateless(base)) {
 		const json_t *e = json_object_get(msg, "error");
 
 		if (e != NULL)
 			((struct http_exchange *)base)->status =
-				modern_status((int)json_integer_value(
+				stateless_status((int)json_integer_value(
 					json_object_get(e, "code")));
 	}
 	if (msg != NULL) {
@@ -373,7 +373,7 @@ sse_respond(struct req *r, struct session *s, struct stream *st,
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-	if (!s->modern)
+	if (!s->stateless)
 		MHD_add_response_header(resp, "Mcp-Session-Id", s->id);
 	*mret = http_queue(r, MHD_HTTP_OK, resp);
 	return STATUS_OK;
@@ -443,7 +443,8 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	int rc;
 
 	memcpy(sid, s->id, sizeof(sid));
-	hdrs = s->modern ? NULL : (const char *[]){"Mcp-Session-Id", sid, NULL};
+	hdrs = s->stateless ? NULL
+			    : (const char *[]){"Mcp-Session-Id", sid, NULL};
 	pthread_mutex_lock(&s->mu);
 	if (ex->stream != NULL) {
 		rc = sse_respond(r, s, ex->stream, UINT64_MAX,
@@ -652,7 +653,7 @@ post_state_free(void *tp)
 	 * and its call with it; a call that became a task keeps the session
 	 * until it ends (the sweep takes it then). */
 	pthread_mutex_lock(&s->mu);
-	gone = s->modern && (ps->ex->outstanding > 0 || s->calls == NULL);
+	gone = s->stateless && (ps->ex->outstanding > 0 || s->calls == NULL);
 	pthread_mutex_unlock(&s->mu);
 	if (gone)
 		(void)session_delete(ps->srv->requests, s->id);
@@ -894,13 +895,13 @@ wait_resumed(struct req *r, struct store_wait *w)
 
 /* A JSON-RPC error without "id" when none could be read (the 2026-07-28
  * schema refuses a null id); data stolen. */
-static enum MHD_Result modern_error(struct req *r, unsigned status,
-				    const json_t *id, int code, json_t *data,
-				    const char *fmt, ...) PRINTF_LIKE(6, 7);
+static enum MHD_Result stateless_error(struct req *r, unsigned status,
+				       const json_t *id, int code, json_t *data,
+				       const char *fmt, ...) PRINTF_LIKE(6, 7);
 
 static enum MHD_Result
-modern_error(struct req *r, unsigned status, const json_t *id, int code,
-	     json_t *data, const char *fmt, ...)
+stateless_error(struct req *r, unsigned status, const json_t *id, int code,
+		json_t *data, const char *fmt, ...)
 {
 	char msg[600];
 	va_list ap;
@@ -1113,7 +1114,7 @@ param_headers_check(struct req *r, const json_t *msg, char *why, size_t len)
 /* Serves one 2026-07-28 request (SH, BI): envelope checks in the order
  * the specification's errors need, then a session of its own. */
 static enum MHD_Result
-post_modern(struct req *r, const json_t *body)
+post_stateless(struct req *r, const json_t *body)
 {
 	const char *hdr = http_header(r, "MCP-Protocol-Version");
 	const char *why, *method;
@@ -1127,17 +1128,17 @@ post_modern(struct req *r, const json_t *body)
 	int rc;
 
 	if (kind == RPC_INVALID)
-		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
-				    RPC_INVALID_REQUEST, NULL,
-				    "invalid request: %s", why);
+		return stateless_error(r, MHD_HTTP_BAD_REQUEST, id,
+				       RPC_INVALID_REQUEST, NULL,
+				       "invalid request: %s", why);
 	if (kind == RPC_RESPONSE)
-		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
-				    RPC_INVALID_REQUEST, NULL,
-				    "invalid request: revision %s clients send "
-				    "no responses",
-				    REQMETA_VERSION);
+		return stateless_error(
+			r, MHD_HTTP_BAD_REQUEST, id, RPC_INVALID_REQUEST, NULL,
+			"invalid request: revision %s clients send "
+			"no responses",
+			REQMETA_VERSION);
 	if (hdr == NULL)
-		return modern_error(
+		return stateless_error(
 			r, MHD_HTTP_BAD_REQUEST, id, RPC_HEADER_MISMATCH, NULL,
 			"the MCP-Protocol-Version header is required and must "
 			"equal params._meta[\"%s\"]",
@@ -1148,10 +1149,10 @@ post_modern(struct req *r, const json_t *body)
 	snprintf(r->rpc_method, sizeof(r->rpc_method), "%s",
 		 dispatch_method_label(method));
 	if (reqmeta_parse(body, &meta, msg, sizeof(msg)) != STATUS_OK)
-		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
-				    RPC_INVALID_PARAMS, NULL, "%s", msg);
+		return stateless_error(r, MHD_HTTP_BAD_REQUEST, id,
+				       RPC_INVALID_PARAMS, NULL, "%s", msg);
 	if (strcmp(hdr, meta.version) != 0)
-		return modern_error(
+		return stateless_error(
 			r, MHD_HTTP_BAD_REQUEST, id, RPC_HEADER_MISMATCH, NULL,
 			"the MCP-Protocol-Version header \"%.40s\" does not "
 			"match params._meta[\"%s\"] \"%.40s\"",
@@ -1163,7 +1164,7 @@ post_modern(struct req *r, const json_t *body)
 		     i++)
 			json_array_append_new(supported,
 					      json_string(reqmeta_versions[i]));
-		return modern_error(
+		return stateless_error(
 			r, MHD_HTTP_BAD_REQUEST, id, RPC_UNSUPPORTED_VERSION,
 			json_pack("{s:o, s:s}", "supported", supported,
 				  "requested", meta.version),
@@ -1172,30 +1173,31 @@ post_modern(struct req *r, const json_t *body)
 			meta.version, REQMETA_VERSION, version_list());
 	}
 	if (!standard_headers_ok(r, body, msg, sizeof(msg)))
-		return modern_error(r, MHD_HTTP_BAD_REQUEST, id,
-				    RPC_HEADER_MISMATCH, NULL, "%s", msg);
-	if (!dispatch_modern_method(method))
-		return modern_error(
+		return stateless_error(r, MHD_HTTP_BAD_REQUEST, id,
+				       RPC_HEADER_MISMATCH, NULL, "%s", msg);
+	if (!dispatch_stateless_method(method))
+		return stateless_error(
 			r, MHD_HTTP_NOT_FOUND, id, RPC_METHOD_NOT_FOUND, NULL,
 			"method \"%.100s\" does not exist in revision %s%s",
 			method, REQMETA_VERSION,
-			dispatch_legacy_method(method)
+			dispatch_session_method(method)
 				? " (it belongs to the sessions of the 2025 "
 				  "revisions: initialize first to use it)"
 				: "");
 	if (strcmp(method, "tools/call") == 0 &&
 	    (rc = param_headers_check(r, body, msg, sizeof(msg))) != STATUS_OK)
 		return rc == STATUS_NOMEM
-			       ? modern_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-					      id, RPC_INTERNAL_ERROR, NULL,
-					      "out of memory")
-			       : modern_error(r, MHD_HTTP_BAD_REQUEST, id,
-					      RPC_HEADER_MISMATCH, NULL, "%s",
-					      msg);
+			       ? stateless_error(r,
+						 MHD_HTTP_INTERNAL_SERVER_ERROR,
+						 id, RPC_INTERNAL_ERROR, NULL,
+						 "out of memory")
+			       : stateless_error(r, MHD_HTTP_BAD_REQUEST, id,
+						 RPC_HEADER_MISMATCH, NULL,
+						 "%s", msg);
 	rc = session_create_request(r->srv->requests, meta.version, meta.caps,
 				    meta.client_info, meta.log_level, &s);
 	if (rc != STATUS_OK)
-		return modern_error(
+		return stateless_error(
 			r,
 			rc == STATUS_FULL ? MHD_HTTP_SERVICE_UNAVAILABLE
 					  : MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -1210,8 +1212,9 @@ post_modern(struct req *r, const json_t *body)
 		free(ps);
 		(void)session_delete(r->srv->requests, s->id);
 		session_release(s);
-		return modern_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, id,
-				    RPC_INTERNAL_ERROR, NULL, "out of memory");
+		return stateless_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, id,
+				       RPC_INTERNAL_ERROR, NULL,
+				       "out of memory");
 	}
 	ex->base.ops = &http_exchange_ops;
 	atomic_init(&ex->base.refs, 1);
@@ -1226,19 +1229,19 @@ post_modern(struct req *r, const json_t *body)
 		pthread_mutex_lock(&s->mu);
 		ex->outstanding = 0;
 		pthread_mutex_unlock(&s->mu);
-		return modern_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, id,
-				    RPC_INTERNAL_ERROR, NULL,
-				    RPC_MSG_QUEUE_FULL);
+		return stateless_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, id,
+				       RPC_INTERNAL_ERROR, NULL,
+				       RPC_MSG_QUEUE_FULL);
 	}
 	return exchange_answer(r, ex, false);
 }
 
 /* A request served by the 2026-07-28 rules: it claims that revision in
  * _meta, or its version header names no revision of the sessions (the
- * modern path then asks for the _meta it lacks).  Responses, batches and
+ * stateless path then asks for the _meta it lacks).  Responses, batches and
  * everything else stay on the session path. */
 static bool
-is_modern(struct req *r, const json_t *body)
+is_stateless(struct req *r, const json_t *body)
 {
 	const char *hdr = http_header(r, "MCP-Protocol-Version");
 
@@ -1291,8 +1294,8 @@ post_first(struct req *r)
 			NULL);
 		goto out;
 	}
-	if (is_modern(r, body)) {
-		ret = post_modern(r, body);
+	if (is_stateless(r, body)) {
+		ret = post_stateless(r, body);
 		goto out;
 	}
 	if (!version_header_ok(r, &ret))

@@ -2,7 +2,7 @@
  * test_reqmeta.c - unit tests for server/mcp/reqmeta (the per-request _meta of
  * MCP 2026-07-28: the claim, every refusal with the key it names, the
  * optional fields, capability paths) and for the request-scoped sessions
- * of session_create_request (modern, log level, counter ids, gone from
+ * of session_create_request (stateless, log level, counter ids, gone from
  * their table once released with an idle timeout of 0).
  */
 #include <stdarg.h>
@@ -186,7 +186,7 @@ test_request_sessions(void **state)
 	assert_int_equal(session_create_request(t, "2026-07-28", NULL, NULL,
 						MCP_LEVEL_DEBUG, &b),
 			 STATUS_OK);
-	assert_true(a->modern);
+	assert_true(a->stateless);
 	assert_true(a->initialized);
 	assert_int_equal(a->log_level, MCP_LEVEL_OFF);
 	assert_int_equal(b->log_level, MCP_LEVEL_DEBUG);
