@@ -211,3 +211,36 @@ mcp_level_parse(const char *name)
 			return (int)i;
 	return -1;
 }
+
+const char *
+rpc_batch_shape(const json_t *batch)
+{
+	size_t n = json_array_size(batch);
+
+	if (n == 0)
+		return "invalid request: an empty batch";
+	if (n > RPC_BATCH_MAX)
+		return "invalid request: a batch holds at most 1000 messages";
+	for (size_t i = 0; i < n; i++) {
+		const char *m = json_string_value(
+			json_object_get(json_array_get(batch, i), "method"));
+
+		if (m != NULL && strcmp(m, "initialize") == 0)
+			return "invalid request: initialize cannot be part of "
+			       "a batch";
+	}
+	return NULL;
+}
+
+bool
+rpc_batch_allowed(const char *version, const char *unit, char *why, size_t len)
+{
+	if (version != NULL && strcmp(version, "2025-03-26") == 0)
+		return true;
+	snprintf(why, len,
+		 "invalid request: JSON-RPC batches exist only in revision "
+		 "2025-03-26%s%s: send one message per %s",
+		 version != NULL ? "; this session uses " : "",
+		 version != NULL ? version : "", unit);
+	return false;
+}

@@ -6,6 +6,7 @@
 #define SEXTANT_RPC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/status.h"
@@ -86,5 +87,19 @@ enum mcp_level {
 	MCP_LEVEL_OFF, /* 2026-07-28 requests without a logLevel: none */
 };
 int mcp_level_parse(const char *name); /* -1 when unknown */
+
+/*
+ * The JSON-RPC batch rules of revision 2025-03-26, the one revision with
+ * batches, for every transport.  rpc_batch_shape: NULL when batch (an
+ * array) holds 1 to RPC_BATCH_MAX messages and no initialize, else why
+ * not (a static "invalid request: ..." message).  rpc_batch_allowed:
+ * whether a session of revision version (NULL: no session yet) may send
+ * one; else false with why (len bytes) saying to send one message per
+ * unit ("POST", "line").
+ */
+#define RPC_BATCH_MAX 1000 /* the TS SDK's bound too */
+const char *rpc_batch_shape(const json_t *batch);
+bool rpc_batch_allowed(const char *version, const char *unit, char *why,
+		       size_t len);
 
 #endif

@@ -55,8 +55,6 @@
 #define READ_CHUNK 65536
 /* Bytes taken from the standalone stream per stream_read. */
 #define PUMP_CHUNK 16384
-/* Messages in one 2025-03-26 batch (the same bound as on HTTP). */
-#define MAX_BATCH 1000
 /* After the grace period, how long cancelled calls get to return. */
 #define CANCEL_WAIT_MS 5000
 /* The longest a response waits for the client to read the notification
@@ -571,32 +569,22 @@ static void
 handle_batch(struct stdio_conn *c, const json_t *batch)
 {
 	size_t i, n = json_array_size(batch);
+	const char *why;
+	char msg[300];
 
-	if (c->s == NULL || strcmp(c->s->version, "2025-03-26") != 0) {
-		reply_error(c, NULL, RPC_INVALID_REQUEST,
-			    "invalid request: JSON-RPC batches exist only in "
-			    "revision 2025-03-26%s%s: send one message per "
-			    "line",
-			    c->s != NULL ? "; this session uses " : "",
-			    c->s != NULL ? c->s->version : "");
+	if (!rpc_batch_allowed(c->s != NULL ? c->s->version : NULL, "line", msg,
+			       sizeof(msg))) {
+		reply_error(c, NULL, RPC_INVALID_REQUEST, "%s", msg);
 		return;
 	}
-	if (n == 0 || n > MAX_BATCH) {
-		reply_error(c, NULL, RPC_INVALID_REQUEST,
-			    n == 0 ? "invalid request: an empty batch"
-				   : "invalid request: a batch holds at most "
-				     "1000 messages");
+	if ((why = rpc_batch_shape(batch)) != NULL) {
+		reply_error(c, NULL, RPC_INVALID_REQUEST, "%s", why);
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		const json_t *m = json_array_get(batch, i);
 
-		if (is_method(m, "initialize"))
-			reply_error(c, json_object_get(m, "id"),
-				    RPC_INVALID_REQUEST,
-				    "invalid request: initialize cannot be "
-				    "part of a batch");
-		else if (!json_is_object(m))
+		if (!json_is_object(m))
 			reply_error(c, NULL, RPC_INVALID_REQUEST,
 				    "invalid request: a batch holds JSON-RPC "
 				    "messages (objects)");

@@ -39,8 +39,6 @@
 
 /* SSE chunk size handed to MHD per reader call. */
 #define SSE_BLOCK 16384
-/* Messages in one 2025-03-26 batch (the TS SDK's bound too). */
-#define MAX_BATCH 1000
 
 struct text {
 	char *p;
@@ -1320,34 +1318,15 @@ post_first(struct req *r)
 					   RPC_INVALID_REQUEST, msg, NULL);
 		goto out;
 	}
-	if (batch && (n == 0 || n > MAX_BATCH)) {
-		ret = http_reply_rpc_error(
-			r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
-			n == 0 ? "invalid request: an empty batch"
-			       : "invalid request: a batch holds at most 1000 "
-				 "messages",
-			NULL);
+	if (batch && (why = rpc_batch_shape(body)) != NULL) {
+		ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
+					   RPC_INVALID_REQUEST, why, NULL);
 		goto out;
-	}
-	for (i = 0; batch && i < n; i++) {
-		if (is_initialize(json_array_get(body, i))) {
-			ret = http_reply_rpc_error(
-				r, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
-				"invalid request: initialize cannot be part of "
-				"a batch",
-				NULL);
-			goto out;
-		}
 	}
 	s = find_session(r, &ret);
 	if (s == NULL)
 		goto out;
-	if (batch && strcmp(s->version, "2025-03-26") != 0) {
-		snprintf(msg, sizeof(msg),
-			 "invalid request: JSON-RPC batches exist only in "
-			 "revision 2025-03-26; this session uses %s: send one "
-			 "message per POST",
-			 s->version);
+	if (batch && !rpc_batch_allowed(s->version, "POST", msg, sizeof(msg))) {
 		ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,
 					   RPC_INVALID_REQUEST, msg, NULL);
 		goto out;

@@ -430,10 +430,55 @@ test_id_text_table(void **state)
 	}
 }
 
+/* The 2025-03-26 batch rules every transport applies. */
+static void
+test_batch_rules(void **state)
+{
+	json_t *ok = json_loads("[{\"jsonrpc\":\"2.0\",\"id\":1,"
+				"\"method\":\"ping\"}]",
+				0, NULL);
+	json_t *init = json_loads("[{\"jsonrpc\":\"2.0\",\"id\":1,"
+				  "\"method\":\"ping\"},{\"jsonrpc\":\"2.0\","
+				  "\"id\":2,\"method\":\"initialize\"}]",
+				  0, NULL);
+	json_t *empty = json_array(), *big = json_array();
+	char why[300];
+
+	(void)state;
+	for (int i = 0; i <= RPC_BATCH_MAX; i++)
+		json_array_append_new(big, json_object());
+	assert_null(rpc_batch_shape(ok));
+	assert_string_equal(rpc_batch_shape(empty),
+			    "invalid request: an empty batch");
+	assert_string_equal(rpc_batch_shape(init),
+			    "invalid request: initialize cannot be part of a "
+			    "batch");
+	assert_string_equal(
+		rpc_batch_shape(big),
+		"invalid request: a batch holds at most 1000 messages");
+	json_array_remove(big, 0);
+	assert_null(rpc_batch_shape(big));
+
+	assert_true(rpc_batch_allowed("2025-03-26", "POST", why, sizeof(why)));
+	assert_false(rpc_batch_allowed("2025-06-18", "POST", why, sizeof(why)));
+	assert_string_equal(why, "invalid request: JSON-RPC batches exist only "
+				 "in revision 2025-03-26; this session uses "
+				 "2025-06-18: send one message per POST");
+	assert_false(rpc_batch_allowed(NULL, "line", why, sizeof(why)));
+	assert_string_equal(why, "invalid request: JSON-RPC batches exist only "
+				 "in revision 2025-03-26: send one message per "
+				 "line");
+	json_decref(ok);
+	json_decref(init);
+	json_decref(empty);
+	json_decref(big);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_rules),
 		cmocka_unit_test(test_classify_table),
 		cmocka_unit_test(test_classify_params_array),
 		cmocka_unit_test(test_result_shape),
