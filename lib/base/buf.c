@@ -1,4 +1,5 @@
-/* buf.c - growable byte buffer with a hard maximum (see buf.h). */
+/* buf.c - growable byte buffer with a hard maximum and a sticky error (see
+ * buf.h). */
 #include "base/buf.h"
 
 #include <stdint.h>
@@ -13,6 +14,40 @@ buf_init(struct buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
+	b->err = STATUS_OK;
+	b->err_len = 0;
+}
+
+int
+buf_error(const struct buf *b)
+{
+	/* below err_len: cut back by hand past the failure (see buf.h) */
+	return b->len < b->err_len ? STATUS_OK : b->err;
+}
+
+/* The error still pending, forgetting one given up by hand. */
+static int
+pending(struct buf *b)
+{
+	if (b->err != STATUS_OK && b->len < b->err_len)
+		b->err = STATUS_OK;
+	return b->err;
+}
+
+/* Keeps rc as the buffer's error; returns it. */
+static int
+fail(struct buf *b, int rc)
+{
+	b->err = rc;
+	b->err_len = b->len;
+	return rc;
+}
+
+void
+buf_set_error(struct buf *b, int status)
+{
+	if (status != STATUS_OK && pending(b) == STATUS_OK)
+		fail(b, status);
 }
 
 static int
@@ -21,8 +56,10 @@ buf_reserve(struct buf *b, size_t n)
 	size_t need, cap;
 	char *p;
 
+	if (pending(b) != STATUS_OK)
+		return b->err;
 	if (n > b->max || b->len > b->max - n)
-		return STATUS_LIMIT;
+		return fail(b, STATUS_LIMIT);
 	need = b->len + n + 1;
 	if (need <= b->cap)
 		return STATUS_OK;
@@ -31,7 +68,7 @@ buf_reserve(struct buf *b, size_t n)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	p = realloc(b->data, cap);
 	if (p == NULL)
-		return STATUS_NOMEM;
+		return fail(b, STATUS_NOMEM);
 	b->data = p;
 	b->cap = cap;
 	return STATUS_OK;
@@ -63,11 +100,13 @@ buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n, rc;
 
+	if (pending(b) != STATUS_OK)
+		return b->err;
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);
 	if (n < 0)
-		return STATUS_INVALID;
+		return fail(b, STATUS_INVALID);
 	rc = buf_reserve(b, (size_t)n);
 	if (rc != STATUS_OK)
 		return rc;
@@ -89,11 +128,21 @@ buf_printf(struct buf *b, const char *fmt, ...)
 }
 
 void
+buf_rollback(struct buf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		if (b->data != NULL)
+			b->data[len] = '\0';
+	}
+	b->err = STATUS_OK;
+	b->err_len = 0;
+}
+
+void
 buf_reset(struct buf *b)
 {
-	b->len = 0;
-	if (b->data != NULL)
-		b->data[0] = '\0';
+	buf_rollback(b, 0);
 }
 
 char *
@@ -101,6 +150,8 @@ buf_steal(struct buf *b, size_t *len)
 {
 	char *p = b->data;
 
+	if (buf_error(b) != STATUS_OK)
+		return NULL;
 	if (p == NULL) {
 		p = strdup("");
 		if (p == NULL)
@@ -111,7 +162,21 @@ buf_steal(struct buf *b, size_t *len)
 	b->data = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->err = STATUS_OK;
+	b->err_len = 0;
 	return p;
+}
+
+int
+buf_finish(struct buf *b, char **out, size_t *len)
+{
+	int rc = buf_error(b);
+
+	*out = rc == STATUS_OK ? buf_steal(b, len) : NULL;
+	if (*out != NULL)
+		return STATUS_OK;
+	buf_free(b);
+	return rc != STATUS_OK ? rc : STATUS_NOMEM;
 }
 
 void
@@ -121,4 +186,6 @@ buf_free(struct buf *b)
 	b->data = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->err = STATUS_OK;
+	b->err_len = 0;
 }

@@ -880,35 +880,29 @@ otlp_decode_metrics(const char *content_type, const char *content_encoding,
 /* ---- responses ----------------------------------------------------------- */
 
 /* Appends s as a JSON string (s is the gateway's own ASCII/UTF-8 text). */
-static int
+static void
 json_quote(struct buf *b, const char *s)
 {
-	int rc = buf_append(b, "\"", 1);
-
-	for (; rc == STATUS_OK && *s; s++) {
+	buf_append(b, "\"", 1);
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			rc = buf_printf(b, "\\%c", c);
+			buf_printf(b, "\\%c", c);
 		else if (c < 0x20)
-			rc = buf_printf(b, "\\u%04x", c);
+			buf_printf(b, "\\u%04x", c);
 		else
-			rc = buf_append(b, s, 1);
+			buf_append(b, s, 1);
 	}
-	return rc == STATUS_OK ? buf_append(b, "\"", 1) : rc;
+	buf_append(b, "\"", 1);
 }
 
-/* Hands the data of b to the caller; STATUS_NOMEM when rc says so. */
+/* Hands the data of b to the caller; any failure of its appends is
+ * STATUS_NOMEM (the text is the gateway's own, far below the bound). */
 static int
-buf_finish(struct buf *b, int rc, char **body, size_t *len)
+body_finish(struct buf *b, char **body, size_t *len)
 {
-	if (rc == STATUS_OK) {
-		*body = buf_steal(b, len);
-		if (*body == NULL)
-			rc = STATUS_NOMEM;
-	}
-	buf_free(b);
-	return rc == STATUS_OK ? rc : STATUS_NOMEM;
+	return buf_finish(b, body, len) == STATUS_OK ? STATUS_OK : STATUS_NOMEM;
 }
 
 int
@@ -918,29 +912,26 @@ otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 {
 	const char *msg = error_message ? error_message : "";
 	struct buf b;
-	int rc;
 
 	*body = NULL;
 	*len = 0;
 	if (enc == OTLP_ENCODING_JSON) {
 		buf_init(&b, 1024 * 1024);
-		if (rejected == 0)
-			rc = buf_puts(&b, "{}");
-		else {
-			rc = buf_printf(&b,
-					"{\"partialSuccess\":{\"%s\":\"%zu\"",
-					sig == OTLP_SIGNAL_TRACES
-						? "rejectedSpans"
-						: "rejectedDataPoints",
-					rejected);
-			if (rc == STATUS_OK && msg[0])
-				rc = buf_puts(&b, ",\"errorMessage\":");
-			if (rc == STATUS_OK && msg[0])
-				rc = json_quote(&b, msg);
-			if (rc == STATUS_OK)
-				rc = buf_puts(&b, "}}");
+		if (rejected == 0) {
+			buf_puts(&b, "{}");
+		} else {
+			buf_printf(&b, "{\"partialSuccess\":{\"%s\":\"%zu\"",
+				   sig == OTLP_SIGNAL_TRACES
+					   ? "rejectedSpans"
+					   : "rejectedDataPoints",
+				   rejected);
+			if (msg[0]) {
+				buf_puts(&b, ",\"errorMessage\":");
+				json_quote(&b, msg);
+			}
+			buf_puts(&b, "}}");
 		}
-		return buf_finish(&b, rc, body, len);
+		return body_finish(&b, body, len);
 	}
 	if (sig == OTLP_SIGNAL_TRACES) {
 		Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse
@@ -979,7 +970,7 @@ otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 }
 
 /* Appends v as a protobuf varint. */
-static int
+static void
 put_varint(struct buf *b, uint64_t v)
 {
 	uint8_t tmp[10];
@@ -992,7 +983,7 @@ put_varint(struct buf *b, uint64_t v)
 			tmp[n] |= 0x80;
 		n++;
 	} while (v);
-	return buf_append(b, tmp, n);
+	buf_append(b, tmp, n);
 }
 
 int
@@ -1001,35 +992,28 @@ otlp_status_body(enum otlp_encoding enc, int code, const char *message,
 {
 	const char *msg = message ? message : "";
 	struct buf b;
-	int rc = STATUS_OK;
 
 	*body = NULL;
 	*len = 0;
 	buf_init(&b, 1024 * 1024);
 	if (enc == OTLP_ENCODING_JSON) {
-		rc = buf_puts(&b, "{");
-		if (rc == STATUS_OK && code != 0)
-			rc = buf_printf(&b, "\"code\":%d,", code);
-		if (rc == STATUS_OK)
-			rc = buf_puts(&b, "\"message\":");
-		if (rc == STATUS_OK)
-			rc = json_quote(&b, msg);
-		if (rc == STATUS_OK)
-			rc = buf_puts(&b, "}");
-		return buf_finish(&b, rc, body, len);
+		buf_puts(&b, "{");
+		if (code != 0)
+			buf_printf(&b, "\"code\":%d,", code);
+		buf_puts(&b, "\"message\":");
+		json_quote(&b, msg);
+		buf_puts(&b, "}");
+		return body_finish(&b, body, len);
 	}
 	/* google.rpc.Status: int32 code = 1; string message = 2 */
 	if (code != 0) {
-		rc = put_varint(&b, 1 << 3 | 0);
-		if (rc == STATUS_OK)
-			rc = put_varint(&b, (uint64_t)(int64_t)code);
+		put_varint(&b, 1 << 3 | 0);
+		put_varint(&b, (uint64_t)(int64_t)code);
 	}
-	if (rc == STATUS_OK && msg[0]) {
-		rc = put_varint(&b, 2 << 3 | 2);
-		if (rc == STATUS_OK)
-			rc = put_varint(&b, strlen(msg));
-		if (rc == STATUS_OK)
-			rc = buf_puts(&b, msg);
+	if (msg[0]) {
+		put_varint(&b, 2 << 3 | 2);
+		put_varint(&b, strlen(msg));
+		buf_puts(&b, msg);
 	}
-	return buf_finish(&b, rc, body, len);
+	return body_finish(&b, body, len);
 }

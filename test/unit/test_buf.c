@@ -1,7 +1,9 @@
 /*
  * test_buf.c - unit tests for lib/base/buf: appends up to and past the hard
- * maximum (STATUS_LIMIT leaves the buffer as it was), printf, steal, reset
- * and NUL termination.
+ * maximum (STATUS_LIMIT leaves the bytes as they were), the sticky error
+ * (the first failure is kept, later appends do nothing, reset, rollback,
+ * steal, finish and free clear it), printf, steal, reset and NUL
+ * termination.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,16 +61,21 @@ static const struct append_case append_cases[] = {
 	 {"abc", "def", NULL},
 	 {STATUS_OK, STATUS_OK},
 	 "abcdef"},
-	{"one past max is refused whole",
+	{"one past max is refused whole, and sticks",
 	 6,
 	 {"abc", "defg", "d", NULL},
-	 {STATUS_OK, STATUS_LIMIT, STATUS_OK},
-	 "abcd"},
+	 {STATUS_OK, STATUS_LIMIT, STATUS_LIMIT},
+	 "abc"},
 	{"first append past max", 3, {"abcd", NULL}, {STATUS_LIMIT}, ""},
 	{"empty append at max",
 	 3,
 	 {"abc", "", "x", NULL},
 	 {STATUS_OK, STATUS_OK, STATUS_LIMIT},
+	 "abc"},
+	{"empty append after a failure fails too",
+	 3,
+	 {"abc", "x", "", NULL},
+	 {STATUS_OK, STATUS_LIMIT, STATUS_LIMIT},
 	 "abc"},
 	{"max zero takes only empty",
 	 0,
@@ -98,6 +105,7 @@ test_append_table(void **state)
 					 c->name, j, rc, c->rc[j]);
 			if (rc != STATUS_OK)
 				assert_int_equal(b.len, before);
+			assert_int_equal(buf_error(&b), rc);
 		}
 		if (c->want[0] != '\0' || b.data != NULL)
 			assert_buf(&b, c->want);
@@ -120,13 +128,17 @@ test_limit_leaves_content(void **state)
 	assert_int_equal(buf_puts(&b, "hello"), STATUS_OK);
 	assert_int_equal(buf_append(&b, big, sizeof(big)), STATUS_LIMIT);
 	assert_buf(&b, "hello");
+	buf_rollback(&b, b.len); /* each refusal below on its own */
 	assert_int_equal(buf_printf(&b, "%064d", 1), STATUS_LIMIT);
 	assert_buf(&b, "hello");
+	buf_rollback(&b, b.len);
 	assert_int_equal(buf_puts(&b, "0123456789abcdef"), STATUS_LIMIT);
 	assert_buf(&b, "hello");
+	buf_rollback(&b, b.len);
 	/* An append whose size would overflow len + n is refused too. */
 	assert_int_equal(buf_append(&b, big, SIZE_MAX), STATUS_LIMIT);
 	assert_buf(&b, "hello");
+	buf_rollback(&b, b.len);
 	assert_int_equal(buf_puts(&b, "0123456789abcde"), STATUS_OK);
 	assert_buf(&b, "hello0123456789abcde");
 	buf_free(&b);
@@ -147,10 +159,11 @@ test_printf(void **state)
 	assert_int_equal(buf_printf(&b, "%025d", 7), STATUS_OK);
 	assert_int_equal(b.len, 32);
 	assert_int_equal(b.data[32], '\0');
-	assert_int_equal(buf_printf(&b, "%s", "z"), STATUS_LIMIT);
-	assert_int_equal(b.len, 32);
 	assert_int_equal(buf_printf(&b, "%s", ""), STATUS_OK);
 	assert_int_equal(b.len, 32);
+	assert_int_equal(buf_printf(&b, "%s", "z"), STATUS_LIMIT);
+	assert_int_equal(b.len, 32);
+	assert_int_equal(b.data[32], '\0');
 	buf_free(&b);
 }
 
@@ -237,10 +250,17 @@ test_steal(void **state)
 
 	/* Reusable after steal, with the same max. */
 	assert_int_equal(buf_puts(&b, "0123456789abcdef"), STATUS_OK);
-	assert_int_equal(buf_puts(&b, "x"), STATUS_LIMIT);
 	s = buf_steal(&b, NULL);
 	assert_string_equal(s, "0123456789abcdef");
 	free(s);
+
+	/* Never the bytes of a failed buffer: NULL, and b left as it is. */
+	assert_int_equal(buf_puts(&b, "0123456789abcdefg"), STATUS_LIMIT);
+	len = 99;
+	assert_null(buf_steal(&b, &len));
+	assert_int_equal(len, 99);
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	buf_reset(&b);
 
 	/* Nothing appended: an allocated empty string. */
 	len = 99;
@@ -266,6 +286,190 @@ test_free_twice(void **state)
 	assert_int_equal(b.len, 0);
 }
 
+/* ---- the sticky error --------------------------------------------------- */
+
+/*
+ * The NOMEM cases ask realloc for more than any machine has; under ASan
+ * that must give NULL, as libc does, rather than end the test.
+ */
+const char *__asan_default_options(void);
+const char *
+__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
+/* An append that fails for want of memory: max is far above the ask. */
+#define HUGE (SIZE_MAX / 4)
+
+/* The first failure is kept: later appends of every kind, even ones that
+ * would fit, do nothing and answer it. */
+static void
+test_sticky_limit(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "abc"), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "defghi"), STATUS_LIMIT);
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	assert_int_equal(buf_append(&b, "d", 1), STATUS_LIMIT);
+	assert_int_equal(buf_puts(&b, "d"), STATUS_LIMIT);
+	assert_int_equal(buf_printf(&b, "%d", 4), STATUS_LIMIT);
+	assert_int_equal(buf_append(&b, "", 0), STATUS_LIMIT);
+	assert_buf(&b, "abc");
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	buf_free(&b);
+}
+
+/* Out of memory sticks the same way, and whichever failure came first is
+ * the one kept. */
+static void
+test_sticky_first_kept(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, SIZE_MAX / 2);
+	assert_int_equal(buf_puts(&b, "abc"), STATUS_OK);
+	assert_int_equal(buf_append(&b, "x", HUGE), STATUS_NOMEM);
+	assert_buf(&b, "abc");
+	assert_int_equal(buf_puts(&b, "d"), STATUS_NOMEM);
+	assert_int_equal(buf_append(&b, "x", SIZE_MAX), STATUS_NOMEM);
+	assert_int_equal(buf_error(&b), STATUS_NOMEM);
+	assert_buf(&b, "abc");
+	buf_free(&b);
+
+	buf_init(&b, 4);
+	assert_int_equal(buf_puts(&b, "abcde"), STATUS_LIMIT);
+	b.max = SIZE_MAX / 2; /* the next ask would be out of memory */
+	assert_int_equal(buf_append(&b, "x", HUGE), STATUS_LIMIT);
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	assert_null(b.data);
+	buf_free(&b);
+}
+
+/* buf_set_error: a writer's own failure, kept like an append's. */
+static void
+test_set_error(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_puts(&b, "ab"), STATUS_OK);
+	buf_set_error(&b, STATUS_OK); /* not a failure */
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	buf_set_error(&b, STATUS_INVALID);
+	assert_int_equal(buf_error(&b), STATUS_INVALID);
+	assert_int_equal(buf_puts(&b, "c"), STATUS_INVALID);
+	buf_set_error(&b, STATUS_NOMEM); /* the first stays */
+	assert_int_equal(buf_error(&b), STATUS_INVALID);
+	assert_buf(&b, "ab");
+	buf_free(&b);
+}
+
+/* Whatever ends the buffer's use forgets the error: reset, free, and a
+ * rollback, which also drops the bytes past its mark. */
+static void
+test_sticky_cleared(void **state)
+{
+	struct buf b;
+	size_t mark;
+
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_puts(&b, "abc"), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "defghi"), STATUS_LIMIT);
+	buf_reset(&b);
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "01234567"), STATUS_OK);
+	assert_buf(&b, "01234567");
+	assert_int_equal(buf_puts(&b, "8"), STATUS_LIMIT);
+	buf_free(&b);
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "again"), STATUS_OK); /* max kept */
+	assert_buf(&b, "again");
+
+	/* rollback: a piece that does not fit is given up whole */
+	buf_reset(&b);
+	assert_int_equal(buf_puts(&b, "ab"), STATUS_OK);
+	mark = b.len;
+	assert_int_equal(buf_puts(&b, "cd"), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "efghi"), STATUS_LIMIT);
+	buf_rollback(&b, mark);
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_buf(&b, "ab");
+	assert_int_equal(buf_puts(&b, "(more)"), STATUS_OK);
+	assert_buf(&b, "ab(more)");
+	/* with nothing failed it only cuts */
+	buf_rollback(&b, 1);
+	assert_buf(&b, "a");
+	buf_free(&b);
+}
+
+/* Lowering len by hand below the failure (server/tools/ until it calls
+ * buf_rollback) gives the error up with the bytes; at the failure's own
+ * length it does not. */
+static void
+test_cut_by_hand(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_puts(&b, "abcd"), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "efghi"), STATUS_LIMIT);
+	b.len = 4;
+	b.data[4] = '\0';
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	assert_int_equal(buf_puts(&b, "e"), STATUS_LIMIT);
+	b.len = 2;
+	b.data[2] = '\0';
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "XY"), STATUS_OK);
+	assert_buf(&b, "abXY");
+	buf_free(&b);
+}
+
+/* finish: the check and the hand-over in one call; the buffer is left
+ * empty and without error whichever way it goes. */
+static void
+test_finish(void **state)
+{
+	struct buf b;
+	char *out = (char *)"not NULL";
+	size_t n = 0;
+
+	(void)state;
+	buf_init(&b, 4);
+	assert_int_equal(buf_puts(&b, "abcde"), STATUS_LIMIT);
+	assert_int_equal(buf_finish(&b, &out, &n), STATUS_LIMIT);
+	assert_null(out);
+	assert_null(b.data);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(b.max, 4);
+
+	assert_int_equal(buf_puts(&b, "abcd"), STATUS_OK);
+	assert_int_equal(buf_finish(&b, &out, &n), STATUS_OK);
+	assert_string_equal(out, "abcd");
+	assert_int_equal(n, 4);
+	assert_null(b.data);
+	free(out);
+	/* nothing appended: an allocated "" */
+	assert_int_equal(buf_finish(&b, &out, NULL), STATUS_OK);
+	assert_string_equal(out, "");
+	free(out);
+
+	buf_init(&b, SIZE_MAX / 2);
+	assert_int_equal(buf_append(&b, "x", HUGE), STATUS_NOMEM);
+	assert_int_equal(buf_finish(&b, &out, &n), STATUS_NOMEM);
+	assert_null(out);
+}
+
 int
 main(void)
 {
@@ -279,6 +483,12 @@ main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_steal),
 		cmocka_unit_test(test_free_twice),
+		cmocka_unit_test(test_sticky_limit),
+		cmocka_unit_test(test_sticky_first_kept),
+		cmocka_unit_test(test_set_error),
+		cmocka_unit_test(test_sticky_cleared),
+		cmocka_unit_test(test_cut_by_hand),
+		cmocka_unit_test(test_finish),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
