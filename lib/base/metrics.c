@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 /* Hash-chain heads per labeled family: short chains for the usual tens of
  * children, still ~40 per chain at METRICS_MAX_CHILDREN. */
 #define CHILD_HASH_SIZE 256
@@ -633,61 +635,10 @@ metric_value(const struct metric *c)
 
 /* ---- rendering ---------------------------------------------------------- */
 
-struct out_buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static bool
-ob_reserve(struct out_buf *b, size_t extra)
-{
-	size_t cap;
-	char *p;
-
-	if (b->err != STATUS_OK)
-		return false;
-	if (extra >= METRICS_MAX_RENDER_BYTES - b->len) {
-		b->err = STATUS_LIMIT;
-		return false;
-	}
-	if (b->len + extra < b->cap)
-		return true;
-	cap = b->cap != 0 ? b->cap : 4096;
-	while (cap <= b->len + extra)
-		cap *= 2;
-	if (cap > METRICS_MAX_RENDER_BYTES)
-		cap = METRICS_MAX_RENDER_BYTES;
-	p = realloc(b->p, cap);
-	if (p == NULL) {
-		b->err = STATUS_NOMEM;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-static void
-ob_put(struct out_buf *b, const char *s, size_t n)
-{
-	if (!ob_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-ob_str(struct out_buf *b, const char *s)
-{
-	ob_put(b, s, strlen(s));
-}
-
 /* Escapes \ and newline, and " when quoted (label values), per the text
  * format: HELP escapes only the first two. */
 static void
-ob_escaped(struct out_buf *b, const char *s, bool quoted)
+put_escaped(struct buf *b, const char *s, bool quoted)
 {
 	const char *run = s;
 
@@ -702,11 +653,11 @@ ob_escaped(struct out_buf *b, const char *s, bool quoted)
 			esc = "\\\"";
 		if (esc == NULL)
 			continue;
-		ob_put(b, run, (size_t)(s - run));
-		ob_str(b, esc);
+		buf_append(b, run, (size_t)(s - run));
+		buf_puts(b, esc);
 		run = s + 1;
 	}
-	ob_put(b, run, (size_t)(s - run));
+	buf_append(b, run, (size_t)(s - run));
 }
 
 /* Shortest of %.15g / %.17g that reads back exactly; the format's own
@@ -728,50 +679,49 @@ fmt_double(char out[32], double v)
 }
 
 static void
-ob_double(struct out_buf *b, double v)
+put_double(struct buf *b, double v)
 {
 	char num[32];
 
 	fmt_double(num, v);
-	ob_str(b, num);
+	buf_puts(b, num);
 }
 
 /* name{l1="v1",...,le="x"} value\n; le may be NULL. */
 static void
-ob_sample(struct out_buf *b, const struct metric_family *f,
-	  const struct metric *c, const char *suffix, const char *le, double v)
+put_sample(struct buf *b, const struct metric_family *f, const struct metric *c,
+	   const char *suffix, const char *le, double v)
 {
 	size_t i;
 
-	ob_str(b, f->name);
-	ob_str(b, suffix);
+	buf_puts(b, f->name);
+	buf_puts(b, suffix);
 	if (f->nlabels > 0 || le != NULL) {
-		ob_put(b, "{", 1);
+		buf_append(b, "{", 1);
 		for (i = 0; i < f->nlabels; i++) {
 			if (i > 0)
-				ob_put(b, ",", 1);
-			ob_str(b, f->labels[i]);
-			ob_put(b, "=\"", 2);
-			ob_escaped(b, c->values[i], true);
-			ob_put(b, "\"", 1);
+				buf_append(b, ",", 1);
+			buf_puts(b, f->labels[i]);
+			buf_append(b, "=\"", 2);
+			put_escaped(b, c->values[i], true);
+			buf_append(b, "\"", 1);
 		}
 		if (le != NULL) {
 			if (f->nlabels > 0)
-				ob_put(b, ",", 1);
-			ob_str(b, "le=\"");
-			ob_str(b, le);
-			ob_put(b, "\"", 1);
+				buf_append(b, ",", 1);
+			buf_puts(b, "le=\"");
+			buf_puts(b, le);
+			buf_append(b, "\"", 1);
 		}
-		ob_put(b, "}", 1);
+		buf_append(b, "}", 1);
 	}
-	ob_put(b, " ", 1);
-	ob_double(b, v);
-	ob_put(b, "\n", 1);
+	buf_append(b, " ", 1);
+	put_double(b, v);
+	buf_append(b, "\n", 1);
 }
 
 static void
-render_histogram(struct out_buf *b, const struct metric_family *f,
-		 struct metric *c)
+render_histogram(struct buf *b, const struct metric_family *f, struct metric *c)
 {
 	uint64_t cum = 0;
 	char le[32];
@@ -781,15 +731,15 @@ render_histogram(struct out_buf *b, const struct metric_family *f,
 		cum += atomic_load_explicit(&c->bucket[i],
 					    memory_order_relaxed);
 		fmt_double(le, i < f->nbounds ? f->bounds[i] : INFINITY);
-		ob_sample(b, f, c, "_bucket", le, (double)cum);
+		put_sample(b, f, c, "_bucket", le, (double)cum);
 	}
-	ob_sample(b, f, c, "_sum", NULL, load_double(&c->bits));
+	put_sample(b, f, c, "_sum", NULL, load_double(&c->bits));
 	/* from the buckets, so _count always equals the +Inf bucket */
-	ob_sample(b, f, c, "_count", NULL, (double)cum);
+	put_sample(b, f, c, "_count", NULL, (double)cum);
 }
 
 static void
-render_family(struct out_buf *b, const struct metric_family *f)
+render_family(struct buf *b, const struct metric_family *f)
 {
 	static const char *const type_names[] = {
 		[METRIC_COUNTER] = "counter",
@@ -799,19 +749,19 @@ render_family(struct out_buf *b, const struct metric_family *f)
 	struct metric *c;
 
 	if (f->help[0] != '\0') {
-		ob_str(b, "# HELP ");
-		ob_str(b, f->name);
-		ob_put(b, " ", 1);
-		ob_escaped(b, f->help, false);
-		ob_put(b, "\n", 1);
+		buf_puts(b, "# HELP ");
+		buf_puts(b, f->name);
+		buf_append(b, " ", 1);
+		put_escaped(b, f->help, false);
+		buf_append(b, "\n", 1);
 	}
-	ob_str(b, "# TYPE ");
-	ob_str(b, f->name);
-	ob_put(b, " ", 1);
-	ob_str(b, type_names[f->type]);
-	ob_put(b, "\n", 1);
+	buf_puts(b, "# TYPE ");
+	buf_puts(b, f->name);
+	buf_append(b, " ", 1);
+	buf_puts(b, type_names[f->type]);
+	buf_append(b, "\n", 1);
 	if (f->fn != NULL) {
-		ob_sample(b, f, NULL, "", NULL, f->fn(f->fn_arg));
+		put_sample(b, f, NULL, "", NULL, f->fn(f->fn_arg));
 		return;
 	}
 	for (c = atomic_load_explicit(&f->first, memory_order_acquire);
@@ -820,30 +770,25 @@ render_family(struct out_buf *b, const struct metric_family *f)
 		if (f->type == METRIC_HISTOGRAM)
 			render_histogram(b, f, c);
 		else
-			ob_sample(b, f, c, "", NULL, metric_value(c));
+			put_sample(b, f, c, "", NULL, metric_value(c));
 	}
 }
 
 int
 metrics_render(struct metrics *m, char **out, size_t *len)
 {
-	struct out_buf b = {NULL, 0, 0, STATUS_OK};
 	struct metric_family *f;
+	struct buf b;
 
 	*out = NULL;
 	*len = 0;
 	if (m == NULL)
 		return STATUS_INVALID;
-	ob_put(&b, "", 0); /* an empty registry still yields "" */
+	/* the text and its NUL within METRICS_MAX_RENDER_BYTES */
+	buf_init(&b, METRICS_MAX_RENDER_BYTES - 1);
 	for (f = atomic_load_explicit(&m->first, memory_order_acquire);
-	     f != NULL && b.err == STATUS_OK;
+	     f != NULL && buf_error(&b) == STATUS_OK;
 	     f = atomic_load_explicit(&f->next, memory_order_acquire))
 		render_family(&b, f);
-	if (b.err != STATUS_OK) {
-		free(b.p);
-		return b.err;
-	}
-	*out = b.p;
-	*len = b.len;
-	return STATUS_OK;
+	return buf_finish(&b, out, len);
 }
