@@ -17,42 +17,35 @@ sse_encode(struct buf *b, const char *id, int retry_ms, const char *data,
 {
 	const char *p = data, *end = data + len;
 	size_t start = b->len;
-	int rc;
+	int rc = buf_error(b);
 
-	if (id != NULL && (rc = buf_printf(b, "id: %s\n", id)) != STATUS_OK)
-		goto fail;
-	if (retry_ms >= 0 &&
-	    (rc = buf_printf(b, "retry: %d\n", retry_ms)) != STATUS_OK)
-		goto fail;
+	if (rc != STATUS_OK)
+		return rc;
+	if (id != NULL)
+		buf_printf(b, "id: %s\n", id);
+	if (retry_ms >= 0)
+		buf_printf(b, "retry: %d\n", retry_ms);
 	for (;;) {
 		const char *nl =
 			p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
 		const char *stop = nl != NULL ? nl : end;
 
-		if ((rc = buf_puts(b, "data: ")) != STATUS_OK)
-			goto fail;
+		buf_puts(b, "data: ");
 		while (p < stop) {
 			const char *cr = memchr(p, '\r', (size_t)(stop - p));
 			const char *run = cr != NULL ? cr : stop;
 
-			rc = buf_append(b, p, (size_t)(run - p));
-			if (rc != STATUS_OK)
-				goto fail;
+			buf_append(b, p, (size_t)(run - p));
 			p = cr != NULL ? cr + 1 : stop;
 		}
-		if ((rc = buf_puts(b, "\n")) != STATUS_OK)
-			goto fail;
+		buf_puts(b, "\n");
 		if (nl == NULL)
 			break;
 		p = nl + 1;
 	}
-	if ((rc = buf_puts(b, "\n")) != STATUS_OK)
-		goto fail;
-	return STATUS_OK;
-fail:
-	b->len = start;
-	if (b->data != NULL)
-		b->data[start] = '\0';
+	rc = buf_puts(b, "\n");
+	if (rc != STATUS_OK)
+		buf_rollback(b, start); /* the event whole or not at all */
 	return rc;
 }
 

@@ -22,13 +22,16 @@
  * Appends one event to b.  id: NULL for none; retry_ms < 0 for none; data
  * may be empty (a priming event still gets its "data:" line, which parsers
  * need to dispatch it) and is split into data: lines at '\n' (a '\r' is
- * dropped, as the format cannot carry it).
+ * dropped, as the format cannot carry it).  An event that does not fit
+ * leaves b as it was, without error, and returns STATUS_LIMIT or
+ * STATUS_NOMEM; one pending in b already is returned untouched.
  */
 int sse_encode(struct buf *b, const char *id, int retry_ms, const char *data,
 	       size_t len) WUR;
 
-/* Appends a comment line (": text\n\n"), e.g. a keep-alive. */
-int sse_encode_comment(struct buf *b, const char *text) WUR;
+/* Appends a comment line (": text\n\n"), e.g. a keep-alive: a plain
+ * append (buf.h), its failure kept in b. */
+int sse_encode_comment(struct buf *b, const char *text);
 
 struct sse_log;
 

@@ -420,6 +420,7 @@ jsondump(const json_t *v, size_t flags)
 {
 	struct dump d;
 	enum dump_result r;
+	char *text = NULL;
 
 	if ((flags & ~(size_t)JSON_ENCODE_ANY) != JSON_COMPACT)
 		return json_dumps(v, flags);
@@ -429,13 +430,15 @@ jsondump(const json_t *v, size_t flags)
 	buf_init(&d.out, OUT_MAX);
 	d.depth = 0;
 	r = dump_value(&d, v);
-	if (r == DUMP_OK && buf_append(&d.out, "", 0) != STATUS_OK)
-		r = DUMP_FAIL;
-	if (r != DUMP_OK) {
-		buf_free(&d.out);
-		return r == DUMP_TOO_DEEP ? json_dumps(v, flags) : NULL;
+	if (r == DUMP_OK) {
+		buf_append(&d.out, "", 0); /* the NUL put() leaves out */
+		if (buf_finish(&d.out, &text, NULL) != STATUS_OK)
+			r = DUMP_FAIL;
 	}
-	return buf_steal(&d.out, NULL);
+	buf_free(&d.out);
+	if (r == DUMP_TOO_DEEP)
+		return json_dumps(v, flags);
+	return text;
 }
 
 /* ---- the writer --------------------------------------------------------- */
@@ -452,14 +455,15 @@ utf8_valid(const unsigned char *s, size_t n)
 	return true;
 }
 
-/* put() leaves room for it but no NUL: the writer keeps buf's promise */
+/* put() leaves room for it but no NUL: the writer keeps buf's promise.
+ * A failure takes back what was written and stays in b, as an append's
+ * does (buf.h). */
 static int
 written(struct buf *b, size_t len, bool ok, int failure)
 {
 	if (!ok) {
-		b->len = len;
-		if (b->data != NULL)
-			b->data[len] = '\0';
+		buf_rollback(b, len);
+		buf_set_error(b, failure);
 		return failure;
 	}
 	b->data[b->len] = '\0';
@@ -470,9 +474,13 @@ int
 jsondump_string(struct buf *b, const char *s, size_t n)
 {
 	size_t len = b->len;
+	int rc = buf_error(b);
 
+	/* checked first: put() writes into b's room without asking buf */
+	if (rc != STATUS_OK)
+		return rc;
 	if (s == NULL)
-		return STATUS_INVALID;
+		return written(b, len, false, STATUS_INVALID);
 	if (dump_string(b, s, n, false) == DUMP_OK)
 		return written(b, len, true, STATUS_OK);
 	return written(b, len, false,
@@ -485,7 +493,10 @@ int
 jsondump_integer(struct buf *b, json_int_t v)
 {
 	size_t len = b->len;
+	int rc = buf_error(b);
 
+	if (rc != STATUS_OK)
+		return rc;
 	return written(b, len, dump_integer(b, v), STATUS_NOMEM);
 }
 
@@ -493,8 +504,11 @@ int
 jsondump_real(struct buf *b, double v)
 {
 	size_t len = b->len;
+	int rc = buf_error(b);
 
+	if (rc != STATUS_OK)
+		return rc;
 	if (!isfinite(v))
-		return STATUS_INVALID;
+		return written(b, len, false, STATUS_INVALID);
 	return written(b, len, dump_real(b, v), STATUS_NOMEM);
 }

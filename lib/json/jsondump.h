@@ -47,12 +47,15 @@ char *jsondump(const json_t *v, size_t flags);
  * The writer: JSON tokens appended to b exactly as jsondump writes those
  * values, for an answer too large to build as jansson values first (a
  * query_traces answer holds thousands).  The caller writes the
- * punctuation.  On failure b is as it was: STATUS_INVALID for a string
- * that is not UTF-8 (or NULL) or a real that is not finite, STATUS_NOMEM
- * when b cannot grow.
+ * punctuation.  Appends like buf's (buf.h): nothing while an error is
+ * pending in b; a failure leaves the bytes as they were and stays in b as
+ * its error, so the caller may write freely and check buf_error once:
+ * STATUS_INVALID for a string that is not UTF-8 (or NULL) or a real that
+ * is not finite, STATUS_NOMEM when b cannot grow.  Each returns
+ * buf_error(b) after the call.
  */
-int jsondump_string(struct buf *b, const char *s, size_t n) WUR;
-int jsondump_integer(struct buf *b, json_int_t v) WUR;
-int jsondump_real(struct buf *b, double v) WUR;
+int jsondump_string(struct buf *b, const char *s, size_t n);
+int jsondump_integer(struct buf *b, json_int_t v);
+int jsondump_real(struct buf *b, double v);
 
 #endif

@@ -475,7 +475,7 @@ test_large(void **state)
 }
 
 /* The writer: the values as jsondump writes them, appended; a failure
- * leaves the buffer as it was. */
+ * leaves the bytes as they were and stays in the buffer. */
 static void
 test_writer(void **state)
 {
@@ -494,17 +494,32 @@ test_writer(void **state)
 	assert_string_equal(b.data, "[\"a\\\"b\\n\xc3\xa9\",-42,45.497626,2.0");
 	/* NUL-terminated after each value, as buf promises */
 	assert_int_equal(strlen(b.data), b.len);
+	/* each refusal on its own (rolled back), then kept like an append's */
 	assert_int_equal(jsondump_string(&b, "ok\xff", 3), STATUS_INVALID);
+	assert_int_equal(buf_error(&b), STATUS_INVALID);
+	buf_rollback(&b, b.len);
 	assert_int_equal(jsondump_string(&b, NULL, 0), STATUS_INVALID);
+	buf_rollback(&b, b.len);
 	assert_int_equal(jsondump_real(&b, NAN), STATUS_INVALID);
+	buf_rollback(&b, b.len);
 	assert_int_equal(jsondump_real(&b, -INFINITY), STATUS_INVALID);
+	assert_string_equal(b.data, "[\"a\\\"b\\n\xc3\xa9\",-42,45.497626,2.0");
+	/* later writes do nothing and answer the first failure */
+	assert_int_equal(jsondump_integer(&b, 1), STATUS_INVALID);
+	assert_int_equal(jsondump_string(&b, "ok", 2), STATUS_INVALID);
 	assert_string_equal(b.data, "[\"a\\\"b\\n\xc3\xa9\",-42,45.497626,2.0");
 	buf_free(&b);
 
-	/* no room: STATUS_NOMEM, and the buffer unchanged */
+	/* no room: STATUS_NOMEM, and the bytes unchanged */
 	buf_init(&b, 8);
 	assert_int_equal(buf_puts(&b, "[1,"), STATUS_OK);
 	assert_int_equal(jsondump_string(&b, "too long", 8), STATUS_NOMEM);
+	assert_int_equal(buf_error(&b), STATUS_NOMEM);
+	assert_int_equal(jsondump_real(&b, 0.3), STATUS_NOMEM);
+	assert_int_equal(buf_puts(&b, "2"), STATUS_NOMEM);
+	assert_int_equal(b.len, 3);
+	assert_string_equal(b.data, "[1,");
+	buf_rollback(&b, b.len);
 	assert_int_equal(jsondump_real(&b, 0.30000000000000004), STATUS_NOMEM);
 	assert_int_equal(b.len, 3);
 	assert_string_equal(b.data, "[1,");

@@ -90,7 +90,8 @@ test_encode_appends(void **state)
 	buf_free(&b);
 }
 
-/* An event that does not fit leaves the buffer as it was, at every cut. */
+/* An event that does not fit leaves the buffer as it was, at every cut,
+ * and without error. */
 static void
 test_encode_limit_rolls_back(void **state)
 {
@@ -111,6 +112,7 @@ test_encode_limit_rolls_back(void **state)
 			assert_int_equal(rc, STATUS_LIMIT);
 			assert_int_equal(b.len, 3);
 			assert_string_equal(b.data, "xyz");
+			assert_int_equal(buf_error(&b), STATUS_OK);
 		}
 		buf_free(&b);
 	}
