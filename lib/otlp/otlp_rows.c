@@ -357,13 +357,12 @@ utf8_bad_len(const unsigned char *s, size_t n)
  * U+FFFD) of at most max bytes before OTLP_TRUNCATED; JSON-escaped when
  * json (the quotes are the caller's).
  */
-static int
+static void
 put_text(struct buf *o, const char *s, size_t n, size_t max, bool json)
 {
 	static const char repl[] = "\xef\xbf\xbd";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0, used = 0, run = 0;
-	int rc = STATUS_OK;
 
 	while (i < n) {
 		size_t k = utf8_len(p + i, n - i);
@@ -372,10 +371,9 @@ put_text(struct buf *o, const char *s, size_t n, size_t max, bool json)
 			   (p[i] < 0x20 || p[i] == '"' || p[i] == '\\');
 
 		if (used + w > max) {
-			rc = buf_append(o, s + i - run, run);
-			if (rc == STATUS_OK)
-				rc = buf_puts(o, OTLP_TRUNCATED);
-			return rc;
+			buf_append(o, s + i - run, run);
+			buf_puts(o, OTLP_TRUNCATED);
+			return;
 		}
 		used += w;
 		if (k && !esc) {
@@ -383,27 +381,23 @@ put_text(struct buf *o, const char *s, size_t n, size_t max, bool json)
 			i += k;
 			continue;
 		}
-		rc = buf_append(o, s + i - run, run);
+		buf_append(o, s + i - run, run);
 		run = 0;
-		if (rc != STATUS_OK)
-			return rc;
 		if (!k) {
-			rc = buf_append(o, repl, 3);
+			buf_append(o, repl, 3);
 		} else {
 			switch (p[i]) {
-			case '"': rc = buf_puts(o, "\\\""); break;
-			case '\\': rc = buf_puts(o, "\\\\"); break;
-			case '\n': rc = buf_puts(o, "\\n"); break;
-			case '\r': rc = buf_puts(o, "\\r"); break;
-			case '\t': rc = buf_puts(o, "\\t"); break;
-			default: rc = buf_printf(o, "\\u%04x", p[i]);
+			case '"': buf_puts(o, "\\\""); break;
+			case '\\': buf_puts(o, "\\\\"); break;
+			case '\n': buf_puts(o, "\\n"); break;
+			case '\r': buf_puts(o, "\\r"); break;
+			case '\t': buf_puts(o, "\\t"); break;
+			default: buf_printf(o, "\\u%04x", p[i]);
 			}
 		}
-		if (rc != STATUS_OK)
-			return rc;
 		i += k ? k : utf8_bad_len(p + i, n - i);
 	}
-	return buf_append(o, s + i - run, run);
+	buf_append(o, s + i - run, run);
 }
 
 static int
@@ -441,8 +435,8 @@ text_max(struct rows *r, const char *s, size_t n, size_t max, const char **out)
 			return arena_copy(r, s, n, out);
 	}
 	buf_reset(&r->js);
-	rc = put_text(&r->js, s, n, max, false);
-	if (rc != STATUS_OK)
+	put_text(&r->js, s, n, max, false);
+	if ((rc = buf_error(&r->js)) != STATUS_OK)
 		return fail_mem(r, rc);
 	return arena_copy(r, r->js.data ? r->js.data : "", r->js.len, out);
 }
@@ -534,45 +528,47 @@ any_int(const pb_any_value *v, int64_t *out)
 
 /* ---- JSON rendering ------------------------------------------------------ */
 
-static int put_any(struct rows *r, const pb_any_value *v, int depth);
+/*
+ * The JSON writers append freely to r->js (buf.h) and their callers check
+ * buf_error once; the walks over lists stop early once an append failed.
+ */
+static void put_any(struct rows *r, const pb_any_value *v, int depth);
 
-static int
+static void
 put_str(struct rows *r, const char *s, size_t n)
 {
-	int rc = buf_append(&r->js, "\"", 1);
-
-	if (rc == STATUS_OK)
-		rc = put_text(&r->js, s, n, r->lim->max_attr_bytes, true);
-	if (rc == STATUS_OK)
-		rc = buf_append(&r->js, "\"", 1);
-	return rc;
+	buf_append(&r->js, "\"", 1);
+	put_text(&r->js, s, n, r->lim->max_attr_bytes, true);
+	buf_append(&r->js, "\"", 1);
 }
 
-static int
+static void
 put_int(struct rows *r, int64_t v)
 {
 	/* jsonb keeps any number, but JavaScript readers lose precision
 	 * past 2^53: those go as strings, as proto3 JSON does */
 	if (v >= -9007199254740992LL && v <= 9007199254740992LL)
-		return buf_printf(&r->js, "%" PRId64, v);
-	return buf_printf(&r->js, "\"%" PRId64 "\"", v);
+		buf_printf(&r->js, "%" PRId64, v);
+	else
+		buf_printf(&r->js, "\"%" PRId64 "\"", v);
 }
 
-static int
+static void
 put_double(struct rows *r, double d)
 {
 	char tmp[40];
 
-	if (isnan(d))
-		return buf_puts(&r->js, "\"NaN\"");
-	if (isinf(d))
-		return buf_puts(&r->js,
-				d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-	fmt_double(d, tmp, sizeof(tmp));
-	return buf_puts(&r->js, tmp);
+	if (isnan(d)) {
+		buf_puts(&r->js, "\"NaN\"");
+	} else if (isinf(d)) {
+		buf_puts(&r->js, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+	} else {
+		fmt_double(d, tmp, sizeof(tmp));
+		buf_puts(&r->js, tmp);
+	}
 }
 
-static int
+static void
 put_base64(struct rows *r, const uint8_t *p, size_t n)
 {
 	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs"
@@ -580,12 +576,11 @@ put_base64(struct rows *r, const uint8_t *p, size_t n)
 	bool cut = n > r->lim->max_attr_bytes;
 	char q[4];
 	size_t i;
-	int rc;
 
 	if (cut)
 		n = r->lim->max_attr_bytes;
-	rc = buf_append(&r->js, "\"", 1);
-	for (i = 0; rc == STATUS_OK && i < n; i += 3) {
+	buf_append(&r->js, "\"", 1);
+	for (i = 0; i < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16;
 
 		if (i + 1 < n)
@@ -596,76 +591,75 @@ put_base64(struct rows *r, const uint8_t *p, size_t n)
 		q[1] = al[v >> 12 & 63];
 		q[2] = i + 1 < n ? al[v >> 6 & 63] : '=';
 		q[3] = i + 2 < n ? al[v & 63] : '=';
-		rc = buf_append(&r->js, q, 4);
+		buf_append(&r->js, q, 4);
 	}
-	if (rc == STATUS_OK && cut)
-		rc = buf_puts(&r->js, OTLP_TRUNCATED);
-	if (rc == STATUS_OK)
-		rc = buf_append(&r->js, "\"", 1);
-	return rc;
+	if (cut)
+		buf_puts(&r->js, OTLP_TRUNCATED);
+	buf_append(&r->js, "\"", 1);
 }
 
 /* {"key": value, ...} */
-static int
+static void
 put_kvs(struct rows *r, pb_key_value *const *kv, size_t n, int depth)
 {
-	int rc = buf_append(&r->js, "{", 1);
-
-	for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
+	buf_append(&r->js, "{", 1);
+	for (size_t i = 0; i < n && buf_error(&r->js) == STATUS_OK; i++) {
 		const char *k = kv[i]->key ? kv[i]->key : "";
 
 		if (i > 0)
-			rc = buf_append(&r->js, ",", 1);
-		if (rc == STATUS_OK)
-			rc = put_str(r, k, strlen(k));
-		if (rc == STATUS_OK)
-			rc = buf_append(&r->js, ":", 1);
-		if (rc == STATUS_OK)
-			rc = put_any(r, kv[i]->value, depth + 1);
+			buf_append(&r->js, ",", 1);
+		put_str(r, k, strlen(k));
+		buf_append(&r->js, ":", 1);
+		put_any(r, kv[i]->value, depth + 1);
 	}
-	return rc == STATUS_OK ? buf_append(&r->js, "}", 1) : rc;
+	buf_append(&r->js, "}", 1);
 }
 
-static int
+static void
 put_any(struct rows *r, const pb_any_value *v, int depth)
 {
-	int rc;
-
 	/* the decoders bound nesting already; this keeps the recursion
 	 * bounded on its own */
-	if (v == NULL || depth > OTLP_MAX_DEPTH)
-		return buf_puts(&r->js, "null");
+	if (v == NULL || depth > OTLP_MAX_DEPTH) {
+		buf_puts(&r->js, "null");
+		return;
+	}
 	switch (v->value_case) {
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-		return put_str(r, v->string_value, strlen(v->string_value));
+		put_str(r, v->string_value, strlen(v->string_value));
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
-		return buf_puts(&r->js, v->bool_value ? "true" : "false");
+		buf_puts(&r->js, v->bool_value ? "true" : "false");
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
-		return put_int(r, v->int_value);
+		put_int(r, v->int_value);
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE:
-		return put_double(r, v->double_value);
+		put_double(r, v->double_value);
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
-		return put_base64(r, v->bytes_value.data, v->bytes_value.len);
+		put_base64(r, v->bytes_value.data, v->bytes_value.len);
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
-		rc = buf_append(&r->js, "[", 1);
-		if (v->array_value == NULL)
-			return rc == STATUS_OK ? buf_append(&r->js, "]", 1)
-					       : rc;
+		buf_append(&r->js, "[", 1);
 		for (size_t i = 0;
-		     rc == STATUS_OK && i < v->array_value->n_values; i++) {
+		     v->array_value != NULL && i < v->array_value->n_values &&
+		     buf_error(&r->js) == STATUS_OK;
+		     i++) {
 			if (i > 0)
-				rc = buf_append(&r->js, ",", 1);
-			if (rc == STATUS_OK)
-				rc = put_any(r, v->array_value->values[i],
-					     depth + 1);
+				buf_append(&r->js, ",", 1);
+			put_any(r, v->array_value->values[i], depth + 1);
 		}
-		return rc == STATUS_OK ? buf_append(&r->js, "]", 1) : rc;
+		buf_append(&r->js, "]", 1);
+		break;
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
 		if (v->kvlist_value == NULL)
-			return buf_puts(&r->js, "{}");
-		return put_kvs(r, v->kvlist_value->values,
-			       v->kvlist_value->n_values, depth);
-	default: return buf_puts(&r->js, "null");
+			buf_puts(&r->js, "{}");
+		else
+			put_kvs(r, v->kvlist_value->values,
+				v->kvlist_value->n_values, depth);
+		break;
+	default: buf_puts(&r->js, "null");
 	}
 }
 
@@ -680,8 +674,8 @@ attrs_json(struct rows *r, pb_key_value *const *kv, size_t n, const char **out)
 		return STATUS_OK;
 	}
 	buf_reset(&r->js);
-	rc = put_kvs(r, kv, n, 0);
-	if (rc != STATUS_OK)
+	put_kvs(r, kv, n, 0);
+	if ((rc = buf_error(&r->js)) != STATUS_OK)
 		return fail_mem(r, rc);
 	return arena_copy(r, r->js.data, r->js.len, out);
 }
@@ -689,50 +683,45 @@ attrs_json(struct rows *r, pb_key_value *const *kv, size_t n, const char **out)
 static int
 events_json(struct rows *r, const pb_span *s, const char **out)
 {
-	int rc = STATUS_OK;
+	int rc;
 
 	if (s->n_events == 0) {
 		*out = "[]";
 		return STATUS_OK;
 	}
 	buf_reset(&r->js);
-	rc = buf_append(&r->js, "[", 1);
-	for (size_t i = 0; rc == STATUS_OK && i < s->n_events; i++) {
+	buf_append(&r->js, "[", 1);
+	for (size_t i = 0; i < s->n_events && buf_error(&r->js) == STATUS_OK;
+	     i++) {
 		const pb_span_event *e = s->events[i];
 		const char *name = e->name ? e->name : "";
 
-		rc = buf_printf(&r->js,
-				"%s{\"time_unix_nano\":\"%" PRIu64
-				"\",\"name\":",
-				i > 0 ? "," : "", e->time_unix_nano);
-		if (rc == STATUS_OK)
-			rc = put_str(r, name, strlen(name));
-		if (rc == STATUS_OK)
-			rc = buf_puts(&r->js, ",\"attributes\":");
-		if (rc == STATUS_OK)
-			rc = put_kvs(r, e->attributes, e->n_attributes, 0);
-		if (rc == STATUS_OK)
-			rc = buf_append(&r->js, "}", 1);
+		buf_printf(&r->js,
+			   "%s{\"time_unix_nano\":\"%" PRIu64 "\",\"name\":",
+			   i > 0 ? "," : "", e->time_unix_nano);
+		put_str(r, name, strlen(name));
+		buf_puts(&r->js, ",\"attributes\":");
+		put_kvs(r, e->attributes, e->n_attributes, 0);
+		buf_append(&r->js, "}", 1);
 	}
-	if (rc == STATUS_OK)
-		rc = buf_append(&r->js, "]", 1);
-	if (rc != STATUS_OK)
+	buf_append(&r->js, "]", 1);
+	if ((rc = buf_error(&r->js)) != STATUS_OK)
 		return fail_mem(r, rc);
 	return arena_copy(r, r->js.data, r->js.len, out);
 }
 
-static int
+static void
 put_hex(struct rows *r, const ProtobufCBinaryData *id)
 {
 	static const char hex[] = "0123456789abcdef";
-	int rc = buf_append(&r->js, "\"", 1);
 
-	for (size_t i = 0; rc == STATUS_OK && i < id->len; i++) {
+	buf_append(&r->js, "\"", 1);
+	for (size_t i = 0; i < id->len; i++) {
 		char two[2] = {hex[id->data[i] >> 4], hex[id->data[i] & 15]};
 
-		rc = buf_append(&r->js, two, 2);
+		buf_append(&r->js, two, 2);
 	}
-	return rc == STATUS_OK ? buf_append(&r->js, "\"", 1) : rc;
+	buf_append(&r->js, "\"", 1);
 }
 
 /* The span's links as JSON; NULL when there are none. */
@@ -745,28 +734,21 @@ links_json(struct rows *r, const pb_span *s, const char **out)
 	if (s->n_links == 0)
 		return STATUS_OK;
 	buf_reset(&r->js);
-	rc = buf_append(&r->js, "[", 1);
-	for (size_t i = 0; rc == STATUS_OK && i < s->n_links; i++) {
+	buf_append(&r->js, "[", 1);
+	for (size_t i = 0; i < s->n_links && buf_error(&r->js) == STATUS_OK;
+	     i++) {
 		const pb_span_link *l = s->links[i];
 
-		rc = buf_puts(&r->js,
-			      i > 0 ? ",{\"trace_id\":" : "{\"trace_id\":");
-		if (rc == STATUS_OK)
-			rc = put_hex(r, &l->trace_id);
-		if (rc == STATUS_OK)
-			rc = buf_puts(&r->js, ",\"span_id\":");
-		if (rc == STATUS_OK)
-			rc = put_hex(r, &l->span_id);
-		if (rc == STATUS_OK)
-			rc = buf_puts(&r->js, ",\"attributes\":");
-		if (rc == STATUS_OK)
-			rc = put_kvs(r, l->attributes, l->n_attributes, 0);
-		if (rc == STATUS_OK)
-			rc = buf_append(&r->js, "}", 1);
+		buf_puts(&r->js, i > 0 ? ",{\"trace_id\":" : "{\"trace_id\":");
+		put_hex(r, &l->trace_id);
+		buf_puts(&r->js, ",\"span_id\":");
+		put_hex(r, &l->span_id);
+		buf_puts(&r->js, ",\"attributes\":");
+		put_kvs(r, l->attributes, l->n_attributes, 0);
+		buf_append(&r->js, "}", 1);
 	}
-	if (rc == STATUS_OK)
-		rc = buf_append(&r->js, "]", 1);
-	if (rc != STATUS_OK)
+	buf_append(&r->js, "]", 1);
+	if ((rc = buf_error(&r->js)) != STATUS_OK)
 		return fail_mem(r, rc);
 	return arena_copy(r, r->js.data, r->js.len, out);
 }
