@@ -74,7 +74,6 @@ int
 store_copy_text(struct buf *b, const char *v)
 {
 	const char *p, *run;
-	int rc;
 
 	if (v == NULL)
 		return buf_puts(b, "\\N");
@@ -88,9 +87,8 @@ store_copy_text(struct buf *b, const char *v)
 		case '\r': esc = "\\r"; break;
 		default: continue;
 		}
-		if ((rc = buf_append(b, run, (size_t)(p - run))) != STATUS_OK ||
-		    (rc = buf_puts(b, esc)) != STATUS_OK)
-			return rc;
+		buf_append(b, run, (size_t)(p - run));
+		buf_puts(b, esc);
 		run = p + 1;
 	}
 	return buf_append(b, run, (size_t)(p - run));
@@ -101,18 +99,15 @@ store_copy_bytea(struct buf *b, const uint8_t *p, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
-	int rc;
 
 	/* bytea hex input is \x...; COPY text needs the backslash doubled */
-	if ((rc = buf_puts(b, "\\\\x")) != STATUS_OK)
-		return rc;
+	buf_puts(b, "\\\\x");
 	for (i = 0; i < n; i++) {
 		char two[2] = {hex[p[i] >> 4], hex[p[i] & 15]};
 
-		if ((rc = buf_append(b, two, 2)) != STATUS_OK)
-			return rc;
+		buf_append(b, two, 2);
 	}
-	return STATUS_OK;
+	return buf_error(b);
 }
 
 int
@@ -122,44 +117,41 @@ store_copy_time(struct buf *b, uint64_t unix_nano)
 	unsigned long usec = (unsigned long)(unix_nano % 1000000000u / 1000u);
 	struct tm tm;
 
-	if (gmtime_r(&secs, &tm) == NULL)
-		return STATUS_INVALID;
+	if (gmtime_r(&secs, &tm) == NULL) {
+		buf_set_error(b, STATUS_INVALID);
+		return buf_error(b);
+	}
 	return buf_printf(b, "%04d-%02d-%02d %02d:%02d:%02d.%06lu+00",
 			  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 			  tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
 }
 
-static int
+static void
 copy_int(struct buf *b, int64_t v, bool present)
 {
-	return present ? buf_printf(b, "%" PRId64, v) : buf_puts(b, "\\N");
+	if (present)
+		buf_printf(b, "%" PRId64, v);
+	else
+		buf_puts(b, "\\N");
 }
 
-static int
+static void
 copy_double(struct buf *b, double v, bool present)
 {
-	return present ? buf_printf(b, "%.17g", v) : buf_puts(b, "\\N");
+	if (present)
+		buf_printf(b, "%.17g", v);
+	else
+		buf_puts(b, "\\N");
 }
 
-/* Appends fields separated by tabs: each step returns a status. */
-#define FIELD(expr)                                                            \
-	do {                                                                   \
-		if ((rc = (expr)) != STATUS_OK ||                              \
-		    (rc = buf_puts(b, "\t")) != STATUS_OK)                     \
-			return rc;                                             \
-	} while (0)
-#define LAST(expr)                                                             \
-	do {                                                                   \
-		if ((rc = (expr)) != STATUS_OK ||                              \
-		    (rc = buf_puts(b, "\n")) != STATUS_OK)                     \
-			return rc;                                             \
-	} while (0)
+/* A field and its tab (the row's last field, its newline).  Appends only:
+ * a failure stays in b for write_rows to see once the row is written. */
+#define FIELD(expr) ((void)(expr), buf_puts(b, "\t"))
+#define LAST(expr)  ((void)(expr), buf_puts(b, "\n"))
 
-static int
+static void
 span_row(struct buf *b, const struct otlp_span *s)
 {
-	int rc;
-
 	FIELD(store_copy_time(b, s->start_unix_nano));
 	FIELD(copy_int(b, (int64_t)(s->start_unix_nano % 1000u), true));
 	FIELD(copy_int(b, (int64_t)(s->end_unix_nano - s->start_unix_nano),
@@ -213,44 +205,30 @@ span_row(struct buf *b, const struct otlp_span *s)
 	FIELD(store_copy_text(b, s->links_json));
 	FIELD(store_copy_text(b, s->trace_state));
 	LAST(store_copy_text(b, s->url_path));
-	return STATUS_OK;
 }
 
-static int
+static void
 copy_array_double(struct buf *b, const double *v, size_t n)
 {
-	size_t i;
-	int rc;
-
-	if ((rc = buf_puts(b, "{")) != STATUS_OK)
-		return rc;
-	for (i = 0; i < n; i++)
-		if ((rc = buf_printf(b, "%s%.17g", i ? "," : "", v[i])) !=
-		    STATUS_OK)
-			return rc;
-	return buf_puts(b, "}");
+	buf_puts(b, "{");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%.17g", i ? "," : "", v[i]);
+	buf_puts(b, "}");
 }
 
-static int
+static void
 copy_array_u64(struct buf *b, const uint64_t *v, size_t n)
 {
-	size_t i;
-	int rc;
-
-	if ((rc = buf_puts(b, "{")) != STATUS_OK)
-		return rc;
-	for (i = 0; i < n; i++)
-		if ((rc = buf_printf(b, "%s%" PRIu64, i ? "," : "", v[i])) !=
-		    STATUS_OK)
-			return rc;
-	return buf_puts(b, "}");
+	buf_puts(b, "{");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%" PRIu64, i ? "," : "", v[i]);
+	buf_puts(b, "}");
 }
 
-static int
+static void
 point_row(struct buf *b, const struct otlp_point *p)
 {
 	bool hist = p->type == OTLP_POINT_HISTOGRAM;
-	int rc;
 
 	FIELD(store_copy_time(b, p->time_unix_nano));
 	/* gauges have no start (OTLP: start_time_unix_nano is for sums and
@@ -272,9 +250,9 @@ point_row(struct buf *b, const struct otlp_point *p)
 	FIELD(copy_double(b, p->min, hist && p->has_min));
 	FIELD(copy_double(b, p->max, hist && p->has_max));
 	FIELD(hist ? copy_array_double(b, p->bounds, p->n_bounds)
-		   : buf_puts(b, "\\N"));
+		   : (void)buf_puts(b, "\\N"));
 	FIELD(hist ? copy_array_u64(b, p->bucket_counts, p->n_bucket_counts)
-		   : buf_puts(b, "\\N"));
+		   : (void)buf_puts(b, "\\N"));
 	FIELD(store_copy_text(b, p->service_name != NULL ? p->service_name
 							 : "unknown_service"));
 	FIELD(store_copy_text(b, p->service_namespace));
@@ -283,25 +261,24 @@ point_row(struct buf *b, const struct otlp_point *p)
 							    : "{}"));
 	LAST(store_copy_text(b, p->resource_json != NULL ? p->resource_json
 							 : "{}"));
-	return STATUS_OK;
 }
 
 #undef FIELD
 #undef LAST
 
-/* A row writer for one batch item. */
-typedef int (*row_fn)(struct buf *b, const void *item);
+/* A row writer for one batch item: appends, checked by the caller. */
+typedef void (*row_fn)(struct buf *b, const void *item);
 
-static int
+static void
 span_row_fn(struct buf *b, const void *item)
 {
-	return span_row(b, item);
+	span_row(b, item);
 }
 
-static int
+static void
 point_row_fn(struct buf *b, const void *item)
 {
-	return point_row(b, item);
+	point_row(b, item);
 }
 
 static int
@@ -340,17 +317,20 @@ write_rows(struct pg_conn *c, const char *staging, const char *copy_sql,
 		goto out;
 	in_copy = true;
 	for (i = 0; i < n; i++) {
+		const void *item = (const char *)items + i * size;
 		size_t mark = b.len;
 
-		rc = row(&b, (const char *)items + i * size);
+		row(&b, item);
+		rc = buf_error(&b);
 		if (rc == STATUS_LIMIT && mark > 0) {
 			/* flush and retry the row in an empty buffer */
-			b.len = mark;
+			buf_rollback(&b, mark);
 			if ((rc = pg_copy_put(c, b.data, b.len, err)) !=
 			    STATUS_OK)
 				goto out;
 			buf_reset(&b);
-			rc = row(&b, (const char *)items + i * size);
+			row(&b, item);
+			rc = buf_error(&b);
 		}
 		if (rc != STATUS_OK) {
 			rc = fail(err, rc, "a row could not be encoded",

@@ -35,11 +35,13 @@ int store_write_points(struct pg_conn *c, const struct otlp_batch *b,
 /*
  * COPY text encoding helpers, exposed for tests: appends v escaped for
  * COPY's text format (NULL -> \N), a bytea as \\x<hex>, and a Unix-nano
- * time as "YYYY-MM-DD HH:MM:SS.uuuuuu+00".
+ * time as "YYYY-MM-DD HH:MM:SS.uuuuuu+00".  Appends like buf's (buf.h):
+ * a failure stays in b (STATUS_INVALID for a time gmtime cannot take),
+ * and each returns buf_error(b) after the call.
  */
 struct buf;
-int store_copy_text(struct buf *b, const char *v) WUR;
-int store_copy_bytea(struct buf *b, const uint8_t *p, size_t n) WUR;
-int store_copy_time(struct buf *b, uint64_t unix_nano) WUR;
+int store_copy_text(struct buf *b, const char *v);
+int store_copy_bytea(struct buf *b, const uint8_t *p, size_t n);
+int store_copy_time(struct buf *b, uint64_t unix_nano);
 
 #endif
