@@ -139,27 +139,26 @@ excerpt(const char *s, size_t len, size_t max, char *buf, size_t cap)
 	return buf;
 }
 
-/* RFC 3986 unreserved characters pass; everything else is %XX. */
-static int
+/* RFC 3986 unreserved characters pass; everything else is %XX.  Appends
+ * (buf.h): the caller checks b once. */
+static void
 pct_encode(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	int rc = STATUS_OK;
 
-	for (; rc == STATUS_OK && *s; s++) {
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		    (c >= '0' && c <= '9') || c == '-' || c == '.' ||
 		    c == '_' || c == '~') {
-			rc = buf_append(b, s, 1);
+			buf_append(b, s, 1);
 		} else {
 			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
 
-			rc = buf_append(b, e, 3);
+			buf_append(b, e, 3);
 		}
 	}
-	return rc;
 }
 
 static char *
@@ -1603,13 +1602,12 @@ api_prefix(struct grafana *g, const struct grafana_opts *o, struct buf *prefix,
 	pthread_mutex_unlock(&g->mu);
 	if (rc != STATUS_OK) {
 		buf_init(&path, URL_BUF_MAX);
-		rc = buf_puts(&path, g->ds_uid_cfg != NULL
-					     ? "/api/datasources/uid/"
-					     : "/api/datasources/name/");
-		if (rc == STATUS_OK)
-			rc = pct_encode(&path, g->ds_uid_cfg != NULL
-						       ? g->ds_uid_cfg
-						       : g->ds_name_cfg);
+		buf_puts(&path, g->ds_uid_cfg != NULL
+					? "/api/datasources/uid/"
+					: "/api/datasources/name/");
+		pct_encode(&path, g->ds_uid_cfg != NULL ? g->ds_uid_cfg
+							: g->ds_name_cfg);
+		rc = buf_error(&path);
 		if (rc == STATUS_OK)
 			rc = request(g, o, path.data, NULL, NULL, &body, err);
 		buf_free(&path);
@@ -1640,10 +1638,9 @@ api_prefix(struct grafana *g, const struct grafana_opts *o, struct buf *prefix,
 		g->ds_uid = strdup(uid);
 		pthread_mutex_unlock(&g->mu);
 	}
-	rc = buf_puts(prefix, "/api/datasources/proxy/uid/");
-	if (rc == STATUS_OK)
-		rc = pct_encode(prefix, uid);
-	return rc == STATUS_OK ? STATUS_OK : STATUS_NOMEM;
+	buf_puts(prefix, "/api/datasources/proxy/uid/");
+	pct_encode(prefix, uid);
+	return buf_error(prefix) == STATUS_OK ? STATUS_OK : STATUS_NOMEM;
 }
 
 /* GET or POST of Prometheus's API path (after the prefix). */
@@ -1657,9 +1654,8 @@ api_call(struct grafana *g, const struct grafana_opts *o, const char *api,
 
 	buf_init(&path, URL_BUF_MAX);
 	rc = api_prefix(g, o, &path, err);
-	if (rc == STATUS_OK)
-		rc = buf_puts(&path, api) == STATUS_OK ? STATUS_OK
-						       : STATUS_NOMEM;
+	if (rc == STATUS_OK && buf_puts(&path, api) != STATUS_OK)
+		rc = STATUS_NOMEM;
 	if (rc == STATUS_OK)
 		rc = request(g, o, path.data, query, form, body, err);
 	buf_free(&path);
@@ -1756,10 +1752,9 @@ grafana_metric_metadata(struct grafana *g, const struct grafana_opts *o,
 	}
 	metric_inc(g->m.meta_misses);
 	buf_init(&query, URL_BUF_MAX);
-	rc = buf_puts(&query, "metric=") == STATUS_OK &&
-			     pct_encode(&query, metric) == STATUS_OK
-		     ? STATUS_OK
-		     : STATUS_NOMEM;
+	buf_puts(&query, "metric=");
+	pct_encode(&query, metric);
+	rc = buf_error(&query) == STATUS_OK ? STATUS_OK : STATUS_NOMEM;
 	if (rc == STATUS_OK)
 		rc = api_call(g, o, "/api/v1/metadata", query.data, NULL, &body,
 			      err);
@@ -1804,7 +1799,7 @@ grafana_metric_metadata(struct grafana *g, const struct grafana_opts *o,
 }
 
 /* Unix ms as Prometheus's seconds with a fraction: "1700000000.5". */
-static int
+static void
 add_seconds(struct buf *b, const char *key, int64_t ms)
 {
 	int64_t s = ms / 1000, frac = ms % 1000;
@@ -1813,9 +1808,10 @@ add_seconds(struct buf *b, const char *key, int64_t ms)
 		s--;
 		frac += 1000;
 	}
-	return frac != 0 ? buf_printf(b, "&%s=%" PRId64 ".%03" PRId64, key, s,
-				      frac)
-			 : buf_printf(b, "&%s=%" PRId64, key, s);
+	if (frac != 0)
+		buf_printf(b, "&%s=%" PRId64 ".%03" PRId64, key, s, frac);
+	else
+		buf_printf(b, "&%s=%" PRId64, key, s);
 }
 
 int
@@ -1834,16 +1830,12 @@ grafana_query_range(struct grafana *g, const struct grafana_opts *o,
 		*total = (struct grafana_counts){0, 0};
 	memset(err, 0, sizeof(*err));
 	buf_init(&form, URL_BUF_MAX * 4);
-	rc = buf_puts(&form, "query=");
-	if (rc == STATUS_OK)
-		rc = pct_encode(&form, promql);
-	if (rc == STATUS_OK)
-		rc = add_seconds(&form, "start", start_ms);
-	if (rc == STATUS_OK)
-		rc = add_seconds(&form, "end", end_ms);
-	if (rc == STATUS_OK)
-		rc = add_seconds(&form, "step", step_ms);
-	if (rc != STATUS_OK) {
+	buf_puts(&form, "query=");
+	pct_encode(&form, promql);
+	add_seconds(&form, "start", start_ms);
+	add_seconds(&form, "end", end_ms);
+	add_seconds(&form, "step", step_ms);
+	if ((rc = buf_error(&form)) != STATUS_OK) {
 		buf_free(&form);
 		err->kind = GRAFANA_FAIL_QUERY;
 		say(err->client, sizeof(err->client),

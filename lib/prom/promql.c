@@ -103,9 +103,13 @@ int
 promql_quote(struct buf *out, const char *s)
 {
 	size_t mark = out->len, i = 0, n = strlen(s);
-	int rc = buf_puts(out, "\"");
+	int rc = buf_error(out);
 
-	while (rc == STATUS_OK && i < n) {
+	if (rc != STATUS_OK)
+		return rc;
+	buf_puts(out, "\"");
+	/* to the first failure: past a full buffer, s is not looked at */
+	while (i < n && (rc = buf_error(out)) == STATUS_OK) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c >= 0x80) {
@@ -116,31 +120,28 @@ promql_quote(struct buf *out, const char *s)
 				rc = STATUS_INVALID;
 				break;
 			}
-			rc = buf_append(out, s + i, l);
+			buf_append(out, s + i, l);
 			i += l;
 			continue;
 		}
 		switch (c) {
-		case '\\': rc = buf_puts(out, "\\\\"); break;
-		case '"': rc = buf_puts(out, "\\\""); break;
-		case '\n': rc = buf_puts(out, "\\n"); break;
-		case '\r': rc = buf_puts(out, "\\r"); break;
-		case '\t': rc = buf_puts(out, "\\t"); break;
+		case '\\': buf_puts(out, "\\\\"); break;
+		case '"': buf_puts(out, "\\\""); break;
+		case '\n': buf_puts(out, "\\n"); break;
+		case '\r': buf_puts(out, "\\r"); break;
+		case '\t': buf_puts(out, "\\t"); break;
 		default:
 			if (c < 0x20 || c == 0x7f)
-				rc = buf_printf(out, "\\x%02x", c);
+				buf_printf(out, "\\x%02x", c);
 			else
-				rc = buf_append(out, s + i, 1);
+				buf_append(out, s + i, 1);
 		}
 		i++;
 	}
 	if (rc == STATUS_OK)
 		rc = buf_puts(out, "\"");
-	if (rc != STATUS_OK) {
-		out->len = mark;
-		if (out->data != NULL)
-			out->data[mark] = '\0';
-	}
+	if (rc != STATUS_OK)
+		buf_rollback(out, mark);
 	return rc;
 }
 
@@ -289,19 +290,18 @@ static int
 selector(struct buf *out, const char *metric, const char *suffix,
 	 const struct promql_filter *const *f, size_t n)
 {
-	int rc = buf_printf(out, "%s%s", metric, suffix);
+	int rc = STATUS_OK;
 
-	if (rc == STATUS_OK && n > 0)
-		rc = buf_puts(out, "{");
+	buf_printf(out, "%s%s", metric, suffix);
+	if (n > 0)
+		buf_puts(out, "{");
 	for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
-		rc = buf_printf(out, "%s%s=", i > 0 ? "," : "", f[i]->name);
-		if (rc == STATUS_OK)
-			rc = promql_quote(out, f[i]->value != NULL ? f[i]->value
-								   : "");
+		buf_printf(out, "%s%s=", i > 0 ? "," : "", f[i]->name);
+		rc = promql_quote(out, f[i]->value != NULL ? f[i]->value : "");
 	}
-	if (rc == STATUS_OK && n > 0)
-		rc = buf_puts(out, "}");
-	return rc;
+	if (n > 0)
+		buf_puts(out, "}");
+	return rc != STATUS_OK ? rc : buf_error(out);
 }
 
 int
@@ -317,37 +317,33 @@ promql_build(const struct promql_spec *s, struct buf *out, char *err,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	rc = check_spec(s, sorted, err, errlen);
+	if (rc == STATUS_OK)
+		rc = buf_error(out); /* returned as it is, not rolled back */
 	if (rc != STATUS_OK)
 		return rc;
 	promql_duration_format(s->window_ms, win, sizeof(win));
 	if (s->quantile != 0) {
 		bucket = ends_with(s->metric, "_bucket");
-		rc = buf_printf(out,
-				"histogram_quantile(%g, sum by (le) (rate(",
-				s->quantile);
-		if (rc == STATUS_OK)
-			rc = selector(out, s->metric, bucket ? "" : "_bucket",
-				      sorted, s->nfilters);
-		if (rc == STATUS_OK)
-			rc = buf_printf(out, "[%s])))", win);
-		goto out;
-	}
-	if (s->agg != PROMQL_AGG_NONE)
-		rc = buf_printf(out, "%s(", promql_agg_name(s->agg));
-	if (rc == STATUS_OK && s->rate)
-		rc = buf_puts(out, "rate(");
-	if (rc == STATUS_OK)
+		buf_printf(out, "histogram_quantile(%g, sum by (le) (rate(",
+			   s->quantile);
+		rc = selector(out, s->metric, bucket ? "" : "_bucket", sorted,
+			      s->nfilters);
+		buf_printf(out, "[%s])))", win);
+	} else {
+		if (s->agg != PROMQL_AGG_NONE)
+			buf_printf(out, "%s(", promql_agg_name(s->agg));
+		if (s->rate)
+			buf_puts(out, "rate(");
 		rc = selector(out, s->metric, "", sorted, s->nfilters);
-	if (rc == STATUS_OK && s->rate)
-		rc = buf_printf(out, "[%s])", win);
-	if (rc == STATUS_OK && s->agg != PROMQL_AGG_NONE)
-		rc = buf_puts(out, ")");
-out:
-	if (rc != STATUS_OK) {
-		out->len = mark;
-		if (out->data != NULL)
-			out->data[mark] = '\0';
+		if (s->rate)
+			buf_printf(out, "[%s])", win);
+		if (s->agg != PROMQL_AGG_NONE)
+			buf_puts(out, ")");
 	}
+	if (rc == STATUS_OK)
+		rc = buf_error(out);
+	if (rc != STATUS_OK)
+		buf_rollback(out, mark); /* out as it was */
 	return rc;
 }
 

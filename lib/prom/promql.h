@@ -46,7 +46,9 @@ bool promql_label_name_ok(const char *s);
  * \n \r \t as themselves, other control bytes and DEL as \xHH; everything
  * else (UTF-8 included) verbatim.  STATUS_INVALID when s is not valid
  * UTF-8 (Prometheus refuses such label values), STATUS_LIMIT /
- * STATUS_NOMEM from the buffer; out is unchanged on failure.
+ * STATUS_NOMEM from the buffer; out is unchanged on failure, with no
+ * error left in it (buf_rollback), so the status must be checked.  An
+ * error already pending in out is returned untouched.
  */
 int promql_quote(struct buf *out, const char *s) WUR;
 
@@ -93,7 +95,7 @@ struct promql_spec {
  * UTF-8, too many filters, a quantile outside (0, 1), an aggregation with a
  * quantile (the quantile already sums the buckets of every series), a
  * window under a second.  STATUS_LIMIT / STATUS_NOMEM from out.  On
- * failure out is unchanged.
+ * failure out is unchanged, as for promql_quote.
  */
 int promql_build(const struct promql_spec *s, struct buf *out, char *err,
 		 size_t errlen) WUR;

@@ -118,6 +118,14 @@ test_quote(void **state)
 		buf_init(&b, 6);
 		assert_int_equal(promql_quote(&b, "toolong"), STATUS_LIMIT);
 		assert_int_equal(b.len, 0);
+		/* nothing left pending: the caller has the status */
+		assert_int_equal(buf_error(&b), STATUS_OK);
+		assert_int_equal(promql_quote(&b, "ok"), STATUS_OK);
+		assert_string_equal(b.data, "\"ok\"");
+		/* an error already pending is returned and kept */
+		assert_int_equal(buf_puts(&b, "more"), STATUS_LIMIT);
+		assert_int_equal(promql_quote(&b, "\xff"), STATUS_LIMIT);
+		assert_int_equal(buf_error(&b), STATUS_LIMIT);
 		buf_free(&b);
 	}
 }
@@ -283,6 +291,7 @@ test_build_limit(void **state)
 	buf_init(&b, 10);
 	assert_int_equal(promql_build(&s, &b, err, sizeof(err)), STATUS_LIMIT);
 	assert_int_equal(b.len, 0);
+	assert_int_equal(buf_error(&b), STATUS_OK);
 	buf_free(&b);
 }
 
