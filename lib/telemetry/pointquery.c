@@ -454,22 +454,20 @@ choose_plan(const char *name, const char *kind, bool monotonic,
 }
 
 /* ", l0, l1" style lists: the label columns (refs) or their definitions. */
-static int
+static void
 put_labels(struct buf *b, size_t n, int first_key, bool define)
 {
-	int rc = STATUS_OK;
-
-	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
+	for (size_t i = 0; i < n; i++) {
 		int k = first_key + (int)i;
 
-		rc = define ? buf_printf(
-				      b,
-				      "coalesce(attributes ->> $%d, "
-				      "resource_attributes ->> $%d) AS l%zu, ",
-				      k, k, i)
-			    : buf_printf(b, "l%zu, ", i);
+		if (define)
+			buf_printf(b,
+				   "coalesce(attributes ->> $%d, "
+				   "resource_attributes ->> $%d) AS l%zu, ",
+				   k, k, i);
+		else
+			buf_printf(b, "l%zu, ", i);
 	}
-	return rc;
 }
 
 /* The points' filter: name, kind, [lo, to), service, attributes; then
@@ -481,12 +479,11 @@ put_labels(struct buf *b, size_t n, int first_key, bool define)
 	" AND ($%d::text IS NULL OR service_name = $%d)"                       \
 	" AND ($%d::jsonb IS NULL OR attributes @> $%d::jsonb)%s"
 
-static int
+static void
 put_where(struct buf *b, const int *pn, int lo, bool real_values)
 {
-	return buf_printf(b, WHERE_FMT, pn[0], pn[3], lo, pn[6], pn[1], pn[1],
-			  pn[2], pn[2],
-			  real_values ? " AND value <> 'NaN'::float8" : "");
+	buf_printf(b, WHERE_FMT, pn[0], pn[3], lo, pn[6], pn[1], pn[1], pn[2],
+		   pn[2], real_values ? " AND value <> 'NaN'::float8" : "");
 }
 
 #define INC_VALUE "CASE m WHEN 1 THEN value WHEN 2 THEN value - p_value END"
@@ -526,133 +523,98 @@ increase_expr(enum pointquery_agg a, bool histogram)
  * Builds the statement.  pn: parameter numbers of name, service,
  * attributes, kind, lo, from, to, step, limit, first group key.
  * Columns: l0..l(n-1), b (step index), then the value (simple, increase)
- * or bounds, counts, min, max (quantile).
+ * or bounds, counts, min, max (quantile).  Appends: the caller checks b.
  */
-static int
+static void
 build_sql(struct buf *b, enum plan plan, enum pointquery_agg agg,
 	  bool histogram, size_t ng, const int *pn)
 {
-	int rc;
 	bool real = !histogram;
 
 	if (plan == PLAN_SIMPLE) {
-		rc = buf_puts(b, "SELECT ");
-		if (rc == STATUS_OK)
-			rc = put_labels(b, ng, 0, false);
-		if (rc == STATUS_OK)
-			rc = buf_printf(b,
-					"b, %s FROM (SELECT "
-					"floor(extract(epoch FROM time) / "
-					"$%d::int)::bigint AS b, ",
-					simple_expr(agg, histogram), pn[7]);
-		if (rc == STATUS_OK)
-			rc = put_labels(b, ng, pn[9], true);
-		if (rc == STATUS_OK)
-			rc = buf_puts(b, "time, value, min, max");
-		if (rc == STATUS_OK)
-			rc = put_where(b, pn, pn[5], real);
-		if (rc == STATUS_OK)
-			rc = buf_puts(b, ") p GROUP BY ");
+		buf_puts(b, "SELECT ");
+		put_labels(b, ng, 0, false);
+		buf_printf(b,
+			   "b, %s FROM (SELECT "
+			   "floor(extract(epoch FROM time) / "
+			   "$%d::int)::bigint AS b, ",
+			   simple_expr(agg, histogram), pn[7]);
+		put_labels(b, ng, pn[9], true);
+		buf_puts(b, "time, value, min, max");
+		put_where(b, pn, pn[5], real);
+		buf_puts(b, ") p GROUP BY ");
 		goto tail;
 	}
 	/* d: one point per series and time; p: with the previous point of
 	 * its series; q: m = 1 when the point is its own increase (delta,
 	 * a start, a reset), 2 when the increase is the difference to the
 	 * previous point, NULL when unknown (no baseline) */
-	rc = buf_puts(b, "WITH d AS (SELECT DISTINCT ON (service_name, "
-			 "attributes, resource_attributes, scope_name, time) "
-			 "service_name, attributes, resource_attributes, "
-			 "scope_name, time, start_time, temporality, "
-			 "is_monotonic, value, count, sum, min, max, bounds, "
-			 "bucket_counts");
-	if (rc == STATUS_OK)
-		rc = put_where(b, pn, pn[4], real);
-	if (rc == STATUS_OK)
-		rc = buf_puts(
-			b,
-			" ORDER BY service_name, attributes, "
-			"resource_attributes, scope_name, time), "
-			"p AS (SELECT d.*, lag(time) OVER w AS p_time, "
-			"lag(start_time) OVER w AS p_start, "
-			"lag(value) OVER w AS p_value, "
-			"lag(count) OVER w AS p_count, "
-			"lag(sum) OVER w AS p_sum, "
-			"lag(bounds) OVER w AS p_bounds, "
-			"lag(bucket_counts) OVER w AS p_counts FROM d "
-			"WINDOW w AS (PARTITION BY service_name, attributes, "
-			"resource_attributes, scope_name ORDER BY time)), "
-			"q AS (SELECT ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, pn[9], true);
-	if (rc == STATUS_OK)
-		rc = buf_printf(
-			b,
-			"floor(extract(epoch FROM time) / $%d::int)::bigint "
-			"AS b, p.*, CASE WHEN temporality = 1 THEN 1 "
-			"WHEN p_time IS NULL THEN CASE WHEN start_time >= "
-			"to_timestamp($%d::float8 / 1000) THEN 1 END "
-			"WHEN start_time <> p_start THEN 1 "
-			"WHEN %s THEN 1 ELSE 2 END AS m "
-			"FROM p WHERE time >= to_timestamp($%d::float8 / "
-			"1000)) ",
-			pn[7], pn[4],
-			histogram ? "count < p_count OR bounds IS DISTINCT "
-				    "FROM p_bounds"
-				  : "is_monotonic AND value < p_value",
-			pn[5]);
-	if (rc != STATUS_OK)
-		return rc;
+	buf_puts(b, "WITH d AS (SELECT DISTINCT ON (service_name, "
+		    "attributes, resource_attributes, scope_name, time) "
+		    "service_name, attributes, resource_attributes, "
+		    "scope_name, time, start_time, temporality, "
+		    "is_monotonic, value, count, sum, min, max, bounds, "
+		    "bucket_counts");
+	put_where(b, pn, pn[4], real);
+	buf_puts(b, " ORDER BY service_name, attributes, "
+		    "resource_attributes, scope_name, time), "
+		    "p AS (SELECT d.*, lag(time) OVER w AS p_time, "
+		    "lag(start_time) OVER w AS p_start, "
+		    "lag(value) OVER w AS p_value, "
+		    "lag(count) OVER w AS p_count, "
+		    "lag(sum) OVER w AS p_sum, "
+		    "lag(bounds) OVER w AS p_bounds, "
+		    "lag(bucket_counts) OVER w AS p_counts FROM d "
+		    "WINDOW w AS (PARTITION BY service_name, attributes, "
+		    "resource_attributes, scope_name ORDER BY time)), "
+		    "q AS (SELECT ");
+	put_labels(b, ng, pn[9], true);
+	buf_printf(b,
+		   "floor(extract(epoch FROM time) / $%d::int)::bigint "
+		   "AS b, p.*, CASE WHEN temporality = 1 THEN 1 "
+		   "WHEN p_time IS NULL THEN CASE WHEN start_time >= "
+		   "to_timestamp($%d::float8 / 1000) THEN 1 END "
+		   "WHEN start_time <> p_start THEN 1 "
+		   "WHEN %s THEN 1 ELSE 2 END AS m "
+		   "FROM p WHERE time >= to_timestamp($%d::float8 / "
+		   "1000)) ",
+		   pn[7], pn[4],
+		   histogram ? "count < p_count OR bounds IS DISTINCT "
+			       "FROM p_bounds"
+			     : "is_monotonic AND value < p_value",
+		   pn[5]);
 	if (plan == PLAN_INCREASE) {
-		rc = buf_puts(b, "SELECT ");
-		if (rc == STATUS_OK)
-			rc = put_labels(b, ng, 0, false);
-		if (rc == STATUS_OK)
-			rc = buf_printf(b, "b, %s FROM q GROUP BY ",
-					increase_expr(agg, histogram));
+		buf_puts(b, "SELECT ");
+		put_labels(b, ng, 0, false);
+		buf_printf(b, "b, %s FROM q GROUP BY ",
+			   increase_expr(agg, histogram));
 		goto tail;
 	}
-	rc = buf_puts(b, ", e AS (SELECT ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(
-			b,
-			"b, q.bounds, u.i, sum(u.c) AS c, min(q.min) AS mn, "
-			"max(q.max) AS mx FROM q CROSS JOIN LATERAL "
-			"unnest(CASE q.m WHEN 1 THEN q.bucket_counts "
-			"WHEN 2 THEN ARRAY(SELECT x.a - x.z FROM "
-			"unnest(q.bucket_counts, q.p_counts) WITH ORDINALITY "
-			"AS x(a, z, k) ORDER BY x.k) END) WITH ORDINALITY "
-			"AS u(c, i) GROUP BY ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "b, q.bounds, u.i) SELECT ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "b, coalesce(bounds::text, '{}'), "
-				 "array_agg(c ORDER BY i)::text, min(mn), "
-				 "max(mx) FROM e GROUP BY ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "b, bounds ORDER BY ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_printf(b, "b LIMIT $%d", pn[8]);
-	return rc;
+	buf_puts(b, ", e AS (SELECT ");
+	put_labels(b, ng, 0, false);
+	buf_puts(b, "b, q.bounds, u.i, sum(u.c) AS c, min(q.min) AS mn, "
+		    "max(q.max) AS mx FROM q CROSS JOIN LATERAL "
+		    "unnest(CASE q.m WHEN 1 THEN q.bucket_counts "
+		    "WHEN 2 THEN ARRAY(SELECT x.a - x.z FROM "
+		    "unnest(q.bucket_counts, q.p_counts) WITH ORDINALITY "
+		    "AS x(a, z, k) ORDER BY x.k) END) WITH ORDINALITY "
+		    "AS u(c, i) GROUP BY ");
+	put_labels(b, ng, 0, false);
+	buf_puts(b, "b, q.bounds, u.i) SELECT ");
+	put_labels(b, ng, 0, false);
+	buf_puts(b, "b, coalesce(bounds::text, '{}'), "
+		    "array_agg(c ORDER BY i)::text, min(mn), "
+		    "max(mx) FROM e GROUP BY ");
+	put_labels(b, ng, 0, false);
+	buf_puts(b, "b, bounds ORDER BY ");
+	put_labels(b, ng, 0, false);
+	buf_printf(b, "b LIMIT $%d", pn[8]);
+	return;
 tail:
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "b ORDER BY ");
-	if (rc == STATUS_OK)
-		rc = put_labels(b, ng, 0, false);
-	if (rc == STATUS_OK)
-		rc = buf_printf(b, "b LIMIT $%d", pn[8]);
-	return rc;
+	put_labels(b, ng, 0, false);
+	buf_puts(b, "b ORDER BY ");
+	put_labels(b, ng, 0, false);
+	buf_printf(b, "b LIMIT $%d", pn[8]);
 }
 
 /* Whether row i has the same labels as row j (NULL equals NULL). */
@@ -1006,9 +968,9 @@ pointquery_metrics(struct pg_conn *c, const struct pointquery_metric_req *r,
 	pn[9] = p.n + 1;
 	for (size_t i = 0; i < r->n_group_by; i++)
 		param(&p, r->group_by[i]);
-	rc = build_sql(&sql, plan, m->agg, strcmp(m->kind, "histogram") == 0,
-		       r->n_group_by, pn);
-	if (rc != STATUS_OK) {
+	build_sql(&sql, plan, m->agg, strcmp(m->kind, "histogram") == 0,
+		  r->n_group_by, pn);
+	if ((rc = buf_error(&sql)) != STATUS_OK) {
 		rc = pg_error_set(err, rc, "internal error building the query");
 		goto fail;
 	}

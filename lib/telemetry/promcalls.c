@@ -77,54 +77,69 @@ promcalls_free(struct promcalls_result *r)
 
 /* ---- the queries ------------------------------------------------------- */
 
-static int
+static void
 by_clause(struct buf *b, int p, bool le)
 {
 	bool first = true;
-	int rc = buf_puts(b, "sum by (");
 
-	if (rc == STATUS_OK && le) {
-		rc = buf_puts(b, "le");
+	buf_puts(b, "sum by (");
+	if (le) {
+		buf_puts(b, "le");
 		first = false;
 	}
-	for (int part = 0; part < 2 && rc == STATUS_OK; part++)
-		for (int i = 0; i < 2 && rc == STATUS_OK; i++) {
+	for (int part = 0; part < 2; part++)
+		for (int i = 0; i < 2; i++) {
 			const char *l =
 				part == 0 ? protos[p].k1[i] : protos[p].k2[i];
 
 			if (l == NULL)
 				continue;
-			rc = buf_printf(b, "%s%s", first ? "" : ", ", l);
+			buf_printf(b, "%s%s", first ? "" : ", ", l);
 			first = false;
 		}
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, ") ");
-	return rc;
+	buf_puts(b, ") ");
 }
 
+/* STATUS_INVALID when the service's value cannot be quoted, else b's
+ * status. */
 static int
 selector(struct buf *b, const struct promcalls_spec *spec, int p,
 	 const struct spanquery_filter *f, const char *suffix, bool errors)
 {
-	int rc = buf_printf(b, "%s%s{%s=", spec->metric[p], suffix,
-			    spec->service_label);
+	int rc;
 
-	if (rc == STATUS_OK)
-		rc = promql_quote(b, spec->service_value);
+	buf_printf(b, "%s%s{%s=", spec->metric[p], suffix, spec->service_label);
+	rc = promql_quote(b, spec->service_value);
+	if (rc != STATUS_OK)
+		return rc;
 	/* status filters as matchers: the row's numbers then count only
 	 * those calls (the key filters drop whole rows, afterwards) */
-	if (rc == STATUS_OK && p == SPANQUERY_HTTP &&
+	if (p == SPANQUERY_HTTP &&
 	    (f->http_status_min != 0 || f->http_status_max != 0))
-		rc = buf_printf(b, ",%s=~\"%d..\"", protos[p].status,
-				f->http_status_min / 100);
-	if (rc == STATUS_OK && p == SPANQUERY_GRPC && f->grpc_status >= 0)
-		rc = buf_printf(b, ",%s=\"%d\"", protos[p].status,
-				f->grpc_status);
-	if (rc == STATUS_OK && errors)
-		rc = buf_printf(b, ",%s", protos[p].error);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "}");
-	return rc;
+		buf_printf(b, ",%s=~\"%d..\"", protos[p].status,
+			   f->http_status_min / 100);
+	if (p == SPANQUERY_GRPC && f->grpc_status >= 0)
+		buf_printf(b, ",%s=\"%d\"", protos[p].status, f->grpc_status);
+	if (errors)
+		buf_printf(b, ",%s", protos[p].error);
+	return buf_puts(b, "}");
+}
+
+/* sum by (keys[, le]) (increase(<metric>_bucket{...}[window])), or with
+ * errors the failed calls' _count. */
+static int
+increase_query(struct buf *b, const struct promcalls_spec *spec, int p,
+	       const struct spanquery_filter *f, const char *window,
+	       bool errors)
+{
+	int rc;
+
+	by_clause(b, p, !errors);
+	buf_puts(b, "(increase(");
+	rc = selector(b, spec, p, f, errors ? "_count" : "_bucket", errors);
+	if (rc != STATUS_OK)
+		return rc;
+	return buf_printf(b, "[%s]))", window);
 }
 
 int
@@ -158,21 +173,9 @@ promcalls_build(const struct promcalls_spec *spec, int p,
 		return STATUS_INVALID;
 	}
 	promql_duration_format(range_ms, window, sizeof(window));
-	rc = by_clause(buckets, p, true);
+	rc = increase_query(buckets, spec, p, f, window, false);
 	if (rc == STATUS_OK)
-		rc = buf_puts(buckets, "(increase(");
-	if (rc == STATUS_OK)
-		rc = selector(buckets, spec, p, f, "_bucket", false);
-	if (rc == STATUS_OK)
-		rc = buf_printf(buckets, "[%s]))", window);
-	if (rc == STATUS_OK)
-		rc = by_clause(errors, p, false);
-	if (rc == STATUS_OK)
-		rc = buf_puts(errors, "(increase(");
-	if (rc == STATUS_OK)
-		rc = selector(errors, spec, p, f, "_count", true);
-	if (rc == STATUS_OK)
-		rc = buf_printf(errors, "[%s]))", window);
+		rc = increase_query(errors, spec, p, f, window, true);
 	if (rc == STATUS_INVALID)
 		snprintf(err, errlen,
 			 "the service's label value cannot be put in PromQL "

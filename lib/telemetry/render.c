@@ -141,25 +141,37 @@ render_source_label(int source)
 	}
 }
 
-static int
+static void
 md_cell(struct buf *b, const char *s)
 {
 	size_t n = 0;
-	int rc = STATUS_OK;
 
-	for (; *s != '\0' && rc == STATUS_OK; s++) {
+	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		if (n >= RENDER_MD_CELL_MAX && (c & 0xc0) != 0x80)
-			return buf_puts(b, "…");
+		if (n >= RENDER_MD_CELL_MAX && (c & 0xc0) != 0x80) {
+			buf_puts(b, "…");
+			return;
+		}
 		if (c == '|')
-			rc = buf_puts(b, "\\|");
+			buf_puts(b, "\\|");
 		else if (c == '\n' || c == '\r' || c == '\t')
-			rc = buf_puts(b, " ");
+			buf_puts(b, " ");
 		else if (c >= 0x20 && c != 0x7f)
-			rc = buf_append(b, s, 1);
+			buf_append(b, s, 1);
 		n++;
 	}
+}
+
+/* Ends a table line begun at mark: the whole line, or none of it and no
+ * error left in b (render.h). */
+static int
+md_line_end(struct buf *b, size_t mark)
+{
+	int rc = buf_puts(b, "\n");
+
+	if (rc != STATUS_OK)
+		buf_rollback(b, mark);
 	return rc;
 }
 
@@ -167,70 +179,65 @@ int
 render_md_row(struct buf *b, const char *const *cells, size_t n)
 {
 	size_t mark = b->len;
-	int rc = buf_puts(b, "|");
+	int rc = buf_error(b);
 
-	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
-		rc = buf_puts(b, " ");
-		if (rc == STATUS_OK)
-			rc = md_cell(b, cells[i] != NULL ? cells[i] : "");
-		if (rc == STATUS_OK)
-			rc = buf_puts(b, " |");
+	if (rc != STATUS_OK)
+		return rc;
+	buf_puts(b, "|");
+	for (size_t i = 0; i < n; i++) {
+		buf_puts(b, " ");
+		md_cell(b, cells[i] != NULL ? cells[i] : "");
+		buf_puts(b, " |");
 	}
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "\n");
-	if (rc != STATUS_OK) {
-		b->len = mark;
-		if (b->data != NULL)
-			b->data[mark] = '\0';
-	}
-	return rc;
+	return md_line_end(b, mark);
 }
 
 int
 render_md_rule(struct buf *b, size_t n)
 {
 	size_t mark = b->len;
-	int rc = buf_puts(b, "|");
+	int rc = buf_error(b);
 
-	for (size_t i = 0; i < n && rc == STATUS_OK; i++)
-		rc = buf_puts(b, "---|");
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, "\n");
-	if (rc != STATUS_OK) {
-		b->len = mark;
-		if (b->data != NULL)
-			b->data[mark] = '\0';
-	}
-	return rc;
-}
-
-/* Drops what was appended past len. */
-static void
-cut(struct buf *b, size_t len)
-{
-	b->len = len;
-	if (b->data != NULL)
-		b->data[len] = '\0';
+	if (rc != STATUS_OK)
+		return rc;
+	buf_puts(b, "|");
+	for (size_t i = 0; i < n; i++)
+		buf_puts(b, "---|");
+	return md_line_end(b, mark);
 }
 
 /* "│  " / "   " per ancestor level, then "├─ " / "└─ ". */
-static int
+static void
 tree_prefix(struct buf *b, const bool *more, const struct merge_node *node)
 {
 	size_t d = node->depth, levels = d;
-	int rc = STATUS_OK;
 
 	if (d == 0)
-		return STATUS_OK;
+		return;
 	if (levels > RENDER_MAX_INDENT)
 		levels = RENDER_MAX_INDENT;
-	for (size_t l = 1; l < levels && rc == STATUS_OK; l++)
-		rc = buf_puts(b, more[l] ? "│  " : "   ");
-	if (rc == STATUS_OK && d > levels)
-		rc = buf_printf(b, "(depth %zu) ", d);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b,
-			      node->next_sibling != MERGE_NONE ? "├─ " : "└─ ");
+	for (size_t l = 1; l < levels; l++)
+		buf_puts(b, more[l] ? "│  " : "   ");
+	if (d > levels)
+		buf_printf(b, "(depth %zu) ", d);
+	buf_puts(b, node->next_sibling != MERGE_NONE ? "├─ " : "└─ ");
+}
+
+/*
+ * The "N more not shown" line.  Like the lines, it is given up whole when
+ * it does not fit: the status says so and b takes more (render.h).
+ */
+static int
+notice_line(struct buf *b, size_t hidden)
+{
+	char notice[MERGE_NOTICE_MAX + 8];
+	size_t mark = b->len;
+	int rc;
+
+	merge_notice(notice, sizeof(notice), hidden);
+	rc = buf_printf(b, "%s\n", notice);
+	if (rc != STATUS_OK)
+		buf_rollback(b, mark);
 	return rc;
 }
 
@@ -243,10 +250,11 @@ render_trace_tree(struct buf *b, const struct merge_trace *t,
 		  size_t *shown)
 {
 	bool more[RENDER_MAX_INDENT + 1] = {false};
-	char notice[MERGE_NOTICE_MAX + 8];
 	size_t i, hidden, start = b->len, *ends;
-	int rc = STATUS_OK;
+	int rc = buf_error(b);
 
+	if (rc != STATUS_OK)
+		return rc;
 	/* draw every line, remembering where each ends; then keep what
 	 * fits: the whole tree if it does, else a prefix and the notice */
 	ends = malloc((t->n_nodes + 1) * sizeof(*ends));
@@ -258,13 +266,15 @@ render_trace_tree(struct buf *b, const struct merge_trace *t,
 
 		if (node->depth <= RENDER_MAX_INDENT)
 			more[node->depth] = node->next_sibling != MERGE_NONE;
-		rc = tree_prefix(b, more, node);
+		tree_prefix(b, more, node);
+		rc = buf_error(b);
 		if (rc == STATUS_OK)
 			rc = label(b, node, arg);
 		if (rc == STATUS_OK)
 			rc = buf_puts(b, "\n");
 		if (rc != STATUS_OK) {
-			cut(b, mark);
+			buf_rollback(b,
+				     mark); /* the line whole or not at all */
 			if (rc != STATUS_LIMIT)
 				goto out;
 			rc = STATUS_OK;
@@ -278,15 +288,13 @@ render_trace_tree(struct buf *b, const struct merge_trace *t,
 	    (i < t->span_count || b->len - start > max_chars)) {
 		while (i > 0 && ends[i - 1] - start + NOTICE_ROOM > max_chars)
 			i--;
-		cut(b, i > 0 ? ends[i - 1] : start);
+		buf_rollback(b, i > 0 ? ends[i - 1] : start);
 	}
 	if (shown != NULL)
 		*shown = i;
 	hidden = t->span_count - i;
-	if (hidden > 0) {
-		merge_notice(notice, sizeof(notice), hidden);
-		rc = buf_printf(b, "%s\n", notice);
-	}
+	if (hidden > 0)
+		rc = notice_line(b, hidden);
 out:
 	free(ends);
 	return rc;
@@ -393,10 +401,11 @@ render_trace_tree_folded(struct buf *b, const struct merge_trace *t,
 			 size_t *shown)
 {
 	bool more[RENDER_MAX_INDENT + 1] = {false};
-	char notice[MERGE_NOTICE_MAX + 8];
 	size_t i, hidden, covered = 0, start = b->len, *ends;
-	int rc = STATUS_OK;
+	int rc = buf_error(b);
 
+	if (rc != STATUS_OK)
+		return rc;
 	ends = malloc((f->n + 1) * sizeof(*ends));
 	if (ends == NULL)
 		return STATUS_NOMEM;
@@ -409,14 +418,15 @@ render_trace_tree_folded(struct buf *b, const struct merge_trace *t,
 		if (node->depth <= RENDER_MAX_INDENT)
 			more[node->depth] = last->next_sibling != MERGE_NONE;
 		/* the last member has the run's depth and its successor */
-		rc = tree_prefix(b, more, last);
+		tree_prefix(b, more, last);
+		rc = buf_error(b);
 		if (rc == STATUS_OK)
 			rc = l->count > 1 ? run(b, t, l, arg)
 					  : label(b, node, arg);
 		if (rc == STATUS_OK)
 			rc = buf_puts(b, "\n");
 		if (rc != STATUS_OK) {
-			cut(b, mark);
+			buf_rollback(b, mark);
 			if (rc != STATUS_LIMIT)
 				goto out;
 			rc = STATUS_OK;
@@ -434,15 +444,13 @@ render_trace_tree_folded(struct buf *b, const struct merge_trace *t,
 			i--;
 			covered -= f->lines[i].end - f->lines[i].node;
 		}
-		cut(b, i > 0 ? ends[i - 1] : start);
+		buf_rollback(b, i > 0 ? ends[i - 1] : start);
 	}
 	if (shown != NULL)
 		*shown = i;
 	hidden = t->span_count - covered;
-	if (hidden > 0) {
-		merge_notice(notice, sizeof(notice), hidden);
-		rc = buf_printf(b, "%s\n", notice);
-	}
+	if (hidden > 0)
+		rc = notice_line(b, hidden);
 out:
 	free(ends);
 	return rc;

@@ -39,7 +39,9 @@ const char *render_source_label(int source);
  * escaped (| as \|, newlines and tabs as spaces, other control bytes
  * dropped) and cut to RENDER_MD_CELL_MAX bytes with "…" (never inside a
  * UTF-8 sequence); render_md_rule appends "|---|---|...|\n" for n columns.
- * STATUS_LIMIT / STATUS_NOMEM from the buffer (the row is then not added).
+ * STATUS_LIMIT / STATUS_NOMEM from the buffer: the row is then not added
+ * and no error is left in b (buf_rollback), so a caller may end the table
+ * there and go on; an error already pending in b is returned untouched.
  */
 #define RENDER_MD_CELL_MAX 120
 int render_md_row(struct buf *b, const char *const *cells, size_t n) WUR;
@@ -59,7 +61,10 @@ int render_md_rule(struct buf *b, size_t n) WUR;
  * when spans are hidden, even past a budget smaller than itself.  A full
  * buffer ends the drawing the same way (STATUS_LIMIT if even the notice
  * does not fit).  *shown (may be NULL) gets the lines drawn.  Errors: the
- * label's, STATUS_NOMEM, STATUS_LIMIT.
+ * label's, STATUS_NOMEM, STATUS_LIMIT; a line that fails is taken back
+ * whole and no error is left in b, while an error already pending in b is
+ * returned at once, untouched.  label appends to b and returns its status
+ * (buf_error(b) for one that only appends).
  */
 typedef int (*render_label_fn)(struct buf *b, const struct merge_node *node,
 			       void *arg);

@@ -772,6 +772,36 @@ test_tree_label_fails(void **state)
 	free(spans);
 }
 
+/* Markdown rows: escaped cells; a row that does not fit is not added and
+ * leaves no error, so the table can end there and a note follow. */
+static void
+test_md_table(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 40);
+	assert_int_equal(
+		render_md_row(&b, (const char *const[]){"a|b", NULL}, 2),
+		STATUS_OK);
+	assert_int_equal(render_md_rule(&b, 2), STATUS_OK);
+	assert_string_equal(b.data, "| a\\|b |  |\n|---|---|\n");
+	assert_int_equal(render_md_row(&b,
+				       (const char *const[]){"a long cell that "
+							     "does not fit"},
+				       1),
+			 STATUS_LIMIT);
+	assert_string_equal(b.data, "| a\\|b |  |\n|---|---|\n");
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	assert_int_equal(buf_puts(&b, "(1 more)"), STATUS_OK);
+	/* an error already pending is returned, b untouched */
+	assert_int_equal(buf_puts(&b, "past the maximum"), STATUS_LIMIT);
+	assert_int_equal(render_md_rule(&b, 1), STATUS_LIMIT);
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	assert_string_equal(b.data, "| a\\|b |  |\n|---|---|\n(1 more)");
+	buf_free(&b);
+}
+
 /* A buffer whose hard maximum is reached ends the tree like a budget,
  * as long as the notice still fits; never past max. */
 static void
@@ -794,6 +824,18 @@ test_tree_buffer_max(void **state)
 				    "├─ [OTLP] child-01\n"
 				    "├─ [OTLP] child-02\n"
 				    "8 more not shown\n");
+	/* the line that did not fit left no error behind */
+	assert_int_equal(buf_error(&b), STATUS_OK);
+	/* an error already pending is returned, b untouched */
+	assert_int_equal(buf_puts(&b, "0123456789abcdef0123456789"),
+			 STATUS_LIMIT);
+	rc = render_trace_tree(&b, &r->traces[0], label_name, NULL, 0, &shown);
+	assert_int_equal(rc, STATUS_LIMIT);
+	assert_int_equal(buf_error(&b), STATUS_LIMIT);
+	assert_int_equal(b.len, strlen("[OTLP] root\n"
+				       "├─ [OTLP] child-01\n"
+				       "├─ [OTLP] child-02\n"
+				       "8 more not shown\n"));
 	buf_free(&b);
 	merge_result_free(r);
 	free(spans);
@@ -1221,6 +1263,7 @@ main(void)
 		cmocka_unit_test(test_tree_budget_below_notice),
 		cmocka_unit_test(test_tree_label_fails),
 		cmocka_unit_test(test_tree_buffer_max),
+		cmocka_unit_test(test_md_table),
 		cmocka_unit_test(test_fold_runs),
 		cmocka_unit_test(test_fold_consecutive_only),
 		cmocka_unit_test(test_fold_roots),
