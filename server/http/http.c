@@ -409,9 +409,10 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		char *end;
 		unsigned long long n = strtoull(clen, &end, 10);
 
+		/* refused before a byte is read, as a body past max is */
 		if (*end == '\0' &&
 		    n > (unsigned long long)srv->cfg->server.max_body_bytes)
-			r->body_too_large = true;
+			buf_set_error(&r->body, STATUS_LIMIT);
 	}
 	return true;
 }
@@ -475,7 +476,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		r->route = route_labels[route];
 		if (!gate(r, route, &ret))
 			return ret;
-		if (r->body_too_large)
+		if (buf_error(&r->body) != STATUS_OK)
 			return body_too_large(r);
 		return MHD_YES;
 	}
@@ -484,14 +485,13 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		if (!r->body_too_large &&
-		    buf_append(&r->body, upload_data, *upload_data_size) !=
-			    STATUS_OK)
-			r->body_too_large = true;
+		/* past max (or out of memory) the rest is dropped: answered
+		 * once the body is all in */
+		buf_append(&r->body, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (r->body_too_large)
+	if (buf_error(&r->body) != STATUS_OK)
 		return body_too_large(r);
 	switch (route) {
 	case ROUTE_MCP: return routes->mcp(r);

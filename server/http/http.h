@@ -26,8 +26,8 @@ struct req {
 	int64_t start_us;  /* monotonic */
 	const char *route; /* metric label: "/mcp", "/healthz", ... */
 	int method;	   /* enum http_method */
+	/* an error in it: too large (by Content-Length, or past max) */
 	struct buf body;
-	bool body_too_large;
 	bool replied;	     /* a response was queued */
 	unsigned status;     /* the HTTP status queued */
 	char rpc_method[40]; /* for the access log and metrics, or "" */

@@ -291,7 +291,7 @@ ingest_gate(struct req *r, bool traces, enum MHD_Result *ret)
 		unsigned long long n = strtoull(clen, &end, 10);
 
 		if (*end == '\0' && n > (unsigned long long)r->body.max)
-			r->body_too_large = true;
+			buf_set_error(&r->body, STATUS_LIMIT);
 	}
 	return true;
 }
