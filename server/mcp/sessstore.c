@@ -809,6 +809,8 @@ owed_events(void *arg, PGresult *events, uint64_t next_seq, char ***ev,
 		rc = text != NULL ? sse_encode(&b, eid, -1, text, strlen(text))
 				  : STATUS_NOMEM;
 		free(text);
+		if (rc == STATUS_OK)
+			rc = buf_finish(&b, &v[k], NULL);
 		if (rc != STATUS_OK) {
 			buf_free(&b);
 			while (k > 0)
@@ -816,7 +818,7 @@ owed_events(void *arg, PGresult *events, uint64_t next_seq, char ***ev,
 			free(v);
 			return rc;
 		}
-		v[k++] = buf_steal(&b, NULL);
+		k++;
 	}
 	*ev = v;
 	*n = k;
@@ -888,8 +890,8 @@ new_standalone(struct sessstore *st, const struct session *s,
 	snprintf(eid, sizeof(eid), "%s-0", id);
 	buf_init(&b, 4096);
 	rc = sse_encode(&b, eid, st->cfg->server.sse_retry_ms, "", 0);
-	if (rc == STATUS_OK && (*prime = buf_steal(&b, NULL)) == NULL)
-		rc = STATUS_NOMEM;
+	if (rc == STATUS_OK)
+		rc = buf_finish(&b, prime, NULL);
 	buf_free(&b);
 	return rc;
 }

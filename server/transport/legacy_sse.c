@@ -124,9 +124,9 @@ legacy_sse_reframe(struct legacy_sse_reframe *rf, const char *in, size_t n,
 {
 	static const char message[] = "event: message\n";
 	const char *p = in, *end = in + n;
-	int rc = STATUS_OK;
 
-	while (p < end && rc == STATUS_OK) {
+	/* to the first failure: the caller ends the stream then */
+	while (p < end && buf_error(out) == STATUS_OK) {
 		const char *nl;
 		size_t run;
 
@@ -134,23 +134,22 @@ legacy_sse_reframe(struct legacy_sse_reframe *rf, const char *in, size_t n,
 			nl = memchr(p, '\n', (size_t)(end - p));
 			run = (size_t)((nl != NULL ? nl + 1 : end) - p);
 			if (rf->state == RF_PASS)
-				rc = buf_append(out, p, run);
+				buf_append(out, p, run);
 			if (nl != NULL)
 				rf->state = RF_START;
 			p += run;
 			continue;
 		}
 		if (*p == '\n') {
-			rc = buf_append(out, rf->head, rf->nhead);
-			if (rc == STATUS_OK)
-				rc = buf_append(out, "\n", 1);
+			buf_append(out, rf->head, rf->nhead);
+			buf_append(out, "\n", 1);
 			rf->nhead = 0;
 			p++;
 			continue;
 		}
 		rf->head[rf->nhead++] = *p++;
 		if (rf->nhead == 3 && memcmp(rf->head, "id:", 3) == 0) {
-			rc = buf_append(out, message, sizeof(message) - 1);
+			buf_append(out, message, sizeof(message) - 1);
 			rf->state = RF_SKIP;
 			rf->nhead = 0;
 		} else if (rf->nhead == 6 &&
@@ -159,12 +158,12 @@ legacy_sse_reframe(struct legacy_sse_reframe *rf, const char *in, size_t n,
 			rf->nhead = 0;
 		} else if (!head_is_prefix(rf, "id:") &&
 			   !head_is_prefix(rf, "retry:")) {
-			rc = buf_append(out, rf->head, rf->nhead);
+			buf_append(out, rf->head, rf->nhead);
 			rf->state = RF_PASS;
 			rf->nhead = 0;
 		}
 	}
-	return rc;
+	return buf_error(out);
 }
 
 /* --- connections ------------------------------------------------------ */
@@ -240,7 +239,11 @@ stream_wake(void *arg)
 static void
 pre_append_locked(struct legacy_conn *c, const char *text, size_t len)
 {
+	size_t mark = c->pre.len;
+
 	if (buf_append(&c->pre, text, len) != STATUS_OK) {
+		/* this message only: a later one may still fit */
+		buf_rollback(&c->pre, mark);
 		log_warn(&(struct log_fields){.duration_ms = -1},
 			 "legacy SSE: message dropped: the stream of a "
 			 "connection without a session is full");

@@ -44,8 +44,9 @@ void legacy_sse_close_all(void);
  * line becomes "event: message" (the stream's ids mean nothing here: the
  * transport has no resumption) and "retry:" lines are dropped; data lines,
  * comments and blank lines pass.  The bytes may be cut anywhere: the state
- * carries over between calls.  Appends to out; STATUS_LIMIT or
- * STATUS_NOMEM when out cannot take it (out is then partly written).
+ * carries over between calls.  Appends to out, as buf does: nothing while
+ * an error is pending in out, and STATUS_LIMIT or STATUS_NOMEM, kept in
+ * out, when it cannot take the bytes (out is then partly written).
  */
 struct legacy_sse_reframe {
 	int state;

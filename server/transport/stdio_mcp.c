@@ -438,20 +438,18 @@ forward_events(struct stdio_conn *c)
 			if (le - p >= 5 && memcmp(p, "data:", 5) == 0) {
 				const char *v = p + 5 + (p[5] == ' ');
 
-				if ((data.len > 0 &&
-				     buf_append(&data, "\n", 1) != STATUS_OK) ||
-				    buf_append(&data, v, (size_t)(le - v)) !=
-					    STATUS_OK)
-					log_error(
-						&(struct log_fields){
-							.duration_ms = -1},
-						"stdio: notification "
-						"dropped: out of memory");
+				if (data.len > 0)
+					buf_append(&data, "\n", 1);
+				buf_append(&data, v, (size_t)(le - v));
 			}
 			p = le + (nl != NULL);
 		}
 		p = ev_end + 2;
-		if (data.len > 0) {
+		if (buf_error(&data) != STATUS_OK) {
+			/* never half a message: the client could not parse it */
+			log_error(&(struct log_fields){.duration_ms = -1},
+				  "stdio: notification dropped: out of memory");
+		} else if (data.len > 0) {
 			size_t len = data.len;
 
 			conn_write_line(c, buf_steal(&data, NULL), len, false);
@@ -473,7 +471,6 @@ pump(struct stdio_conn *c)
 	char chunk[PUMP_CHUNK];
 	enum stream_state state;
 	uint64_t v;
-	bool lost = false;
 
 	if (read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return;
@@ -485,11 +482,11 @@ pump(struct stdio_conn *c)
 
 		state = stream_read(c->st, c->gen, &c->cur, chunk,
 				    sizeof(chunk), &n);
-		if (n > 0 && buf_append(&c->pump, chunk, n) != STATUS_OK)
-			lost = true;
-	} while (state == STREAM_DATA && !lost);
+		if (n > 0)
+			buf_append(&c->pump, chunk, n);
+	} while (state == STREAM_DATA && buf_error(&c->pump) == STATUS_OK);
 	pthread_mutex_unlock(&c->s->mu);
-	if (lost) {
+	if (buf_error(&c->pump) != STATUS_OK) {
 		log_warn(&(struct log_fields){.session = c->s->id,
 					      .duration_ms = -1},
 			 "stdio: session notifications dropped (buffer full)");

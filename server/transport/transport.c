@@ -410,22 +410,17 @@ static char *
 join_batch(struct http_exchange *ex, size_t *len)
 {
 	struct buf b;
-	size_t i;
+	char *text;
 
 	buf_init(&b, SIZE_MAX / 2);
-	if (buf_puts(&b, "[") != STATUS_OK)
-		goto fail;
-	for (i = 0; i < ex->nanswers; i++)
-		if ((i > 0 && buf_puts(&b, ",") != STATUS_OK) ||
-		    buf_append(&b, ex->answers[i].p, ex->answers[i].len) !=
-			    STATUS_OK)
-			goto fail;
-	if (buf_puts(&b, "]") != STATUS_OK)
-		goto fail;
-	return buf_steal(&b, len);
-fail:
-	buf_free(&b);
-	return NULL;
+	buf_puts(&b, "[");
+	for (size_t i = 0; i < ex->nanswers; i++) {
+		if (i > 0)
+			buf_puts(&b, ",");
+		buf_append(&b, ex->answers[i].p, ex->answers[i].len);
+	}
+	buf_puts(&b, "]");
+	return buf_finish(&b, &text, len) == STATUS_OK ? text : NULL;
 }
 
 /* Answers an exchange whose replies are ready, or parks it again. */
