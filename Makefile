@@ -32,7 +32,7 @@ LDLIBS := $(PKG_LIBS) -lpthread -lm
 # ---- sources, one list per room (each folder's README says what it holds;
 # scripts/check-layout.sh checks who may include whom) -----------------------
 BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
-	metrics.c auth.c seal.c sse.c timerange.c redact.c clock.c strdist.c)
+	expo.c auth.c seal.c sse.c timerange.c redact.c clock.c strdist.c)
 JSON_SRC := $(addprefix lib/json/,jsonload.c jsondump.c jsonschema.c)
 CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
 # ---- [migrate] schema migrations (lib/pg/migrate, migrations/*.sql) -------
@@ -105,7 +105,7 @@ MAIN_SRC := server/main.c
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.json))
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
-LIB_TESTS := toml config jsonschema pool log metrics auth sse buf store pg \
+LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
 	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist

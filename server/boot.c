@@ -88,43 +88,43 @@ gauge_busy(void *arg)
 static int
 init_metrics(struct server *srv)
 {
-	struct metrics *m = srv->metrics;
-	struct metric_family *f;
+	struct expo *m = srv->expo;
+	struct expo_family *f;
 
 	srv->m.http_requests =
-		metrics_family(m, METRIC_COUNTER, "sextant_http_requests_total",
-			       "HTTP requests by route and status code",
-			       "route,code", NULL, 0);
-	srv->m.rpc_requests = metrics_family(
-		m, METRIC_COUNTER, "sextant_mcp_requests_total",
+		expo_family(m, EXPO_COUNTER, "sextant_http_requests_total",
+			    "HTTP requests by route and status code",
+			    "route,code", NULL, 0);
+	srv->m.rpc_requests = expo_family(
+		m, EXPO_COUNTER, "sextant_mcp_requests_total",
 		"MCP requests by JSON-RPC method", "method", NULL, 0);
-	srv->m.rpc_duration = metrics_family(
-		m, METRIC_HISTOGRAM, "sextant_mcp_request_duration_seconds",
+	srv->m.rpc_duration = expo_family(
+		m, EXPO_HISTOGRAM, "sextant_mcp_request_duration_seconds",
 		"Time from request to response by MCP method", "method", NULL,
 		0);
-	srv->m.rpc_errors = metrics_family(
-		m, METRIC_COUNTER, "sextant_mcp_errors_total",
+	srv->m.rpc_errors = expo_family(
+		m, EXPO_COUNTER, "sextant_mcp_errors_total",
 		"JSON-RPC error responses by code", "code", NULL, 0);
-	srv->m.tool_calls = metrics_family(
-		m, METRIC_COUNTER, "sextant_tool_calls_total",
+	srv->m.tool_calls = expo_family(
+		m, EXPO_COUNTER, "sextant_tool_calls_total",
 		"Tool calls by tool and outcome (ok, error, invalid, "
 		"cancelled, timeout, failed)",
 		"tool,outcome", NULL, 0);
-	srv->m.tool_duration = metrics_family(
-		m, METRIC_HISTOGRAM, "sextant_tool_call_duration_seconds",
+	srv->m.tool_duration = expo_family(
+		m, EXPO_HISTOGRAM, "sextant_tool_call_duration_seconds",
 		"Tool call duration by tool", "tool", NULL, 0);
-	f = metrics_family(m, METRIC_GAUGE, "sextant_inflight_requests",
-			   "HTTP requests being processed", NULL, NULL, 0);
-	srv->m.inflight = metric_child(f, NULL);
-	f = metrics_family(m, METRIC_GAUGE, "sextant_sse_streams",
-			   "Open SSE connections", NULL, NULL, 0);
-	srv->m.sse_streams = metric_child(f, NULL);
-	f = metrics_family(m, METRIC_COUNTER, "sextant_config_reloads_total",
-			   "SIGHUP reloads by result", "result", NULL, 0);
-	srv->m.reloads_ok = metric_child(f, (const char *[]){"ok"});
-	srv->m.reloads_failed = metric_child(f, (const char *[]){"failed"});
-	srv->m.ingest_items = metrics_family(
-		m, METRIC_COUNTER, "sextant_ingest_items_total",
+	f = expo_family(m, EXPO_GAUGE, "sextant_inflight_requests",
+			"HTTP requests being processed", NULL, NULL, 0);
+	srv->m.inflight = expo_series(f, NULL);
+	f = expo_family(m, EXPO_GAUGE, "sextant_sse_streams",
+			"Open SSE connections", NULL, NULL, 0);
+	srv->m.sse_streams = expo_series(f, NULL);
+	f = expo_family(m, EXPO_COUNTER, "sextant_config_reloads_total",
+			"SIGHUP reloads by result", "result", NULL, 0);
+	srv->m.reloads_ok = expo_series(f, (const char *[]){"ok"});
+	srv->m.reloads_failed = expo_series(f, (const char *[]){"failed"});
+	srv->m.ingest_items = expo_family(
+		m, EXPO_COUNTER, "sextant_ingest_items_total",
 		"OTLP spans and data points by signal and outcome (stored, "
 		"duplicate, rejected, failed)",
 		"signal,outcome", NULL, 0);
@@ -135,18 +135,18 @@ init_metrics(struct server *srv)
 	    srv->m.reloads_ok == NULL || srv->m.reloads_failed == NULL ||
 	    srv->m.ingest_items == NULL)
 		return STATUS_NOMEM;
-	if (metrics_gauge_fn(m, "sextant_sessions", "Live MCP sessions",
-			     gauge_sessions, srv) != STATUS_OK ||
-	    metrics_gauge_fn(m, "sextant_stateless_requests",
-			     "2026-07-28 requests in flight (running tasks "
-			     "included)",
-			     gauge_requests, srv) != STATUS_OK ||
-	    metrics_gauge_fn(m, "sextant_worker_queue_depth",
-			     "Tool calls waiting for a worker", gauge_queue,
-			     srv) != STATUS_OK ||
-	    metrics_gauge_fn(m, "sextant_workers_busy",
-			     "Workers running a tool call", gauge_busy,
-			     srv) != STATUS_OK)
+	if (expo_gauge_fn(m, "sextant_sessions", "Live MCP sessions",
+			  gauge_sessions, srv) != STATUS_OK ||
+	    expo_gauge_fn(m, "sextant_stateless_requests",
+			  "2026-07-28 requests in flight (running tasks "
+			  "included)",
+			  gauge_requests, srv) != STATUS_OK ||
+	    expo_gauge_fn(m, "sextant_worker_queue_depth",
+			  "Tool calls waiting for a worker", gauge_queue,
+			  srv) != STATUS_OK ||
+	    expo_gauge_fn(m, "sextant_workers_busy",
+			  "Workers running a tool call", gauge_busy,
+			  srv) != STATUS_OK)
 		return STATUS_NOMEM;
 	return STATUS_OK;
 }
@@ -241,7 +241,7 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 	atomic_init(&srv->draining, false);
 	pthread_rwlock_init(&srv->live_lock, NULL);
 	log_set_level((enum log_level)cfg->log.level);
-	if ((rc = metrics_new(&srv->metrics)) != STATUS_OK ||
+	if ((rc = expo_new(&srv->expo)) != STATUS_OK ||
 	    (rc = init_metrics(srv)) != STATUS_OK) {
 		snprintf(err, errlen, "out of memory creating metrics");
 		return rc;
@@ -352,7 +352,7 @@ boot_free(struct server *srv)
 	redact_free(srv->redact);
 	pg_pool_free(srv->pg);
 	instances_free(srv);
-	metrics_free(srv->metrics);
+	expo_free(srv->expo);
 	config_free(srv->cfg);
 	free(srv->last_status);
 	catalog_free(srv->catalog);
@@ -376,7 +376,7 @@ boot_reload(struct server *srv)
 		config_error_format(&cerr, err, sizeof(err));
 		log_error(&f, "reload failed, keeping the running config: %s",
 			  err);
-		metric_inc(srv->m.reloads_failed);
+		expo_inc(srv->m.reloads_failed);
 		return;
 	}
 	if (tools_load(handler_tables, cfg, &tools, err, sizeof(err)) !=
@@ -384,7 +384,7 @@ boot_reload(struct server *srv)
 	    build_keys(cfg, &keys, &ikeys, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "reload failed, keeping the running config: %s",
 			  err);
-		metric_inc(srv->m.reloads_failed);
+		expo_inc(srv->m.reloads_failed);
 		tools_unref(tools);
 		config_free(cfg);
 		return;
@@ -406,7 +406,7 @@ boot_reload(struct server *srv)
 	auth_keys_free(old_keys);
 	auth_keys_free(old_ikeys);
 	config_free(cfg);
-	metric_inc(srv->m.reloads_ok);
+	expo_inc(srv->m.reloads_ok);
 	log_info(&f, "config reloaded%s",
 		 changed ? "; the tool set changed, clients notified" : "");
 	if (changed)

@@ -235,8 +235,8 @@ drain(struct server *srv)
 	 * their last events and end (each reader ends once drained), bounded:
 	 * a stalled client must not hold the exit. */
 	deadline = clock_mono_ms() + 3000;
-	while ((metric_value(srv->m.sse_streams) > 0 ||
-		metric_value(srv->m.inflight) > 0) &&
+	while ((expo_value(srv->m.sse_streams) > 0 ||
+		expo_value(srv->m.inflight) > 0) &&
 	       clock_mono_ms() < deadline) {
 		struct timespec ts = {0, 10 * 1000000L};
 

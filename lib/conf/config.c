@@ -869,13 +869,13 @@ suggest(const char *dotted, bool want_table, char *buf, size_t len)
  *
  * Named tables of the same shape, any number up to
  * CONFIG_MAX_METRICS_INSTANCES, so their keys have a table of their own
- * (offsets into struct config_metrics_instance) beside the fixed one. */
+ * (offsets into struct config_instance) beside the fixed one. */
 
 enum {
 	K_GRAFANA_ONLY = 1 << 2, /* not in a [prometheus.*] table */
 };
 
-#define IOFF(f) offsetof(struct config_metrics_instance, f)
+#define IOFF(f) offsetof(struct config_instance, f)
 #define ISTR(n, f, fl, doc)                                                    \
 	{                                                                      \
 		"", n, KT_STRING, IOFF(f), "", 0, 0, 0, fl, NULL, doc          \
@@ -972,18 +972,18 @@ static const struct key_def instance_keys[] = {
 #define NINSTKEYS (sizeof(instance_keys) / sizeof(instance_keys[0]))
 
 static const char *const kind_names[] = {
-	[CONFIG_METRICS_GRAFANA] = "grafana",
-	[CONFIG_METRICS_PROMETHEUS] = "prometheus",
+	[CONFIG_INSTANCE_GRAFANA] = "grafana",
+	[CONFIG_INSTANCE_PROMETHEUS] = "prometheus",
 };
 
 static void *
-ifield(const struct config_metrics_instance *in, const struct key_def *k)
+ifield(const struct config_instance *in, const struct key_def *k)
 {
 	return (char *)in + k->off;
 }
 
 static void
-instance_clear(struct config_metrics_instance *in)
+instance_clear(struct config_instance *in)
 {
 	free(in->name);
 	for (size_t i = 0; i < NINSTKEYS; i++)
@@ -995,8 +995,8 @@ instance_clear(struct config_metrics_instance *in)
 }
 
 static int
-instance_defaults(struct config_metrics_instance *in, const char *name,
-		  enum config_metrics_kind kind, int line)
+instance_defaults(struct config_instance *in, const char *name,
+		  enum config_instance_kind kind, int line)
 {
 	memset(in, 0, sizeof(*in));
 	in->kind = kind;
@@ -1103,7 +1103,7 @@ load_services(struct loader *L, struct strlist *out, const struct toml_value *v,
 }
 
 static int
-load_instance(struct loader *L, struct config_metrics_instance *in,
+load_instance(struct loader *L, struct config_instance *in,
 	      const struct toml_value *t, const char *prefix)
 {
 	for (size_t i = 0; i < toml_table_count(t); i++) {
@@ -1138,7 +1138,7 @@ load_instance(struct loader *L, struct config_metrics_instance *in,
 				       best ? best : "", best ? "\"?" : "");
 		}
 		if ((k->flags & K_GRAFANA_ONLY) &&
-		    in->kind == CONFIG_METRICS_PROMETHEUS)
+		    in->kind == CONFIG_INSTANCE_PROMETHEUS)
 			return set_err(L->err, L->file, line, col, dotted,
 				       "%s is for [grafana.*] instances: a "
 				       "[prometheus.*] url is queried "
@@ -1192,14 +1192,14 @@ wrong_type:
 		return set_err(L->err, L->file, in->line, 1, prefix,
 			       "url is required and must start with http:// "
 			       "or https:// (e.g. url = \"%s\")",
-			       in->kind == CONFIG_METRICS_GRAFANA
+			       in->kind == CONFIG_INSTANCE_GRAFANA
 				       ? "https://grafana.example.com"
 				       : "http://127.0.0.1:9090");
 	if (strlen(in->url) > 400 || strpbrk(in->url, " \t\r\n?#") != NULL)
 		return set_err(L->err, L->file, in->line, 1, prefix,
 			       "url must be a base URL of at most 400 bytes "
 			       "without spaces, query or fragment");
-	if (in->kind == CONFIG_METRICS_GRAFANA &&
+	if (in->kind == CONFIG_INSTANCE_GRAFANA &&
 	    !in->datasource_uid[0] == !in->datasource_name[0])
 		return set_err(L->err, L->file, in->line, 1, prefix,
 			       "set exactly one of datasource_uid and "
@@ -1242,9 +1242,9 @@ static int
 load_instances(struct loader *L, const char *kind_name,
 	       const struct toml_value *t, int line, int col)
 {
-	enum config_metrics_kind kind = strcmp(kind_name, "grafana") == 0
-						? CONFIG_METRICS_GRAFANA
-						: CONFIG_METRICS_PROMETHEUS;
+	enum config_instance_kind kind = strcmp(kind_name, "grafana") == 0
+						 ? CONFIG_INSTANCE_GRAFANA
+						 : CONFIG_INSTANCE_PROMETHEUS;
 	char got[64], shown[128], prefix[200];
 
 	if (toml_type(t) != TOML_TABLE)
@@ -1258,7 +1258,7 @@ load_instances(struct loader *L, const char *kind_name,
 	for (size_t i = 0; i < toml_table_count(t); i++) {
 		const char *name = toml_table_key_at(t, i);
 		const struct toml_value *v = toml_table_value_at(t, i);
-		struct config_metrics_instance *grown, *in;
+		struct config_instance *grown, *in;
 		int rc;
 
 		toml_table_key_pos(t, i, &line, &col);
@@ -1273,25 +1273,25 @@ load_instances(struct loader *L, const char *kind_name,
 				       "expected a table: write [%s] with url "
 				       "= \"...\" under it",
 				       prefix);
-		for (size_t j = 0; j < L->cfg->metrics.n; j++)
-			if (strcmp(L->cfg->metrics.v[j].name, name) == 0)
+		for (size_t j = 0; j < L->cfg->instances.n; j++)
+			if (strcmp(L->cfg->instances.v[j].name, name) == 0)
 				return set_err(
 					L->err, L->file, line, col, prefix,
 					"instance name \"%s\" is already used "
 					"by [%s.%s]: names must be unique",
 					name,
-					kind_names[L->cfg->metrics.v[j].kind],
+					kind_names[L->cfg->instances.v[j].kind],
 					name);
-		if (L->cfg->metrics.n >= CONFIG_MAX_METRICS_INSTANCES)
+		if (L->cfg->instances.n >= CONFIG_MAX_METRICS_INSTANCES)
 			return set_err(L->err, L->file, line, col, prefix,
 				       "more than %d metrics instances",
 				       CONFIG_MAX_METRICS_INSTANCES);
-		grown = realloc(L->cfg->metrics.v,
-				(L->cfg->metrics.n + 1) * sizeof(*grown));
+		grown = realloc(L->cfg->instances.v,
+				(L->cfg->instances.n + 1) * sizeof(*grown));
 		if (grown == NULL)
 			return nomem(L->err);
-		L->cfg->metrics.v = grown;
-		in = &grown[L->cfg->metrics.n++];
+		L->cfg->instances.v = grown;
+		in = &grown[L->cfg->instances.n++];
 		rc = instance_defaults(in, name, kind, toml_line(v));
 		if (rc != STATUS_OK)
 			return nomem(L->err);
@@ -1300,15 +1300,14 @@ load_instances(struct loader *L, const char *kind_name,
 			return rc;
 	}
 	/* file order across both tables: the first is the default */
-	for (size_t i = 1; i < L->cfg->metrics.n; i++)
-		for (size_t j = i; j > 0 && L->cfg->metrics.v[j - 1].line >
-						    L->cfg->metrics.v[j].line;
+	for (size_t i = 1; i < L->cfg->instances.n; i++)
+		for (size_t j = i; j > 0 && L->cfg->instances.v[j - 1].line >
+						    L->cfg->instances.v[j].line;
 		     j--) {
-			struct config_metrics_instance tmp =
-				L->cfg->metrics.v[j];
+			struct config_instance tmp = L->cfg->instances.v[j];
 
-			L->cfg->metrics.v[j] = L->cfg->metrics.v[j - 1];
-			L->cfg->metrics.v[j - 1] = tmp;
+			L->cfg->instances.v[j] = L->cfg->instances.v[j - 1];
+			L->cfg->instances.v[j - 1] = tmp;
 		}
 	return STATUS_OK;
 }
@@ -1588,9 +1587,9 @@ config_free(struct config *cfg)
 		else if (keys[i].type == KT_LIST)
 			strlist_clear(field(cfg, &keys[i]));
 	}
-	for (size_t i = 0; i < cfg->metrics.n; i++)
-		instance_clear(&cfg->metrics.v[i]);
-	free(cfg->metrics.v);
+	for (size_t i = 0; i < cfg->instances.n; i++)
+		instance_clear(&cfg->instances.v[i]);
+	free(cfg->instances.v);
 	free(cfg);
 }
 
@@ -1810,8 +1809,8 @@ print_value(FILE *f, const struct config *cfg, const struct key_def *k,
 static void
 print_instances(FILE *f, const struct config *cfg)
 {
-	for (size_t i = 0; i < cfg->metrics.n; i++) {
-		const struct config_metrics_instance *in = &cfg->metrics.v[i];
+	for (size_t i = 0; i < cfg->instances.n; i++) {
+		const struct config_instance *in = &cfg->instances.v[i];
 
 		fprintf(f, "\n[%s.%s]\n", kind_names[in->kind], in->name);
 		for (size_t j = 0; j < NINSTKEYS; j++) {
@@ -1819,7 +1818,7 @@ print_instances(FILE *f, const struct config *cfg)
 			const void *p = ifield(in, k);
 
 			if ((k->flags & K_GRAFANA_ONLY) &&
-			    in->kind != CONFIG_METRICS_GRAFANA)
+			    in->kind != CONFIG_INSTANCE_GRAFANA)
 				continue;
 			fprintf(f, "%s = ", k->name);
 			if (k->type == KT_STRING) {
@@ -2031,11 +2030,11 @@ same_value(const struct config *a, const struct config *b,
 static bool
 instances_same(const struct config *a, const struct config *b)
 {
-	if (a->metrics.n != b->metrics.n)
+	if (a->instances.n != b->instances.n)
 		return false;
-	for (size_t i = 0; i < a->metrics.n; i++) {
-		const struct config_metrics_instance *x = &a->metrics.v[i],
-						     *y = &b->metrics.v[i];
+	for (size_t i = 0; i < a->instances.n; i++) {
+		const struct config_instance *x = &a->instances.v[i],
+					     *y = &b->instances.v[i];
 
 		if (x->kind != y->kind || strcmp(x->name, y->name) != 0)
 			return false;

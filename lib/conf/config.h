@@ -37,14 +37,14 @@ enum config_log_level {
  * in config.c (same types, defaults, bounds and docs as the others); they
  * have no environment overrides and need a restart to change.
  */
-enum config_metrics_kind {
-	CONFIG_METRICS_GRAFANA,	   /* Grafana's API and data source proxy */
-	CONFIG_METRICS_PROMETHEUS, /* a Prometheus HTTP API, directly */
+enum config_instance_kind {
+	CONFIG_INSTANCE_GRAFANA,    /* Grafana's API and data source proxy */
+	CONFIG_INSTANCE_PROMETHEUS, /* a Prometheus HTTP API, directly */
 };
 #define CONFIG_MAX_METRICS_INSTANCES 16
-struct config_metrics_instance {
+struct config_instance {
 	char *name; /* the table's key, what the tool's instance takes */
-	enum config_metrics_kind kind;
+	enum config_instance_kind kind;
 	int line; /* of its table in the file: instances keep file order */
 	char *url;
 	char *datasource_uid;  /* grafana only */
@@ -159,9 +159,9 @@ struct config {
 	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
-		struct config_metrics_instance *v;
+		struct config_instance *v;
 		size_t n;
-	} metrics;
+	} instances; /* [grafana.*] and [prometheus.*], in file order */
 };
 
 /* Error detail: file:line:column, the key, and a message (lowercase). */

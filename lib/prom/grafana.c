@@ -802,7 +802,7 @@ grafana_new(const struct grafana_config *cfg, const struct grafana_metrics *m,
 		g->m = *m;
 	atomic_init(&g->rng,
 		    (uint64_t)clock_mono_ms() ^ (uint64_t)(uintptr_t)g);
-	metric_set(g->m.circuit_state, GRAFANA_BREAKER_CLOSED);
+	expo_set(g->m.circuit_state, GRAFANA_BREAKER_CLOSED);
 	*out = g;
 	return STATUS_OK;
 }
@@ -874,7 +874,7 @@ static void
 set_state(struct grafana *g, enum grafana_breaker s)
 {
 	g->state = s;
-	metric_set(g->m.circuit_state, s);
+	expo_set(g->m.circuit_state, s);
 }
 
 enum grafana_breaker
@@ -990,7 +990,7 @@ breaker_record(struct grafana *g, bool probe, enum outcome o,
 			set_state(g, GRAFANA_BREAKER_OPEN);
 			g->open_until_ms =
 				clock_mono_ms() + g->cfg.breaker_cooldown_ms;
-			metric_inc(g->m.circuit_opens);
+			expo_inc(g->m.circuit_opens);
 			opened = true;
 		}
 	}
@@ -1022,7 +1022,7 @@ slot_acquire(struct grafana *g, const struct grafana_opts *o, int *slot,
 		until = o->deadline_ms;
 	pthread_mutex_lock(&g->mu);
 	g->waiting++;
-	metric_set(g->m.waiting, g->waiting);
+	expo_set(g->m.waiting, g->waiting);
 	while (g->nfree == 0) {
 		int64_t now = clock_mono_ms(), wake;
 		struct timespec ts;
@@ -1046,11 +1046,11 @@ slot_acquire(struct grafana *g, const struct grafana_opts *o, int *slot,
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 	}
 	g->waiting--;
-	metric_set(g->m.waiting, g->waiting);
+	expo_set(g->m.waiting, g->waiting);
 	if (rc == STATUS_OK) {
 		*slot = g->free_slots[--g->nfree];
 		g->inflight++;
-		metric_set(g->m.inflight, g->inflight);
+		expo_set(g->m.inflight, g->inflight);
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (rc == STATUS_TIMEOUT) {
@@ -1076,7 +1076,7 @@ slot_release(struct grafana *g, int slot)
 	pthread_mutex_lock(&g->mu);
 	g->free_slots[g->nfree++] = slot;
 	g->inflight--;
-	metric_set(g->m.inflight, g->inflight);
+	expo_set(g->m.inflight, g->inflight);
 	pthread_cond_signal(&g->cv);
 	pthread_mutex_unlock(&g->mu);
 }
@@ -1411,7 +1411,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 		explicit_bzero(auth, sizeof(auth));
 		err->http_status = (int)http;
 		if (cc == CURLE_OK && http >= 200 && http < 300) {
-			metric_inc(g->m.requests_ok);
+			expo_inc(g->m.requests_ok);
 			outcome = OUT_REACHED;
 			rc = STATUS_OK;
 			break;
@@ -1424,7 +1424,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 			break;
 		}
 		if (cc == CURLE_WRITE_ERROR && x.too_large) {
-			metric_inc(g->m.requests_ok);
+			expo_inc(g->m.requests_ok);
 			outcome = OUT_REACHED;
 			err->kind = GRAFANA_FAIL_BAD_RESPONSE;
 			say(err->client, sizeof(err->client),
@@ -1444,7 +1444,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 						  : "Prometheus";
 			char pmsg[QUOTE_MAX + 64];
 
-			metric_inc(g->m.requests_ok);
+			expo_inc(g->m.requests_ok);
 			outcome = OUT_REACHED;
 			answer_text(x.body.data, x.body.len, pmsg,
 				    sizeof(pmsg));
@@ -1497,7 +1497,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 			break;
 		}
 		/* no answer, or 5xx */
-		metric_inc(g->m.requests_failed);
+		expo_inc(g->m.requests_failed);
 		outcome = OUT_FAILED;
 		if (cc == CURLE_OK) {
 			say(why, sizeof(why), "HTTP %ld: %s", http,
@@ -1526,7 +1526,7 @@ request(struct grafana *g, const struct grafana_opts *o, const char *path,
 				  "of %d in %" PRId64 " ms",
 				  g->name, err->url, why, attempt,
 				  g->cfg.retries, d);
-			metric_inc(g->m.retries);
+			expo_inc(g->m.retries);
 			if (o != NULL && o->deadline_ms > 0 &&
 			    clock_mono_ms() + d >= o->deadline_ms)
 				d = 0; /* the loop ends on the deadline */
@@ -1699,10 +1699,10 @@ grafana_metric_names(struct grafana *g, const struct grafana_opts *o,
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (*out != NULL) {
-		metric_inc(g->m.names_hits);
+		expo_inc(g->m.names_hits);
 		return STATUS_OK;
 	}
-	metric_inc(g->m.names_misses);
+	expo_inc(g->m.names_misses);
 	rc = api_call(g, o, "/api/v1/label/__name__/values", NULL, NULL, &body,
 		      err);
 	if (rc != STATUS_OK)
@@ -1747,10 +1747,10 @@ grafana_metric_metadata(struct grafana *g, const struct grafana_opts *o,
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (hit) {
-		metric_inc(g->m.meta_hits);
+		expo_inc(g->m.meta_hits);
 		return STATUS_OK;
 	}
-	metric_inc(g->m.meta_misses);
+	expo_inc(g->m.meta_misses);
 	buf_init(&query, URL_BUF_MAX);
 	buf_puts(&query, "metric=");
 	pct_encode(&query, metric);

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/metrics.h"
+#include "base/expo.h"
 #include "base/status.h"
 
 /* Metric names kept from one answer: a large Prometheus has some 100,000. */
@@ -73,16 +73,18 @@ struct grafana_config {
  * NULL).  Borrowed: they must outlive the instance.
  */
 struct grafana_metrics {
-	struct metric *circuit_state; /* gauge: 0 closed, 1 half-open, 2 open */
-	struct metric *circuit_opens; /* counter: closed/half-open -> open */
-	struct metric *inflight;      /* gauge: upstream requests running */
-	struct metric *waiting;	      /* gauge: requests waiting for a slot */
-	struct metric *requests_ok;   /* counter: upstream answers < 500 */
-	struct metric
-		*requests_failed; /* counter: conn errors, 5xx, timeouts */
-	struct metric *retries;	  /* counter: attempts after the first */
-	struct metric *names_hits, *names_misses; /* name list cache */
-	struct metric *meta_hits, *meta_misses;	  /* metadata cache */
+	struct expo_series
+		*circuit_state; /* gauge: 0 closed, 1 half-open, 2 open */
+	struct expo_series
+		*circuit_opens;	      /* counter: closed/half-open -> open */
+	struct expo_series *inflight; /* gauge: upstream requests running */
+	struct expo_series *waiting;  /* gauge: requests waiting for a slot */
+	struct expo_series *requests_ok; /* counter: upstream answers < 500 */
+	struct expo_series
+		*requests_failed;    /* counter: conn errors, 5xx, timeouts */
+	struct expo_series *retries; /* counter: attempts after the first */
+	struct expo_series *names_hits, *names_misses; /* name list cache */
+	struct expo_series *meta_hits, *meta_misses;   /* metadata cache */
 };
 
 enum grafana_breaker {

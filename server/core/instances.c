@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/metrics.h"
+#include "base/expo.h"
 #include "conf/config.h"
 #include "core/server.h"
 #include "prom/grafana.h"
@@ -27,16 +27,16 @@ instances_init(struct server *srv, char *err, size_t errlen)
 {
 	const struct config *cfg = srv->cfg;
 	struct instances *gi;
-	struct metric_family *state, *opens, *inflight, *waiting, *requests,
+	struct expo_family *state, *opens, *inflight, *waiting, *requests,
 		*retries, *cache;
 	char why[512];
 
 	srv->instances = NULL;
-	if (cfg->metrics.n == 0)
+	if (cfg->instances.n == 0)
 		return STATUS_OK;
 	gi = calloc(1, sizeof(*gi));
 	if (gi == NULL ||
-	    (gi->v = calloc(cfg->metrics.n, sizeof(*gi->v))) == NULL) {
+	    (gi->v = calloc(cfg->instances.n, sizeof(*gi->v))) == NULL) {
 		free(gi);
 		snprintf(err, errlen,
 			 "out of memory creating metrics instances");
@@ -44,55 +44,55 @@ instances_init(struct server *srv, char *err, size_t errlen)
 	}
 	gi->cfg = cfg;
 	srv->instances = gi;
-	state = metrics_family(srv->metrics, METRIC_GAUGE,
-			       "sextant_grafana_circuit_state",
-			       "Circuit breaker of each metrics instance: 0 "
-			       "closed, 1 half-open, 2 open",
+	state = expo_family(srv->expo, EXPO_GAUGE,
+			    "sextant_grafana_circuit_state",
+			    "Circuit breaker of each metrics instance: 0 "
+			    "closed, 1 half-open, 2 open",
+			    "instance", NULL, 0);
+	opens = expo_family(srv->expo, EXPO_COUNTER,
+			    "sextant_grafana_circuit_opens_total",
+			    "Times the circuit breaker of each metrics "
+			    "instance opened",
+			    "instance", NULL, 0);
+	inflight = expo_family(srv->expo, EXPO_GAUGE,
+			       "sextant_grafana_inflight_queries",
+			       "Upstream requests running per metrics "
+			       "instance (at most max_concurrent)",
 			       "instance", NULL, 0);
-	opens = metrics_family(srv->metrics, METRIC_COUNTER,
-			       "sextant_grafana_circuit_opens_total",
-			       "Times the circuit breaker of each metrics "
-			       "instance opened",
-			       "instance", NULL, 0);
-	inflight = metrics_family(srv->metrics, METRIC_GAUGE,
-				  "sextant_grafana_inflight_queries",
-				  "Upstream requests running per metrics "
-				  "instance (at most max_concurrent)",
-				  "instance", NULL, 0);
-	waiting = metrics_family(
-		srv->metrics, METRIC_GAUGE, "sextant_grafana_waiting_queries",
-		"Requests waiting for a free upstream slot per "
-		"metrics instance",
-		"instance", NULL, 0);
-	requests = metrics_family(
-		srv->metrics, METRIC_COUNTER, "sextant_grafana_requests_total",
+	waiting = expo_family(srv->expo, EXPO_GAUGE,
+			      "sextant_grafana_waiting_queries",
+			      "Requests waiting for a free upstream slot per "
+			      "metrics instance",
+			      "instance", NULL, 0);
+	requests = expo_family(
+		srv->expo, EXPO_COUNTER, "sextant_grafana_requests_total",
 		"Upstream HTTP attempts per metrics instance by outcome (ok: "
 		"an answer below 500; failed: connection error, timeout or "
 		"5xx)",
 		"instance,outcome", NULL, 0);
-	retries = metrics_family(srv->metrics, METRIC_COUNTER,
-				 "sextant_grafana_retries_total",
-				 "Retries after a connection error or 5xx per "
-				 "metrics instance",
-				 "instance", NULL, 0);
-	cache = metrics_family(srv->metrics, METRIC_COUNTER,
-			       "sextant_grafana_cache_lookups_total",
-			       "Metric-name and metadata cache lookups per "
-			       "metrics instance (cache: names, metadata; "
-			       "result: hit, miss)",
-			       "instance,cache,result", NULL, 0);
+	retries = expo_family(srv->expo, EXPO_COUNTER,
+			      "sextant_grafana_retries_total",
+			      "Retries after a connection error or 5xx per "
+			      "metrics instance",
+			      "instance", NULL, 0);
+	cache = expo_family(srv->expo, EXPO_COUNTER,
+			    "sextant_grafana_cache_lookups_total",
+			    "Metric-name and metadata cache lookups per "
+			    "metrics instance (cache: names, metadata; "
+			    "result: hit, miss)",
+			    "instance,cache,result", NULL, 0);
 	if (state == NULL || opens == NULL || inflight == NULL ||
 	    waiting == NULL || requests == NULL || retries == NULL ||
 	    cache == NULL) {
 		snprintf(err, errlen, "cannot register the grafana metrics");
 		return STATUS_NOMEM;
 	}
-	for (size_t i = 0; i < cfg->metrics.n; i++) {
-		const struct config_metrics_instance *in = &cfg->metrics.v[i];
+	for (size_t i = 0; i < cfg->instances.n; i++) {
+		const struct config_instance *in = &cfg->instances.v[i];
 		const char *name = in->name;
 		struct grafana_config gc = {
 			.name = in->name,
-			.kind = in->kind == CONFIG_METRICS_GRAFANA
+			.kind = in->kind == CONFIG_INSTANCE_GRAFANA
 					? GRAFANA_KIND_GRAFANA
 					: GRAFANA_KIND_PROMETHEUS,
 			.url = in->url,
@@ -114,23 +114,23 @@ instances_init(struct server *srv, char *err, size_t errlen)
 			.metadata_ttl_ms = in->metadata_ttl_s * 1000,
 		};
 		struct grafana_metrics gm = {
-			.circuit_state = metric_child(state, &name),
-			.circuit_opens = metric_child(opens, &name),
-			.inflight = metric_child(inflight, &name),
-			.waiting = metric_child(waiting, &name),
-			.requests_ok = metric_child(
+			.circuit_state = expo_series(state, &name),
+			.circuit_opens = expo_series(opens, &name),
+			.inflight = expo_series(inflight, &name),
+			.waiting = expo_series(waiting, &name),
+			.requests_ok = expo_series(
 				requests, (const char *[]){name, "ok"}),
-			.requests_failed = metric_child(
+			.requests_failed = expo_series(
 				requests, (const char *[]){name, "failed"}),
-			.retries = metric_child(retries, &name),
-			.names_hits = metric_child(
+			.retries = expo_series(retries, &name),
+			.names_hits = expo_series(
 				cache, (const char *[]){name, "names", "hit"}),
-			.names_misses = metric_child(
+			.names_misses = expo_series(
 				cache, (const char *[]){name, "names", "miss"}),
-			.meta_hits = metric_child(
+			.meta_hits = expo_series(
 				cache,
 				(const char *[]){name, "metadata", "hit"}),
-			.meta_misses = metric_child(
+			.meta_misses = expo_series(
 				cache,
 				(const char *[]){name, "metadata", "miss"}),
 		};
@@ -138,7 +138,7 @@ instances_init(struct server *srv, char *err, size_t errlen)
 
 		if (rc != STATUS_OK) {
 			snprintf(err, errlen, "%s.%s: %s",
-				 in->kind == CONFIG_METRICS_GRAFANA
+				 in->kind == CONFIG_INSTANCE_GRAFANA
 					 ? "grafana"
 					 : "prometheus",
 				 in->name, why);
@@ -181,8 +181,7 @@ instances_for_service(const struct instances *gi, const char *service,
 		      struct promcalls_spec *spec)
 {
 	for (size_t i = 0; gi != NULL && service != NULL && i < gi->n; i++) {
-		const struct config_metrics_instance *in =
-			&gi->cfg->metrics.v[i];
+		const struct config_instance *in = &gi->cfg->instances.v[i];
 
 		for (size_t j = 0; j < in->services.n; j++) {
 			const char *item = in->services.v[j];

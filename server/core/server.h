@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/metrics.h"
+#include "base/expo.h"
 #include "base/status.h"
 #include "conf/config.h"
 #include "otlp/otlp.h"
@@ -29,17 +29,17 @@ struct redact;
 struct catalog;
 
 /* Metric children resolved once at start-up (hot path: no lookups). */
-struct server_metrics {
-	struct metric_family *http_requests; /* route, code */
-	struct metric_family *rpc_requests;  /* method */
-	struct metric_family *rpc_duration;  /* method (histogram) */
-	struct metric_family *rpc_errors;    /* code */
-	struct metric_family *tool_calls;    /* tool, outcome */
-	struct metric_family *tool_duration; /* tool (histogram) */
-	struct metric *inflight;	     /* gauge */
-	struct metric *sse_streams;	     /* gauge: open SSE connections */
-	struct metric *reloads_ok, *reloads_failed;
-	struct metric_family *ingest_items; /* signal, outcome */
+struct server_expo {
+	struct expo_family *http_requests; /* route, code */
+	struct expo_family *rpc_requests;  /* method */
+	struct expo_family *rpc_duration;  /* method (histogram) */
+	struct expo_family *rpc_errors;	   /* code */
+	struct expo_family *tool_calls;	   /* tool, outcome */
+	struct expo_family *tool_duration; /* tool (histogram) */
+	struct expo_series *inflight;	   /* gauge */
+	struct expo_series *sse_streams;   /* gauge: open SSE connections */
+	struct expo_series *reloads_ok, *reloads_failed;
+	struct expo_family *ingest_items; /* signal, outcome */
 };
 
 struct server {
@@ -54,8 +54,9 @@ struct server {
 	/* 2026-07-28 tasks extension (tasks.c) */
 	struct task_table *tasks;
 	struct pool *pool;
-	struct metrics *metrics;
-	struct server_metrics m;
+	struct expo *
+		expo; /* /metrics: the gateway's own counters (lib/base/expo) */
+	struct server_expo m;
 	struct MHD_Daemon *daemon;
 	bool loopback;	    /* listening on a loopback address */
 	int64_t started_ms; /* monotonic */

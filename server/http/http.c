@@ -25,7 +25,7 @@
 #include "base/auth.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/metrics.h"
+#include "base/expo.h"
 #include "base/pool.h"
 #include "core/server.h"
 #include "http/ingest.h"
@@ -223,7 +223,7 @@ serve_metrics(struct req *r)
 	size_t len = 0;
 	enum MHD_Result ret;
 
-	if (metrics_render(r->srv->metrics, &text, &len) != STATUS_OK)
+	if (expo_render(r->srv->expo, &text, &len) != STATUS_OK)
 		return http_reply(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "text/plain", "metrics unavailable\n", 20,
 				  NULL);
@@ -453,7 +453,7 @@ req_new(struct server *srv, struct MHD_Connection *conn, const char *method)
 		r->method = HTTP_DELETE;
 	else
 		r->method = HTTP_OTHER;
-	metric_inc(srv->m.inflight);
+	expo_inc(srv->m.inflight);
 	return r;
 }
 
@@ -522,13 +522,13 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 	ms = (double)(clock_mono_us() - r->start_us) / 1000.0;
 	snprintf(code, sizeof(code), "%u", r->status);
-	metric_inc(metric_child(srv->m.http_requests,
-				(const char *[]){r->route, code}));
+	expo_inc(expo_series(srv->m.http_requests,
+			     (const char *[]){r->route, code}));
 	if (r->rpc_method[0] != '\0')
-		metric_observe(metric_child(srv->m.rpc_duration,
-					    (const char *[]){r->rpc_method}),
-			       ms / 1000.0);
-	metric_dec(srv->m.inflight);
+		expo_observe(expo_series(srv->m.rpc_duration,
+					 (const char *[]){r->rpc_method}),
+			     ms / 1000.0);
+	expo_dec(srv->m.inflight);
 	{
 		struct log_fields f = {
 			.request_id = r->rid,

@@ -82,13 +82,12 @@ count_items(struct server *srv, enum otlp_signal sig, const char *outcome,
 	    double n)
 {
 	if (n > 0)
-		metric_add(
-			metric_child(srv->m.ingest_items,
+		expo_add(expo_series(srv->m.ingest_items,
 				     (const char *[]){sig == OTLP_SIGNAL_TRACES
 							      ? "traces"
 							      : "metrics",
 						      outcome}),
-			n);
+			 n);
 }
 
 static void

@@ -526,12 +526,12 @@ call_run(struct pool_job *job)
 	}
 	json_decref(result);
 	ms = (double)(clock_mono_us() - c->start_us) / 1000.0;
-	metric_inc(metric_child(
+	expo_inc(expo_series(
 		c->srv->m.tool_calls,
 		(const char *[]){c->tool->name, outcomes[outcome]}));
-	metric_observe(metric_child(c->srv->m.tool_duration,
-				    (const char *[]){c->tool->name}),
-		       ms / 1000.0);
+	expo_observe(expo_series(c->srv->m.tool_duration,
+				 (const char *[]){c->tool->name}),
+		     ms / 1000.0);
 	log_info(&(struct log_fields){.request_id = c->idtext,
 				      .session = s->id,
 				      .method = "tools/call",

@@ -994,8 +994,8 @@ do_tools_call(struct rq *r, bool *answered)
 		json_t *res = tool_result_error(
 			"invalid arguments for tool %s: %s", name, verr.msg);
 
-		metric_inc(metric_child(r->srv->m.tool_calls,
-					(const char *[]){name, "invalid"}));
+		expo_inc(expo_series(r->srv->m.tool_calls,
+				     (const char *[]){name, "invalid"}));
 		shape_stateless(r, res);
 		exchange_send(r->ex, rpc_result(r->id, res), true);
 		*answered = true;
@@ -1164,9 +1164,9 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 	}
 	r.method = json_string_value(json_object_get(msg, "method"));
 	r.params = json_object_get(msg, "params"); /* an object: classified */
-	metric_inc(metric_child(
-		srv->m.rpc_requests,
-		(const char *[]){dispatch_method_label(r.method)}));
+	expo_inc(
+		expo_series(srv->m.rpc_requests,
+			    (const char *[]){dispatch_method_label(r.method)}));
 	if (strcmp(r.method, "tools/call") == 0) {
 		bool answered;
 
@@ -1214,7 +1214,7 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 error:
 	if (r.code == 0)
 		rq_fail(&r, RPC_INTERNAL_ERROR, NULL, "internal error");
-	metric_inc(metric_child(
+	expo_inc(expo_series(
 		srv->m.rpc_errors,
 		(const char *[]){r.code == RPC_METHOD_NOT_FOUND	    ? "-32601"
 				 : r.code == RPC_INVALID_PARAMS	    ? "-32602"

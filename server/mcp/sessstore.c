@@ -108,9 +108,10 @@ struct sessstore {
 	 * waiting for it (load_mu) */
 	pthread_mutex_t load_mu;
 	struct load *loads;
-	struct metric_family *ops; /* op, outcome */
-	struct metric *takeovers;
-	struct metric *hits, *misses; /* requests finding the session here */
+	struct expo_family *ops; /* op, outcome */
+	struct expo_series *takeovers;
+	struct expo_series *hits,
+		*misses; /* requests finding the session here */
 };
 
 /*
@@ -266,8 +267,7 @@ static void
 finish(struct job *j, int rc, const struct pg_error *err)
 {
 	note(j->st, rc, err);
-	metric_inc(
-		metric_child(j->st->ops, (const char *[]){j->op, outcome(rc)}));
+	expo_inc(expo_series(j->st->ops, (const char *[]){j->op, outcome(rc)}));
 	if (j->done != NULL)
 		j->done(j->arg, rc);
 }
@@ -455,7 +455,7 @@ sessstore_lookup(struct sessstore *st, const char *id, sessstore_done_fn *done,
 	struct job *j = NULL;
 	int rc;
 
-	metric_inc(st->misses);
+	expo_inc(st->misses);
 	sessdb_key(id, key);
 	pthread_mutex_lock(&st->load_mu);
 	for (l = st->loads; l != NULL; l = l->next)
@@ -859,7 +859,7 @@ take_over(struct sessstore *st, struct pg_conn *c, const char *key,
 	}
 	rc = sessdb_takeover(c, key, stream_id, dead, owed_events, &o, err);
 	if (rc == STATUS_OK) {
-		metric_inc(st->takeovers);
+		expo_inc(st->takeovers);
 		log_info(&(struct log_fields){.duration_ms = -1},
 			 "replica %s stopped: stream %s of session %.8s ended "
 			 "with an error for each of its %zu open request(s)",
@@ -1947,7 +1947,7 @@ sessstore_tag(const struct sessstore *st)
 void
 sessstore_hit(struct sessstore *st)
 {
-	metric_inc(st->hits);
+	expo_inc(st->hits);
 }
 
 static double
@@ -2048,34 +2048,33 @@ sessstore_new(struct server *srv, struct sessstore **out, char *err,
 	st->host[sizeof(st->host) - 1] = '\0';
 	snprintf(st->channel, sizeof(st->channel), "%s%s",
 		 SESSDB_REPLICA_PREFIX, st->replica);
-	st->ops = metrics_family(srv->metrics, METRIC_COUNTER,
-				 "sextant_session_store_ops_total",
-				 "Shared-session store operations by kind and "
-				 "outcome",
-				 "op,outcome", NULL, 0);
-	st->takeovers = metric_child(
-		metrics_family(srv->metrics, METRIC_COUNTER,
-			       "sextant_session_takeovers_total",
-			       "Streams of stopped replicas ended here", NULL,
-			       NULL, 0),
+	st->ops = expo_family(srv->expo, EXPO_COUNTER,
+			      "sextant_session_store_ops_total",
+			      "Shared-session store operations by kind and "
+			      "outcome",
+			      "op,outcome", NULL, 0);
+	st->takeovers = expo_series(
+		expo_family(srv->expo, EXPO_COUNTER,
+			    "sextant_session_takeovers_total",
+			    "Streams of stopped replicas ended here", NULL,
+			    NULL, 0),
 		NULL);
 	{
-		struct metric_family *f = metrics_family(
-			srv->metrics, METRIC_COUNTER,
-			"sextant_session_cache_total",
+		struct expo_family *f = expo_family(
+			srv->expo, EXPO_COUNTER, "sextant_session_cache_total",
 			"Requests of shared sessions by whether the session "
 			"was in this gateway's memory (hit) or loaded from the "
 			"store (miss)",
 			"result", NULL, 0);
 
-		st->hits = metric_child(f, (const char *[]){"hit"});
-		st->misses = metric_child(f, (const char *[]){"miss"});
+		st->hits = expo_series(f, (const char *[]){"hit"});
+		st->misses = expo_series(f, (const char *[]){"miss"});
 	}
 	if (st->ops == NULL || st->takeovers == NULL || st->hits == NULL ||
 	    st->misses == NULL ||
-	    metrics_gauge_fn(srv->metrics, "sextant_session_store_up",
-			     "1 while the shared-session store answers",
-			     gauge_up, st) != STATUS_OK) {
+	    expo_gauge_fn(srv->expo, "sextant_session_store_up",
+			  "1 while the shared-session store answers", gauge_up,
+			  st) != STATUS_OK) {
 		rc = STATUS_NOMEM;
 		snprintf(err, errlen, "session store: out of memory");
 		goto fail;

@@ -452,7 +452,7 @@ legacy_free(void *cls)
 						      .duration_ms = -1},
 				 "legacy SSE stream closed: session ended");
 	}
-	metric_dec(srv->m.sse_streams);
+	expo_dec(srv->m.sse_streams);
 	conn_unref(c);
 }
 
@@ -522,7 +522,7 @@ legacy_sse_open(struct req *r)
 		conn_unref(c);
 		goto nomem;
 	}
-	metric_inc(r->srv->m.sse_streams);
+	expo_inc(r->srv->m.sse_streams);
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");

@@ -327,7 +327,7 @@ sse_free(void *cls)
 	pthread_mutex_lock(&rd->s->mu);
 	stream_detach(rd->st, rd->gen);
 	pthread_mutex_unlock(&rd->s->mu);
-	metric_dec(rd->srv->m.sse_streams);
+	expo_dec(rd->srv->m.sse_streams);
 	session_unref(rd->s);
 	free(rd);
 }
@@ -367,7 +367,7 @@ sse_respond(struct req *r, struct session *s, struct stream *st,
 		return STATUS_NOMEM;
 	}
 	session_ref(s);
-	metric_inc(r->srv->m.sse_streams);
+	expo_inc(r->srv->m.sse_streams);
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");

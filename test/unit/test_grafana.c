@@ -309,40 +309,40 @@ test_config_instances(void **state)
 			   "http_metric = \"http_server_duration_seconds\"\n";
 	struct config_error err;
 	struct config *c = load_config(toml, &err), *d, *e;
-	const struct config_metrics_instance *in;
+	const struct config_instance *in;
 	char *p1, *p2, keys[256];
 
 	(void)state;
 	if (c == NULL)
 		fail_msg("%s: %s", err.key, err.msg);
-	assert_int_equal(c->metrics.n, 3);
+	assert_int_equal(c->instances.n, 3);
 	/* file order across both tables: the first is the default */
-	in = &c->metrics.v[0];
+	in = &c->instances.v[0];
 	assert_string_equal(in->name, "local");
-	assert_int_equal(in->kind, CONFIG_METRICS_PROMETHEUS);
+	assert_int_equal(in->kind, CONFIG_INSTANCE_PROMETHEUS);
 	assert_int_equal(in->retries, 0);
 	assert_int_equal(in->timeout_ms, 30000); /* defaults */
 	assert_int_equal(in->max_concurrent, 5);
 	assert_int_equal(in->names_ttl_s, 300);
 	assert_int_equal(in->metadata_ttl_s, 3600);
 	assert_string_equal(in->token, "");
-	in = &c->metrics.v[1];
+	in = &c->instances.v[1];
 	assert_string_equal(in->name, "main");
-	assert_int_equal(in->kind, CONFIG_METRICS_GRAFANA);
+	assert_int_equal(in->kind, CONFIG_INSTANCE_GRAFANA);
 	assert_string_equal(in->datasource_uid, "prom");
 	assert_string_equal(in->token, "glsa_secret");
 	assert_int_equal(in->breaker_cooldown_s, 5);
 	assert_int_equal(in->max_response_bytes, 2048);
-	assert_string_equal(c->metrics.v[2].name, "b-2");
+	assert_string_equal(c->instances.v[2].name, "b-2");
 	/* the [Prometheus] source of query_metrics: defaults, then set */
-	assert_int_equal(c->metrics.v[0].services.n, 0);
+	assert_int_equal(c->instances.v[0].services.n, 0);
 	assert_string_equal(in->service_label, "service_name");
 	assert_string_equal(in->http_metric,
 			    "http_server_request_duration_seconds");
 	assert_string_equal(in->grpc_metric, "rpc_server_duration_seconds");
 	assert_string_equal(in->sql_metric,
 			    "db_client_operation_duration_seconds");
-	in = &c->metrics.v[2];
+	in = &c->instances.v[2];
 	assert_int_equal(in->services.n, 3);
 	assert_string_equal(in->services.v[0], "checkout");
 	assert_string_equal(in->services.v[1], "billing=payments-v2");
@@ -372,7 +372,7 @@ test_config_instances(void **state)
 	config_free(e);
 	/* none by default */
 	e = load_config("", &err);
-	assert_int_equal(e->metrics.n, 0);
+	assert_int_equal(e->instances.n, 0);
 	config_free(e);
 	free(p1);
 	free(p2);
@@ -928,15 +928,15 @@ test_retries(void **state)
 	struct grafana_matrix *m = NULL;
 	struct grafana_error e;
 	struct grafana *g;
-	struct metrics *reg = NULL;
-	struct metric_family *f;
+	struct expo *reg = NULL;
+	struct expo_family *f;
 
 	(void)state;
-	assert_int_equal(metrics_new(&reg), STATUS_OK);
-	f = metrics_family(reg, METRIC_COUNTER, "c", NULL, "k", NULL, 0);
-	gm.retries = metric_child(f, (const char *[]){"retries"});
-	gm.requests_failed = metric_child(f, (const char *[]){"failed"});
-	gm.requests_ok = metric_child(f, (const char *[]){"ok"});
+	assert_int_equal(expo_new(&reg), STATUS_OK);
+	f = expo_family(reg, EXPO_COUNTER, "c", NULL, "k", NULL, 0);
+	gm.retries = expo_series(f, (const char *[]){"retries"});
+	gm.requests_failed = expo_series(f, (const char *[]){"failed"});
+	gm.requests_ok = expo_series(f, (const char *[]){"ok"});
 	g = client(&c, &gm);
 	/* a fresh connection closed: curl's own reconnect (for reused
 	 * connections only) does not hide it */
@@ -944,16 +944,16 @@ test_retries(void **state)
 	assert_int_equal(query(g, NULL, &m, &e), STATUS_OK);
 	grafana_matrix_free(m);
 	assert_int_equal(fake_count(), 3);
-	assert_true(metric_value(gm.retries) == 2);
-	assert_true(metric_value(gm.requests_failed) == 2);
-	assert_true(metric_value(gm.requests_ok) == 1);
+	assert_true(expo_value(gm.retries) == 2);
+	assert_true(expo_value(gm.requests_failed) == 2);
+	assert_true(expo_value(gm.requests_ok) == 1);
 	fake_script(flaky, 3);
 	assert_int_equal(query(g, NULL, &m, &e), STATUS_OK);
 	grafana_matrix_free(m);
 	assert_int_equal(fake_count(), 3);
-	assert_true(metric_value(gm.retries) == 4);
-	assert_true(metric_value(gm.requests_failed) == 4);
-	assert_true(metric_value(gm.requests_ok) == 2);
+	assert_true(expo_value(gm.retries) == 4);
+	assert_true(expo_value(gm.requests_failed) == 4);
+	assert_true(expo_value(gm.requests_ok) == 2);
 
 	/* a 4xx is not retried, and says what Prometheus said */
 	fake_script(bad, 2);
@@ -980,7 +980,7 @@ test_retries(void **state)
 					 "consecutive failure of the 3"));
 	assert_null(strstr(e.client, "s3cret"));
 	grafana_free(g);
-	metrics_free(reg);
+	expo_free(reg);
 }
 
 static void
@@ -1014,17 +1014,16 @@ test_breaker(void **state)
 	struct reply down = {503, "{}", 0}, up = {200, matrix_body, 0};
 	struct grafana_matrix *m = NULL;
 	struct grafana_error e;
-	struct metrics *reg = NULL;
-	struct metric_family *f;
+	struct expo *reg = NULL;
+	struct expo_family *f;
 	struct grafana *g;
 
 	(void)state;
-	assert_int_equal(metrics_new(&reg), STATUS_OK);
-	f = metrics_family(reg, METRIC_GAUGE, "g", NULL, "k", NULL, 0);
-	gm.circuit_state = metric_child(f, (const char *[]){"state"});
-	gm.circuit_opens = metric_child(
-		metrics_family(reg, METRIC_COUNTER, "o", NULL, NULL, NULL, 0),
-		NULL);
+	assert_int_equal(expo_new(&reg), STATUS_OK);
+	f = expo_family(reg, EXPO_GAUGE, "g", NULL, "k", NULL, 0);
+	gm.circuit_state = expo_series(f, (const char *[]){"state"});
+	gm.circuit_opens = expo_series(
+		expo_family(reg, EXPO_COUNTER, "o", NULL, NULL, NULL, 0), NULL);
 	c.retries = 0;
 	c.breaker_failures = 2;
 	g = client(&c, &gm);
@@ -1036,8 +1035,8 @@ test_breaker(void **state)
 	assert_non_null(strstr(e.client, "circuit breaker open after 2 "
 					 "consecutive failures"));
 	assert_int_equal(grafana_breaker_state(g), GRAFANA_BREAKER_OPEN);
-	assert_true(metric_value(gm.circuit_state) == GRAFANA_BREAKER_OPEN);
-	assert_true(metric_value(gm.circuit_opens) == 1);
+	assert_true(expo_value(gm.circuit_state) == GRAFANA_BREAKER_OPEN);
+	assert_true(expo_value(gm.circuit_opens) == 1);
 	/* open: fails at once, nothing sent */
 	assert_int_equal(fake_count(), 2);
 	assert_int_equal(query(g, NULL, &m, &e), STATUS_IO);
@@ -1051,14 +1050,14 @@ test_breaker(void **state)
 	assert_int_equal(query(g, NULL, &m, &e), STATUS_IO);
 	assert_int_equal(fake_count(), 3);
 	assert_int_equal(e.breaker, GRAFANA_BREAKER_OPEN);
-	assert_true(metric_value(gm.circuit_opens) == 2);
+	assert_true(expo_value(gm.circuit_opens) == 2);
 	/* the next trial succeeds: closed */
 	sleep_ms(350);
 	fake_script(&up, 1);
 	assert_int_equal(query(g, NULL, &m, &e), STATUS_OK);
 	grafana_matrix_free(m);
 	assert_int_equal(grafana_breaker_state(g), GRAFANA_BREAKER_CLOSED);
-	assert_true(metric_value(gm.circuit_state) == GRAFANA_BREAKER_CLOSED);
+	assert_true(expo_value(gm.circuit_state) == GRAFANA_BREAKER_CLOSED);
 	/* a 4xx proves the upstream reachable: no failure counted */
 	down.status = 404;
 	fake_script(&down, 1);
@@ -1069,7 +1068,7 @@ test_breaker(void **state)
 	assert_int_equal(grafana_breaker_state(g), GRAFANA_BREAKER_CLOSED);
 	assert_non_null(strstr(e.client, "HTTP 404"));
 	grafana_free(g);
-	metrics_free(reg);
+	expo_free(reg);
 }
 
 static void
@@ -1180,17 +1179,17 @@ test_caches(void **state)
 	struct grafana_names *a = NULL, *b = NULL;
 	struct grafana_metadata md;
 	struct grafana_error e;
-	struct metrics *reg = NULL;
-	struct metric_family *f;
+	struct expo *reg = NULL;
+	struct expo_family *f;
 	struct grafana *g;
 
 	(void)state;
-	assert_int_equal(metrics_new(&reg), STATUS_OK);
-	f = metrics_family(reg, METRIC_COUNTER, "c", NULL, "k", NULL, 0);
-	gm.names_hits = metric_child(f, (const char *[]){"nh"});
-	gm.names_misses = metric_child(f, (const char *[]){"nm"});
-	gm.meta_hits = metric_child(f, (const char *[]){"mh"});
-	gm.meta_misses = metric_child(f, (const char *[]){"mm"});
+	assert_int_equal(expo_new(&reg), STATUS_OK);
+	f = expo_family(reg, EXPO_COUNTER, "c", NULL, "k", NULL, 0);
+	gm.names_hits = expo_series(f, (const char *[]){"nh"});
+	gm.names_misses = expo_series(f, (const char *[]){"nm"});
+	gm.meta_hits = expo_series(f, (const char *[]){"mh"});
+	gm.meta_misses = expo_series(f, (const char *[]){"mm"});
 	g = client(&c, &gm);
 	fake_script(&names, 1);
 	assert_int_equal(grafana_metric_names(g, NULL, -1, &a, &e), STATUS_OK);
@@ -1207,8 +1206,8 @@ test_caches(void **state)
 	assert_string_equal(a->v[1], "up");
 	grafana_names_release(a);
 	grafana_names_release(b);
-	assert_true(metric_value(gm.names_hits) == 1);
-	assert_true(metric_value(gm.names_misses) == 2);
+	assert_true(expo_value(gm.names_hits) == 1);
+	assert_true(expo_value(gm.names_misses) == 2);
 
 	fake_script(&meta, 1);
 	assert_int_equal(grafana_metric_metadata(g, NULL, "up", &md, &e),
@@ -1227,8 +1226,8 @@ test_caches(void **state)
 	assert_int_equal(grafana_metric_metadata(g, NULL, "x:y", &md, &e),
 			 STATUS_OK);
 	assert_int_equal(fake_count(), 2);
-	assert_true(metric_value(gm.meta_hits) == 2);
-	assert_true(metric_value(gm.meta_misses) == 2);
+	assert_true(expo_value(gm.meta_hits) == 2);
+	assert_true(expo_value(gm.meta_misses) == 2);
 	grafana_free(g);
 
 	/* TTL 0: never served from the cache */
@@ -1243,7 +1242,7 @@ test_caches(void **state)
 	grafana_names_release(a);
 	assert_int_equal(fake_count(), 2);
 	grafana_free(g);
-	metrics_free(reg);
+	expo_free(reg);
 }
 
 struct bg {
@@ -1271,16 +1270,16 @@ test_concurrency(void **state)
 	struct reply slow = {200, matrix_body, 600};
 	struct grafana_matrix *m = NULL;
 	struct grafana_error e;
-	struct metrics *reg = NULL;
-	struct metric_family *f;
+	struct expo *reg = NULL;
+	struct expo_family *f;
 	struct bg b = {0};
 	pthread_t t;
 
 	(void)state;
-	assert_int_equal(metrics_new(&reg), STATUS_OK);
-	f = metrics_family(reg, METRIC_GAUGE, "g", NULL, "k", NULL, 0);
-	gm.inflight = metric_child(f, (const char *[]){"inflight"});
-	gm.waiting = metric_child(f, (const char *[]){"waiting"});
+	assert_int_equal(expo_new(&reg), STATUS_OK);
+	f = expo_family(reg, EXPO_GAUGE, "g", NULL, "k", NULL, 0);
+	gm.inflight = expo_series(f, (const char *[]){"inflight"});
+	gm.waiting = expo_series(f, (const char *[]){"waiting"});
 	c.max_concurrent = 1;
 	c.queue_timeout_ms = 100;
 	b.g = client(&c, &gm);
@@ -1288,7 +1287,7 @@ test_concurrency(void **state)
 	assert_int_equal(pthread_create(&t, NULL, bg_query, &b), 0);
 	while (fake_count() == 0)
 		sleep_ms(5);
-	assert_true(metric_value(gm.inflight) == 1);
+	assert_true(expo_value(gm.inflight) == 1);
 	/* the only slot is taken: this one waits 100 ms, then gives up */
 	assert_int_equal(query(b.g, NULL, &m, &e), STATUS_IO);
 	assert_int_equal(e.kind, GRAFANA_FAIL_UNAVAILABLE);
@@ -1296,12 +1295,12 @@ test_concurrency(void **state)
 	pthread_join(t, NULL);
 	assert_int_equal(b.rc, STATUS_OK);
 	assert_int_equal(fake_count(), 1);
-	assert_true(metric_value(gm.inflight) == 0);
-	assert_true(metric_value(gm.waiting) == 0);
+	assert_true(expo_value(gm.inflight) == 0);
+	assert_true(expo_value(gm.waiting) == 0);
 	/* a busy instance is not a failing one */
 	assert_int_equal(grafana_breaker_state(b.g), GRAFANA_BREAKER_CLOSED);
 	grafana_free(b.g);
-	metrics_free(reg);
+	expo_free(reg);
 }
 
 static atomic_int polls;

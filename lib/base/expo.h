@@ -1,57 +1,58 @@
 /*
- * metrics.h - a small Prometheus registry: counters, gauges and histograms
- * with fixed label names, updated lock-free on the hot path and rendered in
+ * expo.h - the exposition of the gateway's own metrics (GET /metrics): a
+ * small Prometheus registry of counters, gauges and histograms with fixed
+ * label names, updated lock-free on the hot path and rendered in
  * the text exposition format 0.0.4 for GET /metrics.
  *
- * Usage: register a family once (metrics_family), resolve each labeled child
- * once (metric_child; keep the pointer), then update it from any thread.
+ * Usage: register a family once (expo_family), resolve each labeled child
+ * once (expo_series; keep the pointer), then update it from any thread.
  *
- * Thread-safety: everything except metrics_new/metrics_free may be called
+ * Thread-safety: everything except expo_new/expo_free may be called
  * from any thread at any time.  Registration and child creation take a mutex;
  * child lookup, updates and rendering take none (families and children are
- * append-only lists published with release stores).  metrics_free must run
+ * append-only lists published with release stores).  expo_free must run
  * after every other thread has stopped using the registry.
  */
-#ifndef SEXTANT_METRICS_H
-#define SEXTANT_METRICS_H
+#ifndef SEXTANT_EXPO_H
+#define SEXTANT_EXPO_H
 
 #include <stddef.h>
 
 #include "base/status.h"
 
 /* Children per family: label values may come from clients (method names,
- * tool names), so cardinality is capped; past it metric_child returns NULL
+ * tool names), so cardinality is capped; past it expo_series returns NULL
  * and updates to that NULL child are no-ops. */
-#define METRICS_MAX_CHILDREN 10000
+#define EXPO_MAX_CHILDREN 10000
 /* Label names per family. */
-#define METRICS_MAX_LABELS 16
+#define EXPO_MAX_LABELS 16
 /* Bytes per label value (excluding the NUL); longer values get no child. */
-#define METRICS_MAX_VALUE_LEN 1024
+#define EXPO_MAX_VALUE_LEN 1024
 /* Bytes in a metric or label name. */
-#define METRICS_MAX_NAME_LEN 200
+#define EXPO_MAX_NAME_LEN 200
 /* Histogram upper bounds (excluding the implicit +Inf). */
-#define METRICS_MAX_BUCKETS 64
+#define EXPO_MAX_BUCKETS 64
 /* Rendered output: 10000 children x 64 buckets fits; beyond it the render
  * fails with STATUS_LIMIT rather than growing without bound. */
-#define METRICS_MAX_RENDER_BYTES (64u * 1024 * 1024)
+#define EXPO_MAX_RENDER_BYTES (64u * 1024 * 1024)
 
-struct metrics;	      /* registry */
-struct metric_family; /* one metric name, owned by the registry */
-struct metric;	      /* one labeled child: stable pointer until metrics_free */
+struct expo;	    /* registry */
+struct expo_family; /* one metric name, owned by the registry */
+struct expo_series; /* one labeled child: stable pointer until expo_free */
 
-enum metric_type {
-	METRIC_COUNTER,
-	METRIC_GAUGE,
-	METRIC_HISTOGRAM
+enum expo_type {
+	EXPO_COUNTER,
+	EXPO_GAUGE,
+	EXPO_HISTOGRAM
 };
 
 /* Creates an empty registry.  *out is NULL on failure (STATUS_NOMEM,
- * STATUS_IO if the mutex cannot be created).  Free with metrics_free. */
-int metrics_new(struct metrics **out) WUR;
+ * STATUS_IO if the mutex cannot be created).  Free with expo_free. */
+int expo_new(struct expo **out) WUR;
 
 /* Frees the registry, its families and children; every family and child
  * pointer becomes invalid.  Accepts NULL.  No other thread may be using it. */
-void metrics_free(struct metrics *m);
+void expo_free(struct expo *m);
 
 /*
  * Registers (or finds) a family.  name: [a-zA-Z_:][a-zA-Z0-9_:]*.  help: one
@@ -65,53 +66,54 @@ void metrics_free(struct metrics *m);
  *
  * Registering a name again with the same type, labels and buckets returns the
  * existing family (so callers may register lazily); with a different
- * definition, or a name taken by metrics_gauge_fn, it returns NULL.  Also
+ * definition, or a name taken by expo_gauge_fn, it returns NULL.  Also
  * NULL on invalid input or out of memory.  Thread-safe.  Label-less families
  * have their one child created here, so they render 0 before the first
  * update.  The family belongs to the registry.
  */
-struct metric_family *metrics_family(struct metrics *m, enum metric_type type,
-				     const char *name, const char *help,
-				     const char *label_names,
-				     const double *buckets, size_t nbuckets);
+struct expo_family *expo_family(struct expo *m, enum expo_type type,
+				const char *name, const char *help,
+				const char *label_names, const double *buckets,
+				size_t nbuckets);
 
 /*
  * Returns the child for these label values (one per label name, in order;
  * NULL when the family has no labels), creating it on first use.  Lookup is
  * lock-free; creation takes the family's mutex.  The values are copied.
  * Returns NULL if f is NULL, a value is NULL or longer than
- * METRICS_MAX_VALUE_LEN, the family already has METRICS_MAX_CHILDREN
+ * EXPO_MAX_VALUE_LEN, the family already has EXPO_MAX_CHILDREN
  * children, or on out of memory.  Callers should resolve children once and
  * keep the pointer rather than look them up per update.
  */
-struct metric *metric_child(struct metric_family *f, const char *const *values);
+struct expo_series *expo_series(struct expo_family *f,
+				const char *const *values);
 
 /*
  * Updates.  All are lock-free, thread-safe, and no-ops when c is NULL or the
  * operation does not fit the type (set on a counter, observe on a gauge,
- * negative or NaN add on a counter), so a failed metric_child never breaks
+ * negative or NaN add on a counter), so a failed expo_series never breaks
  * the caller.
  */
-void metric_inc(struct metric *c);		 /* counter/gauge += 1 */
-void metric_dec(struct metric *c);		 /* gauge -= 1 */
-void metric_add(struct metric *c, double v);	 /* counter (v >= 0) / gauge */
-void metric_set(struct metric *c, double v);	 /* gauge */
-void metric_observe(struct metric *c, double v); /* histogram */
+void expo_inc(struct expo_series *c);		/* counter/gauge += 1 */
+void expo_dec(struct expo_series *c);		/* gauge -= 1 */
+void expo_add(struct expo_series *c, double v); /* counter (v >= 0) / gauge */
+void expo_set(struct expo_series *c, double v); /* gauge */
+void expo_observe(struct expo_series *c, double v); /* histogram */
 
 /* Current value of a counter or gauge child (0 for NULL or a histogram);
  * for tests and internal checks. */
-double metric_value(const struct metric *c);
+double expo_value(const struct expo_series *c);
 
 /*
  * Registers a label-less gauge whose value is fn(arg), called during each
- * metrics_render (queue depth, open sessions).  fn runs on the rendering
+ * expo_render (queue depth, open sessions).  fn runs on the rendering
  * thread with no metrics lock held, so it may take its own locks; it must
- * stay callable until metrics_free.  arg is borrowed.  Returns STATUS_INVALID
+ * stay callable until expo_free.  arg is borrowed.  Returns STATUS_INVALID
  * for a bad name or NULL fn, STATUS_EXISTS if the name is taken,
  * STATUS_NOMEM.
  */
-int metrics_gauge_fn(struct metrics *m, const char *name, const char *help,
-		     double (*fn)(void *arg), void *arg) WUR;
+int expo_gauge_fn(struct expo *m, const char *name, const char *help,
+		  double (*fn)(void *arg), void *arg) WUR;
 
 /*
  * Renders every family in Prometheus text format 0.0.4 (# HELP, # TYPE,
@@ -124,8 +126,8 @@ int metrics_gauge_fn(struct metrics *m, const char *name, const char *help,
  *
  * On success *out is a NUL-terminated malloc'd string the caller frees and
  * *len its length without the NUL.  On failure *out is NULL and *len 0:
- * STATUS_NOMEM, STATUS_LIMIT past METRICS_MAX_RENDER_BYTES.
+ * STATUS_NOMEM, STATUS_LIMIT past EXPO_MAX_RENDER_BYTES.
  */
-int metrics_render(struct metrics *m, char **out, size_t *len) WUR;
+int expo_render(struct expo *m, char **out, size_t *len) WUR;
 
 #endif

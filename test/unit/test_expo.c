@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - unit tests for lib/base/metrics: exact text exposition output,
+ * test_expo.c - unit tests for lib/base/expo: exact text exposition output,
  * name validation, the cardinality cap and lock-free concurrent updates.
  */
 #include <setjmp.h>
@@ -14,26 +14,26 @@
 
 #include <cmocka.h>
 
-#include "base/metrics.h"
+#include "base/expo.h"
 
-static struct metrics *
+static struct expo *
 new_registry(void)
 {
-	struct metrics *m = NULL;
+	struct expo *m = NULL;
 
-	assert_int_equal(metrics_new(&m), STATUS_OK);
+	assert_int_equal(expo_new(&m), STATUS_OK);
 	assert_non_null(m);
 	return m;
 }
 
 /* Renders m and compares with want exactly. */
 static void
-assert_render(struct metrics *m, const char *want)
+assert_render(struct expo *m, const char *want)
 {
 	char *out = NULL;
 	size_t len = 0;
 
-	assert_int_equal(metrics_render(m, &out, &len), STATUS_OK);
+	assert_int_equal(expo_render(m, &out, &len), STATUS_OK);
 	assert_non_null(out);
 	assert_string_equal(out, want);
 	assert_int_equal(len, strlen(want));
@@ -43,126 +43,126 @@ assert_render(struct metrics *m, const char *want)
 static void
 test_empty_registry(void **state)
 {
-	struct metrics *m = new_registry();
+	struct expo *m = new_registry();
 
 	(void)state;
 	assert_render(m, "");
-	metrics_free(m);
-	metrics_free(NULL);
+	expo_free(m);
+	expo_free(NULL);
 }
 
 static void
 test_counter_with_labels(void **state)
 {
-	struct metrics *m = new_registry();
-	struct metric_family *f;
-	struct metric *call, *init, *again;
+	struct expo *m = new_registry();
+	struct expo_family *f;
+	struct expo_series *call, *init, *again;
 	const char *v1[] = {"tools/call", "200"};
 	const char *v2[] = {"initialize", "200"};
 	const char *v1_copy[] = {"tools/call", "200"};
 	int i;
 
 	(void)state;
-	f = metrics_family(m, METRIC_COUNTER, "sextant_requests_total",
-			   "Requests handled.", "method,code", NULL, 0);
+	f = expo_family(m, EXPO_COUNTER, "sextant_requests_total",
+			"Requests handled.", "method,code", NULL, 0);
 	assert_non_null(f);
-	call = metric_child(f, v1);
-	init = metric_child(f, v2);
+	call = expo_series(f, v1);
+	init = expo_series(f, v2);
 	assert_non_null(call);
 	assert_non_null(init);
 	assert_ptr_not_equal(call, init);
-	again = metric_child(f, v1_copy);
+	again = expo_series(f, v1_copy);
 	assert_ptr_equal(again, call);
 	for (i = 0; i < 3; i++)
-		metric_inc(call);
-	metric_add(init, 2.5);
+		expo_inc(call);
+	expo_add(init, 2.5);
 	/* counters ignore decreases, sets and non-finite adds */
-	metric_add(init, -1);
-	metric_add(init, NAN);
-	metric_add(init, INFINITY);
-	metric_set(init, 100);
-	metric_observe(init, 1);
-	metric_dec(init);
-	assert_true(metric_value(call) == 3.0);
-	assert_true(metric_value(init) == 2.5);
+	expo_add(init, -1);
+	expo_add(init, NAN);
+	expo_add(init, INFINITY);
+	expo_set(init, 100);
+	expo_observe(init, 1);
+	expo_dec(init);
+	assert_true(expo_value(call) == 3.0);
+	assert_true(expo_value(init) == 2.5);
 	assert_render(m, "# HELP sextant_requests_total Requests handled.\n"
 			 "# TYPE sextant_requests_total counter\n"
 			 "sextant_requests_total{method=\"tools/call\","
 			 "code=\"200\"} 3\n"
 			 "sextant_requests_total{method=\"initialize\","
 			 "code=\"200\"} 2.5\n");
-	metrics_free(m);
+	expo_free(m);
 }
 
 static void
 test_gauge(void **state)
 {
-	struct metrics *m = new_registry();
-	struct metric_family *f, *idle;
-	struct metric *g;
+	struct expo *m = new_registry();
+	struct expo_family *f, *idle;
+	struct expo_series *g;
 
 	(void)state;
-	f = metrics_family(m, METRIC_GAUGE, "sextant_sessions",
-			   "Open sessions.", NULL, NULL, 0);
-	idle = metrics_family(m, METRIC_GAUGE, "sextant_idle", "", "", NULL, 0);
+	f = expo_family(m, EXPO_GAUGE, "sextant_sessions", "Open sessions.",
+			NULL, NULL, 0);
+	idle = expo_family(m, EXPO_GAUGE, "sextant_idle", "", "", NULL, 0);
 	assert_non_null(f);
 	assert_non_null(idle);
-	g = metric_child(f, NULL);
+	g = expo_series(f, NULL);
 	assert_non_null(g);
-	assert_ptr_equal(metric_child(f, NULL), g);
-	metric_set(g, 5);
-	metric_inc(g);
-	metric_dec(g);
-	metric_dec(g);
-	metric_add(g, -0.5);
-	metric_observe(g, 100); /* not a histogram: ignored */
-	assert_true(metric_value(g) == 3.5);
+	assert_ptr_equal(expo_series(f, NULL), g);
+	expo_set(g, 5);
+	expo_inc(g);
+	expo_dec(g);
+	expo_dec(g);
+	expo_add(g, -0.5);
+	expo_observe(g, 100); /* not a histogram: ignored */
+	assert_true(expo_value(g) == 3.5);
 	/* a label-less family renders 0 before any update; no HELP if empty */
 	assert_render(m, "# HELP sextant_sessions Open sessions.\n"
 			 "# TYPE sextant_sessions gauge\n"
 			 "sextant_sessions 3.5\n"
 			 "# TYPE sextant_idle gauge\n"
 			 "sextant_idle 0\n");
-	metric_set(g, -1e-7);
-	metric_set(metric_child(idle, NULL), 0.1);
+	expo_set(g, -1e-7);
+	expo_set(expo_series(idle, NULL), 0.1);
 	assert_render(m, "# HELP sextant_sessions Open sessions.\n"
 			 "# TYPE sextant_sessions gauge\n"
 			 "sextant_sessions -1e-07\n"
 			 "# TYPE sextant_idle gauge\n"
 			 "sextant_idle 0.1\n");
-	metric_set(g, NAN);
-	metric_set(metric_child(idle, NULL), -INFINITY);
+	expo_set(g, NAN);
+	expo_set(expo_series(idle, NULL), -INFINITY);
 	assert_render(m, "# HELP sextant_sessions Open sessions.\n"
 			 "# TYPE sextant_sessions gauge\n"
 			 "sextant_sessions NaN\n"
 			 "# TYPE sextant_idle gauge\n"
 			 "sextant_idle -Inf\n");
-	metrics_free(m);
+	expo_free(m);
 }
 
 static void
 test_histogram(void **state)
 {
 	static const double bounds[] = {0.125, 0.5, 1};
-	struct metrics *m = new_registry();
-	struct metric_family *f;
-	struct metric *h;
+	struct expo *m = new_registry();
+	struct expo_family *f;
+	struct expo_series *h;
 	const char *v[] = {"query_traces"};
 
 	(void)state;
-	f = metrics_family(m, METRIC_HISTOGRAM, "sextant_tool_seconds",
-			   "Tool call latency.", "tool", bounds, 3);
+	f = expo_family(m, EXPO_HISTOGRAM, "sextant_tool_seconds",
+			"Tool call latency.", "tool", bounds, 3);
 	assert_non_null(f);
-	h = metric_child(f, v);
+	h = expo_series(f, v);
 	assert_non_null(h);
 	/* 0.125 lands in le="0.125": bounds are inclusive */
-	metric_observe(h, 0.0625);
-	metric_observe(h, 0.125);
-	metric_observe(h, 0.25);
-	metric_observe(h, 2);
-	metric_observe(h, NAN); /* ignored */
-	metric_inc(h);		/* not a counter: ignored */
-	metric_set(h, 7);	/* ignored */
+	expo_observe(h, 0.0625);
+	expo_observe(h, 0.125);
+	expo_observe(h, 0.25);
+	expo_observe(h, 2);
+	expo_observe(h, NAN); /* ignored */
+	expo_inc(h);	      /* not a counter: ignored */
+	expo_set(h, 7);	      /* ignored */
 	assert_render(m,
 		      "# HELP sextant_tool_seconds Tool call latency.\n"
 		      "# TYPE sextant_tool_seconds histogram\n"
@@ -176,23 +176,23 @@ test_histogram(void **state)
 		      "le=\"+Inf\"} 4\n"
 		      "sextant_tool_seconds_sum{tool=\"query_traces\"} 2.4375\n"
 		      "sextant_tool_seconds_count{tool=\"query_traces\"} 4\n");
-	metrics_free(m);
+	expo_free(m);
 }
 
 static void
 test_histogram_default_buckets(void **state)
 {
 	static const double with_inf[] = {1, 2, INFINITY};
-	struct metrics *m = new_registry();
-	struct metric_family *f, *g;
+	struct expo *m = new_registry();
+	struct expo_family *f, *g;
 
 	(void)state;
-	f = metrics_family(m, METRIC_HISTOGRAM, "lat", NULL, NULL, NULL, 0);
+	f = expo_family(m, EXPO_HISTOGRAM, "lat", NULL, NULL, NULL, 0);
 	assert_non_null(f);
-	metric_observe(metric_child(f, NULL), 0.00390625);
-	metric_observe(metric_child(f, NULL), 30);
+	expo_observe(expo_series(f, NULL), 0.00390625);
+	expo_observe(expo_series(f, NULL), 30);
 	/* an explicit trailing +Inf is the implicit one, not a second */
-	g = metrics_family(m, METRIC_HISTOGRAM, "two", NULL, NULL, with_inf, 3);
+	g = expo_family(m, EXPO_HISTOGRAM, "two", NULL, NULL, with_inf, 3);
 	assert_non_null(g);
 	assert_render(m, "# TYPE lat histogram\n"
 			 "lat_bucket{le=\"0.0005\"} 0\n"
@@ -218,27 +218,27 @@ test_histogram_default_buckets(void **state)
 			 "two_bucket{le=\"+Inf\"} 0\n"
 			 "two_sum 0\n"
 			 "two_count 0\n");
-	metrics_free(m);
+	expo_free(m);
 }
 
 static void
 test_escaping(void **state)
 {
-	struct metrics *m = new_registry();
-	struct metric_family *f;
+	struct expo *m = new_registry();
+	struct expo_family *f;
 	const char *v[] = {"a\\b\"c\nd", ""};
 
 	(void)state;
-	f = metrics_family(m, METRIC_COUNTER, "esc_total",
-			   "line one\nback\\slash \"quoted\"", "x, y", NULL, 0);
+	f = expo_family(m, EXPO_COUNTER, "esc_total",
+			"line one\nback\\slash \"quoted\"", "x, y", NULL, 0);
 	assert_non_null(f);
-	metric_inc(metric_child(f, v));
+	expo_inc(expo_series(f, v));
 	/* HELP escapes \ and newline only; label values also " */
 	assert_render(m, "# HELP esc_total line one\\nback\\\\slash "
 			 "\"quoted\"\n"
 			 "# TYPE esc_total counter\n"
 			 "esc_total{x=\"a\\\\b\\\"c\\nd\",y=\"\"} 1\n");
-	metrics_free(m);
+	expo_free(m);
 }
 
 static double
@@ -250,12 +250,12 @@ read_double(void *arg)
 static void
 test_gauge_fn(void **state)
 {
-	struct metrics *m = new_registry();
+	struct expo *m = new_registry();
 	double depth = 7;
 
 	(void)state;
-	assert_int_equal(metrics_gauge_fn(m, "sextant_queue_depth",
-					  "Jobs waiting.", read_double, &depth),
+	assert_int_equal(expo_gauge_fn(m, "sextant_queue_depth",
+				       "Jobs waiting.", read_double, &depth),
 			 STATUS_OK);
 	assert_render(m, "# HELP sextant_queue_depth Jobs waiting.\n"
 			 "# TYPE sextant_queue_depth gauge\n"
@@ -265,27 +265,25 @@ test_gauge_fn(void **state)
 			 "# TYPE sextant_queue_depth gauge\n"
 			 "sextant_queue_depth 12.25\n");
 
-	assert_int_equal(metrics_gauge_fn(m, "sextant_queue_depth", "",
-					  read_double, &depth),
+	assert_int_equal(expo_gauge_fn(m, "sextant_queue_depth", "",
+				       read_double, &depth),
 			 STATUS_EXISTS);
-	assert_int_equal(
-		metrics_gauge_fn(m, "bad-name", "", read_double, &depth),
-		STATUS_INVALID);
-	assert_int_equal(metrics_gauge_fn(m, "no_fn", "", NULL, &depth),
+	assert_int_equal(expo_gauge_fn(m, "bad-name", "", read_double, &depth),
+			 STATUS_INVALID);
+	assert_int_equal(expo_gauge_fn(m, "no_fn", "", NULL, &depth),
 			 STATUS_INVALID);
 	/* the name is taken for ordinary families too, and vice versa */
-	assert_null(metrics_family(m, METRIC_GAUGE, "sextant_queue_depth", "",
-				   NULL, NULL, 0));
-	assert_non_null(metrics_family(m, METRIC_COUNTER, "c_total", "", NULL,
-				       NULL, 0));
-	assert_int_equal(
-		metrics_gauge_fn(m, "c_total", "", read_double, &depth),
-		STATUS_EXISTS);
-	metrics_free(m);
+	assert_null(expo_family(m, EXPO_GAUGE, "sextant_queue_depth", "", NULL,
+				NULL, 0));
+	assert_non_null(
+		expo_family(m, EXPO_COUNTER, "c_total", "", NULL, NULL, 0));
+	assert_int_equal(expo_gauge_fn(m, "c_total", "", read_double, &depth),
+			 STATUS_EXISTS);
+	expo_free(m);
 }
 
 struct bad_family {
-	enum metric_type type;
+	enum expo_type type;
 	const char *name;
 	const char *labels;
 	const double *buckets;
@@ -302,41 +300,41 @@ static void
 test_invalid_rejected(void **state)
 {
 	static const struct bad_family bad[] = {
-		{METRIC_COUNTER, NULL, NULL, NULL, 0},
-		{METRIC_COUNTER, "", NULL, NULL, 0},
-		{METRIC_COUNTER, "1abc", NULL, NULL, 0},
-		{METRIC_COUNTER, "a-b", NULL, NULL, 0},
-		{METRIC_COUNTER, "a b", NULL, NULL, 0},
-		{METRIC_COUNTER, "caf\xc3\xa9", NULL, NULL, 0},
-		{METRIC_COUNTER, "ok", "1a", NULL, 0},
-		{METRIC_COUNTER, "ok", "a:b", NULL, 0},
-		{METRIC_COUNTER, "ok", "__reserved", NULL, 0},
-		{METRIC_COUNTER, "ok", "a,a", NULL, 0},
-		{METRIC_COUNTER, "ok", "a,", NULL, 0},
-		{METRIC_COUNTER, "ok", ",a", NULL, 0},
-		{METRIC_COUNTER, "ok", "a,,b", NULL, 0},
-		{METRIC_COUNTER, "ok", " ", NULL, 0},
-		{METRIC_COUNTER, "ok", "a-b", NULL, 0},
-		{METRIC_COUNTER, "ok", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
-		 NULL, 0},
-		{METRIC_HISTOGRAM, "ok", "le", NULL, 0},
-		{METRIC_HISTOGRAM, "ok", "tool,le", NULL, 0},
-		{METRIC_HISTOGRAM, "ok", NULL, desc_buckets, 2},
-		{METRIC_HISTOGRAM, "ok", NULL, equal_buckets, 2},
-		{METRIC_HISTOGRAM, "ok", NULL, nan_buckets, 2},
-		{METRIC_HISTOGRAM, "ok", NULL, neg_inf_buckets, 2},
-		{METRIC_HISTOGRAM, "ok", NULL, ok_buckets, 0},
-		{METRIC_COUNTER, "ok", NULL, ok_buckets, 2},
-		{METRIC_GAUGE, "ok", NULL, NULL, 3},
-		{(enum metric_type)42, "ok", NULL, NULL, 0},
+		{EXPO_COUNTER, NULL, NULL, NULL, 0},
+		{EXPO_COUNTER, "", NULL, NULL, 0},
+		{EXPO_COUNTER, "1abc", NULL, NULL, 0},
+		{EXPO_COUNTER, "a-b", NULL, NULL, 0},
+		{EXPO_COUNTER, "a b", NULL, NULL, 0},
+		{EXPO_COUNTER, "caf\xc3\xa9", NULL, NULL, 0},
+		{EXPO_COUNTER, "ok", "1a", NULL, 0},
+		{EXPO_COUNTER, "ok", "a:b", NULL, 0},
+		{EXPO_COUNTER, "ok", "__reserved", NULL, 0},
+		{EXPO_COUNTER, "ok", "a,a", NULL, 0},
+		{EXPO_COUNTER, "ok", "a,", NULL, 0},
+		{EXPO_COUNTER, "ok", ",a", NULL, 0},
+		{EXPO_COUNTER, "ok", "a,,b", NULL, 0},
+		{EXPO_COUNTER, "ok", " ", NULL, 0},
+		{EXPO_COUNTER, "ok", "a-b", NULL, 0},
+		{EXPO_COUNTER, "ok", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", NULL,
+		 0},
+		{EXPO_HISTOGRAM, "ok", "le", NULL, 0},
+		{EXPO_HISTOGRAM, "ok", "tool,le", NULL, 0},
+		{EXPO_HISTOGRAM, "ok", NULL, desc_buckets, 2},
+		{EXPO_HISTOGRAM, "ok", NULL, equal_buckets, 2},
+		{EXPO_HISTOGRAM, "ok", NULL, nan_buckets, 2},
+		{EXPO_HISTOGRAM, "ok", NULL, neg_inf_buckets, 2},
+		{EXPO_HISTOGRAM, "ok", NULL, ok_buckets, 0},
+		{EXPO_COUNTER, "ok", NULL, ok_buckets, 2},
+		{EXPO_GAUGE, "ok", NULL, NULL, 3},
+		{(enum expo_type)42, "ok", NULL, NULL, 0},
 	};
-	char longname[METRICS_MAX_NAME_LEN + 2];
-	struct metrics *m = new_registry();
+	char longname[EXPO_MAX_NAME_LEN + 2];
+	struct expo *m = new_registry();
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct metric_family *f = metrics_family(
+		struct expo_family *f = expo_family(
 			m, bad[i].type, bad[i].name, "h", bad[i].labels,
 			bad[i].buckets, bad[i].nbuckets);
 		if (f != NULL)
@@ -346,138 +344,135 @@ test_invalid_rejected(void **state)
 	}
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	assert_null(
-		metrics_family(m, METRIC_GAUGE, longname, "", NULL, NULL, 0));
-	assert_null(
-		metrics_family(NULL, METRIC_GAUGE, "ok", "", NULL, NULL, 0));
+	assert_null(expo_family(m, EXPO_GAUGE, longname, "", NULL, NULL, 0));
+	assert_null(expo_family(NULL, EXPO_GAUGE, "ok", "", NULL, NULL, 0));
 	/* nothing half-registered */
 	assert_render(m, "");
 
 	/* the valid edges of the same rules */
-	assert_non_null(metrics_family(m, METRIC_COUNTER, "a:b_total", "", NULL,
-				       NULL, 0));
-	assert_non_null(metrics_family(m, METRIC_COUNTER, "_x9", "",
-				       " method , code ", NULL, 0));
 	assert_non_null(
-		metrics_family(m, METRIC_COUNTER, "le_ok", "", "le", NULL, 0));
-	assert_non_null(metrics_family(m, METRIC_HISTOGRAM, "neg", "", NULL,
-				       neg_inf_buckets + 1, 1));
-	longname[METRICS_MAX_NAME_LEN] = '\0';
+		expo_family(m, EXPO_COUNTER, "a:b_total", "", NULL, NULL, 0));
+	assert_non_null(expo_family(m, EXPO_COUNTER, "_x9", "",
+				    " method , code ", NULL, 0));
 	assert_non_null(
-		metrics_family(m, METRIC_GAUGE, longname, "", NULL, NULL, 0));
-	metrics_free(m);
+		expo_family(m, EXPO_COUNTER, "le_ok", "", "le", NULL, 0));
+	assert_non_null(expo_family(m, EXPO_HISTOGRAM, "neg", "", NULL,
+				    neg_inf_buckets + 1, 1));
+	longname[EXPO_MAX_NAME_LEN] = '\0';
+	assert_non_null(
+		expo_family(m, EXPO_GAUGE, longname, "", NULL, NULL, 0));
+	expo_free(m);
 }
 
 static void
 test_reregistration(void **state)
 {
-	struct metrics *m = new_registry();
-	struct metric_family *f, *h;
+	struct expo *m = new_registry();
+	struct expo_family *f, *h;
 
 	(void)state;
-	f = metrics_family(m, METRIC_COUNTER, "calls_total", "Calls.", "method",
-			   NULL, 0);
+	f = expo_family(m, EXPO_COUNTER, "calls_total", "Calls.", "method",
+			NULL, 0);
 	assert_non_null(f);
 	/* same definition: the same family (lazy registration) */
-	assert_ptr_equal(metrics_family(m, METRIC_COUNTER, "calls_total",
-					"other help", "method", NULL, 0),
+	assert_ptr_equal(expo_family(m, EXPO_COUNTER, "calls_total",
+				     "other help", "method", NULL, 0),
 			 f);
-	assert_null(metrics_family(m, METRIC_GAUGE, "calls_total", "Calls.",
-				   "method", NULL, 0));
-	assert_null(metrics_family(m, METRIC_COUNTER, "calls_total", "Calls.",
-				   "tool", NULL, 0));
-	assert_null(metrics_family(m, METRIC_COUNTER, "calls_total", "Calls.",
-				   NULL, NULL, 0));
+	assert_null(expo_family(m, EXPO_GAUGE, "calls_total", "Calls.",
+				"method", NULL, 0));
+	assert_null(expo_family(m, EXPO_COUNTER, "calls_total", "Calls.",
+				"tool", NULL, 0));
+	assert_null(expo_family(m, EXPO_COUNTER, "calls_total", "Calls.", NULL,
+				NULL, 0));
 
-	h = metrics_family(m, METRIC_HISTOGRAM, "h", "", NULL, ok_buckets, 2);
+	h = expo_family(m, EXPO_HISTOGRAM, "h", "", NULL, ok_buckets, 2);
 	assert_non_null(h);
-	assert_ptr_equal(metrics_family(m, METRIC_HISTOGRAM, "h", "", NULL,
-					ok_buckets, 2),
-			 h);
-	assert_null(
-		metrics_family(m, METRIC_HISTOGRAM, "h", "", NULL, NULL, 0));
-	metrics_free(m);
+	assert_ptr_equal(
+		expo_family(m, EXPO_HISTOGRAM, "h", "", NULL, ok_buckets, 2),
+		h);
+	assert_null(expo_family(m, EXPO_HISTOGRAM, "h", "", NULL, NULL, 0));
+	expo_free(m);
 }
 
 static void
 test_child_inputs(void **state)
 {
-	char big[METRICS_MAX_VALUE_LEN + 2];
-	struct metrics *m = new_registry();
-	struct metric_family *f;
+	char big[EXPO_MAX_VALUE_LEN + 2];
+	struct expo *m = new_registry();
+	struct expo_family *f;
 	const char *null_value[] = {"x", NULL};
 	const char *too_long[] = {"x", big};
 	const char *ok[] = {"x", "y"};
 
 	(void)state;
-	f = metrics_family(m, METRIC_COUNTER, "in_total", "", "a,b", NULL, 0);
+	f = expo_family(m, EXPO_COUNTER, "in_total", "", "a,b", NULL, 0);
 	assert_non_null(f);
-	assert_null(metric_child(NULL, ok));
-	assert_null(metric_child(f, NULL));
-	assert_null(metric_child(f, null_value));
+	assert_null(expo_series(NULL, ok));
+	assert_null(expo_series(f, NULL));
+	assert_null(expo_series(f, null_value));
 	memset(big, 'v', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	assert_null(metric_child(f, too_long));
-	big[METRICS_MAX_VALUE_LEN] = '\0';
-	assert_non_null(metric_child(f, too_long));
+	assert_null(expo_series(f, too_long));
+	big[EXPO_MAX_VALUE_LEN] = '\0';
+	assert_non_null(expo_series(f, too_long));
 	/* ("ab","") and ("a","b") are different children */
 	{
 		const char *v1[] = {"ab", ""};
 		const char *v2[] = {"a", "b"};
 
-		assert_ptr_not_equal(metric_child(f, v1), metric_child(f, v2));
+		assert_ptr_not_equal(expo_series(f, v1), expo_series(f, v2));
 	}
 
 	/* updates through a NULL child are no-ops, not crashes */
-	metric_inc(NULL);
-	metric_dec(NULL);
-	metric_add(NULL, 1);
-	metric_set(NULL, 1);
-	metric_observe(NULL, 1);
-	assert_true(metric_value(NULL) == 0);
-	metrics_free(m);
+	expo_inc(NULL);
+	expo_dec(NULL);
+	expo_add(NULL, 1);
+	expo_set(NULL, 1);
+	expo_observe(NULL, 1);
+	assert_true(expo_value(NULL) == 0);
+	expo_free(m);
 }
 
 static void
 test_cardinality_cap(void **state)
 {
-	struct metrics *m = new_registry();
-	struct metric_family *f;
-	struct metric *first = NULL, *c;
+	struct expo *m = new_registry();
+	struct expo_family *f;
+	struct expo_series *first = NULL, *c;
 	char buf[32];
 	const char *v[] = {buf};
 	char *out = NULL;
 	size_t len = 0, lines = 0, i;
 
 	(void)state;
-	f = metrics_family(m, METRIC_COUNTER, "card_total", "", "id", NULL, 0);
+	f = expo_family(m, EXPO_COUNTER, "card_total", "", "id", NULL, 0);
 	assert_non_null(f);
-	for (i = 0; i < METRICS_MAX_CHILDREN; i++) {
+	for (i = 0; i < EXPO_MAX_CHILDREN; i++) {
 		snprintf(buf, sizeof(buf), "v%zu", i);
-		c = metric_child(f, v);
+		c = expo_series(f, v);
 		if (c == NULL)
 			fail_msg("child %zu refused below the cap", i);
 		if (i == 0)
 			first = c;
-		metric_inc(c);
+		expo_inc(c);
 	}
 	snprintf(buf, sizeof(buf), "one-too-many");
-	assert_null(metric_child(f, v));
+	assert_null(expo_series(f, v));
 	/* existing children are still found at the cap */
 	snprintf(buf, sizeof(buf), "v0");
-	assert_ptr_equal(metric_child(f, v), first);
+	assert_ptr_equal(expo_series(f, v), first);
 
-	assert_int_equal(metrics_render(m, &out, &len), STATUS_OK);
+	assert_int_equal(expo_render(m, &out, &len), STATUS_OK);
 	for (i = 0; i < len; i++)
 		lines += out[i] == '\n';
-	assert_int_equal(lines, METRICS_MAX_CHILDREN + 1); /* + TYPE line */
+	assert_int_equal(lines, EXPO_MAX_CHILDREN + 1); /* + TYPE line */
 	assert_non_null(strstr(out, "card_total{id=\"v0\"} 1\n"));
 	assert_non_null(strstr(out, "card_total{id=\"v9999\"} 1\n"));
 	assert_null(strstr(out, "one-too-many"));
 	/* creation order */
 	assert_true(strstr(out, "\"v9\"") < strstr(out, "\"v10\""));
 	free(out);
-	metrics_free(m);
+	expo_free(m);
 }
 
 #define NTHREADS 4
@@ -485,8 +480,8 @@ test_cardinality_cap(void **state)
 
 struct worker {
 	pthread_t tid;
-	struct metric_family *counter, *gauge, *hist;
-	struct metric *resolved;
+	struct expo_family *counter, *gauge, *hist;
+	struct expo_series *resolved;
 };
 
 static void *
@@ -494,18 +489,18 @@ worker_run(void *arg)
 {
 	struct worker *w = arg;
 	const char *v[] = {"shared"};
-	struct metric *c, *g, *h;
+	struct expo_series *c, *g, *h;
 	int i;
 
 	/* all threads race to create the same child */
-	c = metric_child(w->counter, v);
-	g = metric_child(w->gauge, NULL);
-	h = metric_child(w->hist, v);
+	c = expo_series(w->counter, v);
+	g = expo_series(w->gauge, NULL);
+	h = expo_series(w->hist, v);
 	w->resolved = c;
 	for (i = 0; i < NITERS; i++) {
-		metric_inc(c);
-		metric_add(g, 1);
-		metric_observe(h, (i % 2) ? 0.002 : 3);
+		expo_inc(c);
+		expo_add(g, 1);
+		expo_observe(h, (i % 2) ? 0.002 : 3);
 	}
 	return NULL;
 }
@@ -513,21 +508,18 @@ worker_run(void *arg)
 static void
 test_concurrent_updates(void **state)
 {
-	struct metrics *m = new_registry();
+	struct expo *m = new_registry();
 	struct worker w[NTHREADS];
-	struct metric_family *counter, *gauge, *hist;
+	struct expo_family *counter, *gauge, *hist;
 	const char *v[] = {"shared"};
 	char *out = NULL;
 	size_t len = 0;
 	int i;
 
 	(void)state;
-	counter = metrics_family(m, METRIC_COUNTER, "conc_total", "", "k", NULL,
-				 0);
-	gauge = metrics_family(m, METRIC_GAUGE, "conc_gauge", "", NULL, NULL,
-			       0);
-	hist = metrics_family(m, METRIC_HISTOGRAM, "conc_seconds", "", "k",
-			      NULL, 0);
+	counter = expo_family(m, EXPO_COUNTER, "conc_total", "", "k", NULL, 0);
+	gauge = expo_family(m, EXPO_GAUGE, "conc_gauge", "", NULL, NULL, 0);
+	hist = expo_family(m, EXPO_HISTOGRAM, "conc_seconds", "", "k", NULL, 0);
 	assert_non_null(counter);
 	assert_non_null(gauge);
 	assert_non_null(hist);
@@ -543,12 +535,12 @@ test_concurrent_updates(void **state)
 		assert_int_equal(pthread_join(w[i].tid, NULL), 0);
 
 	for (i = 0; i < NTHREADS; i++)
-		assert_ptr_equal(w[i].resolved, metric_child(counter, v));
-	assert_true(metric_value(metric_child(counter, v)) ==
+		assert_ptr_equal(w[i].resolved, expo_series(counter, v));
+	assert_true(expo_value(expo_series(counter, v)) ==
 		    (double)NTHREADS * NITERS);
-	assert_true(metric_value(metric_child(gauge, NULL)) ==
+	assert_true(expo_value(expo_series(gauge, NULL)) ==
 		    (double)NTHREADS * NITERS);
-	assert_int_equal(metrics_render(m, &out, &len), STATUS_OK);
+	assert_int_equal(expo_render(m, &out, &len), STATUS_OK);
 	assert_non_null(strstr(out, "conc_total{k=\"shared\"} 400000\n"));
 	assert_non_null(strstr(out, "conc_gauge 400000\n"));
 	assert_non_null(strstr(
@@ -563,7 +555,7 @@ test_concurrent_updates(void **state)
 	/* one child each: the creation race produced no duplicates */
 	assert_null(strstr(strstr(out, "conc_total{") + 1, "conc_total{"));
 	free(out);
-	metrics_free(m);
+	expo_free(m);
 }
 
 int

@@ -1,12 +1,13 @@
 /*
- * metrics.c - Prometheus counters, gauges and histograms with lock-free
- * updates, rendered in the text exposition format 0.0.4.
+ * expo.c - the gateway's own Prometheus counters, gauges and histograms
+ * (see expo.h), lock-free updates, rendered in the text exposition format
+ * 0.0.4.
  *
  * Locking rules:
- * - metrics.mu guards registration: the family list tail and the duplicate
+ * - expo.mu guards registration: the family list tail and the duplicate
  *   name check.  family.mu guards child creation: the child list tail, the
  *   hash chains' heads being replaced, and the child count.
- * - Both lists are append-only until metrics_free.  A node is fully built
+ * - Both lists are append-only until expo_free.  A node is fully built
  *   before it is published with a release store (list head, a predecessor's
  *   next, or a hash-chain head), and readers walk with acquire loads, so
  *   lookup and render take no lock.  A child's hash_next is set before it is
@@ -14,9 +15,9 @@
  * - Values are C11 atomics with relaxed ordering: they are independent
  *   numbers and no other memory is published through them.  Doubles live in
  *   _Atomic uint64_t as bit patterns updated by CAS; counter increments go to
- *   a separate integral count so the common metric_inc is one fetch_add.
+ *   a separate integral count so the common expo_inc is one fetch_add.
  */
-#include "base/metrics.h"
+#include "base/expo.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -31,25 +32,25 @@
 #include "base/buf.h"
 
 /* Hash-chain heads per labeled family: short chains for the usual tens of
- * children, still ~40 per chain at METRICS_MAX_CHILDREN. */
+ * children, still ~40 per chain at EXPO_MAX_CHILDREN. */
 #define CHILD_HASH_SIZE 256
 
 static const double default_buckets[] = {
 	.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
-struct metric {
-	struct metric_family *fam;
-	struct metric *hash_next;      /* immutable once published */
-	_Atomic(struct metric *) next; /* creation order */
+struct expo_series {
+	struct expo_family *fam;
+	struct expo_series *hash_next;	    /* immutable once published */
+	_Atomic(struct expo_series *) next; /* creation order */
 	uint32_t hash;
 	char **values;		/* fam->nlabels copies, one allocation */
-	_Atomic uint64_t count; /* counter: metric_inc total */
+	_Atomic uint64_t count; /* counter: expo_inc total */
 	_Atomic uint64_t bits; /* double: counter adds, gauge value, hist sum */
 	_Atomic uint64_t bucket[]; /* histogram: nbounds + 1, not cumulative */
 };
 
-struct metric_family {
-	enum metric_type type;
+struct expo_family {
+	enum expo_type type;
 	char *name;
 	char *help;
 	size_t nlabels;
@@ -57,21 +58,21 @@ struct metric_family {
 	char *label_buf;
 	double *bounds; /* histogram upper bounds, ascending, without +Inf */
 	size_t nbounds;
-	double (*fn)(void *arg); /* metrics_gauge_fn: value read at render */
+	double (*fn)(void *arg); /* expo_gauge_fn: value read at render */
 	void *fn_arg;
 	pthread_mutex_t mu;
-	size_t nchildren;    /* under mu */
-	struct metric *last; /* under mu */
-	_Atomic(struct metric *) first;
+	size_t nchildren;	  /* under mu */
+	struct expo_series *last; /* under mu */
+	_Atomic(struct expo_series *) first;
 	/* CHILD_HASH_SIZE chain heads; NULL when the family has no labels */
-	_Atomic(struct metric *) *hash;
-	_Atomic(struct metric_family *) next;
+	_Atomic(struct expo_series *) *hash;
+	_Atomic(struct expo_family *) next;
 };
 
-struct metrics {
+struct expo {
 	pthread_mutex_t mu;
-	struct metric_family *last; /* under mu */
-	_Atomic(struct metric_family *) first;
+	struct expo_family *last; /* under mu */
+	_Atomic(struct expo_family *) first;
 };
 
 static double
@@ -123,7 +124,7 @@ valid_name(const char *s, bool allow_colon)
 			  (ch >= 'A' && ch <= 'Z') || ch == '_' ||
 			  (allow_colon && ch == ':') ||
 			  (n > 0 && ch >= '0' && ch <= '9');
-		if (!ok || n >= METRICS_MAX_NAME_LEN)
+		if (!ok || n >= EXPO_MAX_NAME_LEN)
 			return false;
 	}
 	return true;
@@ -141,7 +142,7 @@ dup_str(const char *s)
 }
 
 static void
-child_free(struct metric *c)
+child_free(struct expo_series *c)
 {
 	if (c == NULL)
 		return;
@@ -150,9 +151,9 @@ child_free(struct metric *c)
 }
 
 static void
-family_free(struct metric_family *f)
+family_free(struct expo_family *f)
 {
-	struct metric *c, *next;
+	struct expo_series *c, *next;
 
 	if (f == NULL)
 		return;
@@ -172,9 +173,9 @@ family_free(struct metric_family *f)
 }
 
 int
-metrics_new(struct metrics **out)
+expo_new(struct expo **out)
 {
-	struct metrics *m;
+	struct expo *m;
 
 	*out = NULL;
 	m = calloc(1, sizeof(*m));
@@ -190,9 +191,9 @@ metrics_new(struct metrics **out)
 }
 
 void
-metrics_free(struct metrics *m)
+expo_free(struct expo *m)
 {
-	struct metric_family *f, *next;
+	struct expo_family *f, *next;
 
 	if (m == NULL)
 		return;
@@ -207,7 +208,7 @@ metrics_free(struct metrics *m)
 
 /* Splits "a, b" into f->labels; false on a bad, reserved or repeated name. */
 static bool
-parse_labels(struct metric_family *f, const char *spec)
+parse_labels(struct expo_family *f, const char *spec)
 {
 	size_t n = 1, i, j;
 	const char *q;
@@ -218,7 +219,7 @@ parse_labels(struct metric_family *f, const char *spec)
 	for (q = spec; *q != '\0'; q++)
 		if (*q == ',')
 			n++;
-	if (n > METRICS_MAX_LABELS)
+	if (n > EXPO_MAX_LABELS)
 		return false;
 	f->label_buf = dup_str(spec);
 	f->labels = calloc(n, sizeof(*f->labels));
@@ -238,7 +239,7 @@ parse_labels(struct metric_family *f, const char *spec)
 		*end = '\0';
 		if (!valid_name(p, false) || strncmp(p, "__", 2) == 0)
 			return false;
-		if (f->type == METRIC_HISTOGRAM && strcmp(p, "le") == 0)
+		if (f->type == EXPO_HISTOGRAM && strcmp(p, "le") == 0)
 			return false;
 		for (j = 0; j < i; j++)
 			if (strcmp(f->labels[j], p) == 0)
@@ -251,11 +252,11 @@ parse_labels(struct metric_family *f, const char *spec)
 }
 
 static bool
-parse_buckets(struct metric_family *f, const double *buckets, size_t nbuckets)
+parse_buckets(struct expo_family *f, const double *buckets, size_t nbuckets)
 {
 	size_t i;
 
-	if (f->type != METRIC_HISTOGRAM)
+	if (f->type != EXPO_HISTOGRAM)
 		return buckets == NULL && nbuckets == 0;
 	if (buckets == NULL) {
 		buckets = default_buckets;
@@ -265,7 +266,7 @@ parse_buckets(struct metric_family *f, const double *buckets, size_t nbuckets)
 	if (nbuckets > 0 && isinf(buckets[nbuckets - 1]) &&
 	    buckets[nbuckets - 1] > 0)
 		nbuckets--;
-	if (nbuckets == 0 || nbuckets > METRICS_MAX_BUCKETS)
+	if (nbuckets == 0 || nbuckets > EXPO_MAX_BUCKETS)
 		return false;
 	for (i = 0; i < nbuckets; i++) {
 		if (!isfinite(buckets[i]))
@@ -281,10 +282,10 @@ parse_buckets(struct metric_family *f, const double *buckets, size_t nbuckets)
 	return true;
 }
 
-static struct metric_family *
-family_alloc(enum metric_type type, const char *name, const char *help)
+static struct expo_family *
+family_alloc(enum expo_type type, const char *name, const char *help)
 {
-	struct metric_family *f;
+	struct expo_family *f;
 
 	if (!valid_name(name, true))
 		return NULL;
@@ -307,12 +308,12 @@ family_alloc(enum metric_type type, const char *name, const char *help)
 	return f;
 }
 
-static struct metric *
-child_alloc(struct metric_family *f, const char *const *values)
+static struct expo_series *
+child_alloc(struct expo_family *f, const char *const *values)
 {
-	size_t nb = f->type == METRIC_HISTOGRAM ? f->nbounds + 1 : 0;
+	size_t nb = f->type == EXPO_HISTOGRAM ? f->nbounds + 1 : 0;
 	size_t i, bytes = f->nlabels * sizeof(char *);
-	struct metric *c;
+	struct expo_series *c;
 	char *p;
 
 	for (i = 0; i < f->nlabels; i++)
@@ -346,7 +347,7 @@ child_alloc(struct metric_family *f, const char *const *values)
 
 /* Appends c in creation order; caller holds f->mu. */
 static void
-child_publish(struct metric_family *f, struct metric *c)
+child_publish(struct expo_family *f, struct expo_series *c)
 {
 	if (f->last != NULL)
 		atomic_store_explicit(&f->last->next, c, memory_order_release);
@@ -357,7 +358,7 @@ child_publish(struct metric_family *f, struct metric *c)
 }
 
 static bool
-same_definition(const struct metric_family *a, const struct metric_family *b)
+same_definition(const struct expo_family *a, const struct expo_family *b)
 {
 	size_t i;
 
@@ -373,10 +374,10 @@ same_definition(const struct metric_family *a, const struct metric_family *b)
 	return true;
 }
 
-static struct metric_family *
-find_family(struct metrics *m, const char *name)
+static struct expo_family *
+find_family(struct expo *m, const char *name)
 {
-	struct metric_family *f;
+	struct expo_family *f;
 
 	for (f = atomic_load_explicit(&m->first, memory_order_acquire);
 	     f != NULL;
@@ -388,10 +389,10 @@ find_family(struct metrics *m, const char *name)
 
 /* Adds f unless its name is taken; returns the family now registered under
  * that name (f itself, or the older one) and sets *added. */
-static struct metric_family *
-register_family(struct metrics *m, struct metric_family *f, bool *added)
+static struct expo_family *
+register_family(struct expo *m, struct expo_family *f, bool *added)
 {
-	struct metric_family *old;
+	struct expo_family *old;
 
 	pthread_mutex_lock(&m->mu);
 	old = find_family(m, f->name);
@@ -410,17 +411,17 @@ register_family(struct metrics *m, struct metric_family *f, bool *added)
 	return old;
 }
 
-struct metric_family *
-metrics_family(struct metrics *m, enum metric_type type, const char *name,
-	       const char *help, const char *label_names, const double *buckets,
-	       size_t nbuckets)
+struct expo_family *
+expo_family(struct expo *m, enum expo_type type, const char *name,
+	    const char *help, const char *label_names, const double *buckets,
+	    size_t nbuckets)
 {
-	struct metric_family *f = NULL, *ret = NULL, *reg;
+	struct expo_family *f = NULL, *ret = NULL, *reg;
 	bool added;
 	size_t i;
 
-	if (m == NULL || (type != METRIC_COUNTER && type != METRIC_GAUGE &&
-			  type != METRIC_HISTOGRAM))
+	if (m == NULL || (type != EXPO_COUNTER && type != EXPO_GAUGE &&
+			  type != EXPO_HISTOGRAM))
 		goto out;
 	f = family_alloc(type, name, help);
 	if (f == NULL)
@@ -429,7 +430,7 @@ metrics_family(struct metrics *m, enum metric_type type, const char *name,
 	    !parse_buckets(f, buckets, nbuckets))
 		goto out;
 	if (f->nlabels == 0) {
-		struct metric *c = child_alloc(f, NULL);
+		struct expo_series *c = child_alloc(f, NULL);
 
 		if (c == NULL)
 			goto out;
@@ -453,15 +454,15 @@ out:
 }
 
 int
-metrics_gauge_fn(struct metrics *m, const char *name, const char *help,
-		 double (*fn)(void *arg), void *arg)
+expo_gauge_fn(struct expo *m, const char *name, const char *help,
+	      double (*fn)(void *arg), void *arg)
 {
-	struct metric_family *f;
+	struct expo_family *f;
 	bool added;
 
 	if (m == NULL || fn == NULL || !valid_name(name, true))
 		return STATUS_INVALID;
-	f = family_alloc(METRIC_GAUGE, name, help);
+	f = family_alloc(EXPO_GAUGE, name, help);
 	if (f == NULL)
 		return STATUS_NOMEM;
 	f->fn = fn;
@@ -490,10 +491,10 @@ hash_values(const char *const *values, size_t n)
 	return h;
 }
 
-static struct metric *
-find_child(struct metric_family *f, uint32_t h, const char *const *values)
+static struct expo_series *
+find_child(struct expo_family *f, uint32_t h, const char *const *values)
 {
-	struct metric *c;
+	struct expo_series *c;
 	size_t i;
 
 	c = atomic_load_explicit(&f->hash[h % CHILD_HASH_SIZE],
@@ -510,10 +511,10 @@ find_child(struct metric_family *f, uint32_t h, const char *const *values)
 	return NULL;
 }
 
-struct metric *
-metric_child(struct metric_family *f, const char *const *values)
+struct expo_series *
+expo_series(struct expo_family *f, const char *const *values)
 {
-	struct metric *c;
+	struct expo_series *c;
 	uint32_t h;
 	size_t i;
 
@@ -525,8 +526,8 @@ metric_child(struct metric_family *f, const char *const *values)
 		return NULL;
 	for (i = 0; i < f->nlabels; i++)
 		if (values[i] == NULL ||
-		    strnlen(values[i], METRICS_MAX_VALUE_LEN + 1) >
-			    METRICS_MAX_VALUE_LEN)
+		    strnlen(values[i], EXPO_MAX_VALUE_LEN + 1) >
+			    EXPO_MAX_VALUE_LEN)
 			return NULL;
 	h = hash_values(values, f->nlabels);
 	c = find_child(f, h, values);
@@ -535,7 +536,7 @@ metric_child(struct metric_family *f, const char *const *values)
 
 	pthread_mutex_lock(&f->mu);
 	c = find_child(f, h, values); /* another thread may have won */
-	if (c == NULL && f->nchildren < METRICS_MAX_CHILDREN) {
+	if (c == NULL && f->nchildren < EXPO_MAX_CHILDREN) {
 		c = child_alloc(f, values);
 		if (c != NULL) {
 			c->hash = h;
@@ -552,53 +553,53 @@ metric_child(struct metric_family *f, const char *const *values)
 }
 
 void
-metric_inc(struct metric *c)
+expo_inc(struct expo_series *c)
 {
 	if (c == NULL)
 		return;
-	if (c->fam->type == METRIC_COUNTER)
+	if (c->fam->type == EXPO_COUNTER)
 		atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed);
-	else if (c->fam->type == METRIC_GAUGE)
+	else if (c->fam->type == EXPO_GAUGE)
 		atomic_add_double(&c->bits, 1.0);
 }
 
 void
-metric_dec(struct metric *c)
+expo_dec(struct expo_series *c)
 {
-	if (c != NULL && c->fam->type == METRIC_GAUGE)
+	if (c != NULL && c->fam->type == EXPO_GAUGE)
 		atomic_add_double(&c->bits, -1.0);
 }
 
 void
-metric_add(struct metric *c, double v)
+expo_add(struct expo_series *c, double v)
 {
 	if (c == NULL)
 		return;
-	if (c->fam->type == METRIC_COUNTER) {
+	if (c->fam->type == EXPO_COUNTER) {
 		/* counters only go up: a negative or non-finite add would
 		 * corrupt every later rate() */
 		if (isfinite(v) && v >= 0)
 			atomic_add_double(&c->bits, v);
-	} else if (c->fam->type == METRIC_GAUGE) {
+	} else if (c->fam->type == EXPO_GAUGE) {
 		atomic_add_double(&c->bits, v);
 	}
 }
 
 void
-metric_set(struct metric *c, double v)
+expo_set(struct expo_series *c, double v)
 {
-	if (c != NULL && c->fam->type == METRIC_GAUGE)
+	if (c != NULL && c->fam->type == EXPO_GAUGE)
 		atomic_store_explicit(&c->bits, double_to_bits(v),
 				      memory_order_relaxed);
 }
 
 void
-metric_observe(struct metric *c, double v)
+expo_observe(struct expo_series *c, double v)
 {
-	const struct metric_family *f;
+	const struct expo_family *f;
 	size_t lo = 0, hi;
 
-	if (c == NULL || c->fam->type != METRIC_HISTOGRAM || isnan(v))
+	if (c == NULL || c->fam->type != EXPO_HISTOGRAM || isnan(v))
 		return;
 	f = c->fam;
 	/* first bound >= v: buckets are "le" (inclusive); none = +Inf */
@@ -616,19 +617,19 @@ metric_observe(struct metric *c, double v)
 }
 
 double
-metric_value(const struct metric *c)
+expo_value(const struct expo_series *c)
 {
 	uint64_t n;
 
 	if (c == NULL)
 		return 0;
 	switch (c->fam->type) {
-	case METRIC_COUNTER:
+	case EXPO_COUNTER:
 		n = atomic_load_explicit((_Atomic uint64_t *)&c->count,
 					 memory_order_relaxed);
 		return (double)n + load_double(&c->bits);
-	case METRIC_GAUGE: return load_double(&c->bits);
-	case METRIC_HISTOGRAM: break;
+	case EXPO_GAUGE: return load_double(&c->bits);
+	case EXPO_HISTOGRAM: break;
 	}
 	return 0;
 }
@@ -689,8 +690,9 @@ put_double(struct buf *b, double v)
 
 /* name{l1="v1",...,le="x"} value\n; le may be NULL. */
 static void
-put_sample(struct buf *b, const struct metric_family *f, const struct metric *c,
-	   const char *suffix, const char *le, double v)
+put_sample(struct buf *b, const struct expo_family *f,
+	   const struct expo_series *c, const char *suffix, const char *le,
+	   double v)
 {
 	size_t i;
 
@@ -721,7 +723,8 @@ put_sample(struct buf *b, const struct metric_family *f, const struct metric *c,
 }
 
 static void
-render_histogram(struct buf *b, const struct metric_family *f, struct metric *c)
+render_histogram(struct buf *b, const struct expo_family *f,
+		 struct expo_series *c)
 {
 	uint64_t cum = 0;
 	char le[32];
@@ -739,14 +742,14 @@ render_histogram(struct buf *b, const struct metric_family *f, struct metric *c)
 }
 
 static void
-render_family(struct buf *b, const struct metric_family *f)
+render_family(struct buf *b, const struct expo_family *f)
 {
 	static const char *const type_names[] = {
-		[METRIC_COUNTER] = "counter",
-		[METRIC_GAUGE] = "gauge",
-		[METRIC_HISTOGRAM] = "histogram",
+		[EXPO_COUNTER] = "counter",
+		[EXPO_GAUGE] = "gauge",
+		[EXPO_HISTOGRAM] = "histogram",
 	};
-	struct metric *c;
+	struct expo_series *c;
 
 	if (f->help[0] != '\0') {
 		buf_puts(b, "# HELP ");
@@ -767,25 +770,25 @@ render_family(struct buf *b, const struct metric_family *f)
 	for (c = atomic_load_explicit(&f->first, memory_order_acquire);
 	     c != NULL;
 	     c = atomic_load_explicit(&c->next, memory_order_acquire)) {
-		if (f->type == METRIC_HISTOGRAM)
+		if (f->type == EXPO_HISTOGRAM)
 			render_histogram(b, f, c);
 		else
-			put_sample(b, f, c, "", NULL, metric_value(c));
+			put_sample(b, f, c, "", NULL, expo_value(c));
 	}
 }
 
 int
-metrics_render(struct metrics *m, char **out, size_t *len)
+expo_render(struct expo *m, char **out, size_t *len)
 {
-	struct metric_family *f;
+	struct expo_family *f;
 	struct buf b;
 
 	*out = NULL;
 	*len = 0;
 	if (m == NULL)
 		return STATUS_INVALID;
-	/* the text and its NUL within METRICS_MAX_RENDER_BYTES */
-	buf_init(&b, METRICS_MAX_RENDER_BYTES - 1);
+	/* the text and its NUL within EXPO_MAX_RENDER_BYTES */
+	buf_init(&b, EXPO_MAX_RENDER_BYTES - 1);
 	for (f = atomic_load_explicit(&m->first, memory_order_acquire);
 	     f != NULL && buf_error(&b) == STATUS_OK;
 	     f = atomic_load_explicit(&f->next, memory_order_acquire))
