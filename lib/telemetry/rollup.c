@@ -767,7 +767,7 @@ rollup_split_range(int64_t from_ms, int64_t to_ms, int64_t now_ms,
 {
 	const int64_t minute = ROLLUP_MINUTE_S * 1000LL,
 		      hour = ROLLUP_PERIOD_S * 1000LL;
-	int64_t settled = now_ms - ROLLUP_SETTLE_S * 1000LL, mto, hto;
+	int64_t settled, mto, hto;
 
 	out->minute_from = out->minute_to = from_ms;
 	out->hour_from = out->hour_to = from_ms;
@@ -777,6 +777,7 @@ rollup_split_range(int64_t from_ms, int64_t to_ms, int64_t now_ms,
 	    to_ms > SPLIT_LIMIT_MS || now_ms < -SPLIT_LIMIT_MS ||
 	    now_ms > SPLIT_LIMIT_MS)
 		return false;
+	settled = now_ms - ROLLUP_SETTLE_S * 1000LL;
 	/* the first whole minute (hour) starts at or after from; the last
 	 * ends at or before both to and the settling time */
 	out->minute_from = rollup_minute_floor(from_ms + minute - 1);

@@ -301,6 +301,21 @@ test_split_range(void **state)
 	}
 }
 
+/* Clocks at the ends of int64 (fuzz_rollup found now = INT64_MIN):
+ * refused before any arithmetic, which UBSan would abort on. */
+static void
+test_split_extreme_clocks(void **state)
+{
+	const int64_t B = 1763805600000;
+	struct rollup_split sp;
+
+	(void)state;
+	assert_false(rollup_split_range(B, B + H_MS, INT64_MIN, &sp));
+	assert_false(rollup_split_range(B, B + H_MS, INT64_MAX, &sp));
+	assert_false(rollup_split_range(INT64_MIN, B, B, &sp));
+	assert_false(rollup_split_range(B, INT64_MAX, B + H_MS, &sp));
+}
+
 /* Random ranges: the parts are ordered, whole, settled and inside. */
 static void
 test_split_random(void **state)
@@ -1661,6 +1676,7 @@ main(void)
 		cmocka_unit_test(test_hist_text),
 		cmocka_unit_test(test_minute_floor),
 		cmocka_unit_test(test_split_range),
+		cmocka_unit_test(test_split_extreme_clocks),
 		cmocka_unit_test(test_split_random),
 	};
 	const struct CMUnitTest db[] = {
