@@ -3,13 +3,14 @@
 // on each, and compares the answers byte for byte.
 //
 //   node answers.mjs --base URL --new URL --calls FILE --out DIR --now ISO
-//                    [--prometheus] [--timeout-ms N]
+//                    [--prometheus] [--partial-saves] [--timeout-ms N]
 //
 // URL is a gateway's /mcp endpoint; --now is the instant both gateways' frozen
 // clock shows (check.sh runs them under libfaketime), used for the ${now...}
 // placeholders and checked before the first call; --prometheus when a
 // [prometheus.*] instance is configured (else calls with "needs":
-// "prometheus" are skipped).
+// "prometheus" are skipped); --partial-saves when answers are cut short
+// (check.sh's ANSWERS_MAX_CHARS), see "save" below.
 //
 // calls.json: {"calls": [{"tool", "args", "protocol"?, "needs"?, "save"?}]}.
 //   args      the tool's arguments; strings may hold placeholders:
@@ -21,7 +22,10 @@
 //             string).
 //   save      {"NAME": "dotted.path"}: values of the base answer's result,
 //             e.g. "structuredContent.traces.0.trace_id".  A path that is
-//             missing is a fatal error (the list no longer fits the data).
+//             missing is a fatal error (the list no longer fits the data),
+//             but with --partial-saves (a small text budget leaves out of
+//             the answer, structured content included, the second trace)
+//             the calls that need that value are skipped instead.
 //   protocol  the session's revision (default 2025-11-25; "2025-03-26"
 //             exercises the older result shape).
 //   needs     "prometheus": skipped without a Prometheus instance.
@@ -65,6 +69,7 @@ function parseArgs(argv) {
 		else if (a === '--now') o.now = v();
 		else if (a === '--timeout-ms') o.timeoutMs = Number(v());
 		else if (a === '--prometheus') o.prometheus = true;
+		else if (a === '--partial-saves') o.partialSaves = true;
 		else die(`unknown argument ${a}`);
 	}
 	for (const k of ['base', 'new', 'calls', 'out', 'now']) if (!o[k]) die(`--${k} is required`);
@@ -366,6 +371,7 @@ async function main() {
 	}
 
 	const saved = {};
+	const unsaved = new Set(); // --partial-saves: names the base answer lacked
 	const perTool = new Map();
 	const index = ['#\ttool\tstatus\tbase\tnew\targs'];
 	const diffs = [];
@@ -375,6 +381,7 @@ async function main() {
 	let usdCount = 0;
 	let retried = 0;
 	let skipped = 0;
+	let skippedUnsaved = 0;
 	const kinds = { result: 0, 'tool-error': 0, 'rpc-error': 0, failure: 0 };
 	const started = Date.now();
 
@@ -385,6 +392,13 @@ async function main() {
 		if (typeof c.tool !== 'string') die(`${where}: no "tool"`);
 		if (c.needs === 'prometheus' && !o.prometheus) {
 			skipped++;
+			index.push(`${n}\t${c.tool}\tskipped\t\t\t${JSON.stringify(c.args ?? {})}`);
+			continue;
+		}
+		const needed = [...JSON.stringify(c.args ?? {}).matchAll(/\$\{([^}]+)\}/g)].map((m) => m[1]);
+		if (needed.some((name) => unsaved.has(name))) {
+			skipped++;
+			skippedUnsaved++;
 			index.push(`${n}\t${c.tool}\tskipped\t\t\t${JSON.stringify(c.args ?? {})}`);
 			continue;
 		}
@@ -438,6 +452,10 @@ async function main() {
 		if (c.save) {
 			for (const [name, p2] of Object.entries(c.save)) {
 				const v = b.json && b.json.result ? getPath(b.json.result, p2) : undefined;
+				if ((v === undefined || v === null) && o.partialSaves) {
+					unsaved.add(name);
+					continue;
+				}
 				if (v === undefined || v === null) die(`${where}: save ${name}: the base answer has no ${p2}: ${b.answer.toString('utf8').slice(0, 300)}`);
 				saved[name] = v;
 			}
@@ -454,7 +472,7 @@ async function main() {
 	const tools = [...perTool.entries()].map(([t, k]) => `${t} ${k}`).join(', ');
 	const info = [
 		`answers: calls per tool: ${tools}`,
-		`answers: base answers: ${kinds.result} results, ${kinds['tool-error']} tool errors (isError), ${kinds['rpc-error']} JSON-RPC errors, ${kinds.failure} without an answer; ${retried} pair(s) sent twice; ${skipped} skipped${skipped ? ' (no Prometheus)' : ''}; ${((Date.now() - started) / 1000).toFixed(1)} s`,
+		`answers: base answers: ${kinds.result} results, ${kinds['tool-error']} tool errors (isError), ${kinds['rpc-error']} JSON-RPC errors, ${kinds.failure} without an answer; ${retried} pair(s) sent twice; ${skipped} skipped${skipped ? ` (${skipped - skippedUnsaved} without Prometheus, ${skippedUnsaved} without a value the cut answers lack)` : ''}; ${((Date.now() - started) / 1000).toFixed(1)} s`,
 	];
 	const summary = `answers: ${total} calls, ${identical} identical, ${differ} differ (${usdCount} USD only)`;
 

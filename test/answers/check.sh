@@ -37,6 +37,9 @@
 #   ANSWERS_CALLS       the call list (default test/answers/calls.json)
 #   ANSWERS_OUT         where answers and logs go (default build/answers)
 #   ANSWERS_SETTLE_MAX_S  longest wait for the rollups (default 420)
+#   ANSWERS_MAX_CHARS   [tools] max_answer_chars of both gateways (default:
+#                       the config's, 16000); a small one (1000, its least,
+#                       or 2000) cuts many answers, to compare their edges
 #   ANSWERS_PROMETHEUS  0: no Prometheus even when installed
 #   ANSWERS_JOBS        make -j (default 2)
 #   ANSWERS_FAKETIME_LIB  libfaketimeMT.so.1 when not in a standard place
@@ -54,6 +57,7 @@ CALLS=${ANSWERS_CALLS:-$HERE/calls.json}
 OUT=${ANSWERS_OUT:-$ROOT/build/answers}
 SETTLE_MAX_S=${ANSWERS_SETTLE_MAX_S:-420}
 JOBS=${ANSWERS_JOBS:-2}
+MAX_CHARS=${ANSWERS_MAX_CHARS:-}
 READY_S=30 # longest wait for a gateway's or Prometheus's readiness
 
 note() { echo "$me: $*" >&2; }
@@ -65,6 +69,9 @@ started_at=$(date +%s)
 elapsed() { echo "$(($(date +%s) - started_at)) s"; }
 
 [ -f "$CALLS" ] || die "no call list $CALLS"
+case $MAX_CHARS in
+*[!0-9]*) die "ANSWERS_MAX_CHARS must be a number of characters, not $MAX_CHARS" ;;
+esac
 
 # Hermetic: nothing a developer exported reaches the gateways or psql.
 for v in $(env | sed -n 's/^\(SEXTANT_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -336,6 +343,10 @@ fake=$(date -u -d "@$epoch" '+%Y-%m-%d %H:%M:%S')
 	echo "[sessions]"
 	echo '# each gateway its own sessions: they share the database, not a cluster'
 	echo 'store = "memory"'
+	if [ -n "$MAX_CHARS" ]; then
+		echo "[tools]"
+		echo "max_answer_chars = $MAX_CHARS"
+	fi
 	if [ -n "$prom_url" ]; then
 		echo "[prometheus.local]"
 		echo "url = \"$prom_url\""
@@ -394,12 +405,14 @@ note "base $base_desc on 127.0.0.1:$bport, new $NEW_BIN on 127.0.0.1:$nport; clo
 	echo "spans: $SPANS"
 	echo "clock: $now_iso"
 	echo "prometheus: ${prom_url:-none}"
+	echo "max_answer_chars: ${MAX_CHARS:-default}"
 } >"$OUT/run.txt"
 
 # ---- 5. the calls -----------------------------------------------------------------------
 rc=0
 "$NODE" "$HERE/answers.mjs" --base "http://127.0.0.1:$bport/mcp" --new "http://127.0.0.1:$nport/mcp" \
-	--calls "$CALLS" --out "$OUT" --now "$now_iso" ${prom_url:+--prometheus} || rc=$?
+	--calls "$CALLS" --out "$OUT" --now "$now_iso" ${prom_url:+--prometheus} \
+	${MAX_CHARS:+--partial-saves} || rc=$?
 for p in "$base_pid:base" "$new_pid:new"; do
 	kill -0 "${p%%:*}" 2>/dev/null || {
 		note "the ${p#*:} gateway died during the run (see $LOGS/${p#*:}.log)"
