@@ -14,6 +14,7 @@
 #include "base/timerange.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
+#include "telemetry/render.h"
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 
@@ -46,13 +47,55 @@ tool_span_source(const char *name)
 	return -1;
 }
 
-json_t *
-tool_result_buf(const struct buf *b, json_t *sc)
+int
+tool_result_buf(const struct buf *b, json_t *sc, json_t **result)
 {
-	return tool_result_new(json_pack("[{s:s, s:s%}]", "type", "text",
-					 "text", b->data != NULL ? b->data : "",
-					 b->len),
-			       sc, false);
+	int rc = buf_error(b);
+
+	*result = NULL;
+	if (rc != STATUS_OK) {
+		json_decref(sc);
+		return rc;
+	}
+	*result = tool_result_new(
+		json_pack("[{s:s, s:s%}]", "type", "text", "text",
+			  b->data != NULL ? b->data : "", b->len),
+		sc, false);
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+int
+tool_fit(struct buf *b)
+{
+	int rc = buf_error(b);
+
+	/* a failed append leaves b->len where the piece stopped: rolling
+	 * back to it keeps what came before and forgets the failure */
+	if (rc == STATUS_LIMIT)
+		buf_rollback(b, b->len);
+	return rc;
+}
+
+/* render_md_*'s failure, which it leaves out of b, back in b unless the
+ * row did not fit. */
+static int
+md_kept(struct buf *b, int rc)
+{
+	if (rc != STATUS_LIMIT)
+		buf_set_error(b, rc);
+	return rc;
+}
+
+int
+tool_md_row(struct buf *b, const char *const *cells, size_t n)
+{
+	return md_kept(b, render_md_row(b, cells, n));
+}
+
+int
+tool_md_rule(struct buf *b, size_t n)
+{
+	return md_kept(b, render_md_rule(b, n));
 }
 
 int

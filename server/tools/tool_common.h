@@ -3,7 +3,8 @@
  * telemetry store (tool_query, tool_spans, tool_genai, tool_query_otlp,
  * tool_spans_services): the table of sources, arguments (ids, time ranges),
  * leasing store connections and asking the span sources side by side
- * (tool_round), and what a handler ends with.
+ * (tool_round), text fitted to the answer's budget (tool_fit), and what a
+ * handler ends with.
  */
 #ifndef SEXTANT_TOOL_COMMON_H
 #define SEXTANT_TOOL_COMMON_H
@@ -54,11 +55,34 @@ int tool_source_of_merge(int merge);
 int tool_span_source(const char *name);
 
 /*
- * A CallToolResult (new; NULL on ENOMEM) whose one content block is the
- * text in b ("" when b holds none) and whose structuredContent is sc
- * (stolen, may be NULL).
+ * The one check of an answer's text, and the result made of it: STATUS_OK
+ * with *result a new CallToolResult whose one content block is the text in
+ * b ("" when b holds none) and whose structuredContent is sc; else the
+ * error pending in b (its text is not whole and is not sent) or
+ * STATUS_NOMEM, with *result NULL.  sc is stolen either way (may be NULL).
  */
-json_t *tool_result_buf(const struct buf *b, json_t *sc);
+int tool_result_buf(const struct buf *b, json_t *sc, json_t **result);
+
+/*
+ * Text fitted to a hard maximum (the answer's text budget, an error
+ * message's room): a piece that does not fit is left out and the text goes
+ * on, so that a short closing note still follows a long line that did not
+ * fit.  Called after each piece that may not fit (one append, or appends
+ * that stop at their first failure and keep what came before it), it
+ * forgets STATUS_LIMIT and b takes appends again; any other error stays in
+ * b for the one check.  Returns the error b had: STATUS_LIMIT when the
+ * piece (or its end) was left out, STATUS_OK when it fit.
+ */
+int tool_fit(struct buf *b);
+
+/*
+ * render_md_row and render_md_rule (lib/telemetry/render) under tool_fit's
+ * rule: a row that does not fit is left out, b as it was (STATUS_LIMIT),
+ * and any other failure is kept in b (buf_set_error) for the one check.
+ * Returns render_md_*'s status, for a caller that ends its table there.
+ */
+int tool_md_row(struct buf *b, const char *const *cells, size_t n);
+int tool_md_rule(struct buf *b, size_t n);
 
 /*
  * What a handler returns once it has cleaned up after rc: STATUS_NOMEM

@@ -418,8 +418,7 @@ finish(struct out *o, json_t *sc, json_t **result)
 		json_decref(sc);
 		return STATUS_NOMEM;
 	}
-	*result = tool_result_buf(&o->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&o->b, sc, result);
 }
 
 /* ---- sessions ------------------------------------------------------------ */

@@ -962,10 +962,8 @@ render(struct call *call, struct grafana *g, const struct req *q,
 	}
 	if (m->warning != NULL)
 		json_object_set_new(sc, "warning", json_string(m->warning));
-	*result = tool_result_buf(&b, sc);
+	rc = tool_result_buf(&b, sc, result);
 	sc = NULL;
-	if (*result == NULL)
-		rc = STATUS_NOMEM;
 out:
 	json_decref(series);
 	json_decref(sc);

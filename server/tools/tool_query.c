@@ -679,8 +679,7 @@ metrics_result(struct metrics_state *x, json_t **result)
 						    ->protocol],
 					metric_json(r));
 		}
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 nomem:
 	json_decref(sc);
 	return STATUS_NOMEM;

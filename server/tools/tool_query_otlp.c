@@ -505,7 +505,8 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	*result = tool_result_buf(&b, sc);
+	rc = tool_result_buf(&b, sc, result);
+	goto out;
 done:
 	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
 out:
@@ -798,8 +799,7 @@ search_result(struct search_call *x, json_t **result)
 		json_decref(sc);
 		return STATUS_NOMEM;
 	}
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 }
 
 static int

@@ -583,8 +583,7 @@ list_result(struct list_call *x, json_t **result)
 
 		json_object_set_new(sc, "time_range", tool_range_json(&tr));
 	}
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 }
 
 static int
@@ -1222,8 +1221,7 @@ get_not_found(struct get_call *x, json_t **result)
 		       get_sources(x), "lines", "bottlenecks", "error_chain");
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 }
 
 /* Folding: which spans keep their own line, and the runs of repeated
@@ -1389,8 +1387,7 @@ get_result(struct get_call *x, json_t **result)
 		       "bottlenecks", x->bn, "error_chain", x->chain);
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 }
 
 static int

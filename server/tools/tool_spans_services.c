@@ -284,8 +284,7 @@ services_result(struct services_call *x, json_t **result)
 		       (json_int_t)(x->r->n - x->shown));
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	*result = tool_result_buf(&x->b, sc);
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	return tool_result_buf(&x->b, sc, result);
 }
 
 static int
