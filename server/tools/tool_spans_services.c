@@ -203,15 +203,16 @@ services_table(struct services_call *x)
 		if (rc == STATUS_OK &&
 		    json_array_remove(x->arr, json_array_size(x->arr) - 1) != 0)
 			return STATUS_NOMEM;
-		x->t.len = mark;
-		x->t.data[mark] = '\0';
+		buf_rollback(&x->t, mark);
 		break;
 	}
 	return STATUS_OK;
 }
 
-/* Text: the heading, the table, and what was left out and why. */
-static int
+/* Text: the heading, the table, and what was left out and why.  The
+ * table is fitted to the budget and the lines around it are short: b,
+ * budget + 4096, holds them all, and the one check is services_result's. */
+static void
 services_text(struct services_call *x)
 {
 	const struct servicequery_result *r = x->r;
@@ -226,45 +227,42 @@ services_text(struct services_call *x)
 	ns = x->ns != NULL ? shown_ns(call_redact(x->call), x->ns, &x->nsowned)
 			   : NULL;
 	if (r->n == 0) {
-		(void)!buf_printf(b,
-				  "No services with spans in %s%s%s%s. "
-				  "Widen time_range%s.\n",
-				  rdesc, ns != NULL ? " in namespace \"" : "",
-				  ns != NULL ? ns : "", ns != NULL ? "\"" : "",
-				  ns != NULL ? " or drop namespace" : "");
-		return STATUS_OK;
+		buf_printf(b,
+			   "No services with spans in %s%s%s%s. "
+			   "Widen time_range%s.\n",
+			   rdesc, ns != NULL ? " in namespace \"" : "",
+			   ns != NULL ? ns : "", ns != NULL ? "\"" : "",
+			   ns != NULL ? " or drop namespace" : "");
+		return;
 	}
-	(void)!buf_puts(b, "## Services (");
+	buf_puts(b, "## Services (");
 	if (x->shown < r->n)
-		(void)!buf_printf(b, "%zu of ", x->shown);
-	(void)!buf_printf(b, "%zu, %s%s%s%s)\n\n", r->n, rdesc,
-			  ns != NULL ? ", namespace \"" : "",
-			  ns != NULL ? ns : "", ns != NULL ? "\"" : "");
-	if (x->t.data == NULL || buf_puts(b, x->t.data) != STATUS_OK)
-		return STATUS_NOMEM;
+		buf_printf(b, "%zu of ", x->shown);
+	buf_printf(b, "%zu, %s%s%s%s)\n\n", r->n, rdesc,
+		   ns != NULL ? ", namespace \"" : "", ns != NULL ? ns : "",
+		   ns != NULL ? "\"" : "");
+	buf_append(b, x->t.data, x->t.len);
 	if (x->shown < r->n)
-		(void)!buf_printf(
-			b, "\n%zu more service%s not shown: %s.\n",
-			r->n - x->shown, r->n - x->shown == 1 ? "" : "s",
-			x->shown < want ? "the answer is full; filter by "
-					  "namespace"
-			: ns != NULL	? "raise limit"
+		buf_printf(b, "\n%zu more service%s not shown: %s.\n",
+			   r->n - x->shown, r->n - x->shown == 1 ? "" : "s",
+			   x->shown < want ? "the answer is full; filter by "
+					     "namespace"
+			   : ns != NULL	   ? "raise limit"
 					: "raise limit or filter by namespace");
-	(void)!buf_printf(
-		b,
-		"\nRequests are HTTP and gRPC server spans (0 for a service "
-		"with only client, database or internal spans); Errors: HTTP "
-		"status >= 500 or a gRPC status other than OK%s.\n",
-		r->rollup ? "; P95 from hourly and minute rollups (within 0.5%)"
-			  : "");
+	buf_printf(b,
+		   "\nRequests are HTTP and gRPC server spans (0 for a service "
+		   "with only client, database or internal spans); Errors: "
+		   "HTTP status >= 500 or a gRPC status other than OK%s.\n",
+		   r->rollup ? "; P95 from hourly and minute rollups (within "
+			       "0.5%)"
+			     : "");
 	if (r->truncated)
-		(void)!buf_printf(b,
-				  "More than %d services have spans: only the "
-				  "first %d by name were considered; filter by "
-				  "namespace.\n",
-				  SERVICEQUERY_MAX_SERVICES,
-				  SERVICEQUERY_MAX_SERVICES);
-	return STATUS_OK;
+		buf_printf(b,
+			   "More than %d services have spans: only the first "
+			   "%d by name were considered; filter by "
+			   "namespace.\n",
+			   SERVICEQUERY_MAX_SERVICES,
+			   SERVICEQUERY_MAX_SERVICES);
 }
 
 /* Structured content: the range, the rows shown and how many were not. */
@@ -274,8 +272,6 @@ services_result(struct services_call *x, json_t **result)
 	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
 	json_t *sc;
 
-	if (x->b.data == NULL)
-		return STATUS_NOMEM;
 	timerange_format(x->tr.from_ms, from, sizeof(from));
 	timerange_format(x->tr.to_ms, to, sizeof(to));
 	sc = json_pack("{s:{s:s, s:s}, s:O, s:I, s:I}", "time_range", "from",
@@ -304,9 +300,9 @@ list_services(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	if ((rc = services_fetch(&x, result)) != STATUS_OK || *result != NULL)
 		goto out;
-	if ((rc = services_table(&x)) != STATUS_OK ||
-	    (rc = services_text(&x)) != STATUS_OK)
+	if ((rc = services_table(&x)) != STATUS_OK)
 		goto out;
+	services_text(&x);
 	rc = services_result(&x, result);
 out:
 	json_decref(x.arr);
