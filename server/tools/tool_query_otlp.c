@@ -77,7 +77,8 @@ lease(struct call *call, struct pg_conn **c, json_t **result)
 #define FILTER_HINT "narrow time_range or add filters (service, attributes)"
 
 /* The filters given, for headers and "nothing found" answers:
- * " (service=a, attributes={...})" or "". */
+ * " (service=a, attributes={...})" or "".  A filter too long for the
+ * budget is left out (tool_fit). */
 static void
 describe_filters(struct buf *b, const json_t *args, const char *const *keys,
 		 size_t nkeys)
@@ -87,28 +88,30 @@ describe_filters(struct buf *b, const json_t *args, const char *const *keys,
 	for (size_t i = 0; i < nkeys; i++) {
 		const json_t *v = json_object_get(args, keys[i]);
 		char *j = NULL;
-		int rc;
 
 		if (v == NULL || json_is_null(v) ||
 		    (json_is_object(v) && json_object_size(v) == 0) ||
 		    (json_is_array(v) && json_array_size(v) == 0))
 			continue;
 		if (json_is_string(v)) {
-			rc = buf_printf(b, "%s%s=%s", any ? ", " : " (",
-					keys[i], json_string_value(v));
+			buf_printf(b, "%s%s=%s", any ? ", " : " (", keys[i],
+				   json_string_value(v));
 		} else {
 			j = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
 						  JSON_ENCODE_ANY);
-			rc = j != NULL
-				     ? buf_printf(b, "%s%s=%s",
-						  any ? ", " : " (", keys[i], j)
-				     : STATUS_NOMEM;
+			if (j != NULL)
+				buf_printf(b, "%s%s=%s", any ? ", " : " (",
+					   keys[i], j);
+			else
+				buf_set_error(b, STATUS_NOMEM);
 			free(j);
 		}
-		any = any || rc == STATUS_OK;
+		any = tool_fit(b) == STATUS_OK || any;
 	}
-	if (any)
-		(void)!buf_puts(b, ")");
+	if (any) {
+		buf_puts(b, ")");
+		tool_fit(b);
+	}
 }
 
 /* ---- query_telemetry_metrics ------------------------------------------ */
@@ -170,47 +173,56 @@ unknown_metric(struct pg_conn *c, const char *name, const char *service,
 		if (rc != STATUS_OK)
 			goto out;
 		what = service;
-		(void)!buf_printf(&b,
-				  "service \"%s\" has no metric points in the "
-				  "telemetry store",
-				  service);
+		buf_printf(&b,
+			   "service \"%s\" has no metric points in the "
+			   "telemetry store",
+			   service);
 	} else if (service != NULL) {
-		(void)!buf_printf(&b,
-				  "unknown metric \"%s\" for service \"%s\"",
-				  name, service);
+		buf_printf(&b, "unknown metric \"%s\" for service \"%s\"", name,
+			   service);
 	} else {
-		(void)!buf_printf(&b, "unknown metric \"%s\"", name);
+		buf_printf(&b, "unknown metric \"%s\"", name);
 	}
+	/* the names come from the store: one too long for the message is
+	 * left out (tool_fit), the arguments' are short */
 	n = spanquery_suggest(what, nm->names, nm->n, best, SUGGEST_MAX);
-	for (size_t i = 0; i < n; i++)
-		(void)!buf_printf(&b, "%s\"%s\"",
-				  i == 0       ? ": did you mean "
-				  : i + 1 == n ? " or "
-					       : ", ",
-				  best[i]);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&b, "%s\"%s\"",
+			   i == 0	? ": did you mean "
+			   : i + 1 == n ? " or "
+					: ", ",
+			   best[i]);
+		tool_fit(&b);
+	}
 	if (n > 0) {
-		(void)!buf_puts(&b, "?");
+		buf_puts(&b, "?");
 	} else if (nm->n > 0) {
 		/* nothing close: show some that exist */
 		if (what == service)
-			(void)!buf_puts(&b, "; services with metric points: ");
+			buf_puts(&b, "; services with metric points: ");
 		else if (service != NULL)
-			(void)!buf_printf(
-				&b, "; metrics of service \"%s\": ", service);
+			buf_printf(&b,
+				   "; metrics of service \"%s\": ", service);
 		else
-			(void)!buf_puts(&b, "; metrics stored: ");
-		for (size_t i = 0; i < nm->n && i < SUGGEST_MAX; i++)
-			(void)!buf_printf(&b, "%s\"%s\"", i > 0 ? ", " : "",
-					  nm->names[i]);
+			buf_puts(&b, "; metrics stored: ");
+		for (size_t i = 0; i < nm->n && i < SUGGEST_MAX; i++) {
+			buf_printf(&b, "%s\"%s\"", i > 0 ? ", " : "",
+				   nm->names[i]);
+			tool_fit(&b);
+		}
 		if (nm->n > SUGGEST_MAX)
-			(void)!buf_printf(&b, " and %zu more",
-					  nm->n - SUGGEST_MAX);
+			buf_printf(&b, " and %zu more", nm->n - SUGGEST_MAX);
 	} else {
-		(void)!buf_puts(&b, "; no metric points are stored yet "
-				    "(send them to /v1/metrics)");
+		buf_puts(&b, "; no metric points are stored yet "
+			     "(send them to /v1/metrics)");
 	}
+	/* a note above that did not fit left too little room for this
+	 * longer one too: one tool_fit serves both */
 	if (what == service)
-		(void)!buf_puts(&b, " (or leave service out)");
+		buf_puts(&b, " (or leave service out)");
+	tool_fit(&b);
+	if ((rc = buf_error(&b)) != STATUS_OK)
+		goto out;
 	*result = tool_result_error("%s", b.data != NULL ? b.data : "");
 	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
 out:
@@ -291,7 +303,11 @@ series_json(const struct pointquery_metric *m, const char *const *keys,
 	return arr;
 }
 
-/* The text answer: a header, then per series a label line and a table. */
+/*
+ * The text answer: a header, then per series a label line and a table,
+ * while the budget (b's maximum) lasts.  A piece that does not fit is left
+ * out (tool_fit): a label too long, or the closing lines.
+ */
 static void
 metric_text(struct buf *b, const json_t *args, const char *name,
 	    const struct pointquery_metric *m, const char *const *keys,
@@ -310,47 +326,56 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 		snprintf(step, sizeof(step), "%" PRId64 "s", step_s);
 	if (m->n_series == 0) {
 		timerange_format(m->latest_ms, latest, sizeof(latest));
-		(void)!buf_printf(b, "No metric points found for %s in %s",
-				  name, rdesc);
+		buf_printf(b, "No metric points found for %s in %s", name,
+			   rdesc);
+		tool_fit(b);
 		describe_filters(b, args, metric_filter_keys,
 				 sizeof(metric_filter_keys) /
 					 sizeof(metric_filter_keys[0]));
-		(void)!buf_printf(b,
-				  ". Its newest point is at %s: widen "
-				  "time_range or change the filters.\n",
-				  latest);
+		buf_printf(b,
+			   ". Its newest point is at %s: widen time_range or "
+			   "change the filters.\n",
+			   latest);
+		tool_fit(b);
 		return;
 	}
-	(void)!buf_printf(b, "%s (%s%s%s%s), %s per %s, %s", name, m->kind,
-			  m->unit[0] != '\0' ? ", unit " : "", m->unit,
-			  m->temporality == 1	? ", delta"
-			  : m->temporality == 2 ? ", cumulative"
-						: "",
-			  pointquery_agg_name(m->agg), step, rdesc);
+	buf_printf(b, "%s (%s%s%s%s), %s per %s, %s", name, m->kind,
+		   m->unit[0] != '\0' ? ", unit " : "", m->unit,
+		   m->temporality == 1	 ? ", delta"
+		   : m->temporality == 2 ? ", cumulative"
+					 : "",
+		   pointquery_agg_name(m->agg), step, rdesc);
+	tool_fit(b);
 	describe_filters(b, args, metric_filter_keys,
 			 sizeof(metric_filter_keys) /
 				 sizeof(metric_filter_keys[0]));
-	(void)!buf_printf(b, ": %zu series\n", m->n_series);
+	buf_printf(b, ": %zu series\n", m->n_series);
+	tool_fit(b);
 	for (size_t i = 0; i < m->n_series && shown < TEXT_SERIES_MAX; i++) {
 		const struct pointquery_series *s = &m->series[i];
 		size_t mark = b->len;
 
+		if (buf_error(b) != STATUS_OK)
+			break; /* out of memory: the call fails */
+
 		if (nk > 0) {
-			(void)!buf_puts(b, "\n[");
+			buf_puts(b, "\n[");
+			tool_fit(b);
 			for (size_t k = 0; k < nk; k++) {
 				char *owned;
 
-				(void)!buf_printf(b, "%s%s=%s",
-						  k > 0 ? ", " : "", keys[k],
-						  label_shown(r, keys[k],
-							      s->labels[k],
-							      &owned));
+				buf_printf(b, "%s%s=%s", k > 0 ? ", " : "",
+					   keys[k],
+					   label_shown(r, keys[k], s->labels[k],
+						       &owned));
 				free(owned);
+				tool_fit(b);
 			}
-			(void)!buf_puts(b, "]\n");
+			buf_puts(b, "]\n");
 		} else {
-			(void)!buf_puts(b, "\n");
+			buf_puts(b, "\n");
 		}
+		tool_fit(b);
 		for (size_t k = 0; k < s->n; k++) {
 			char t[32], v[40];
 
@@ -360,27 +385,29 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 			if (buf_printf(b, "  %s  %s\n", t, v) != STATUS_OK)
 				break;
 		}
+		/* leave room for the closing line (a point that did not fit
+		 * left less) */
 		if (b->len + 256 > b->max) {
-			/* leave room for the closing line */
-			b->len = mark;
-			b->data[mark] = '\0';
+			buf_rollback(b, mark);
 			break;
 		}
 		shown++;
 	}
-	if (shown < m->n_series)
-		(void)!buf_printf(b,
-				  "\n%zu more series not shown here (they are "
-				  "in the structured content)%s\n",
-				  m->n_series - shown,
-				  m->truncated ? "; more matched than returned"
-					       : "");
-	if (m->truncated)
-		(void)!buf_printf(b,
-				  "\nTruncated: at most %d series or %d points "
-				  "are returned; add filters or fewer group_by "
-				  "keys.\n",
-				  POINTQUERY_MAX_SERIES, POINTQUERY_MAX_CELLS);
+	if (shown < m->n_series) {
+		buf_printf(b,
+			   "\n%zu more series not shown here (they are in the "
+			   "structured content)%s\n",
+			   m->n_series - shown,
+			   m->truncated ? "; more matched than returned" : "");
+		tool_fit(b);
+	}
+	if (m->truncated) {
+		buf_printf(b,
+			   "\nTruncated: at most %d series or %d points are "
+			   "returned; add filters or fewer group_by keys.\n",
+			   POINTQUERY_MAX_SERIES, POINTQUERY_MAX_CELLS);
+		tool_fit(b);
+	}
 }
 
 static int
@@ -500,8 +527,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 			sc = NULL;
 		}
 	}
-	if (sc == NULL || b.data == NULL) {
-		json_decref(sc);
+	if (sc == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
 	}
@@ -710,21 +736,21 @@ search_head(struct search_call *x, const json_t *args)
 	else
 		snprintf(rdesc, sizeof(rdesc), "all stored data");
 	if (n == 0)
-		(void)!buf_printf(&x->b, "No spans found in %s", rdesc);
+		buf_printf(&x->b, "No spans found in %s", rdesc);
 	else
-		(void)!buf_printf(&x->b, "%zu OTLP span%s, %s first, %s", n,
-				  n == 1 ? "" : "s",
-				  x->r.slowest ? "slowest" : "newest", rdesc);
+		buf_printf(&x->b, "%zu OTLP span%s, %s first, %s", n,
+			   n == 1 ? "" : "s",
+			   x->r.slowest ? "slowest" : "newest", rdesc);
 	describe_filters(&x->b, args, span_filter_keys,
 			 sizeof(span_filter_keys) /
 				 sizeof(span_filter_keys[0]));
 	if (n == 0)
-		(void)!buf_puts(&x->b,
-				". Only spans sent over OTLP are searched; "
+		buf_puts(&x->b, ". Only spans sent over OTLP are searched; "
 				"widen time_range, relax the filters, or use "
 				"query_traces for eBPF spans.\n");
 	else
-		(void)!buf_puts(&x->b, ":\n");
+		buf_puts(&x->b, ":\n");
+	tool_fit(&x->b);
 }
 
 /*
@@ -743,7 +769,6 @@ search_rows(struct search_call *x)
 	for (size_t i = 0; i < x->s->n; i++) {
 		struct spansearch_span *sp = &x->s->spans[i];
 		char start[TIMERANGE_FORMAT_MAX];
-		size_t mark = b->len;
 
 		sp->service = redact_keep(&x->kept, red, sp->service);
 		sp->name = redact_keep(&x->kept, red, sp->name);
@@ -752,32 +777,33 @@ search_rows(struct search_call *x)
 		if (json_array_append_new(x->arr, span_json(sp, red)) != 0)
 			return STATUS_NOMEM;
 		timerange_format(sp->start_us / 1000, start, sizeof(start));
-		if (b->len + TAIL_ROOM <= b->max &&
-		    buf_printf(b, "%s  %s  %s  %.1fms  %s  trace %s\n", start,
-			       sp->service, sp->name,
-			       (double)sp->duration_ns / 1e6,
-			       otlp_status_name(sp->status),
-			       sp->trace_id) == STATUS_OK)
-			continue;
-		if (b->data != NULL) {
-			b->len = mark;
-			b->data[mark] = '\0';
+		if (b->len + TAIL_ROOM <= b->max) {
+			buf_printf(b, "%s  %s  %s  %.1fms  %s  trace %s\n",
+				   start, sp->service, sp->name,
+				   (double)sp->duration_ns / 1e6,
+				   otlp_status_name(sp->status), sp->trace_id);
+			if (tool_fit(b) == STATUS_OK)
+				continue;
 		}
-		(void)!buf_printf(b,
-				  "(%zu more spans in the structured "
-				  "content)\n",
-				  x->s->n - i);
+		/* the first line that does not fit ends the list; one is
+		 * tried with TAIL_ROOM left, so a long one leaves room for
+		 * the notes */
+		buf_printf(b, "(%zu more spans in the structured content)\n",
+			   x->s->n - i);
 		for (i++; i < x->s->n; i++)
 			if (json_array_append_new(
 				    x->arr, span_json(&x->s->spans[i], red)) !=
 			    0)
 				return STATUS_NOMEM;
 	}
+	/* a "(N more spans ...)" note that did not fit left too little room
+	 * for this longer one too: one tool_fit serves both */
 	if (x->s->truncated)
-		(void)!buf_printf(b,
-				  "More spans match: raise limit (at most %d) "
-				  "or narrow the filters.\n",
-				  SPANSEARCH_MAX_SPANS);
+		buf_printf(b,
+			   "More spans match: raise limit (at most %d) or "
+			   "narrow the filters.\n",
+			   SPANSEARCH_MAX_SPANS);
+	tool_fit(b);
 	return STATUS_OK;
 }
 
@@ -795,10 +821,8 @@ search_result(struct search_call *x, json_t **result)
 		json_decref(sc);
 		sc = NULL;
 	}
-	if (sc == NULL || x->b.data == NULL) {
-		json_decref(sc);
+	if (sc == NULL)
 		return STATUS_NOMEM;
-	}
 	return tool_result_buf(&x->b, sc, result);
 }
 
