@@ -121,6 +121,9 @@ metrics_filter(const json_t *args, const struct metrics_req *req,
 	return STATUS_OK;
 }
 
+/* " (protocol=http, http_route=/a)" for the filters given: one too long
+ * for the budget is left out (tool_fit), and so is ")" when it was the
+ * last. */
 static void
 describe_filters(struct buf *b, const json_t *args)
 {
@@ -133,24 +136,25 @@ describe_filters(struct buf *b, const json_t *args)
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const json_t *v = json_object_get(args, keys[i]);
-		int rc;
 
 		if (json_is_string(v) && strcmp(keys[i], "protocol") == 0 &&
 		    strcmp(json_string_value(v), "auto") == 0)
 			continue;
 		if (json_is_string(v))
-			rc = buf_printf(b, "%s%s=%s", any ? ", " : " (",
-					keys[i], json_string_value(v));
+			buf_printf(b, "%s%s=%s", any ? ", " : " (", keys[i],
+				   json_string_value(v));
 		else if (json_is_integer(v))
-			rc = buf_printf(b, "%s%s=%" JSON_INTEGER_FORMAT,
-					any ? ", " : " (", keys[i],
-					json_integer_value(v));
+			buf_printf(b, "%s%s=%" JSON_INTEGER_FORMAT,
+				   any ? ", " : " (", keys[i],
+				   json_integer_value(v));
 		else
 			continue;
-		any = rc == STATUS_OK;
+		any = tool_fit(b) == STATUS_OK;
 	}
-	if (any)
-		(void)!buf_puts(b, ")");
+	if (any) {
+		buf_puts(b, ")");
+		tool_fit(b);
+	}
 }
 
 static double
@@ -567,19 +571,20 @@ metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
 
 	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
 	if (x->req->note != NULL)
-		(void)!buf_printf(b, "%s\n\n", x->req->note);
+		buf_printf(b, "%s\n\n", x->req->note);
 	for (int i = 0; i < TOOL_SRCS; i++)
 		if ((x->shown & (1u << i)) &&
-		    strncmp(x->status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(b, "%s %s %s\n",
-					  tool_sources[i].label,
-					  tool_sources[i].what, x->status[i]);
+		    strncmp(x->status[i], "unavailable", 11) == 0) {
+			buf_printf(b, "%s %s %s\n", tool_sources[i].label,
+				   tool_sources[i].what, x->status[i]);
+			tool_fit(b);
+		}
 	if (x->ng > 0) {
-		(void)!buf_printf(b, "Metrics for %s, %s%s\n", x->f.service,
-				  rdesc,
-				  x->any_rollup ? " (rollups: percentiles "
-						  "within 0.5%)"
-						: "");
+		buf_printf(b, "Metrics for %s, %s%s\n", x->f.service, rdesc,
+			   x->any_rollup ? " (rollups: percentiles within "
+					   "0.5%)"
+					 : "");
+		tool_fit(b);
 		return STATUS_OK;
 	}
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
@@ -591,15 +596,19 @@ metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
 		*result = tool_result_error("No metrics found: %s", why);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	(void)!buf_printf(b, "No metrics found for service \"%s\" in %s",
-			  x->f.service, rdesc);
+	buf_printf(b, "No metrics found for service \"%s\" in %s", x->f.service,
+		   rdesc);
+	tool_fit(b);
 	describe_filters(b, args);
-	(void)!buf_puts(b, "\n");
+	buf_puts(b, "\n");
+	tool_fit(b);
 	return STATUS_OK;
 }
 
 /* Text: one section per protocol and source, keys by traffic, as many
- * lines as fit; then the analysis and the notes. */
+ * lines as fit; then the analysis and the notes.  A line, the analysis or
+ * a note that does not fit the budget is cut where it failed (tool_fit)
+ * and the text goes on. */
 static void
 metrics_text(struct metrics_state *x)
 {
@@ -618,32 +627,38 @@ metrics_text(struct metrics_state *x)
 						    ->protocol != p)
 					continue;
 				if (!header) {
-					(void)!buf_printf(
-						b, "\n%s Metrics [%s]:\n",
-						proto_titles[p],
-						tool_sources[i].label);
+					buf_printf(b, "\n%s Metrics [%s]:\n",
+						   proto_titles[p],
+						   tool_sources[i].label);
+					tool_fit(b);
 					header = true;
 				}
 				if (b->len + TAIL_ROOM > b->max ||
 				    metric_line(b, r) != STATUS_OK) {
+					tool_fit(b);
 					x->truncated = true;
 					break;
 				}
 			}
 		}
-	if (x->ng > 0 && analysis(b, x->groups, x->ng) != STATUS_OK)
+	if (x->ng > 0 && analysis(b, x->groups, x->ng) != STATUS_OK) {
+		tool_fit(b);
 		x->truncated = true;
-	if (x->pres != NULL && x->pres->n > 0)
-		(void)!buf_puts(b, "[Prometheus] rows come from the service's "
-				   "duration histograms: requests are "
-				   "increase() over the range (extrapolated "
-				   "to its edges), percentiles "
-				   "histogram_quantile over the buckets "
-				   "(as fine as their bounds)\n");
-	if (x->truncated)
-		(void)!buf_puts(b, "(more rows than fit in this answer: they "
-				   "are all in the structured content; narrow "
-				   "the filters to read them here)\n");
+	}
+	if (x->pres != NULL && x->pres->n > 0) {
+		buf_puts(b, "[Prometheus] rows come from the service's "
+			    "duration histograms: requests are increase() "
+			    "over the range (extrapolated to its edges), "
+			    "percentiles histogram_quantile over the buckets "
+			    "(as fine as their bounds)\n");
+		tool_fit(b);
+	}
+	if (x->truncated) {
+		buf_puts(b, "(more rows than fit in this answer: they are all "
+			    "in the structured content; narrow the filters to "
+			    "read them here)\n");
+		tool_fit(b);
+	}
 }
 
 /* Structured content: every row, by protocol, in the text's order. */
@@ -889,20 +904,19 @@ start_format(struct start_fmt *f, int64_t ms, char *buf, size_t cap)
  * writer, call_structured_text): a query_traces answer holds thousands of
  * values (10 traces: about 270 spans of 11 fields), which as jansson
  * values took more than half of the gateway's work on the call to build,
- * serialize and free (callgrind, bench/RESULTS.md).  rc keeps the first
- * failure; writes after it do nothing.
+ * serialize and free (callgrind, bench/RESULTS.md).  The writes append
+ * freely: the first failure stays in b (jsondump's writer keeps its own
+ * there too), checked once by traces_result.
  */
 struct jtext {
 	struct buf b;
-	int rc;
 	struct start_fmt sf;
 };
 
 static void
 jt_raw(struct jtext *w, const char *s, size_t n)
 {
-	if (w->rc == STATUS_OK)
-		w->rc = buf_append(&w->b, s, n);
+	buf_append(&w->b, s, n);
 }
 
 #define JT_LIT(w, lit) jt_raw((w), (lit), sizeof(lit) - 1)
@@ -910,8 +924,7 @@ jt_raw(struct jtext *w, const char *s, size_t n)
 static void
 jt_str(struct jtext *w, const char *s)
 {
-	if (w->rc == STATUS_OK)
-		w->rc = jsondump_string(&w->b, s, s != NULL ? strlen(s) : 0);
+	jsondump_string(&w->b, s, s != NULL ? strlen(s) : 0);
 }
 
 /* n bytes as a quoted lower-case hex string */
@@ -929,15 +942,13 @@ jt_hex(struct jtext *w, const uint8_t *id, size_t n)
 static void
 jt_real(struct jtext *w, double v)
 {
-	if (w->rc == STATUS_OK)
-		w->rc = jsondump_real(&w->b, v);
+	jsondump_real(&w->b, v);
 }
 
 static void
 jt_int(struct jtext *w, json_int_t v)
 {
-	if (w->rc == STATUS_OK)
-		w->rc = jsondump_integer(&w->b, v);
+	jsondump_integer(&w->b, v);
 }
 
 /* The span as {"span_id", ..., "children":[ with its children still to
@@ -1012,7 +1023,8 @@ trace_write(struct jtext *w, const struct merge_trace *t)
 	JT_LIT(w, ",\"spans_not_shown\":");
 	jt_int(w, (json_int_t)t->not_shown);
 	JT_LIT(w, ",\"spans\":[");
-	for (size_t i = 0; i < t->n_nodes && w->rc == STATUS_OK; i++) {
+	for (size_t i = 0; i < t->n_nodes && buf_error(&w->b) == STATUS_OK;
+	     i++) {
 		const struct merge_node *node = &t->nodes[i];
 
 		if (i > 0 && node->depth == t->nodes[i - 1].depth + 1) {
@@ -1023,7 +1035,7 @@ trace_write(struct jtext *w, const struct merge_trace *t)
 			JT_LIT(w, ",");
 		}
 		if (node->depth > open) { /* not preorder: merge's bug */
-			w->rc = STATUS_INVALID;
+			buf_set_error(&w->b, STATUS_INVALID);
 			break;
 		}
 		span_open(w, node);
@@ -1650,8 +1662,9 @@ traces_none(struct traces_state *x, json_t **result)
 	char why[512], rdesc[128];
 
 	if (x->trace_id != NULL) {
-		(void)!buf_printf(b, "No traces found with trace_id %s\n",
-				  x->trace_id);
+		buf_printf(b, "No traces found with trace_id %s\n",
+			   x->trace_id);
+		tool_fit(b);
 		return STATUS_OK;
 	}
 	if (tf->service != NULL &&
@@ -1661,17 +1674,22 @@ traces_none(struct traces_state *x, json_t **result)
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
 	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
-	(void)!buf_printf(b, "No traces found in %s", rdesc);
-	if (tf->service != NULL)
-		(void)!buf_printf(b, " for service \"%s\"", tf->service);
+	buf_printf(b, "No traces found in %s", rdesc);
+	tool_fit(b);
+	if (tf->service != NULL) {
+		buf_printf(b, " for service \"%s\"", tf->service);
+		tool_fit(b);
+	}
 	if (tf->min_duration_ns >= 0) {
 		char least[24];
 
 		render_ms((double)tf->min_duration_ns / 1e6, least,
 			  sizeof(least));
-		(void)!buf_printf(b, " with a span of at least %s", least);
+		buf_printf(b, " with a span of at least %s", least);
+		tool_fit(b);
 	}
-	(void)!buf_puts(b, "\n");
+	buf_puts(b, "\n");
+	tool_fit(b);
 	return STATUS_OK;
 }
 
@@ -1682,17 +1700,22 @@ static int
 traces_head(struct traces_state *x, json_t **result)
 {
 	if (x->req->note != NULL)
-		(void)!buf_printf(&x->b, "%s\n\n", x->req->note);
+		buf_printf(&x->b, "%s\n\n", x->req->note);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (strncmp(x->status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&x->b, "%s spans %s\n",
-					  tool_sources[i].label, x->status[i]);
+		if (strncmp(x->status[i], "unavailable", 11) == 0) {
+			buf_printf(&x->b, "%s spans %s\n",
+				   tool_sources[i].label, x->status[i]);
+			tool_fit(&x->b);
+		}
 	JT_LIT(&x->w, "{\"traces\":[");
 	return x->res->n_traces == 0 ? traces_none(x, result) : STATUS_OK;
 }
 
 /* Text and structured content: each trace as a tree while the budget
- * lasts (each a share of what is left), and as an object. */
+ * lasts (each a share of what is left), and as an object.  A tree is
+ * begun with room for its line and the "N more" note (room >= 200 past
+ * TAIL_ROOM), and the note after the last with room past TAIL_ROOM: they
+ * fit. */
 static int
 traces_trees(struct traces_state *x)
 {
@@ -1714,16 +1737,16 @@ traces_trees(struct traces_state *x)
 		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
 			  sizeof(dur));
 		if (room < 200) {
-			(void)!buf_printf(b,
-					  "\n(%zu more traces not shown: the "
-					  "answer is full; ask for fewer)\n",
-					  left);
+			buf_printf(
+				b,
+				"\n(%zu more traces not shown: the answer is "
+				"full; ask for fewer)\n",
+				left);
 			break;
 		}
-		(void)!buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
-				  i > 0 || b->len > 0 ? "\n" : "", tid, dur,
-				  start, t->span_count,
-				  t->span_count == 1 ? "" : "s");
+		buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
+			   i > 0 || b->len > 0 ? "\n" : "", tid, dur, start,
+			   t->span_count, t->span_count == 1 ? "" : "s");
 		rc = render_trace_tree(b, t, span_label,
 				       (void *)call_redact(x->call),
 				       room / left, NULL);
@@ -1736,7 +1759,8 @@ traces_trees(struct traces_state *x)
 	return STATUS_OK;
 }
 
-/* Text: what more there is, and the analysis. */
+/* Text: what more there is, and the analysis; a note that does not fit
+ * the budget is cut where it failed (tool_fit) and the text goes on. */
 static void
 traces_tail(struct traces_state *x)
 {
@@ -1746,25 +1770,31 @@ traces_tail(struct traces_state *x)
 	if (x->more_traces) {
 		bool raise = tf->max_traces < SPANQUERY_MAX_TRACES;
 
-		(void)!buf_printf(b,
-				  "\nMore traces match than the %zu shown: "
-				  "narrow time_range%s %s min_duration_ms",
-				  x->res->n_traces, raise ? "," : " or",
-				  tf->min_duration_ns >= 0 ? "raise" : "add");
-		if (raise)
-			(void)!buf_printf(b, ", or raise max_traces (up to %d)",
-					  SPANQUERY_MAX_TRACES);
-		(void)!buf_puts(b, ".\n");
+		buf_printf(b,
+			   "\nMore traces match than the %zu shown: narrow "
+			   "time_range%s %s min_duration_ms",
+			   x->res->n_traces, raise ? "," : " or",
+			   tf->min_duration_ns >= 0 ? "raise" : "add");
+		tool_fit(b);
+		if (raise) {
+			buf_printf(b, ", or raise max_traces (up to %d)",
+				   SPANQUERY_MAX_TRACES);
+			tool_fit(b);
+		}
+		buf_puts(b, ".\n");
+		tool_fit(b);
 	}
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		if (x->fx->sp[i][1] != NULL && x->fx->sp[i][1]->truncated)
-			(void)!buf_printf(b,
-					  "(%s: only the first %d spans were "
-					  "read)\n",
-					  tool_sources[i].label,
-					  SPANQUERY_MAX_SPANS);
-	if (x->res->n_traces > 0)
+		if (x->fx->sp[i][1] != NULL && x->fx->sp[i][1]->truncated) {
+			buf_printf(b,
+				   "(%s: only the first %d spans were read)\n",
+				   tool_sources[i].label, SPANQUERY_MAX_SPANS);
+			tool_fit(b);
+		}
+	if (x->res->n_traces > 0) {
 		(void)traces_analysis(b, x->res, x->order);
+		tool_fit(b);
+	}
 }
 
 /* Structured content after the traces: the sources, whether more
@@ -1795,8 +1825,8 @@ traces_close(struct traces_state *x)
 		JT_LIT(w, ",\"time_range\":");
 		if (text != NULL)
 			jt_raw(w, text, strlen(text));
-		else if (w->rc == STATUS_OK)
-			w->rc = STATUS_NOMEM;
+		else
+			buf_set_error(&w->b, STATUS_NOMEM);
 		free(text);
 		json_decref(range);
 	}
@@ -1813,19 +1843,21 @@ traces_result(struct traces_state *x, json_t **result)
 {
 	size_t len;
 	char *text;
+	int rc;
 
-	if (x->w.rc != STATUS_OK)
-		return x->w.rc;
+	if ((rc = buf_error(&x->b)) != STATUS_OK ||
+	    (rc = buf_finish(&x->w.b, &text, &len)) != STATUS_OK)
+		return rc;
 	*result = tool_result_new(
 		json_pack(
 			"[{s:s, s:o}]", "type", "text", "text",
 			json_stringn_nocheck(x->b.data != NULL ? x->b.data : "",
 					     x->b.len)),
 		NULL, false);
-	if (*result == NULL)
+	if (*result == NULL) {
+		free(text);
 		return STATUS_NOMEM;
-	if ((text = buf_steal(&x->w.b, &len)) == NULL)
-		return STATUS_NOMEM;
+	}
 	call_structured_text(x->call, text, len);
 	return STATUS_OK;
 }
