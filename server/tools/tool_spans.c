@@ -199,34 +199,35 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 }
 
 /* "service "a", session "s", status error, at least 5ms; last 1h; newest
- * first" */
+ * first": short (the strings are arguments of at most 255 characters), b
+ * has room for it */
 static void
 describe(struct buf *b, const struct spans_args *a, int64_t now)
 {
 	const struct spanlist_filter *f = &a->f;
 	const char *sep = "";
 
-	(void)!buf_puts(b, "Filters: ");
+	buf_puts(b, "Filters: ");
 	if (f->service != NULL) {
-		(void)!buf_printf(b, "service \"%s\"", f->service);
+		buf_printf(b, "service \"%s\"", f->service);
 		sep = ", ";
 	}
 	if (f->has_trace_id) {
 		char tid[33];
 
 		hex_encode(f->trace_id, 16, tid);
-		(void)!buf_printf(b, "%strace %s", sep, tid);
+		buf_printf(b, "%strace %s", sep, tid);
 		sep = ", ";
 	}
 	if (f->session_id != NULL) {
-		(void)!buf_printf(b, "%ssession \"%s\"", sep, f->session_id);
+		buf_printf(b, "%ssession \"%s\"", sep, f->session_id);
 		sep = ", ";
 	}
 	if (f->status != SPANLIST_STATUS_ANY) {
-		(void)!buf_printf(b, "%sstatus %s", sep,
-				  f->status == SPANLIST_STATUS_ERROR
-					  ? "error"
-					  : "ok (not error)");
+		buf_printf(b, "%sstatus %s", sep,
+			   f->status == SPANLIST_STATUS_ERROR
+				   ? "error"
+				   : "ok (not error)");
 		sep = ", ";
 	}
 	if (f->min_duration_ns >= 0) {
@@ -234,23 +235,23 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 
 		render_ms((double)f->min_duration_ns / 1e6, least,
 			  sizeof(least));
-		(void)!buf_printf(b, "%sat least %s", sep, least);
+		buf_printf(b, "%sat least %s", sep, least);
 		sep = ", ";
 	}
 	if (sep[0] == '\0')
-		(void)!buf_puts(b, "none");
+		buf_puts(b, "none");
 	if (f->has_range) {
 		struct timerange tr = {f->from_ms, f->to_ms};
 		char rdesc[TIMERANGE_DESCRIBE_MAX];
 
 		timerange_describe(&tr, now, rdesc, sizeof(rdesc));
-		(void)!buf_printf(b, "; time: %s", rdesc);
+		buf_printf(b, "; time: %s", rdesc);
 	} else {
-		(void)!buf_puts(b, "; time: any");
+		buf_puts(b, "; time: any");
 	}
-	(void)!buf_printf(b, "; order: %s\n",
-			  f->order == SPANLIST_ORDER_DURATION ? "longest first"
-							      : "newest first");
+	buf_printf(b, "; order: %s\n",
+		   f->order == SPANLIST_ORDER_DURATION ? "longest first"
+						       : "newest first");
 }
 
 /* One span of the page as structured content. */
@@ -462,11 +463,14 @@ list_fit(struct list_call *x)
 	const struct spans_args *a = &x->a;
 	const struct spanlist_page *page = x->page;
 	size_t used;
+	int rc;
 
 	describe(&x->intro, a, x->now);
 	if (a->cur.seen > 0)
-		(void)!buf_printf(&x->intro, "Rows from #%" PRIu64 " on.\n",
-				  a->cur.seen + 1);
+		buf_printf(&x->intro, "Rows from #%" PRIu64 " on.\n",
+			   a->cur.seen + 1);
+	if ((rc = buf_error(&x->intro)) != STATUS_OK)
+		return rc;
 	/* header (~60), intro, two table heads with rules (~130), the tail */
 	used = 64 + x->intro.len + 140 + TAIL_ROOM;
 	for (x->shown = 0; x->shown < page->n; x->shown++) {
@@ -491,8 +495,8 @@ list_fit(struct list_call *x)
 			.seen = a->cur.seen + x->shown,
 			.after = page->spans[x->shown - 1].key,
 		};
-		int rc = spanlist_cursor_encode(&cur, x->next, sizeof(x->next));
 
+		rc = spanlist_cursor_encode(&cur, x->next, sizeof(x->next));
 		if (rc != STATUS_OK)
 			return rc;
 		if (x->remaining == 0) /* rows came in since the count */
@@ -502,7 +506,8 @@ list_fit(struct list_call *x)
 }
 
 /* Text: the heading, the table (or why there is none), the GenAI table,
- * and the cursor. */
+ * and the cursor.  The rows are fitted to the budget (list_fit) and b
+ * holds twice as much: the one check is the result's. */
 static void
 list_text(struct list_call *x)
 {
@@ -515,47 +520,47 @@ list_text(struct list_call *x)
 
 	render_count(x->shown, count, sizeof(count));
 	render_count((uint64_t)x->total, total, sizeof(total));
-	(void)!buf_printf(b, "## Spans (%s of %s total)\n", count, total);
-	(void)!buf_append(b, x->intro.data, x->intro.len);
+	buf_printf(b, "## Spans (%s of %s total)\n", count, total);
+	buf_append(b, x->intro.data, x->intro.len);
 	if (x->shown == 0 && x->a.cur.seen > 0) {
-		(void)!buf_printf(b,
-				  "\nNo more spans: the %" PRIu64
-				  " before were all.\n",
-				  x->a.cur.seen);
+		buf_printf(b,
+			   "\nNo more spans: the %" PRIu64
+			   " before were all.\n",
+			   x->a.cur.seen);
 	} else if (x->shown == 0) {
 		char why[512];
 
-		(void)!buf_puts(b, "\nNo spans match these filters");
+		buf_puts(b, "\nNo spans match these filters");
 		if (x->a.f.service != NULL &&
 		    tool_unknown_service(x->k.c[0], x->a.f.service, NULL, why,
 					 sizeof(why)))
-			(void)!buf_printf(b, ": %s", why);
+			buf_printf(b, ": %s", why);
 		if (b->len > 0 && b->data[b->len - 1] != '?')
-			(void)!buf_puts(b, ".");
-		(void)!buf_puts(b, "\n");
+			buf_puts(b, ".");
+		buf_puts(b, "\n");
 	} else {
-		(void)!buf_puts(b, "\n");
-		(void)!render_md_row(b, head, 5);
-		(void)!render_md_rule(b, 5);
+		buf_puts(b, "\n");
+		tool_md_row(b, head, 5);
+		tool_md_rule(b, 5);
 		for (size_t i = 0; i < x->shown; i++)
-			(void)!buf_append(b, x->rows[i].data, x->rows[i].len);
+			buf_append(b, x->rows[i].data, x->rows[i].len);
 	}
 	if (x->ngenai > 0) {
-		(void)!buf_printf(b, "\n### GenAI Spans (%zu of %zu)\n\n",
-				  x->ngenai, x->shown);
-		(void)!render_md_row(b, ghead, 4);
-		(void)!render_md_rule(b, 4);
+		buf_printf(b, "\n### GenAI Spans (%zu of %zu)\n\n", x->ngenai,
+			   x->shown);
+		tool_md_row(b, ghead, 4);
+		tool_md_rule(b, 4);
 		for (size_t i = 0; i < x->shown; i++)
-			(void)!buf_append(b, x->grows[i].data, x->grows[i].len);
+			buf_append(b, x->grows[i].data, x->grows[i].len);
 	}
 	if (x->more) {
 		char n[32];
 
 		render_count(x->remaining, n, sizeof(n));
-		(void)!buf_printf(b,
-				  "\n%s more: call again with cursor \"%s\" "
-				  "(same arguments).\n",
-				  n, x->next);
+		buf_printf(b,
+			   "\n%s more: call again with cursor \"%s\" (same "
+			   "arguments).\n",
+			   n, x->next);
 	}
 }
 
@@ -1063,7 +1068,7 @@ append_lines(struct buf *b, const struct buf *src, size_t max)
 	const char *p = src->data, *end = p + src->len;
 
 	if (src->len <= max) {
-		(void)!buf_append(b, src->data, src->len);
+		buf_append(b, src->data, src->len);
 		return;
 	}
 	while (p < end) {
@@ -1072,7 +1077,7 @@ append_lines(struct buf *b, const struct buf *src, size_t max)
 			nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
 
 		if (cut == 0 && used + len + CUT_NOTE_MAX <= max) {
-			(void)!buf_append(b, p, len);
+			buf_append(b, p, len);
 			used += len;
 		} else {
 			cut++;
@@ -1080,9 +1085,8 @@ append_lines(struct buf *b, const struct buf *src, size_t max)
 		p += len;
 	}
 	if (cut > 0 && used + CUT_NOTE_MAX <= max)
-		(void)!buf_printf(b,
-				  "(%zu more line%s cut: the answer is full)\n",
-				  cut, cut == 1 ? "" : "s");
+		buf_printf(b, "(%zu more line%s cut: the answer is full)\n",
+			   cut, cut == 1 ? "" : "s");
 }
 
 /* One get_trace call across its phases; the handler frees it. */
@@ -1210,12 +1214,12 @@ get_not_found(struct get_call *x, json_t **result)
 {
 	json_t *sc;
 
-	(void)!buf_printf(&x->b, "no trace %s in the store", x->tid);
+	buf_printf(&x->b, "no trace %s in the store", x->tid);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (strncmp(x->status[i], "unavailable", 11) == 0)
-			(void)!buf_printf(&x->b, " (%s spans %s)",
-					  tool_sources[i].label, x->status[i]);
-	(void)!buf_puts(&x->b, "\n");
+			buf_printf(&x->b, " (%s spans %s)",
+				   tool_sources[i].label, x->status[i]);
+	buf_puts(&x->b, "\n");
 	sc = json_pack("{s:s, s:b, s:i, s:o, s:[], s:[], s:[]}", "trace_id",
 		       x->tid, "found", false, "span_count", 0, "sources",
 		       get_sources(x), "lines", "bottlenecks", "error_chain");
@@ -1246,25 +1250,24 @@ get_sources_line(struct get_call *x)
 {
 	struct buf *b = &x->b;
 
-	(void)!buf_puts(b, "Sources:");
+	buf_puts(b, "Sources:");
 	for (int i = TOOL_SPAN_SRCS; i-- > 0;) {
 		const char *sep = i == TOOL_SPAN_SRCS - 1 ? "" : ";";
 		char n[32];
 
 		if (strncmp(x->status[i], "unavailable", 11) == 0) {
-			(void)!buf_printf(b, "%s %s %s", sep,
-					  tool_sources[i].label, x->status[i]);
+			buf_printf(b, "%s %s %s", sep, tool_sources[i].label,
+				   x->status[i]);
 			continue;
 		}
 		render_count(x->sp[i]->n, n, sizeof(n));
-		(void)!buf_printf(b, "%s %s %s span%s", sep,
-				  tool_sources[i].label, n,
-				  x->sp[i]->n == 1 ? "" : "s");
+		buf_printf(b, "%s %s %s span%s", sep, tool_sources[i].label, n,
+			   x->sp[i]->n == 1 ? "" : "s");
 	}
 	if (x->t->duplicates > 0)
-		(void)!buf_printf(b, " (%zu seen by both, shown once as OTLP)",
-				  x->t->duplicates);
-	(void)!buf_puts(b, "\n");
+		buf_printf(b, " (%zu seen by both, shown once as OTLP)",
+			   x->t->duplicates);
+	buf_puts(b, "\n");
 }
 
 /* Text: the head, what the trace is and where its spans came from. */
@@ -1280,28 +1283,25 @@ get_head(struct get_call *x)
 	render_count(t->span_count, n, sizeof(n));
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
-	(void)!buf_printf(b, "## Trace %s\n%s, %s span%s, started %s; ", x->tid,
-			  dur, n, t->span_count == 1 ? "" : "s", start);
+	buf_printf(b, "## Trace %s\n%s, %s span%s, started %s; ", x->tid, dur,
+		   n, t->span_count == 1 ? "" : "s", start);
 	if ((rc = services_line(b, t)) != STATUS_OK)
 		return rc;
-	(void)!buf_printf(b, "; %zu error span%s\n", x->n_errors,
-			  x->n_errors == 1 ? "" : "s");
+	buf_printf(b, "; %zu error span%s\n", x->n_errors,
+		   x->n_errors == 1 ? "" : "s");
 	get_sources_line(x);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (x->sp[i] != NULL && x->sp[i]->truncated)
-			(void)!buf_printf(b,
-					  "(%s: only the first %d spans were "
-					  "read)\n",
-					  tool_sources[i].label,
-					  SPANQUERY_MAX_SPANS);
+			buf_printf(b,
+				   "(%s: only the first %d spans were read)\n",
+				   tool_sources[i].label, SPANQUERY_MAX_SPANS);
 	if (x->fold->runs > 0) {
 		render_count(x->fold->folded, n, sizeof(n));
-		(void)!buf_printf(b,
-				  "Folded: %s spans in %zu run%s of repeated "
-				  "sibling calls, each one line "
-				  "\"× count ... (min, avg, max)\".\n",
-				  n, x->fold->runs,
-				  x->fold->runs == 1 ? "" : "s");
+		buf_printf(b,
+			   "Folded: %s spans in %zu run%s of repeated sibling "
+			   "calls, each one line \"× count ... (min, avg, "
+			   "max)\".\n",
+			   n, x->fold->runs, x->fold->runs == 1 ? "" : "s");
 	}
 	return STATUS_OK;
 }
@@ -1333,13 +1333,13 @@ get_body(struct get_call *x)
 		       : 0;
 	if (room < avail / 2)
 		room = avail / 2;
-	(void)!buf_puts(b, "\n```text\n");
+	buf_puts(b, "\n```text\n");
 	rc = render_trace_tree_folded(b, x->t, x->fold, trace_label,
 				      trace_run_label, &x->ctx,
 				      room > 0 ? room : 1, &x->shown);
 	if (rc != STATUS_OK && rc != STATUS_LIMIT)
 		return rc;
-	(void)!buf_puts(b, "```\n");
+	buf_puts(b, "```\n");
 	avail = budget > b->len + 8 ? budget - b->len - 8 : 0;
 	if (sect[0].len + sect[1].len <= avail) {
 		append_lines(b, &sect[0], avail);
