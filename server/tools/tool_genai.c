@@ -33,10 +33,17 @@
 
 /* ---- an answer in the making -------------------------------------------- */
 
+/*
+ * The text is fitted to the call's budget, b's maximum: each piece of it
+ * (out_printf, out_puts, a table row) is appended whole, or left out when
+ * it does not fit (tool_fit), and the text goes on; TAIL_ROOM keeps room
+ * for the closing lines.  Any other failure, of the text or of what goes
+ * with it (a string that cannot be redacted, structured content out of
+ * memory), is kept in b (buf_set_error) and fails the call in finish().
+ */
 struct out {
 	const struct redact *r;
 	json_t *keep; /* redacted strings the text borrows */
-	bool nomem;
 	struct buf b;
 	char omitted[160]; /* sections left out for room, ", "-separated */
 };
@@ -46,9 +53,31 @@ out_init(struct out *o, struct call *call)
 {
 	o->r = call_redact(call);
 	o->keep = json_array();
-	o->nomem = o->keep == NULL;
 	o->omitted[0] = '\0';
 	buf_init(&o->b, call_text_budget(call));
+	if (o->keep == NULL)
+		buf_set_error(&o->b, STATUS_NOMEM);
+}
+
+static void out_printf(struct out *o, const char *fmt, ...) PRINTF_LIKE(2, 3);
+
+/* A piece of the text, or nothing when it does not fit. */
+static void
+out_printf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&o->b, fmt, ap);
+	va_end(ap);
+	tool_fit(&o->b);
+}
+
+static void
+out_puts(struct out *o, const char *s)
+{
+	buf_puts(&o->b, s);
+	tool_fit(&o->b);
 }
 
 /* Room for a section: when there is none, its title is noted for the
@@ -71,10 +100,10 @@ static void
 omitted_note(struct out *o)
 {
 	if (o->omitted[0] != '\0')
-		(void)!buf_printf(&o->b,
-				  "(Not shown, to fit the answer: %s; "
-				  "structuredContent has them.)\n",
-				  o->omitted);
+		out_printf(o,
+			   "(Not shown, to fit the answer: %s; "
+			   "structuredContent has them.)\n",
+			   o->omitted);
 }
 
 static void
@@ -102,7 +131,7 @@ red_json(struct out *o, const char *s)
 	if ((v = json_string(s)) == NULL || redact_json(o->r, v) != STATUS_OK) {
 		/* never show it unredacted: the call fails instead */
 		json_decref(v);
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 		return json_null();
 	}
 	return v;
@@ -120,7 +149,7 @@ red_text(struct out *o, const char *s)
 		return "";
 	}
 	if (json_array_append_new(o->keep, v) != 0) {
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 		return "";
 	}
 	return t;
@@ -268,7 +297,7 @@ stats_json(struct out *o, const struct genai_stats *s)
 
 		snprintf(name, sizeof(name), "%.*s", (int)l, p);
 		if (json_array_append_new(models, red_json(o, name)) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 		p = nl != NULL ? nl + 1 : p + l;
 	}
 	v = json_pack("{s:I, s:I, s:f, s:I, s:I, s:o, s:b, s:I, s:I, s:o, "
@@ -286,7 +315,7 @@ stats_json(struct out *o, const struct genai_stats *s)
 		      models != NULL ? models : json_array(), "p50_ms",
 		      num_or_null(s->p50_ms), "p95_ms", num_or_null(s->p95_ms));
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -341,7 +370,7 @@ call_json(struct out *o, const struct genai_call *c)
 		"cost_usd", c->priced ? json_real(c->cost_usd) : json_null(),
 		"status", otlp_status_name(c->status));
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -385,7 +414,7 @@ call_row(struct out *o, const struct genai_call *c)
 	cells[5] = tok;
 	cells[6] = cost;
 	cells[7] = otlp_status_name(c->status);
-	return render_md_row(&o->b, cells, NCALL_COLS);
+	return tool_md_row(&o->b, cells, NCALL_COLS);
 }
 
 static void
@@ -394,15 +423,14 @@ call_table(struct out *o, const char *title, const struct genai_call *c,
 {
 	if (n == 0 || !section_room(o, title))
 		return;
-	(void)!buf_printf(&o->b, "\n### %s\n", title);
-	if (render_md_row(&o->b, call_cols, NCALL_COLS) != STATUS_OK ||
-	    render_md_rule(&o->b, NCALL_COLS) != STATUS_OK)
+	out_printf(o, "\n### %s\n", title);
+	if (tool_md_row(&o->b, call_cols, NCALL_COLS) != STATUS_OK ||
+	    tool_md_rule(&o->b, NCALL_COLS) != STATUS_OK)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (!room(o) || call_row(o, &c[i]) != STATUS_OK) {
-			(void)!buf_printf(&o->b,
-					  "(%zu more: see structuredContent)\n",
-					  n - i);
+			out_printf(o, "(%zu more: see structuredContent)\n",
+				   n - i);
 			return;
 		}
 	}
@@ -410,14 +438,13 @@ call_table(struct out *o, const char *title, const struct genai_call *c,
 
 /* ---- the store ------------------------------------------------------------ */
 
-/* Ends a handler: the text and sc (stolen) as the result. */
+/* Ends a handler: the text and sc (stolen) as the result, unless
+ * something failed on the way (kept in o->b). */
 static int
 finish(struct out *o, json_t *sc, json_t **result)
 {
-	if (o->nomem || sc == NULL) {
-		json_decref(sc);
+	if (sc == NULL)
 		return STATUS_NOMEM;
-	}
 	return tool_result_buf(&o->b, sc, result);
 }
 
@@ -441,7 +468,7 @@ not_found(struct out *o, struct pg_conn *c, const char *id,
 	rc = genai_recent_sessions(c, id, tr->from_ms, tr->to_ms, &l, err);
 	if (rc != STATUS_OK)
 		return rc;
-	(void)!buf_printf(&o->b, "no session %s in %s", red_text(o, id), desc);
+	out_printf(o, "no session %s in %s", red_text(o, id), desc);
 	for (size_t i = 0; i < l->n; i++) {
 		const struct genai_recent *r = &l->items[i];
 		char start[TIMERANGE_FORMAT_MAX];
@@ -456,22 +483,22 @@ not_found(struct out *o, struct pg_conn *c, const char *id,
 			lead = "? Other recent sessions: ";
 		else
 			lead = ", ";
-		(void)!buf_printf(&o->b, "%s%s (%s, started %s)", lead,
-				  red_text(o, r->session_id),
-				  red_text(o, r->service), start);
+		out_printf(o, "%s%s (%s, started %s)", lead,
+			   red_text(o, r->session_id), red_text(o, r->service),
+			   start);
 		if (json_array_append_new(
 			    *recent,
 			    json_pack("{s:o, s:o, s:s, s:b}", "session_id",
 				      red_json(o, r->session_id), "service",
 				      red_json(o, r->service), "start", start,
 				      "similar", r->similar)) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	}
 	if (l->n == 0)
-		(void)!buf_puts(&o->b, "; no session has spans in that range");
+		out_puts(o, "; no session has spans in that range");
 	else if (l->items[l->n - 1].similar)
-		(void)!buf_puts(&o->b, "?");
-	(void)!buf_puts(&o->b, "\n");
+		out_puts(o, "?");
+	out_puts(o, "\n");
 	genai_recent_free(l);
 	return STATUS_OK;
 }
@@ -496,7 +523,7 @@ span_ref_json(struct out *o, const struct genai_span_ref *r, bool message)
 		v = NULL;
 	}
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -514,10 +541,10 @@ models_json(struct out *o, const struct genai_group *g, size_t n)
 		    json_object_set_new(s, "model", red_json(o, g[i].model)) !=
 			    0 ||
 		    json_array_append_new(a, s) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	}
 	if (a == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return a;
 }
 
@@ -537,20 +564,20 @@ session_json(struct out *o, const struct genai_session *s, const char *id,
 				      (json_int_t)s->services[i].spans,
 				      "errors",
 				      (json_int_t)s->services[i].errors)) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	for (size_t i = 0; slow != NULL && i < s->n_slowest; i++)
 		if (json_array_append_new(slow, call_json(o, &s->slowest[i])) !=
 		    0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	for (size_t i = 0; costly != NULL && i < s->n_costliest; i++)
 		if (json_array_append_new(costly,
 					  call_json(o, &s->costliest[i])) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	for (size_t i = 0; errors != NULL && i < s->n_error_spans; i++)
 		if (json_array_append_new(
 			    errors,
 			    span_ref_json(o, &s->error_spans[i], true)) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	fmt_ns_time(s->start_ns, start, sizeof(start));
 	fmt_ns_time(s->end_ns, end, sizeof(end));
 	v = json_pack(
@@ -573,7 +600,7 @@ session_json(struct out *o, const struct genai_session *s, const char *id,
 		s->has_bottleneck ? span_ref_json(o, &s->bottleneck, false)
 				  : json_null());
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -602,11 +629,12 @@ model_row(struct out *o, const char *model, const char *provider,
 	cells[6] = c.err;
 	cells[7] = c.p50;
 	cells[8] = c.p95;
-	return render_md_row(&o->b, cells, NMODEL_COLS);
+	return tool_md_row(&o->b, cells, NMODEL_COLS);
 }
 
 /* "svc: name (span s of trace t), self time 5,000ms of its 9,000ms trace
- * (56%)" */
+ * (56%)" into b (o->b or a line of its own): a piece, left out when it
+ * does not fit b (tool_fit). */
 static void
 bottleneck_text(struct out *o, struct buf *b, const struct genai_span_ref *r)
 {
@@ -614,15 +642,16 @@ bottleneck_text(struct out *o, struct buf *b, const struct genai_span_ref *r)
 
 	render_ms((double)r->self_ns / 1e6, self, sizeof(self));
 	render_ms((double)r->trace_duration_ns / 1e6, trace, sizeof(trace));
-	(void)!buf_printf(b,
-			  "%s: %s (span %s of trace %s), self time %s of its "
-			  "%s trace (%.0f%%)",
-			  red_text(o, r->service), red_text(o, r->name),
-			  r->span_id, r->trace_id, self, trace,
-			  r->trace_duration_ns > 0
-				  ? 100.0 * (double)r->self_ns /
-					    (double)r->trace_duration_ns
-				  : 0);
+	buf_printf(b,
+		   "%s: %s (span %s of trace %s), self time %s of its %s "
+		   "trace (%.0f%%)",
+		   red_text(o, r->service), red_text(o, r->name), r->span_id,
+		   r->trace_id, self, trace,
+		   r->trace_duration_ns > 0
+			   ? 100.0 * (double)r->self_ns /
+				     (double)r->trace_duration_ns
+			   : 0);
+	tool_fit(b);
 }
 
 static void
@@ -637,44 +666,40 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 	fmt_elapsed((double)(s->end_ns - s->start_ns) / 1e6, dur, sizeof(dur));
 	render_ms(s->avg_trace_ms, avg, sizeof(avg));
 	render_count(s->spans, n, sizeof(n));
-	(void)!buf_printf(&o->b,
-			  "## Session %s\n%s → %s (%s), %zu trace%s (average "
-			  "%s), %s spans, %zu error%s (%.1f%%)\n",
-			  red_text(o, id), start, end, dur, s->traces,
-			  s->traces == 1 ? "" : "s", avg, n, s->errors,
-			  s->errors == 1 ? "" : "s",
-			  merge_pct(s->errors, s->spans));
+	out_printf(o,
+		   "## Session %s\n%s → %s (%s), %zu trace%s (average "
+		   "%s), %s spans, %zu error%s (%.1f%%)\n",
+		   red_text(o, id), start, end, dur, s->traces,
+		   s->traces == 1 ? "" : "s", avg, n, s->errors,
+		   s->errors == 1 ? "" : "s", merge_pct(s->errors, s->spans));
 	if (s->truncated)
-		(void)!buf_printf(&o->b,
-				  "(large session: the figures cover its "
-				  "first %zu traces and %d spans)\n",
-				  s->traces_read, GENAI_MAX_SPANS);
-	(void)!buf_puts(&o->b, "Services:");
+		out_printf(o,
+			   "(large session: the figures cover its "
+			   "first %zu traces and %d spans)\n",
+			   s->traces_read, GENAI_MAX_SPANS);
+	out_puts(o, "Services:");
 	for (size_t i = 0; i < s->n_services; i++) {
 		if (!room(o)) {
-			(void)!buf_printf(&o->b, " and %zu more",
-					  s->n_services - i);
+			out_printf(o, " and %zu more", s->n_services - i);
 			break;
 		}
-		(void)!buf_printf(&o->b, "%s %s (%zu span%s", i > 0 ? "," : "",
-				  red_text(o, s->services[i].name),
-				  s->services[i].spans,
-				  s->services[i].spans == 1 ? "" : "s");
+		out_printf(o, "%s %s (%zu span%s", i > 0 ? "," : "",
+			   red_text(o, s->services[i].name),
+			   s->services[i].spans,
+			   s->services[i].spans == 1 ? "" : "s");
 		if (s->services[i].errors > 0)
-			(void)!buf_printf(
-				&o->b, ", %zu error%s", s->services[i].errors,
-				s->services[i].errors == 1 ? "" : "s");
-		(void)!buf_puts(&o->b, ")");
+			out_printf(o, ", %zu error%s", s->services[i].errors,
+				   s->services[i].errors == 1 ? "" : "s");
+		out_puts(o, ")");
 	}
-	(void)!buf_printf(&o->b, "\nLooked up in %s.\n", desc);
+	out_printf(o, "\nLooked up in %s.\n", desc);
 
 	if (s->total.calls == 0) {
-		(void)!buf_puts(&o->b, "\nNo GenAI calls in this session.\n");
+		out_puts(o, "\nNo GenAI calls in this session.\n");
 	} else if (section_room(o, "GenAI calls by model")) {
-		(void)!buf_puts(&o->b, "\n### GenAI calls by model\n");
-		if (render_md_row(&o->b, model_cols, NMODEL_COLS) ==
-			    STATUS_OK &&
-		    render_md_rule(&o->b, NMODEL_COLS) == STATUS_OK) {
+		out_puts(o, "\n### GenAI calls by model\n");
+		if (tool_md_row(&o->b, model_cols, NMODEL_COLS) == STATUS_OK &&
+		    tool_md_rule(&o->b, NMODEL_COLS) == STATUS_OK) {
 			size_t i;
 
 			for (i = 0; i < s->n_models && room(o); i++)
@@ -684,45 +709,42 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 					      true) != STATUS_OK)
 					break;
 			if (s->n_models > 1 || i < s->n_models)
-				(void)!model_row(o, NULL, NULL, &s->total,
-						 false);
+				model_row(o, NULL, NULL, &s->total, false);
 			if (i < s->n_models)
-				(void)!buf_printf(&o->b,
-						  "(%zu more models: see "
-						  "structuredContent)\n",
-						  s->n_models - i);
+				out_printf(o,
+					   "(%zu more models: see "
+					   "structuredContent)\n",
+					   s->n_models - i);
 		}
 	}
 	call_table(o, "Slowest calls", s->slowest, s->n_slowest);
 	call_table(o, "Most expensive calls", s->costliest, s->n_costliest);
 
 	if (s->n_error_spans > 0 && section_room(o, "errors")) {
-		(void)!buf_printf(&o->b, "\n### Errors (%zu)\n", s->errors);
+		out_printf(o, "\n### Errors (%zu)\n", s->errors);
 		for (size_t i = 0; i < s->n_error_spans; i++) {
 			const struct genai_span_ref *r = &s->error_spans[i];
 
-			(void)!buf_printf(&o->b, "- %s: %s",
-					  red_text(o, r->service),
-					  red_text(o, r->name));
+			out_printf(o, "- %s: %s", red_text(o, r->service),
+				   red_text(o, r->name));
 			if (r->message != NULL)
-				(void)!buf_printf(&o->b, ": %.200s",
-						  red_text(o, r->message));
-			(void)!buf_printf(&o->b, " (trace %s)\n", r->trace_id);
+				out_printf(o, ": %.200s",
+					   red_text(o, r->message));
+			out_printf(o, " (trace %s)\n", r->trace_id);
 		}
 		if (s->errors > s->n_error_spans)
-			(void)!buf_printf(&o->b, "- and %zu more\n",
-					  s->errors - s->n_error_spans);
+			out_printf(o, "- and %zu more\n",
+				   s->errors - s->n_error_spans);
 	}
 	omitted_note(o);
 	if (s->has_bottleneck) {
-		(void)!buf_puts(&o->b, "\nBottleneck (largest self time): ");
+		out_puts(o, "\nBottleneck (largest self time): ");
 		bottleneck_text(o, &o->b, &s->bottleneck);
-		(void)!buf_puts(&o->b, "\n");
+		out_puts(o, "\n");
 	}
 	if (s->total.calls > 0)
-		(void)!buf_puts(&o->b,
-				"Tokens count once: agent spans around LLM "
-				"calls are not counted again.\n");
+		out_puts(o, "Tokens count once: agent spans around LLM "
+			    "calls are not counted again.\n");
 }
 
 static int
@@ -827,12 +849,12 @@ change_table(struct out *o, const struct genai_usage *u, const char *pdesc)
 	char pv[320], cv[320], abs[48], pct[32];
 	const char *cells[5];
 
-	(void)!buf_printf(&o->b,
-			  "\n### Change against the previous period "
-			  "(%s)\n",
-			  pdesc);
-	if (render_md_row(&o->b, cols, 5) != STATUS_OK ||
-	    render_md_rule(&o->b, 5) != STATUS_OK)
+	out_printf(o,
+		   "\n### Change against the previous period "
+		   "(%s)\n",
+		   pdesc);
+	if (tool_md_row(&o->b, cols, 5) != STATUS_OK ||
+	    tool_md_rule(&o->b, 5) != STATUS_OK)
 		return;
 	cells[1] = pv;
 	cells[2] = cv;
@@ -889,7 +911,7 @@ change_table(struct out *o, const struct genai_usage *u, const char *pdesc)
 			change_cells(a, b, false, abs, sizeof(abs), pct,
 				     sizeof(pct));
 		}
-		if (render_md_row(&o->b, cells, 5) != STATUS_OK)
+		if (tool_md_row(&o->b, cells, 5) != STATUS_OK)
 			return;
 	}
 }
@@ -909,25 +931,23 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 	size_t i;
 
 	stats_cells(o, t, false, NULL, &c);
-	(void)!buf_printf(&o->b, "## GenAI usage, %s", desc);
+	out_printf(o, "## GenAI usage, %s", desc);
 	if (tool_arg_str(args, "service") != NULL)
-		(void)!buf_printf(&o->b, ", service %s",
-				  red_text(o, tool_arg_str(args, "service")));
+		out_printf(o, ", service %s",
+			   red_text(o, tool_arg_str(args, "service")));
 	if (tool_arg_str(args, "model") != NULL)
-		(void)!buf_printf(&o->b, ", model %s",
-				  red_text(o, tool_arg_str(args, "model")));
-	(void)!buf_printf(&o->b,
-			  "\n%s calls, %s input and %s output tokens, cost "
-			  "%s, errors %s, latency p50 %s, p95 %s\n",
-			  c.calls, c.in, c.out, c.cost, c.err, c.p50, c.p95);
+		out_printf(o, ", model %s",
+			   red_text(o, tool_arg_str(args, "model")));
+	out_printf(o,
+		   "\n%s calls, %s input and %s output tokens, cost "
+		   "%s, errors %s, latency p50 %s, p95 %s\n",
+		   c.calls, c.in, c.out, c.cost, c.err, c.p50, c.p95);
 	change_table(o, u, pdesc);
 
 	if (u->n_models > 0 && section_room(o, "by model")) {
-		(void)!buf_printf(&o->b, "\n### By model (%zu)\n",
-				  u->models_total);
-		if (render_md_row(&o->b, model_cols, NMODEL_COLS) ==
-			    STATUS_OK &&
-		    render_md_rule(&o->b, NMODEL_COLS) == STATUS_OK) {
+		out_printf(o, "\n### By model (%zu)\n", u->models_total);
+		if (tool_md_row(&o->b, model_cols, NMODEL_COLS) == STATUS_OK &&
+		    tool_md_rule(&o->b, NMODEL_COLS) == STATUS_OK) {
 			for (i = 0; i < u->n_models && room(o); i++)
 				if (model_row(o, u->models[i].model,
 					      u->models[i].provider,
@@ -935,8 +955,8 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 					      true) != STATUS_OK)
 					break;
 			if (i < u->models_total)
-				(void)!buf_printf(
-					&o->b,
+				out_printf(
+					o,
 					"(%zu more models: %s; or ask for one "
 					"model)\n",
 					u->models_total - i,
@@ -947,11 +967,9 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 		}
 	}
 	if (u->n_services > 0 && section_room(o, "by service")) {
-		(void)!buf_printf(&o->b, "\n### By service (%zu)\n",
-				  u->services_total);
-		if (render_md_row(&o->b, group_cols, NGROUP_COLS) ==
-			    STATUS_OK &&
-		    render_md_rule(&o->b, NGROUP_COLS) == STATUS_OK) {
+		out_printf(o, "\n### By service (%zu)\n", u->services_total);
+		if (tool_md_row(&o->b, group_cols, NGROUP_COLS) == STATUS_OK &&
+		    tool_md_rule(&o->b, NGROUP_COLS) == STATUS_OK) {
 			for (i = 0; i < u->n_services && room(o); i++) {
 				const char *cells[NGROUP_COLS];
 				const struct genai_group *g = &u->services[i];
@@ -965,20 +983,19 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 				cells[5] = c.err;
 				cells[6] = c.p50;
 				cells[7] = c.p95;
-				if (render_md_row(&o->b, cells, NGROUP_COLS) !=
+				if (tool_md_row(&o->b, cells, NGROUP_COLS) !=
 				    STATUS_OK)
 					break;
 			}
 			if (i < u->services_total)
-				(void)!buf_printf(
-					&o->b,
-					"(%zu more services: %s; or ask for "
-					"one service)\n",
-					u->services_total - i,
-					i < u->n_services
-						? "see structuredContent"
-						: "only the most expensive "
-						  "are listed");
+				out_printf(o,
+					   "(%zu more services: %s; or ask for "
+					   "one service)\n",
+					   u->services_total - i,
+					   i < u->n_services
+						   ? "see structuredContent"
+						   : "only the most expensive "
+						     "are listed");
 		}
 	}
 	if (u->n_sessions > 0 && section_room(o, "top sessions")) {
@@ -986,11 +1003,10 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 						   "Calls", "Tokens (in/out)",
 						   "Cost"};
 
-		(void)!buf_printf(&o->b,
-				  "\n### Top sessions by cost (%zu of %zu)\n",
-				  u->n_sessions, u->sessions_total);
-		if (render_md_row(&o->b, cols, 5) == STATUS_OK &&
-		    render_md_rule(&o->b, 5) == STATUS_OK)
+		out_printf(o, "\n### Top sessions by cost (%zu of %zu)\n",
+			   u->n_sessions, u->sessions_total);
+		if (tool_md_row(&o->b, cols, 5) == STATUS_OK &&
+		    tool_md_rule(&o->b, 5) == STATUS_OK)
 			for (i = 0; i < u->n_sessions && room(o); i++) {
 				const struct genai_group *g = &u->sessions[i];
 				char tok[80];
@@ -1004,7 +1020,7 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 				cells[2] = c.calls;
 				cells[3] = tok;
 				cells[4] = c.cost;
-				if (render_md_row(&o->b, cells, 5) != STATUS_OK)
+				if (tool_md_row(&o->b, cells, 5) != STATUS_OK)
 					break;
 			}
 	}
@@ -1013,17 +1029,15 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 		char names[320];
 
 		model_list(o, t->unpriced_models, names, sizeof(names));
-		(void)!buf_printf(&o->b,
-				  "\nCost is a lower bound: %" PRIu64
-				  " call%s of models without a price (%s); "
-				  "add their prices to model_pricing.\n",
-				  t->unpriced, t->unpriced == 1 ? "" : "s",
-				  names);
+		out_printf(o,
+			   "\nCost is a lower bound: %" PRIu64
+			   " call%s of models without a price (%s); "
+			   "add their prices to model_pricing.\n",
+			   t->unpriced, t->unpriced == 1 ? "" : "s", names);
 	}
 	if (t->calls > 0)
-		(void)!buf_puts(&o->b,
-				"Tokens count once: agent spans around LLM "
-				"calls are not counted again.\n");
+		out_puts(o, "Tokens count once: agent spans around LLM "
+			    "calls are not counted again.\n");
 }
 
 static json_t *
@@ -1046,10 +1060,10 @@ groups_json(struct out *o, const struct genai_group *g, size_t n,
 			      json_object_set_new(s, "service",
 						  red_json(o, g[i].service));
 		if (bad || json_array_append_new(a, s) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	}
 	if (a == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return a;
 }
 
@@ -1083,7 +1097,7 @@ usage_json(struct out *o, const struct genai_usage *u, const json_t *args,
 		"sessions_total", (json_int_t)u->sessions_total);
 
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -1100,10 +1114,10 @@ suggest_names(struct out *o, struct pg_conn *c, enum genai_key key,
 	    STATUS_OK)
 		return;
 	if (nm->n == 0)
-		(void)!buf_puts(&o->b, "; no GenAI calls at all in that range");
+		out_puts(o, "; no GenAI calls at all in that range");
 	for (size_t i = 0; i < nm->n; i++)
-		(void)!buf_printf(
-			&o->b, "%s%s",
+		out_printf(
+			o, "%s%s",
 			i > 0 ? ", "
 			      : (key == GENAI_KEY_MODEL
 					 ? "; models with calls in that range: "
@@ -1152,24 +1166,22 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	if (u->total.calls == 0 && u->previous.calls == 0) {
-		(void)!buf_puts(&o.b, "No GenAI calls");
+		out_puts(&o, "No GenAI calls");
 		if (f.service != NULL)
-			(void)!buf_printf(&o.b, " of service %s",
-					  red_text(&o, f.service));
+			out_printf(&o, " of service %s",
+				   red_text(&o, f.service));
 		if (f.model != NULL)
-			(void)!buf_printf(&o.b, " of model %s",
-					  red_text(&o, f.model));
-		(void)!buf_printf(&o.b, " in %s, nor in the period before (%s)",
-				  desc, pdesc);
+			out_printf(&o, " of model %s", red_text(&o, f.model));
+		out_printf(&o, " in %s, nor in the period before (%s)", desc,
+			   pdesc);
 		if (f.model != NULL)
 			suggest_names(&o, c, GENAI_KEY_MODEL, &tr);
 		else if (f.service != NULL)
 			suggest_names(&o, c, GENAI_KEY_SERVICE, &tr);
-		(void)!buf_puts(&o.b,
-				".\nA GenAI call is a span with "
-				"gen_ai.operation.name chat, text_completion, "
-				"generate_content or embeddings, or with "
-				"gen_ai.usage token counts.\n");
+		out_puts(&o, ".\nA GenAI call is a span with "
+			     "gen_ai.operation.name chat, text_completion, "
+			     "generate_content or embeddings, or with "
+			     "gen_ai.usage token counts.\n");
 	} else {
 		usage_text(&o, u, args, desc, pdesc);
 	}
@@ -1294,7 +1306,7 @@ key_differences(struct out *o, const struct genai_session *const s[2])
 	int top = -1;
 	double best = -1;
 
-	(void)!buf_puts(&o->b, "\n### Key Differences\n");
+	out_puts(o, "\n### Key Differences\n");
 	for (int m = 0; m < NMETRICS; m++) {
 		double x = metric(s[0], m), y = metric(s[1], m);
 		double w =
@@ -1331,19 +1343,19 @@ key_differences(struct out *o, const struct genai_session *const s[2])
 			struct buf t;
 
 			buf_init(&t, sizeof(line) - 1);
-			(void)!buf_printf(&t,
-					  "Session %c's primary bottleneck: ",
-					  k == 3 ? 'A' : 'B');
+			buf_printf(&t, "Session %c's primary bottleneck: ",
+				   k == 3 ? 'A' : 'B');
 			bottleneck_text(o, &t, &s[k - 3]->bottleneck);
+			buf_set_error(&o->b, buf_error(&t));
 			snprintf(line, sizeof(line), "%s.",
 				 t.data != NULL ? t.data : "");
 			buf_free(&t);
 		}
 		if (line[0] == '\0')
 			continue;
-		(void)!buf_printf(&o->b, "- %s\n", line);
+		out_printf(o, "- %s\n", line);
 		if (json_array_append_new(list, json_string(line)) != 0)
-			o->nomem = true;
+			buf_set_error(&o->b, STATUS_NOMEM);
 	}
 	for (int i = 0; i < 2; i++)
 		if (s[i]->total.unpriced > 0) {
@@ -1354,12 +1366,12 @@ key_differences(struct out *o, const struct genai_session *const s[2])
 				 " call%s of models without a price (%s).",
 				 i == 0 ? 'A' : 'B', s[i]->total.unpriced,
 				 s[i]->total.unpriced == 1 ? "" : "s", a);
-			(void)!buf_printf(&o->b, "- %s\n", line);
+			out_printf(o, "- %s\n", line);
 			if (json_array_append_new(list, json_string(line)) != 0)
-				o->nomem = true;
+				buf_set_error(&o->b, STATUS_NOMEM);
 		}
 	if (list == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return list;
 }
 
@@ -1379,7 +1391,7 @@ summary_json(struct out *o, const struct genai_session *s, const char *id)
 				  : json_null());
 
 	if (v == NULL)
-		o->nomem = true;
+		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
 }
 
@@ -1446,11 +1458,11 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 				    json_pack("{s:o, s:b, s:o}", "session_id",
 					      red_json(&o, ids[i]), "found", 0,
 					      "recent_sessions", recent)) != 0)
-				o.nomem = true;
+				buf_set_error(&o.b, STATUS_NOMEM);
 		}
-		(void)!buf_puts(&o.b, "Nothing to compare: call "
-				      "compare_sessions again with sessions "
-				      "that exist.\n");
+		out_puts(&o, "Nothing to compare: call "
+			     "compare_sessions again with sessions "
+			     "that exist.\n");
 		sc = json_pack("{s:o, s:o, s:[], s:[]}", "time_range",
 			       tool_range_json(&tr), "missing",
 			       missing != NULL ? missing : json_array(),
@@ -1466,10 +1478,10 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 		json_t *metrics = json_array(), *keys;
 		char a[480], b[480], d[48];
 
-		(void)!buf_printf(&o.b, "## Session A (%s) vs Session B (%s)\n",
-				  red_text(&o, ids[0]), red_text(&o, ids[1]));
-		(void)!render_md_row(&o.b, cols, 4);
-		(void)!render_md_rule(&o.b, 4);
+		out_printf(&o, "## Session A (%s) vs Session B (%s)\n",
+			   red_text(&o, ids[0]), red_text(&o, ids[1]));
+		tool_md_row(&o.b, cols, 4);
+		tool_md_rule(&o.b, 4);
 		for (int m = 0; m < NMETRICS; m++) {
 			const char *cells[4] = {metric_names[m], a, b, d};
 			double x = metric(s[0], m), y = metric(s[1], m);
@@ -1477,7 +1489,7 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 			metric_text(&o, s[0], m, a, sizeof(a));
 			metric_text(&o, s[1], m, b, sizeof(b));
 			diff_text(x, y, d, sizeof(d));
-			(void)!render_md_row(&o.b, cells, 4);
+			tool_md_row(&o.b, cells, 4);
 			if (metrics == NULL ||
 			    json_array_append_new(
 				    metrics,
@@ -1486,11 +1498,10 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 					      "diff_pct",
 					      num_or_null(diff_pct(x, y)))) !=
 				    0)
-				o.nomem = true;
+				buf_set_error(&o.b, STATUS_NOMEM);
 		}
-		(void)!buf_puts(&o.b,
-				"(Avg Latency: mean trace duration; Diff: B "
-				"against A)\n");
+		out_puts(&o, "(Avg Latency: mean trace duration; Diff: B "
+			     "against A)\n");
 		keys = key_differences(&o, ss);
 		sc = json_pack("{s:o, s:[o, o], s:o, s:o}", "time_range",
 			       tool_range_json(&tr), "sessions",
