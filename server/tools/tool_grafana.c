@@ -918,8 +918,7 @@ render(struct call *call, struct grafana *g, const struct req *q,
 		if (rc == STATUS_OK && b.len + TAIL_ROOM > budget)
 			rc = STATUS_LIMIT;
 		if (rc == STATUS_LIMIT) {
-			b.len = mark;
-			b.data[mark] = '\0';
+			buf_rollback(&b, mark);
 			rc = STATUS_OK;
 			break;
 		}
