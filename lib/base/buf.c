@@ -15,22 +15,11 @@ buf_init(struct buf *b, size_t max)
 	b->cap = 0;
 	b->max = max;
 	b->err = STATUS_OK;
-	b->err_len = 0;
 }
 
 int
 buf_error(const struct buf *b)
 {
-	/* below err_len: cut back by hand past the failure (see buf.h) */
-	return b->len < b->err_len ? STATUS_OK : b->err;
-}
-
-/* The error still pending, forgetting one given up by hand. */
-static int
-pending(struct buf *b)
-{
-	if (b->err != STATUS_OK && b->len < b->err_len)
-		b->err = STATUS_OK;
 	return b->err;
 }
 
@@ -39,14 +28,13 @@ static int
 fail(struct buf *b, int rc)
 {
 	b->err = rc;
-	b->err_len = b->len;
 	return rc;
 }
 
 void
 buf_set_error(struct buf *b, int status)
 {
-	if (status != STATUS_OK && pending(b) == STATUS_OK)
+	if (status != STATUS_OK && b->err == STATUS_OK)
 		fail(b, status);
 }
 
@@ -56,7 +44,7 @@ buf_reserve(struct buf *b, size_t n)
 	size_t need, cap;
 	char *p;
 
-	if (pending(b) != STATUS_OK)
+	if (b->err != STATUS_OK)
 		return b->err;
 	if (n > b->max || b->len > b->max - n)
 		return fail(b, STATUS_LIMIT);
@@ -100,7 +88,7 @@ buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n, rc;
 
-	if (pending(b) != STATUS_OK)
+	if (b->err != STATUS_OK)
 		return b->err;
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
@@ -136,7 +124,6 @@ buf_rollback(struct buf *b, size_t len)
 			b->data[len] = '\0';
 	}
 	b->err = STATUS_OK;
-	b->err_len = 0;
 }
 
 void
@@ -163,7 +150,6 @@ buf_steal(struct buf *b, size_t *len)
 	b->len = 0;
 	b->cap = 0;
 	b->err = STATUS_OK;
-	b->err_len = 0;
 	return p;
 }
 
@@ -187,5 +173,4 @@ buf_free(struct buf *b)
 	b->len = 0;
 	b->cap = 0;
 	b->err = STATUS_OK;
-	b->err_len = 0;
 }

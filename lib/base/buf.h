@@ -33,10 +33,6 @@ struct buf {
 	size_t cap;
 	size_t max; /* hard maximum of len */
 	int err;    /* the first failure; STATUS_OK while none is pending */
-	/* len when err was kept.  Code that lowers len below it by hand
-	 * (server/tools/, until it calls buf_rollback) has given the failed
-	 * piece up, and the error goes with it. */
-	size_t err_len;
 };
 
 /* A buffer that will hold at most max bytes.  Allocates nothing yet. */
@@ -71,7 +67,9 @@ void buf_set_error(struct buf *b, int status);
  * pending: drops those bytes and the error they met, so b takes appends
  * again.  For a writer that leaves b as it was on failure, and for a
  * caller that ends a table at the row that does not fit and then writes
- * its "N more" note.  len <= b->len.
+ * its "N more" note.  len <= b->len.  At b->len itself (a failed append
+ * leaves len where it was) every byte stays and only the failed append is
+ * given up.  This is how len is lowered, never by hand.
  */
 void buf_rollback(struct buf *b, size_t len);
 

@@ -144,12 +144,11 @@ dump_string(struct buf *out, const char *str, size_t n, bool key)
 {
 	const unsigned char *s = (const unsigned char *)str, *e = s + n;
 	const unsigned char *run = s;
-	size_t written, len;
+	size_t len;
 	char esc[6];
 
 	if (!put_char(out, '"'))
 		return DUMP_FAIL;
-	written = out->len;
 	for (;;) {
 		while (e - s >= 8 && plain8(s))
 			s += 8;
@@ -159,19 +158,14 @@ dump_string(struct buf *out, const char *str, size_t n, bool key)
 			break;
 		if (byte_class[*s] == 2) {
 			len = utf8_len(s, (size_t)(e - s));
-			if (len == 0) {
-				if (!key)
-					return DUMP_FAIL;
-				out->len = written;
-				return DUMP_OK;
-			}
+			if (len == 0) /* out holds what was written */
+				return key ? DUMP_OK : DUMP_FAIL;
 			s += len;
 			continue;
 		}
 		len = escape(*s, esc);
 		if (!put(out, run, (size_t)(s - run)) || !put(out, esc, len))
 			return DUMP_FAIL;
-		written = out->len;
 		run = ++s;
 	}
 	if (!put(out, run, (size_t)(s - run)) || !put_char(out, '"'))

@@ -456,12 +456,11 @@ forward_events(struct stdio_conn *c)
 		}
 		buf_free(&data);
 	}
+	/* the bytes not forwarded yet move to the front, and only they stay */
 	left = (size_t)(end - p);
 	if (left > 0 && p != c->pump.data)
 		memmove(c->pump.data, p, left);
-	c->pump.len = left;
-	if (c->pump.data != NULL)
-		c->pump.data[left] = '\0';
+	buf_rollback(&c->pump, left);
 }
 
 /* Takes what the standalone stream holds (after its wake). */
