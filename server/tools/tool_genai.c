@@ -747,6 +747,33 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 			    "calls are not counted again.\n");
 }
 
+/*
+ * What get_session and compare_sessions start with: the time range
+ * (default the last 7 days) described into desc, and a store connection
+ * in *c.  False with *result an isError answer saying why (NULL when out
+ * of memory), *c NULL.
+ */
+static bool
+session_open(struct call *call, const json_t *args, int64_t now,
+	     struct timerange *tr, char *desc, size_t cap, struct pg_conn **c,
+	     json_t **result)
+{
+	char err[512];
+
+	*c = NULL;
+	if (tool_time_range(args, "7d", 0, now, tr, err, sizeof(err)) !=
+	    STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		return false;
+	}
+	describe_range(tr, now, desc, cap);
+	if (tool_conn_get(call, c, err, sizeof(err), NULL) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		return false;
+	}
+	return true;
+}
+
 static int
 get_session(struct call *call, const json_t *args, json_t **result)
 {
@@ -757,7 +784,7 @@ get_session(struct call *call, const json_t *args, json_t **result)
 	struct timerange tr;
 	struct out o;
 	json_t *sc = NULL, *recent = NULL;
-	char err[512], desc[128];
+	char desc[128];
 	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
@@ -769,16 +796,8 @@ get_session(struct call *call, const json_t *args, json_t **result)
 			"gen_ai.conversation.id) of the session's spans");
 		goto out;
 	}
-	if (tool_time_range(args, "7d", 0, now, &tr, err, sizeof(err)) !=
-	    STATUS_OK) {
-		*result = tool_result_error("%s", err);
+	if (!session_open(call, args, now, &tr, desc, sizeof(desc), &c, result))
 		goto out;
-	}
-	describe_range(&tr, now, desc, sizeof(desc));
-	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
-		*result = tool_result_error("%s", err);
-		goto out;
-	}
 	rc = genai_session_get(c, id, tr.from_ms, tr.to_ms, &s, &pe);
 	if (rc == STATUS_NOTFOUND) {
 		if ((rc = not_found(&o, c, id, &tr, desc, &recent, &pe)) !=
@@ -1406,7 +1425,7 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 	struct pg_error pe;
 	struct out o;
 	json_t *sc = NULL, *missing = NULL;
-	char err[512], desc[128];
+	char desc[128];
 	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
@@ -1418,16 +1437,8 @@ compare_sessions(struct call *call, const json_t *args, json_t **result)
 			"session.id values of the two sessions to compare");
 		goto out;
 	}
-	if (tool_time_range(args, "7d", 0, now, &tr, err, sizeof(err)) !=
-	    STATUS_OK) {
-		*result = tool_result_error("%s", err);
+	if (!session_open(call, args, now, &tr, desc, sizeof(desc), &c, result))
 		goto out;
-	}
-	describe_range(&tr, now, desc, sizeof(desc));
-	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
-		*result = tool_result_error("%s", err);
-		goto out;
-	}
 	for (int i = 0; i < 2; i++) {
 		rc = genai_session_get(c, ids[i], tr.from_ms, tr.to_ms, &s[i],
 				       &pe);
