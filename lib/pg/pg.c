@@ -1693,15 +1693,14 @@ pg_error_set(struct pg_error *err, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static int
-check_range(struct pg_error *err, const char *what, int v, int lo, int hi)
+int
+pg_check_range(struct pg_error *err, const char *what, int v, int lo, int hi)
 {
 	if (v >= lo && v <= hi)
 		return STATUS_OK;
 	return pg_error_set(err, STATUS_INVALID,
-			    "database %s %d is out of range: expected %d "
-			    "to %d",
-			    what, v, lo, hi);
+			    "%s %d is out of range: expected %d to %d", what, v,
+			    lo, hi);
 }
 
 /*
@@ -1748,19 +1747,22 @@ check_config(const struct pg_pool_config *cfg, struct pg_error *err)
 		return pg_error_set(err, STATUS_INVALID,
 				    "the database connection string is "
 				    "missing");
-	if (check_range(err, "pool size", cfg->size, 1, PG_POOL_SIZE_MAX) ||
-	    check_range(err, "statement timeout (ms)",
-			cfg->statement_timeout_ms, 1,
-			PG_STATEMENT_TIMEOUT_MAX_MS) ||
-	    check_range(err, "connect timeout (s)", cfg->connect_timeout_s, 0,
-			PG_CONNECT_TIMEOUT_MAX_S) ||
-	    check_range(err, "acquire timeout (ms)", cfg->acquire_timeout_ms, 0,
-			PG_ACQUIRE_TIMEOUT_MAX_MS))
+	if (pg_check_range(err, "database pool size", cfg->size, 1,
+			   PG_POOL_SIZE_MAX) ||
+	    pg_check_range(err, "database statement timeout (ms)",
+			   cfg->statement_timeout_ms, 1,
+			   PG_STATEMENT_TIMEOUT_MAX_MS) ||
+	    pg_check_range(err, "database connect timeout (s)",
+			   cfg->connect_timeout_s, 0,
+			   PG_CONNECT_TIMEOUT_MAX_S) ||
+	    pg_check_range(err, "database acquire timeout (ms)",
+			   cfg->acquire_timeout_ms, 0,
+			   PG_ACQUIRE_TIMEOUT_MAX_MS))
 		return STATUS_INVALID;
 	if (cfg->reconnect_max_ms != 0 &&
-	    check_range(err, "reconnect backoff cap (ms)",
-			cfg->reconnect_max_ms, PG_RECONNECT_MIN_MS,
-			PG_RECONNECT_MAX_MS))
+	    pg_check_range(err, "database reconnect backoff cap (ms)",
+			   cfg->reconnect_max_ms, PG_RECONNECT_MIN_MS,
+			   PG_RECONNECT_MAX_MS))
 		return STATUS_INVALID;
 	opts = PQconninfoParse(cfg->conninfo, &msg);
 	if (opts == NULL) {

@@ -80,6 +80,12 @@ struct pg_error {
 int pg_error_set(struct pg_error *err, int rc, const char *fmt, ...)
 	PRINTF_LIKE(3, 4);
 
+/* STATUS_OK when lo <= v <= hi; else STATUS_INVALID with err saying
+ * "<what> <v> is out of range: expected <lo> to <hi>".  For the
+ * settings the pool and the listener check before they connect. */
+int pg_check_range(struct pg_error *err, const char *what, int v, int lo,
+		   int hi);
+
 /* Counters for /metrics: totals since pg_pool_new, and gauges. */
 struct pg_stats {
 	uint64_t queries;    /* statements sent (queries, scripts, COPY) */

@@ -422,17 +422,6 @@ shown_name(const char *name, char *buf, size_t cap)
 }
 
 static int
-check_range(struct pg_error *err, const char *what, int v, int lo, int hi)
-{
-	if (v >= lo && v <= hi)
-		return STATUS_OK;
-	return pg_error_set(err, STATUS_INVALID,
-			    "database listener %s %d is out of range: "
-			    "expected %d to %d",
-			    what, v, lo, hi);
-}
-
-static int
 check_config(const struct pglisten_config *cfg, struct pg_error *err)
 {
 	char shown[PGLISTEN_CHANNEL_MAX + 8];
@@ -479,13 +468,13 @@ check_config(const struct pglisten_config *cfg, struct pg_error *err)
 						    "twice",
 						    shown, i);
 	}
-	if (check_range(err, "connect timeout (s)", cfg->connect_timeout_s, 0,
-			PG_CONNECT_TIMEOUT_MAX_S))
+	if (pg_check_range(err, "database listener connect timeout (s)",
+			   cfg->connect_timeout_s, 0, PG_CONNECT_TIMEOUT_MAX_S))
 		return STATUS_INVALID;
 	if (cfg->reconnect_max_ms != 0 &&
-	    check_range(err, "reconnect backoff cap (ms)",
-			cfg->reconnect_max_ms, PG_RECONNECT_MIN_MS,
-			PG_RECONNECT_MAX_MS))
+	    pg_check_range(err, "database listener reconnect backoff cap (ms)",
+			   cfg->reconnect_max_ms, PG_RECONNECT_MIN_MS,
+			   PG_RECONNECT_MAX_MS))
 		return STATUS_INVALID;
 	/* libpq's parse message may quote the whole URI, password included:
 	 * it stays out of the error (pg_pool_new, given the same string,
