@@ -87,7 +87,7 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 		scripts/gen-embed.sh
 	@mkdir -p $(@D)
 	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
-SERVER_SRC := server/boot.c \
+SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/core/,server.c maintain.c instances.c demo_data.c) \
 	$(addprefix server/http/,http.c ingest.c) \
 	$(addprefix server/transport/,transport.c legacy_sse.c stdio_mcp.c) \

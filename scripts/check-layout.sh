@@ -5,8 +5,8 @@
 # in every room.  POSIX sh and awk only; run from anywhere; exit 0 when the
 # tree is clean, 1 on any violation, 2 when it cannot run.
 #
-# Rooms are the folders of lib/ and server/ (server/main.c and server/boot.c
-# form the room "server").  A quoted include names its room relative to lib/
+# Rooms are the folders of lib/ and server/ (server/main.c forms the room
+# "server").  A quoted include names its room relative to lib/
 # or server/ ("base/buf.h" = lib/base/buf.h); one that resolves to neither
 # (generated headers under build/gen) is ignored, as are <system> headers.
 #
@@ -29,9 +29,9 @@ R3   | server/tools/ | server/                                      | -         
        tools reach the rest of server/ only through tools/tool.h (and
        core/instances.h): take what you need from the call context or a
        call_* function of tools/tool.h
-R4   | lib/ server/  | server/tools/tool_*.h server/conformance/*.h | own server/boot.c | server/tools/tool_common.h
+R4   | lib/ server/  | server/tools/tool_*.h server/conformance/*.h | own server/boot/  | server/tools/tool_common.h
        only the boot code names the tool families: add the family to the
-       handler table of server/boot.c and reach it through the tool registry
+       handler table of server/boot/boot.c and reach it through the tool registry
 '
 # R0, R5, R6 and R7 are checked by the code below:
 #   R0  a quoted include names its room ("mcp/call.h", never "call.h" or

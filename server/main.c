@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "boot.h"
+#include "boot/boot.h"
 
 #include "base/auth.h"
 #include "base/clock.h"

@@ -2,10 +2,11 @@
  * boot.c - assembles the gateway: builds the shared context from the
  * config (every room's part of it), reloads what may change at run time,
  * runs the once-a-second janitor tick, and tears it down.  The one place
- * that names the tool families (handler_tables).  It sits on top of
- * server/, beside main.c, because it includes every room.
+ * that names the tool families (handler_tables).  It is a room of its
+ * own (server/boot/), above every other: it includes them all, and only
+ * main.c includes it.
  */
-#include "boot.h" /* server/boot.h */
+#include "boot/boot.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * server.c - the gateway's shared context (see server.h): what every room
  * of server/ reads, and the lock of its live settings.  Building it,
- * reloading it and the janitor are server/boot.c's.
+ * reloading it and the janitor are server/boot/boot.c's.
  */
 #include "core/server.h"
 

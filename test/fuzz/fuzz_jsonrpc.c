@@ -20,7 +20,7 @@
 #include "base/log.h"
 #include "base/clock.h"
 #include "conf/config.h"
-#include "boot.h"
+#include "boot/boot.h"
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/dispatch.h"

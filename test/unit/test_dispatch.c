@@ -26,7 +26,7 @@
 #include "base/clock.h"
 #include "conf/config.h"
 #include "conformance/conformance.h"
-#include "boot.h"
+#include "boot/boot.h"
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/dispatch.h"
