@@ -37,6 +37,10 @@
  * follows it at once). */
 #define OLD_SLOT_SQL "(floor(extract(epoch FROM now()) / 10)::bigint - 6)"
 
+/* The span scans of a refresh read one period of every service: through
+ * the (source, start_time) btree (rollup.h, ROLLUP_ALL_SOURCES). */
+#define ALL_SOURCES ROLLUP_ALL_SOURCES
+
 struct rollup_hist {
 	int64_t *counts; /* counts[i] is bucket lo + i */
 	int lo;		 /* first bucket covered */
@@ -411,7 +415,7 @@ static const char aggregate_sql[] =
 	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
 	"FROM span_calls WHERE start_time >= $1::timestamptz "
 	"AND start_time < $1::timestamptz + make_interval(secs => "
-	"$2::integer) AND protocol IS NOT NULL "
+	"$2::integer) AND protocol IS NOT NULL AND " ALL_SOURCES
 	"GROUP BY service_name, source, protocol, k1, k2, status, b) g "
 	"GROUP BY service_name, source, protocol, k1, k2, status";
 
@@ -470,7 +474,7 @@ static const char minute_aggregate_sql[] =
 	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
 	"FROM span_calls WHERE start_time >= to_timestamp($2::bigint) "
 	"AND start_time < to_timestamp($3::bigint + 60) "
-	"AND protocol IS NOT NULL "
+	"AND protocol IS NOT NULL AND " ALL_SOURCES
 	"AND (floor(extract(epoch FROM start_time) / 60) * 60)::bigint "
 	"= ANY ($1::bigint[]) "
 	"GROUP BY m, service_name, source, protocol, k1, k2, status, b) g "

@@ -28,6 +28,18 @@
  * duration fits. */
 #define ROLLUP_BUCKET_MAX 4400
 
+/*
+ * SQL: a condition that every span meets, naming both sources (the only
+ * two the table admits, spans_source_check), so that a time range over
+ * all services can be served by the (source, start_time) btree.  Without
+ * it, the one index on start_time alone is BRIN, whose block ranges stay
+ * unsummarized after a bulk load until the next VACUUM: a bitmap scan
+ * over it then reads the whole partition, once for every range scanned.
+ * Used by the refresh and by the queries that read every service's raw
+ * spans (lib/telemetry/servicequery).
+ */
+#define ROLLUP_ALL_SOURCES "source IN ('ebpf', 'otlp') "
+
 /* The start (Unix ms) of the rollup period, the UTC hour, holding ms. */
 int64_t rollup_period_floor(int64_t ms);
 

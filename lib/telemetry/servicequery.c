@@ -48,6 +48,15 @@ static const char services_sql[] =
 	"ORDER BY service COLLATE \"C\" LIMIT 10001";
 
 /*
+ * Every raw scan over all services goes through the (source, start_time)
+ * btree (rollup.h, ROLLUP_ALL_SOURCES): with the BRIN index unsummarized
+ * after `sextant demo-data`, scanning its 1165 dirty minutes one by one
+ * took list_services over 24 h past 30 s (bench/RESULTS.md, "First
+ * minute after make run").
+ */
+#define ALL_SOURCES ROLLUP_ALL_SOURCES
+
+/*
  * Requests of every service and source in [$1, $2), exactly.  A request
  * both sources saw is two rows, so a service's requests are those of the
  * source that saw the most (eBPF sees every call its probe covers, an SDK
@@ -57,7 +66,7 @@ static const char services_sql[] =
 static const char requests_exact_sql[] =
 	"SELECT service_name, count(*), count(*) FILTER (WHERE is_error), "
 	"percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) "
-	"FROM span_calls WHERE protocol IN ('http', 'grpc') "
+	"FROM span_calls WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
 	"AND start_time >= $1::timestamptz AND start_time < $2::timestamptz "
 	"GROUP BY service_name, source ORDER BY service_name, source";
 
@@ -66,16 +75,15 @@ static const char requests_exact_sql[] =
  * in lib/telemetry/spanquery (docs/schema.md): hour rows for the clean hours in
  * [$3, $4); minute rows for the clean minutes in [$5, $6) outside those;
  * raw spans bucketed the same way for the head [$1, $5), the tail [$6, $2)
- * and the dirty minutes outside clean hours (one range scan each, as in
- * lib/telemetry/spanquery); as (service, is_error,
- * buckets, counts).  The rollups keep the status, so is_error is
- * recomputed from it as the view defines it (a gRPC span without a status
- * code has status -1).
+ * and the dirty minutes outside clean hours (one range scan per run of
+ * them, dr below); as (service, is_error, buckets, counts).  The rollups
+ * keep the status, so is_error is recomputed from it as the view defines
+ * it (a gRPC span without a status code has status -1).
  */
 #define RAW_HIST                                                               \
 	"SELECT service_name, source, is_error, "                              \
 	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "            \
-	"FROM span_calls "
+	"FROM span_calls WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
 
 #define ROLLUP_IS_ERROR                                                        \
 	"CASE WHEN protocol = 'http' THEN status >= 500 "                      \
@@ -102,6 +110,11 @@ static const char requests_exact_sql[] =
 	"interval '1 hour' OFFSET 0) m WHERE m.period NOT IN (SELECT period "  \
 	"FROM dm)"
 
+/*
+ * dr: the dirty minutes as runs of consecutive minutes [lo, hi), one range
+ * scan each: a bulk load leaves every minute of the day dirty, and its
+ * 1,400 minutes are then one run, read once, instead of 1,400 scans.
+ */
 static const char requests_rollup_sql[] =
 	"WITH dh AS (SELECT DISTINCT period FROM span_rollup_dirty "
 	"WHERE period >= $3::timestamptz AND period < $4::timestamptz), "
@@ -109,17 +122,20 @@ static const char requests_rollup_sql[] =
 	"WHERE period >= $5::timestamptz AND period < $6::timestamptz "
 	"AND (period < $3::timestamptz OR period >= $4::timestamptz "
 	"OR date_trunc('hour', period, 'UTC') IN (SELECT period FROM dh))), "
-	"raw AS (" RAW_HIST "WHERE protocol IN ('http', 'grpc') "
+	"dr AS (SELECT min(period) AS lo, max(period) + interval '1 minute' "
+	"AS hi FROM (SELECT period, period - make_interval(mins => "
+	"(row_number() OVER (ORDER BY period))::integer) AS run FROM dm) x "
+	"GROUP BY run), "
+	"raw AS (" RAW_HIST
 	"AND start_time >= $1::timestamptz AND start_time < $5::timestamptz "
 	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
-	"WHERE protocol IN ('http', 'grpc') "
 	"AND start_time >= $6::timestamptz AND start_time < $2::timestamptz "
 	"GROUP BY 1, 2, 3, 4 UNION ALL "
-	"SELECT service_name, source, is_error, b, count(*) AS n FROM dm d "
+	"SELECT service_name, source, is_error, b, count(*) AS n FROM dr d "
 	"CROSS JOIN LATERAL (SELECT service_name, source, is_error, "
 	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
-	"WHERE protocol IN ('http', 'grpc') AND start_time >= d.period "
-	"AND start_time < d.period + interval '1 minute' OFFSET 0) s "
+	"WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
+	"AND start_time >= d.lo AND start_time < d.hi OFFSET 0) s "
 	"GROUP BY 1, 2, 3, 4) "
 	"SELECT service_name, source, " ROLLUP_IS_ERROR ", buckets::text, "
 	"counts::text FROM span_rollup WHERE protocol IN ('http', 'grpc') "
