@@ -34,8 +34,31 @@
  * it (lib/otlp/store); slot s is old once 10 (s + 1) + 60 <= now, i.e.
  * s < floor(now / 10) - 6: a writer that found the row there has
  * committed by then (its statement began inside slot s, and COMMIT
- * follows it at once). */
-#define OLD_SLOT_SQL "(floor(extract(epoch FROM now()) / 10)::bigint - 6)"
+ * follows it at once).  The 6 is the parameter p (SLOT_LAG), so that a
+ * fenced refresh (rollup_refresh_fenced) can take every mark instead. */
+#define OLD_SLOT(p)                                                            \
+	"(floor(extract(epoch FROM now()) / 10)::bigint - " p "::integer)"
+#define SLOT_LAG "6"
+/* Far below any slot a real clock gives: every mark counts as old. */
+#define SLOT_LAG_ALL "-1000000000"
+
+/*
+ * Whether a transaction other than this one holds a transaction id (and
+ * so the lock on it, until it ends).  A fenced refresh asks it after
+ * deleting a unit's marks: a writer that found one of them before the
+ * delete (ON CONFLICT DO NOTHING, no lock) holds an id, since it inserted
+ * spans first, until it commits; one that comes after waits for the
+ * delete's transaction and marks again.  With none, every span that mark
+ * stood for is committed, and the aggregate's later snapshot (READ
+ * COMMITTED: one per statement) sees it.  pg_locks, not the snapshot's
+ * xip list: that one leaves out ids at or past its xmax, which a writer
+ * that has not finished yet may hold.  A prepared transaction (no pid)
+ * counts too.
+ */
+static const char fence_sql[] =
+	"SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = "
+	"'transactionid' AND mode = 'ExclusiveLock' AND granted "
+	"AND pid IS DISTINCT FROM pg_backend_pid())";
 
 /* The span scans of a refresh read one period of every service: through
  * the (source, start_time) btree (rollup.h, ROLLUP_ALL_SOURCES). */
@@ -379,26 +402,29 @@ parse_bigint(const char *s, int64_t *out)
 
 /*
  * Settled periods (ended ROLLUP_SETTLE_S ago) after $1 (NULL: from the
- * oldest) whose dirty rows are all old, oldest first, at most $4.
+ * oldest) whose dirty rows are all old (slot lag $5), oldest first, at
+ * most $4.
  */
 static const char candidates_sql[] =
 	"SELECT " PERIOD_TEXT " FROM span_rollup_dirty "
 	"WHERE period < now() - make_interval(secs => $2::integer + "
 	"$3::integer) AND ($1::timestamptz IS NULL OR period > "
 	"$1::timestamptz) "
-	"GROUP BY period HAVING max(slot) < " OLD_SLOT_SQL " "
-	"ORDER BY period LIMIT $4";
+	"GROUP BY period HAVING max(slot) < " OLD_SLOT(
+		"$5") " "
+		      "ORDER BY period LIMIT $4";
 
 /* Whether another refresher holds the lock, and whether the period has a
- * young dirty row (written in the last 60 s) as of this transaction. */
+ * young dirty row (slot lag $2: written in the last 60 s) as of this
+ * transaction. */
 static const char check_sql[] =
 	"SELECT NOT " REFRESH_LOCK ", EXISTS (SELECT 1 FROM "
 	"span_rollup_dirty WHERE period = $1::timestamptz AND slot "
-	">= " OLD_SLOT_SQL ")";
+	">= " OLD_SLOT("$2") ")";
 
 static const char clear_dirty_sql[] =
 	"DELETE FROM span_rollup_dirty WHERE period = $1::timestamptz "
-	"AND slot < " OLD_SLOT_SQL;
+	"AND slot < " OLD_SLOT("$2");
 
 static const char clear_rollup_sql[] =
 	"DELETE FROM span_rollup WHERE period = $1::timestamptz";
@@ -426,20 +452,21 @@ static const char pending_sql[] =
 
 /*
  * Hours (as PERIOD_TEXT) after $1 (NULL: from the oldest) holding a
- * settled dirty minute (M + $2 + $3 s < now) whose marks are all old,
- * oldest first, at most $4.
+ * settled dirty minute (M + $2 + $3 s < now) whose marks are all old
+ * (slot lag $5), oldest first, at most $4.
  */
 static const char minute_candidates_sql[] =
 	"SELECT " PERIOD_TEXT " FROM (SELECT date_trunc('hour', period, "
 	"'UTC') AS period FROM span_rollup_minute_dirty "
 	"WHERE period < now() - make_interval(secs => $2::integer + "
-	"$3::integer) GROUP BY period HAVING max(slot) < " OLD_SLOT_SQL
-	") m WHERE $1::timestamptz IS NULL OR period > $1::timestamptz "
-	"GROUP BY period ORDER BY period LIMIT $4";
+	"$3::integer) GROUP BY period HAVING max(slot) < " OLD_SLOT(
+		"$5") ") m WHERE $1::timestamptz IS NULL OR period > "
+		      "$1::timestamptz "
+		      "GROUP BY period ORDER BY period LIMIT $4";
 
 /*
- * In hour $1: the marks of the settled minutes that have no young mark,
- * deleted; the minutes they named (Unix s), and the first and last.  A
+ * In hour $1: the marks of the settled minutes that have no young mark
+ * (slot lag $4), deleted; the minutes they named (Unix s), and the first and last.  A
  * writer's mark made after this statement's snapshot is not deleted, so
  * its minute is done again later.
  */
@@ -451,9 +478,10 @@ static const char minute_take_sql[] =
 	"WHERE x.period = h.period AND x.slot = h.slot "
 	"AND h.period < now() - make_interval(secs => $2::integer + "
 	"$3::integer) AND h.period NOT IN (SELECT period FROM h WHERE slot "
-	">= " OLD_SLOT_SQL ") RETURNING extract(epoch FROM x.period)::bigint "
-	"AS e) SELECT array_agg(DISTINCT e ORDER BY e)::text, min(e), max(e) "
-	"FROM d";
+	">= " OLD_SLOT("$4") ") RETURNING extract(epoch FROM x.period)::bigint "
+			     "AS e) SELECT array_agg(DISTINCT e ORDER BY "
+			     "e)::text, min(e), max(e) "
+			     "FROM d";
 
 /* Minute rows for the minutes $1 (Unix s) go, to be computed again. */
 static const char minute_clear_sql[] =
@@ -486,18 +514,51 @@ static const char minute_pending_sql[] =
 	"make_interval(secs => $1::integer + $2::integer)";
 
 /*
- * The dirty settled minutes of one hour in one transaction.  *refreshed:
- * whether any was (false when every one has a young mark); *locked_out:
- * another refresher holds the lock.
+ * How a refresh tells which marks it may take: by their age (lag
+ * SLOT_LAG, the janitor's way), or every mark, with the fence of
+ * fence_sql checked before the aggregate (rollup_refresh_fenced).
+ */
+struct refresh_mode {
+	const char *lag;
+	bool fenced;
+};
+
+/*
+ * In a fenced refresh, after the unit's marks were deleted: *held when
+ * another transaction was in progress (the unit is then rolled back and
+ * left for later).
  */
 static int
-refresh_minutes(struct pg_conn *c, const char *hour, bool *refreshed,
-		bool *locked_out, struct pg_error *err)
+fence(struct pg_conn *c, const struct refresh_mode *m, bool *held,
+      struct pg_error *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*held = false;
+	if (!m->fenced)
+		return STATUS_OK;
+	if ((rc = pg_query(c, fence_sql, 0, NULL, &res, err)) == STATUS_OK)
+		*held = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The dirty settled minutes of one hour in one transaction.  *refreshed:
+ * whether any was (false when every one has a young mark, or the fence
+ * held); *locked_out: another refresher holds the lock.
+ */
+static int
+refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
+		const char *hour, bool *refreshed, bool *locked_out,
+		struct pg_error *err)
 {
 	char len[16], settle[16];
-	const char *take[] = {hour, len, settle};
+	const char *take[] = {hour, len, settle, m->lag};
 	const char *one[1], *three[3];
 	PGresult *res = NULL;
+	bool held = false;
 	int rc;
 
 	*refreshed = false;
@@ -514,7 +575,7 @@ refresh_minutes(struct pg_conn *c, const char *hour, bool *refreshed,
 	res = NULL;
 	if (*locked_out)
 		goto out;
-	if ((rc = pg_query(c, minute_take_sql, 3, take, &res, err)) !=
+	if ((rc = pg_query(c, minute_take_sql, 4, take, &res, err)) !=
 	    STATUS_OK)
 		goto out;
 	if (PQntuples(res) != 1) {
@@ -523,6 +584,8 @@ refresh_minutes(struct pg_conn *c, const char *hour, bool *refreshed,
 	}
 	if (PQgetisnull(res, 0, 0))
 		goto out; /* every minute has a young mark: rolled back */
+	if ((rc = fence(c, m, &held, err)) != STATUS_OK || held)
+		goto out;
 	one[0] = three[0] = PQgetvalue(res, 0, 0);
 	three[1] = PQgetvalue(res, 0, 1);
 	three[2] = PQgetvalue(res, 0, 2);
@@ -545,16 +608,17 @@ out:
 
 /*
  * One period in one transaction.  *refreshed: whether it was (false when
- * a young row appeared since it was picked); *locked_out: another
- * refresher holds the lock.
+ * a young row appeared since it was picked, or the fence held);
+ * *locked_out: another refresher holds the lock.
  */
 static int
-refresh_one(struct pg_conn *c, const char *period, bool *refreshed,
-	    bool *locked_out, struct pg_error *err)
+refresh_one(struct pg_conn *c, const struct refresh_mode *m, const char *period,
+	    bool *refreshed, bool *locked_out, struct pg_error *err)
 {
 	char len[16];
-	const char *one[] = {period}, *two[] = {period, len};
+	const char *one[] = {period, m->lag}, *two[] = {period, len};
 	PGresult *res = NULL;
+	bool held = false;
 	int rc;
 
 	*refreshed = false;
@@ -562,15 +626,16 @@ refresh_one(struct pg_conn *c, const char *period, bool *refreshed,
 	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
 	if ((rc = pg_begin(c, err)) != STATUS_OK)
 		return rc;
-	if ((rc = pg_query(c, check_sql, 1, one, &res, err)) != STATUS_OK)
+	if ((rc = pg_query(c, check_sql, 2, one, &res, err)) != STATUS_OK)
 		goto out;
 	*locked_out = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	if (*locked_out || strcmp(PQgetvalue(res, 0, 1), "t") == 0)
 		goto out; /* rolled back below: nothing was changed */
 	PQclear(res);
 	res = NULL;
-	if ((rc = pg_query(c, clear_dirty_sql, 1, one, NULL, err)) !=
+	if ((rc = pg_query(c, clear_dirty_sql, 2, one, NULL, err)) !=
 		    STATUS_OK ||
+	    (rc = fence(c, m, &held, err)) != STATUS_OK || held ||
 	    (rc = pg_query(c, clear_rollup_sql, 1, one, NULL, err)) !=
 		    STATUS_OK ||
 	    (rc = pg_query(c, aggregate_sql, 2, two, NULL, err)) != STATUS_OK)
@@ -620,8 +685,9 @@ static const struct unit_kind {
 	const char *candidates_sql;
 	const char *pending_sql;
 	int len_s;
-	int (*refresh)(struct pg_conn *c, const char *period, bool *refreshed,
-		       bool *locked_out, struct pg_error *err);
+	int (*refresh)(struct pg_conn *c, const struct refresh_mode *m,
+		       const char *period, bool *refreshed, bool *locked_out,
+		       struct pg_error *err);
 } unit_kinds[] = {
 	{minute_candidates_sql, minute_pending_sql, ROLLUP_MINUTE_S,
 	 refresh_minutes},
@@ -633,11 +699,12 @@ static const struct unit_kind {
  * limit).  *stop: another refresher holds the lock, or an error.
  */
 static int
-refresh_kind(struct pg_conn *c, const struct unit_kind *k, int max_units,
-	     int *n, bool *stop, struct pg_error *err)
+refresh_kind(struct pg_conn *c, const struct refresh_mode *m,
+	     const struct unit_kind *k, int max_units, int *n, bool *stop,
+	     struct pg_error *err)
 {
 	char after[64] = "", len[16], settle[16], limit[16];
-	const char *params[] = {NULL, len, settle, limit};
+	const char *params[] = {NULL, len, settle, limit, m->lag};
 	PGresult *res = NULL;
 	int rc = STATUS_OK;
 
@@ -650,7 +717,7 @@ refresh_kind(struct pg_conn *c, const struct unit_kind *k, int max_units,
 			want = max_units - *n;
 		snprintf(limit, sizeof(limit), "%d", want);
 		params[0] = after[0] != '\0' ? after : NULL;
-		if ((rc = pg_query(c, k->candidates_sql, 4, params, &res,
+		if ((rc = pg_query(c, k->candidates_sql, 5, params, &res,
 				   err)) != STATUS_OK) {
 			*stop = true;
 			break;
@@ -666,7 +733,7 @@ refresh_kind(struct pg_conn *c, const struct unit_kind *k, int max_units,
 				break;
 			}
 			snprintf(after, sizeof(after), "%s", period);
-			rc = k->refresh(c, period, &refreshed, &locked_out,
+			rc = k->refresh(c, m, period, &refreshed, &locked_out,
 					err);
 			if (rc != STATUS_OK || locked_out)
 				*stop = true;
@@ -682,9 +749,9 @@ refresh_kind(struct pg_conn *c, const struct unit_kind *k, int max_units,
 	return rc;
 }
 
-int
-rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
-	       struct pg_error *err)
+static int
+refresh(struct pg_conn *c, const struct refresh_mode *m, int max_units,
+	int *done, int *pending, struct pg_error *err)
 {
 	bool stop = false;
 	int rc = STATUS_OK, n = 0;
@@ -698,7 +765,8 @@ rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 				     "max_units below 0");
 	for (size_t i = 0;
 	     i < sizeof(unit_kinds) / sizeof(unit_kinds[0]) && !stop; i++)
-		rc = refresh_kind(c, &unit_kinds[i], max_units, &n, &stop, err);
+		rc = refresh_kind(c, m, &unit_kinds[i], max_units, &n, &stop,
+				  err);
 	*done = n;
 	for (size_t i = 0; rc == STATUS_OK && pending != NULL &&
 			   i < sizeof(unit_kinds) / sizeof(unit_kinds[0]);
@@ -708,6 +776,24 @@ rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 	if (rc != STATUS_OK && pending != NULL)
 		*pending = 0;
 	return rc;
+}
+
+int
+rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
+	       struct pg_error *err)
+{
+	static const struct refresh_mode by_age = {SLOT_LAG, false};
+
+	return refresh(c, &by_age, max_units, done, pending, err);
+}
+
+int
+rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
+		      struct pg_error *err)
+{
+	static const struct refresh_mode fenced = {SLOT_LAG_ALL, true};
+
+	return refresh(c, &fenced, 0, done, pending, err);
 }
 
 int

@@ -166,6 +166,23 @@ int rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 		   struct pg_error *err) WUR;
 
 /*
+ * rollup_refresh without waiting for the marks to age, for a writer that
+ * has just committed a bulk load and wants the rollups current before
+ * anything reads them (`sextant demo-data`): every settled dirty unit, no
+ * limit, each in its own transaction; a unit's marks are taken whatever
+ * their slot, and it is recomputed only if no other transaction was in
+ * progress once they were deleted (a writer that found one of them may
+ * not have committed yet; one that comes later waits for the delete and
+ * marks again).  Otherwise, or when another refresher holds the lock,
+ * the unit is left as it was, for a later call or the janitor.  Needs c
+ * in READ COMMITTED, the default: the aggregate must see what committed
+ * after the check.
+ * *done, *pending, c and errors as rollup_refresh.
+ */
+int rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
+			  struct pg_error *err) WUR;
+
+/*
  * Deletes the rows of span_rollup, span_rollup_minute and their dirty
  * tables whose period ended before now() - retention_days (1..3650), the
  * cutoff of sextant_drop_expired().  Called by partition upkeep.  c (borrowed) idle.

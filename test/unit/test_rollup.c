@@ -1560,6 +1560,64 @@ test_one_refresher(void **state)
 	pg_release(a);
 }
 
+/* rollup_refresh_fenced: *done, *pending. */
+static void
+refresh_fenced(struct pg_conn *c, int want_done, int want_pending)
+{
+	struct pg_error perr;
+	int done = -1, pending = -1;
+
+	if (rollup_refresh_fenced(c, &done, &pending, &perr) != STATUS_OK)
+		fail_msg("rollup_refresh_fenced: %s (%s)", perr.client,
+			 perr.detail);
+	assert_int_equal(done, want_done);
+	assert_int_equal(pending, want_pending);
+}
+
+/*
+ * A fenced refresh takes marks just written (the janitor's would wait 60
+ * s), but not while another transaction is in progress (it might be a
+ * writer that found one of them), and never an unsettled minute.
+ */
+static void
+test_fenced_refresh(void **state)
+{
+	struct pg_conn *a = conn(), *b = conn();
+	struct written w = {0}, now_w = {0};
+	uint64_t seed = 11;
+
+	(void)state;
+	clear_store(a);
+	write_spans(a, &w, hour_ago(4), 3, -1, &seed);
+	/* and a span now: its minute and hour have not settled */
+	write_spans_in(a, &now_w, time(NULL) - 1, 1, 1, 0, &seed);
+	/* the marks are young: by age, nothing yet */
+	refresh(a, 0, 0, 2);
+	/* another transaction holds an id: every unit is left as it was */
+	exec_sql(b, "BEGIN");
+	exec_sql(b, "SELECT pg_current_xact_id()");
+	refresh_fenced(a, 0, 2);
+	assert_int_equal(sql_ll(a, "SELECT count(*) FROM span_rollup"), 0);
+	assert_int_equal(sql_ll(a, "SELECT count(*) FROM span_rollup_minute"),
+			 0);
+	exec_sql(b, "COMMIT");
+	/* the hour, and the minutes of that hour */
+	refresh_fenced(a, 2, 0);
+	check_rollup(a, &w, hour_ago(4));
+	assert_int_equal(sql_ll(a, "SELECT sum(requests) FROM "
+				   "span_rollup_minute"),
+			 sql_ll(a, "SELECT sum(requests) FROM span_rollup"));
+	/* the span of now keeps its marks */
+	assert_int_equal(sql_ll(a, "SELECT count(*) FROM span_rollup_dirty"),
+			 1);
+	assert_true(sql_ll(a, "SELECT count(*) FROM "
+			      "span_rollup_minute_dirty") >= 1);
+	written_free(&w);
+	written_free(&now_w);
+	pg_release(b);
+	pg_release(a);
+}
+
 /*
  * A store that had spans before 0005: applying it marks every hour with
  * spans dirty (long settled), and the first refresh computes them.
@@ -1689,6 +1747,7 @@ main(void)
 		cmocka_unit_test(test_max_periods),
 		cmocka_unit_test(test_prune_and_arguments),
 		cmocka_unit_test(test_one_refresher),
+		cmocka_unit_test(test_fenced_refresh),
 		cmocka_unit_test(test_migration_marks_existing),
 	};
 	int failed = cmocka_run_group_tests_name("rollup", pure, NULL, NULL);
