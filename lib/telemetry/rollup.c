@@ -796,6 +796,59 @@ rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
 	return refresh(c, &fenced, 0, done, pending, err);
 }
 
+/*
+ * The partitions (or chunks) of spans and metric_points whose rows changed
+ * by at least $1 and a tenth of their size since their last ANALYZE.
+ * regclass text is quoted as an identifier where it needs to be.
+ */
+static const char changed_sql[] =
+	"SELECT c.oid::regclass::text FROM pg_inherits i "
+	"JOIN pg_class c ON c.oid = i.inhrelid "
+	"JOIN pg_stat_user_tables s ON s.relid = c.oid "
+	"WHERE i.inhparent IN ('spans'::regclass, 'metric_points'::regclass) "
+	"AND s.n_mod_since_analyze >= greatest($1::bigint, "
+	"c.reltuples::bigint / 10) ORDER BY 1";
+
+static const char summarize_sql[] =
+	"SELECT brin_summarize_new_values(x.indexrelid) FROM pg_index x "
+	"JOIN pg_class ic ON ic.oid = x.indexrelid "
+	"JOIN pg_am am ON am.oid = ic.relam "
+	"WHERE x.indrelid = $1::regclass AND am.amname = 'brin'";
+
+int
+rollup_analyze(struct pg_conn *c, int *analyzed, struct pg_error *err)
+{
+	char min[24], stmt[256];
+	const char *one[1] = {min};
+	PGresult *res = NULL;
+	int rc;
+
+	if (analyzed != NULL)
+		*analyzed = 0;
+	if (c == NULL || analyzed == NULL)
+		return bad_args(err, "no connection or result given");
+	snprintf(min, sizeof(min), "%d", ROLLUP_ANALYZE_MIN_ROWS);
+	if ((rc = pg_query(c, changed_sql, 1, one, &res, err)) != STATUS_OK)
+		return rc;
+	for (int i = 0; i < PQntuples(res) && rc == STATUS_OK; i++) {
+		const char *rel = PQgetvalue(res, i, 0);
+
+		/* a catalog name: ANALYZE takes no parameter */
+		if ((size_t)snprintf(stmt, sizeof(stmt), "ANALYZE %s", rel) >=
+		    sizeof(stmt)) {
+			rc = unexpected(err, "table name", rel);
+			break;
+		}
+		one[0] = rel;
+		if ((rc = pg_query(c, stmt, 0, NULL, NULL, err)) == STATUS_OK &&
+		    (rc = pg_query(c, summarize_sql, 1, one, NULL, err)) ==
+			    STATUS_OK)
+			(*analyzed)++;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int
 rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 {

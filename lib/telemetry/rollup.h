@@ -182,6 +182,25 @@ int rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 int rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
 			  struct pg_error *err) WUR;
 
+/* Rows a partition must have changed by before rollup_analyze takes it
+ * (besides a tenth of its size, autovacuum's own rule). */
+#define ROLLUP_ANALYZE_MIN_ROWS 1000
+
+/*
+ * Statistics after bulk writes, so that the planner is not left blind
+ * until autovacuum comes by (it may be off, or a minute away): ANALYZE of
+ * each partition (or TimescaleDB chunk) of spans and metric_points whose
+ * rows changed by ROLLUP_ANALYZE_MIN_ROWS and a tenth of its size since
+ * its last ANALYZE, and the summary of the new block ranges of its BRIN
+ * indexes (brin_summarize_new_values: otherwise left to VACUUM).  Run by
+ * the rollup janitor after it recomputed hours, and by `sextant
+ * demo-data`.  *analyzed: partitions taken, also on failure.  c
+ * (borrowed) idle, left idle; each ANALYZE is its own transaction and
+ * waits for a VACUUM or ANALYZE of the same partition.
+ * Errors: STATUS_INVALID (bad arguments), those of pg_query.
+ */
+int rollup_analyze(struct pg_conn *c, int *analyzed, struct pg_error *err) WUR;
+
 /*
  * Deletes the rows of span_rollup, span_rollup_minute and their dirty
  * tables whose period ended before now() - retention_days (1..3650), the

@@ -104,6 +104,21 @@ static struct {
 	bool failing;	  /* the last run failed (logged once) */
 } rollup_janitor;
 
+/* rollup_analyze on c; a failure is logged, the run goes on. */
+static void
+analyze(struct pg_conn *c)
+{
+	struct log_fields f = {.duration_ms = -1};
+	struct pg_error err = {0};
+	int n = 0;
+
+	if (rollup_analyze(c, &n, &err) != STATUS_OK)
+		log_warn(&f, "analyzing changed partitions failed: %s (%s)",
+			 err.client, err.detail);
+	else if (n > 0)
+		log_info(&f, "analyzed %d partition(s) after bulk writes", n);
+}
+
 static void
 rollup_run(struct pool_job *job)
 {
@@ -130,6 +145,10 @@ rollup_run(struct pool_job *job)
 		if (n == 0)
 			break;
 	}
+	/* hours recomputed mean spans were written: a bulk load (an OTLP
+	 * backfill) must not leave the planner blind until autovacuum */
+	if (rc == STATUS_OK && done > 0)
+		analyze(c);
 	pg_release(c);
 	if (rc == STATUS_TIMEOUT && !acquired) {
 		log_debug(&f, "rollup refresh: no free connection, later");

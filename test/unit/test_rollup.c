@@ -1619,6 +1619,52 @@ test_fenced_refresh(void **state)
 }
 
 /*
+ * rollup_analyze takes a partition that changed by more than
+ * ROLLUP_ANALYZE_MIN_ROWS and a tenth of its size, and nothing once it is
+ * analyzed.
+ */
+static void
+test_analyze_changed(void **state)
+{
+	struct pg_conn *c = conn();
+	struct written w = {0};
+	struct pg_error perr;
+	uint64_t seed = 13;
+	int n = -1;
+	size_t per_shape = ROLLUP_ANALYZE_MIN_ROWS / N_SHAPES + 1;
+	char part[64];
+
+	(void)state;
+	clear_store(c);
+	write_spans(c, &w, hour_ago(26), per_shape, -1, &seed);
+	/* this backend's counts reach pg_stat_user_tables when it is next
+	 * idle, not a second later */
+	exec_sql(c, "SELECT pg_stat_force_next_flush()");
+	assert_int_equal(rollup_analyze(c, &n, &perr), STATUS_OK);
+	assert_true(n >= 1);
+	{
+		time_t t = (time_t)hour_ago(26);
+		struct tm tm;
+		char q[256];
+
+		gmtime_r(&t, &tm);
+		snprintf(part, sizeof(part), "spans_p%04d%02d%02d",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+		snprintf(q, sizeof(q),
+			 "SELECT count(*) FROM pg_stat_user_tables WHERE "
+			 "relname = '%s' AND last_analyze IS NOT NULL",
+			 part);
+		assert_int_equal(sql_ll(c, q), 1);
+	}
+	exec_sql(c, "SELECT pg_stat_force_next_flush()");
+	assert_int_equal(rollup_analyze(c, &n, &perr), STATUS_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(rollup_analyze(NULL, &n, &perr), STATUS_INVALID);
+	written_free(&w);
+	pg_release(c);
+}
+
+/*
  * A store that had spans before 0005: applying it marks every hour with
  * spans dirty (long settled), and the first refresh computes them.
  */
@@ -1748,6 +1794,7 @@ main(void)
 		cmocka_unit_test(test_prune_and_arguments),
 		cmocka_unit_test(test_one_refresher),
 		cmocka_unit_test(test_fenced_refresh),
+		cmocka_unit_test(test_analyze_changed),
 		cmocka_unit_test(test_migration_marks_existing),
 	};
 	int failed = cmocka_run_group_tests_name("rollup", pure, NULL, NULL);
