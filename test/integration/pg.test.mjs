@@ -18,6 +18,8 @@ import {
 	startPostgres, pgSh, psql, guardCluster, unguardCluster, PG_SH, PG_RUNNING, PG_STOPPED, PG_NO_CLUSTER,
 } from './lib/pg.mjs';
 import { BIN, LOG_DIR, ROOT, serverEnv, sanitizerReports } from './lib/server.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const RUN_SH = path.join(ROOT, 'scripts/run.sh');
@@ -359,6 +361,54 @@ test('run.sh: private database, gateway, SIGINT stops both, the next run reuses 
 		// not loaded twice
 		assert.equal(await psql(url, 'SELECT count(*) FROM spans'), '2000');
 	});
+});
+
+// Issue 17: right after `make run` the first list_services over 24 h timed
+// out while the janitor worked through a day of dirty rollup hours.  The
+// store must be current when the gateway first says it is ready: no settled
+// hour or minute still dirty, rollup rows written, every spans partition
+// analyzed; and the first call answers.
+test('run.sh: /readyz is 200 only once the demo store has current rollups and statistics', async (t) => {
+	const base = tmpDir('sextant-run-ready-');
+	const pgdir = path.join(base, 'pg');
+	let run = null;
+	let client = null;
+	guardCluster(pgdir, base);
+	t.after(async () => {
+		await client?.close();
+		await killRun(run, pgdir);
+		fs.rmSync(base, { recursive: true, force: true });
+		unguardCluster(pgdir);
+	});
+
+	run = await startRun({ SEXTANT_PG_DIR: pgdir, SEXTANT_DEMO_SPANS: '30000' });
+	const deadline = Date.now() + 90000;
+	let ready = false;
+	while (!ready && Date.now() < deadline && !run.status) {
+		try {
+			const res = await fetch(`${run.url}/readyz`, { signal: AbortSignal.timeout(1000) });
+			await res.arrayBuffer();
+			ready = res.status === 200;
+		} catch {
+			// not listening yet
+		}
+		if (!ready) await sleep(100);
+	}
+	assert.ok(ready, `never ready; output:\n${run.text}`);
+	const url = fs.readFileSync(path.join(pgdir, 'url'), 'utf8').trim();
+	// settled: an hour (minute) that ended ROLLUP_SETTLE_S (120 s) ago
+	assert.equal(await psql(url, "SELECT count(*) FROM span_rollup_dirty WHERE period < now() - interval '62 minutes'"), '0');
+	assert.equal(await psql(url, "SELECT count(*) FROM span_rollup_minute_dirty WHERE period < now() - interval '3 minutes'"), '0');
+	assert.ok(Number(await psql(url, 'SELECT count(*) FROM span_rollup')) > 0);
+	// reltuples is -1 until a partition is first analyzed (or vacuumed)
+	assert.equal(await psql(url, "SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'spans'::regclass AND c.reltuples < 0"), '0');
+
+	client = new Client({ name: 'sextant-first-call', version: '1.0.0' });
+	await client.connect(new StreamableHTTPClientTransport(new URL(`${run.url}/mcp`)));
+	const r = await client.callTool({ name: 'list_services', arguments: {} });
+	assert.ok(!r.isError, JSON.stringify(r));
+	assert.match(r.content[0].text, /## Services \(\d+, last 1d\)/);
+	assert.match(r.content[0].text, /\| api-gateway \|/);
 });
 
 test('run.sh: a gateway that cannot listen stops the private database too', async (t) => {
