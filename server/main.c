@@ -27,6 +27,7 @@
 #include "core/maintain.h"
 #include "core/server.h"
 #include "http/http.h"
+#include "mcp/call.h"
 #include "mcp/session.h"
 #include "mcp/sessstore.h"
 #include "mcp/tools.h"
@@ -221,16 +222,23 @@ drain(struct server *srv)
 
 		nanosleep(&ts, NULL);
 	}
-	/* Close every session: calls still running see cancelled, streams
-	 * end, parked connections are resumed and answered. */
+	/* Cancel what still runs while the sessions are open, so that each
+	 * call's error answer (call.c: "cancelled by shutdown", with its id)
+	 * still reaches its JSON reply or event stream. */
+	session_table_foreach(srv->sessions, call_cancel_session, NULL);
+	session_table_foreach(srv->requests, call_cancel_session, NULL);
+	if (pool_drain(srv->pool, 5000) != STATUS_OK)
+		log_warn(&f, "some tool calls ignored cancellation");
+	/* shared sessions: store what is left (those answers: a shared
+	 * stream shows only what is stored, and a closed session's stream
+	 * ends at what it can show), then let another replica end what we
+	 * leave open */
+	sessstore_drain(srv->store);
+	/* close every session: streams flush what they hold and end, parked
+	 * connections are resumed and answered */
 	session_table_close_all(srv->sessions);
 	session_table_close_all(srv->requests);
 	legacy_sse_close_all();
-	if (pool_drain(srv->pool, 5000) != STATUS_OK)
-		log_warn(&f, "some tool calls ignored cancellation");
-	/* shared sessions: store what is left, then let another replica end
-	 * what we leave open */
-	sessstore_drain(srv->store);
 	/* Let the answers resumed above go out, and the event streams flush
 	 * their last events and end (each reader ends once drained), bounded:
 	 * a stalled client must not hold the exit. */

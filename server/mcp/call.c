@@ -47,6 +47,7 @@ struct call {
 	pthread_cond_t cond; /* waits on s->mu */
 	bool cancelled;
 	bool timed_out;
+	bool client_cancelled; /* notifications/cancelled: no response */
 	/* fired with the cancellation: stops the call's database queries */
 	struct pg_cancel_token *pg_cancel;
 	double last_progress;
@@ -66,14 +67,16 @@ struct call {
 
 /* How a call ended, for metrics and logs. */
 static const char *const outcomes[] = {"ok",	  "error",  "cancelled",
-				       "timeout", "failed", "input_required"};
+				       "timeout", "failed", "input_required",
+				       "shutdown"};
 enum outcome {
 	OUT_OK,
 	OUT_ERROR,
 	OUT_CANCELLED,
 	OUT_TIMEOUT,
 	OUT_FAILED,
-	OUT_INPUT
+	OUT_INPUT,
+	OUT_SHUTDOWN, /* cancelled by the drain: answered, with its id */
 };
 
 static void
@@ -452,6 +455,9 @@ call_run(struct pool_job *job)
 	}
 	if (c->timed_out)
 		outcome = OUT_TIMEOUT;
+	else if ((c->cancelled || rc == STATUS_CANCELLED) &&
+		 !c->client_cancelled && atomic_load(&c->srv->draining))
+		outcome = OUT_SHUTDOWN;
 	else if (c->cancelled || rc == STATUS_CANCELLED)
 		outcome = OUT_CANCELLED;
 	else if (c->reject != NULL)
@@ -523,6 +529,14 @@ call_run(struct pool_job *job)
 		break;
 	case OUT_INPUT: response = input_required(c); break;
 	case OUT_CANCELLED: break; /* no response (cancellation spec) */
+	case OUT_SHUTDOWN:
+		/* the client asked for nothing to stop: it is owed an answer
+		 * it can retry on, never an empty reply */
+		response = rpc_error(c->id, RPC_INTERNAL_ERROR,
+				     "cancelled by shutdown: the server is "
+				     "stopping; retry on another instance",
+				     json_pack("{s:b}", "retryable", 1));
+		break;
 	}
 	json_decref(result);
 	ms = (double)(clock_mono_us() - c->start_us) / 1000.0;
@@ -660,10 +674,24 @@ call_cancel_request(struct session *s, const json_t *id)
 	for (c = s->calls; c != NULL; c = c->next)
 		if (json_equal(c->id, (json_t *)id))
 			break;
-	if (c != NULL)
+	if (c != NULL) {
+		c->client_cancelled = true;
 		call_cancel_locked(c);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return c != NULL;
+}
+
+void
+call_cancel_session(struct session *s, void *arg)
+{
+	struct call *c;
+
+	(void)arg;
+	pthread_mutex_lock(&s->mu);
+	for (c = s->calls; c != NULL; c = c->next)
+		call_cancel_locked(c);
+	pthread_mutex_unlock(&s->mu);
 }
 
 void

@@ -50,6 +50,15 @@ bool call_cancel_request(struct session *s, const json_t *id);
 /* The server a call runs in, for handlers of server/ tool families. */
 struct server *call_server(struct call *c);
 
+/*
+ * Cancels every call of s (s->mu not held), the session staying open so
+ * that their answers still reach the client: at shutdown (srv->draining)
+ * a call cancelled other than by the client's notifications/cancelled is
+ * answered with a JSON-RPC error carrying its id.  Fits
+ * session_table_foreach (arg unused).
+ */
+void call_cancel_session(struct session *s, void *arg);
+
 /* Cancels the calls of s running for longer than timeout_s (janitor). */
 void call_expire_session(struct session *s, int timeout_s, int64_t now_ms);
 
