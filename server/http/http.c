@@ -122,11 +122,30 @@ http_reply_owned(struct req *r, unsigned status, const char *ctype, char *body,
 	return reply_with(r, status, ctype, resp, headers);
 }
 
+void
+http_set_rpc_id(struct req *r, const json_t *msg)
+{
+	const json_t *id = NULL;
+	const char *why;
+
+	if (!json_is_object(msg))
+		return; /* a batch: its errors are the batch's, id null */
+	switch (rpc_classify(msg, &why, &id)) {
+	case RPC_REQUEST: id = json_object_get(msg, "id"); break;
+	case RPC_INVALID: break; /* the id, when one could be read */
+	default: return;	 /* a response's id is not ours to answer */
+	}
+	if (!json_is_string(id) && !json_is_number(id))
+		return;
+	json_decref(r->rpc_id);
+	r->rpc_id = json_deep_copy(id);
+}
+
 enum MHD_Result
 http_reply_rpc_error(struct req *r, unsigned status, int code,
 		     const char *message, const char *const *headers)
 {
-	json_t *err = rpc_error(NULL, code, message, NULL);
+	json_t *err = rpc_error(r->rpc_id, code, message, NULL);
 	char *text = err != NULL ? jsondump(err, JSON_COMPACT) : NULL;
 	enum MHD_Result ret;
 
@@ -550,6 +569,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	if (r->tp_free != NULL)
 		r->tp_free(r->tp);
+	json_decref(r->rpc_id);
 	buf_free(&r->body);
 	free(r);
 }

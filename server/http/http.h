@@ -9,6 +9,7 @@
 #ifndef SEXTANT_HTTP_H
 #define SEXTANT_HTTP_H
 
+#include <jansson.h>
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,6 +33,11 @@ struct req {
 	unsigned status;     /* the HTTP status queued */
 	char rpc_method[40]; /* for the access log and metrics, or "" */
 	char session[40];    /* for the access log, may be "" */
+	/* the JSON-RPC id of the request once read (http_set_rpc_id):
+	 * every error answer echoes it; NULL before */
+	json_t *rpc_id;
+	bool drain_refused; /* draining: answered 503 once the body is in */
+	bool over_limit;    /* came past server.max_connections: 503 */
 	/* Transport state, freed with the request (after MHD completes). */
 	void *tp;
 	void (*tp_free)(void *tp);
@@ -72,7 +78,8 @@ enum MHD_Result http_reply(struct req *r, unsigned status, const char *ctype,
 enum MHD_Result http_reply_owned(struct req *r, unsigned status,
 				 const char *ctype, char *body, size_t len,
 				 const char *const *headers);
-/* A JSON-RPC error body (id null) with an HTTP status. */
+/* A JSON-RPC error body with an HTTP status; its id is the request's once
+ * read (http_set_rpc_id), else null. */
 enum MHD_Result http_reply_rpc_error(struct req *r, unsigned status, int code,
 				     const char *message,
 				     const char *const *headers);
@@ -80,6 +87,11 @@ enum MHD_Result http_reply_rpc_error(struct req *r, unsigned status, int code,
 enum MHD_Result http_queue(struct req *r, unsigned status,
 			   struct MHD_Response *resp);
 const char *http_header(struct req *r, const char *name);
+/* Records the id of msg (borrowed; copied), the JSON-RPC request r carries,
+ * for the error answers that follow.  Only a request's id (or an invalid
+ * request's, when one could be read): a batch, a notification or a
+ * response leave the id null. */
+void http_set_rpc_id(struct req *r, const json_t *msg);
 
 /* True when Accept admits type ("application/json", ...): a missing
  * Accept, * / * and type/ * count. */

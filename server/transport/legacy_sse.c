@@ -727,15 +727,6 @@ legacy_sse_post(struct req *r)
 			"missing session_id: POST to the endpoint URI that "
 			"the GET /sse stream announced",
 			NULL);
-	c = conn_find(id);
-	if (c == NULL) {
-		ret = http_reply_rpc_error(
-			r, MHD_HTTP_NOT_FOUND, -32001,
-			"session not found: its event stream closed or never "
-			"existed; open GET /sse again",
-			NULL);
-		goto out;
-	}
 	msg = jsonload(r->body.data != NULL ? r->body.data : "", r->body.len,
 		       &jerr);
 	if (msg == NULL) {
@@ -756,6 +747,16 @@ legacy_sse_post(struct req *r)
 		goto out;
 	}
 	kind = rpc_classify(msg, &why, &bad_id);
+	http_set_rpc_id(r, msg); /* every error answer echoes it */
+	c = conn_find(id);
+	if (c == NULL) {
+		ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_FOUND, -32001,
+			"session not found: its event stream closed or never "
+			"existed; open GET /sse again",
+			NULL);
+		goto out;
+	}
 	if (kind == RPC_INVALID) {
 		snprintf(text, sizeof(text), "invalid request: %s", why);
 		ret = http_reply_rpc_error(r, MHD_HTTP_BAD_REQUEST,

@@ -1287,6 +1287,7 @@ post_first(struct req *r)
 			NULL);
 		goto out;
 	}
+	http_set_rpc_id(r, body); /* every error answer echoes it */
 	if (is_stateless(r, body)) {
 		ret = post_stateless(r, body);
 		goto out;
