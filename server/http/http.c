@@ -4,9 +4,9 @@
  * Every request goes through the same gate before any body is read: the
  * Host and Origin checks against DNS rebinding, the API key, the route
  * and method, Content-Type, Accept and Content-Length.  Bodies are then
- * gathered up to server.max_body_bytes and the route's handler runs.
- * The access log and the request metrics are written when MHD reports
- * the request complete.
+ * gathered up to server.max_body_bytes (ingest.max_body_bytes on the OTLP
+ * routes) and the route's handler runs.  The access log and the request
+ * metrics are written when MHD reports the request complete.
  */
 #include "http/http.h"
 
@@ -356,16 +356,8 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 			NULL);
 		return false;
 	}
-	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS) {
-		if (atomic_load(&srv->draining)) {
-			*ret = http_reply(
-				r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
-				"shutting down\n", 14,
-				(const char *[]){"Retry-After", "2", NULL});
-			return false;
-		}
+	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS)
 		return ingest_gate(r, route == ROUTE_TRACES, ret);
-	}
 	if (route != ROUTE_MCP && route != ROUTE_SSE &&
 	    route != ROUTE_MESSAGES) {
 		if (r->method != HTTP_GET) {
@@ -437,10 +429,12 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 }
 
 static enum MHD_Result
-body_too_large(struct req *r)
+body_too_large(struct req *r, enum route route)
 {
 	char msg[160];
 
+	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS)
+		return ingest_too_large(r);
 	snprintf(msg, sizeof(msg),
 		 "request body too large: the limit is %lld bytes "
 		 "(server.max_body_bytes)",
@@ -496,7 +490,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		if (!gate(r, route, &ret))
 			return ret;
 		if (buf_error(&r->body) != STATUS_OK)
-			return body_too_large(r);
+			return body_too_large(r, route);
 		return MHD_YES;
 	}
 	if (r->replied) {
@@ -511,7 +505,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		return MHD_YES;
 	}
 	if (buf_error(&r->body) != STATUS_OK)
-		return body_too_large(r);
+		return body_too_large(r, route);
 	switch (route) {
 	case ROUTE_MCP: return routes->mcp(r);
 	case ROUTE_SSE: return routes->sse(r);

@@ -90,6 +90,31 @@ count_items(struct server *srv, enum otlp_signal sig, const char *outcome,
 			 n);
 }
 
+/*
+ * lib/otlp names the limit a batch went past by its number; the config key
+ * that sets it is ours.  Matched by the words of lib/otlp's messages
+ * (otlp.c: "once decompressed", "in one request"); a message that matches
+ * none goes out as it is.
+ */
+static void
+name_limit_key(char *err, size_t len)
+{
+	static const struct {
+		const char *words, *key;
+	} keys[] = {
+		{"decompressed", "ingest.max_decompressed_bytes"},
+		{"body is larger than", "ingest.max_decompressed_bytes"},
+		{"in one request", "ingest.max_items"},
+	};
+	size_t n = strlen(err);
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strstr(err, keys[i].words) != NULL) {
+			snprintf(err + n, len - n, " (%s)", keys[i].key);
+			return;
+		}
+}
+
 static void
 ingest_run(struct pool_job *job)
 {
@@ -127,6 +152,7 @@ ingest_run(struct pool_job *job)
 		job_fail(j, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, 3, false, err);
 		goto out;
 	case STATUS_LIMIT:
+		name_limit_key(err, sizeof(err));
 		job_fail(j, MHD_HTTP_CONTENT_TOO_LARGE, 8, false, err);
 		goto out;
 	case STATUS_INVALID:
@@ -213,6 +239,20 @@ reply(struct req *r, struct ingest_job *j)
 				j->resp_len, j->retry ? hdrs : NULL);
 }
 
+/* An error answered before a job exists: a google.rpc.Status in enc. */
+static enum MHD_Result
+reply_status(struct req *r, enum otlp_encoding enc, unsigned status,
+	     int grpc_code, const char *msg, const char *const *headers)
+{
+	char *body = NULL;
+	size_t len = 0;
+
+	if (otlp_status_body(enc, grpc_code, msg, &body, &len) != STATUS_OK)
+		return MHD_NO;
+	return http_reply_owned(r, status, otlp_encoding_content_type(enc),
+				body, len, headers);
+}
+
 static bool
 ingest_key_ok(struct req *r)
 {
@@ -263,24 +303,26 @@ ingest_gate(struct req *r, bool traces, enum MHD_Result *ret)
 		return false;
 	}
 	if (!ingest_key_ok(r)) {
-		char *body = NULL;
-		size_t len = 0;
-
-		if (otlp_status_body(enc, 16,
-				     "unauthenticated: send Authorization: "
-				     "Bearer <ingest key>",
-				     &body, &len) != STATUS_OK)
-			body = NULL;
-		*ret = body != NULL
-			       ? http_reply_owned(
-					 r, MHD_HTTP_UNAUTHORIZED,
-					 otlp_encoding_content_type(enc), body,
-					 len,
-					 (const char *[]){
-						 "WWW-Authenticate",
-						 "Bearer realm=\"sextant\"",
-						 NULL})
-			       : MHD_NO;
+		*ret = reply_status(r, enc, MHD_HTTP_UNAUTHORIZED, 16,
+				    "unauthenticated: send Authorization: "
+				    "Bearer <ingest key>",
+				    (const char *[]){"WWW-Authenticate",
+						     "Bearer realm=\"sextant\"",
+						     NULL});
+		return false;
+	}
+	/* UNAVAILABLE with Retry-After: exporters retry (OTLP/HTTP
+	 * "Retryable Response Codes") */
+	if (atomic_load(&r->srv->draining) || r->over_limit) {
+		*ret = reply_status(
+			r, enc, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+			r->over_limit
+				? "server busy: every connection "
+				  "(server.max_connections) has a request "
+				  "under way; retry later"
+				: "the server is shutting down: retry later",
+			(const char *[]){"Retry-After", "2", "Connection",
+					 "close", NULL});
 		return false;
 	}
 	r->body.max = (size_t)cfg->ingest.max_body_bytes;
@@ -293,6 +335,23 @@ ingest_gate(struct req *r, bool traces, enum MHD_Result *ret)
 			buf_set_error(&r->body, STATUS_LIMIT);
 	}
 	return true;
+}
+
+enum MHD_Result
+ingest_too_large(struct req *r)
+{
+	enum otlp_encoding enc;
+	char msg[160];
+
+	if (otlp_content_type_encoding(http_header(r, "Content-Type"), &enc) !=
+	    STATUS_OK)
+		enc = OTLP_ENCODING_PROTOBUF; /* checked by the gate */
+	snprintf(msg, sizeof(msg),
+		 "request body too large: the limit is %lld bytes "
+		 "(ingest.max_body_bytes); send smaller batches",
+		 (long long)r->srv->cfg->ingest.max_body_bytes);
+	return reply_status(r, enc, MHD_HTTP_CONTENT_TOO_LARGE, 8, msg,
+			    (const char *[]){"Connection", "close", NULL});
 }
 
 enum MHD_Result

@@ -16,9 +16,14 @@
 struct req;
 struct server;
 
-/* Checks before the body is read (method, enabled, key, Content-Type,
- * size); false with a response queued in *ret when refused. */
+/* Checks before the body is read (method, enabled, Content-Type, key,
+ * draining or past the connection limit: 503, size); false with a
+ * response queued in *ret when refused. */
 bool ingest_gate(struct req *r, bool traces, enum MHD_Result *ret);
+
+/* 413 for a body past ingest.max_body_bytes (by Content-Length, or once
+ * read): a google.rpc.Status in the request's encoding naming the limit. */
+enum MHD_Result ingest_too_large(struct req *r);
 
 /* Runs once the body is complete, and again when the worker resumes the
  * connection. */
