@@ -4,8 +4,9 @@
  * The main thread owns the signals: every other thread starts with them
  * blocked, and the main loop waits for them with sigtimedwait, doing the
  * janitor's once-a-second work in between.  SIGHUP reloads, SIGTERM and
- * SIGINT drain: stop accepting, let calls in flight finish within the
- * grace period, close the streams, exit 0.
+ * SIGINT drain: new requests are answered 503 (probes still served), calls
+ * in flight get the grace period, then are cancelled and answered with an
+ * error, the streams end, exit 0.
  */
 #include <errno.h>
 #include <signal.h>
@@ -210,9 +211,11 @@ drain(struct server *srv)
 	int grace_ms = srv->cfg->server.shutdown_grace_s * 1000;
 	int64_t deadline = clock_mono_ms() + grace_ms;
 
-	atomic_store(&srv->draining, true); /* new connections closed */
+	/* from here new requests get 503 + Retry-After, probes their answer:
+	 * the listening socket is served until the process exits */
+	atomic_store(&srv->draining, true);
 	log_info(&f,
-		 "draining: no new connections, waiting up to %d s for "
+		 "draining: new requests refused, waiting up to %d s for "
 		 "%d tool call(s)",
 		 srv->cfg->server.shutdown_grace_s,
 		 pool_busy(srv->pool) + pool_queue_depth(srv->pool));

@@ -7,6 +7,11 @@
  * gathered up to server.max_body_bytes (ingest.max_body_bytes on the OTLP
  * routes) and the route's handler runs.  The access log and the request
  * metrics are written when MHD reports the request complete.
+ *
+ * Draining (SIGTERM) keeps accepting: probes are answered until the process
+ * exits, new MCP and OTLP requests get 503 (not MHD_quiesce_daemon, which in
+ * libmicrohttpd 0.9.75 with an epoll thread pool can abort the process:
+ * "Failed to remove listen FD from epoll set").
  */
 #include "http/http.h"
 
@@ -30,6 +35,7 @@
 #include "core/server.h"
 #include "http/ingest.h"
 #include "json/jsondump.h"
+#include "json/jsonload.h"
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "pg/pg.h"
@@ -328,6 +334,30 @@ auth_ok(struct req *r)
 	return ok;
 }
 
+static enum MHD_Result
+draining_reply(struct req *r)
+{
+	return http_reply_rpc_error(
+		r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+		"the server is shutting down: retry on another instance",
+		(const char *[]){"Retry-After", "1", "Connection", "close",
+				 NULL});
+}
+
+/* A POST that came during the drain, body read: 503 with its id. */
+static enum MHD_Result
+draining_refuse(struct req *r)
+{
+	json_t *body = NULL;
+	json_error_t jerr;
+
+	if (buf_error(&r->body) == STATUS_OK && r->body.len > 0)
+		body = jsonload(r->body.data, r->body.len, &jerr);
+	http_set_rpc_id(r, body);
+	json_decref(body);
+	return draining_reply(r);
+}
+
 /* The checks made before any body is read.  Returns true when the
  * request may go on; otherwise a response was queued in *ret. */
 static bool
@@ -386,12 +416,12 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		return false;
 	}
 	if (atomic_load(&srv->draining)) {
-		*ret = http_reply_rpc_error(
-			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
-			"the server is shutting down: retry on another "
-			"instance",
-			(const char *[]){"Retry-After", "1", "Connection",
-					 "close", NULL});
+		/* a POST is answered once its body is in, with its id */
+		if (r->method == HTTP_POST) {
+			r->drain_refused = true;
+			return true;
+		}
+		*ret = draining_reply(r);
 		return false;
 	}
 	if (r->method != HTTP_POST)
@@ -506,6 +536,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	if (buf_error(&r->body) != STATUS_OK)
 		return body_too_large(r, route);
+	if (r->drain_refused)
+		return draining_refuse(r);
 	switch (route) {
 	case ROUTE_MCP: return routes->mcp(r);
 	case ROUTE_SSE: return routes->sse(r);
@@ -612,24 +644,6 @@ read_file(const char *path, char *err, size_t errlen)
 	return buf_steal(&b, NULL);
 }
 
-/*
- * Draining (SIGTERM): a new connection is closed as it comes; those open
- * go on.  Not MHD_quiesce_daemon: with a thread pool on epoll, libmicrohttpd
- * 0.9.75 takes the listen socket out of each worker's epoll set from the
- * calling thread while a worker that wakes may do the same, and the second
- * one aborts the process ("Failed to remove listen FD from epoll set"),
- * which a test saw at SIGTERM with streams open.
- */
-static enum MHD_Result
-on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-	const struct server *srv = cls;
-
-	(void)addr;
-	(void)addrlen;
-	return atomic_load(&srv->draining) ? MHD_NO : MHD_YES;
-}
-
 int
 http_start(struct server *srv, const struct http_routes *routes_in, char *err,
 	   size_t errlen)
@@ -698,7 +712,7 @@ http_start(struct server *srv, const struct http_routes *routes_in, char *err,
 	if (threads <= 0)
 		threads = 1;
 	srv->daemon = MHD_start_daemon(
-		flags, 0, on_accept, srv, on_request, srv,
+		flags, 0, NULL, NULL, on_request, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 		ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
 		MHD_OPTION_CONNECTION_LIMIT,
