@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -256,6 +257,32 @@ drain(struct server *srv)
 	http_stop(srv);
 }
 
+/*
+ * Every connection is a descriptor: raise the soft open-file limit to the
+ * hard one, so that server.max_connections (and the connections evicted
+ * past it, not closed yet) fit beside the database pool.  http_start
+ * sizes MHD's own limit from what is left.
+ */
+static void
+raise_nofile(void)
+{
+	struct log_fields f = {.duration_ms = -1};
+	struct rlimit rl;
+	rlim_t was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn(&f, "open-file limit left at %llu: %m",
+			 (unsigned long long)was);
+	else
+		log_info(&f, "open-file limit raised from %llu to %llu",
+			 (unsigned long long)was,
+			 (unsigned long long)rl.rlim_cur);
+}
+
 static int
 cmd_serve(int argc, char **argv)
 {
@@ -316,6 +343,7 @@ cmd_serve(int argc, char **argv)
 		boot_free(&srv);
 		return EXIT_USAGE;
 	}
+	raise_nofile();
 	if (http_start(&srv, &mcp_routes, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "%s", err);
 		boot_free(&srv);

@@ -8,6 +8,10 @@
  * routes) and the route's handler runs.  The access log and the request
  * metrics are written when MHD reports the request complete.
  *
+ * Connections: server.max_connections counts those open; one more closes
+ * the connection idle the longest (no request under way), so that idle
+ * sockets never starve probes and clients.  MHD's own limit sits above,
+ * sized by the open-file limit, and is met only when everything is busy.
  * Draining (SIGTERM) keeps accepting: probes are answered until the process
  * exits, new MCP and OTLP requests get 503 (not MHD_quiesce_daemon, which in
  * libmicrohttpd 0.9.75 with an epoll thread pool can abort the process:
@@ -18,11 +22,13 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +50,9 @@ static atomic_ullong req_counter;
 
 /* The MCP routes (http_start): one daemon per process. */
 static const struct http_routes *routes;
+
+static bool conns_busy(struct MHD_Connection *conn);
+static void conns_idle(struct MHD_Connection *conn);
 
 const char *
 http_header(struct req *r, const char *name)
@@ -415,6 +424,16 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 					 NULL});
 		return false;
 	}
+	if (r->over_limit) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+			"server busy: every connection "
+			"(server.max_connections) has a request under way; "
+			"retry in a second",
+			(const char *[]){"Retry-After", "1", "Connection",
+					 "close", NULL});
+		return false;
+	}
 	if (atomic_load(&srv->draining)) {
 		/* a POST is answered once its body is in, with its id */
 		if (r->method == HTTP_POST) {
@@ -517,6 +536,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 			return MHD_NO;
 		*con_cls = r;
 		r->route = route_labels[route];
+		r->over_limit = conns_busy(conn);
 		if (!gate(r, route, &ret))
 			return ret;
 		if (buf_error(&r->body) != STATUS_OK)
@@ -561,10 +581,10 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	char code[8];
 	double ms;
 
-	(void)conn;
 	if (r == NULL)
 		return;
 	*con_cls = NULL;
+	conns_idle(conn);
 	ms = (double)(clock_mono_us() - r->start_us) / 1000.0;
 	snprintf(code, sizeof(code), "%u", r->status);
 	expo_inc(expo_series(srv->m.http_requests,
@@ -644,6 +664,186 @@ read_file(const char *path, char *err, size_t errlen)
 	return buf_steal(&b, NULL);
 }
 
+/* --- connections --------------------------------------------------- */
+
+/*
+ * One per MHD connection (its socket context), from MHD's "started" to its
+ * "closed" notification.  An idle connection (no request under way: before
+ * its first request, between keep-alive requests) sits on the idle list,
+ * the one idle the longest first.  Evicting it shuts its socket down from
+ * whichever thread accepted the newcomer; the MHD thread that owns it sees
+ * the end of input and closes it.  The fd is valid while conns.mu is held:
+ * MHD notifies "closed" (which takes conns.mu) before closing the socket.
+ */
+struct conn_slot {
+	int fd;
+	bool idle, evicted, over;
+	struct conn_slot *prev, *next; /* idle list */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct conn_slot *head, *tail; /* idle, oldest first */
+	int open;		       /* counted: not evicted */
+	int max;		       /* server.max_connections */
+} conns = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+idle_unlink(struct conn_slot *c)
+{
+	if (!c->idle)
+		return;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		conns.head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	else
+		conns.tail = c->prev;
+	c->prev = c->next = NULL;
+	c->idle = false;
+}
+
+static void
+idle_push(struct conn_slot *c)
+{
+	c->prev = conns.tail;
+	c->next = NULL;
+	if (conns.tail != NULL)
+		conns.tail->next = c;
+	else
+		conns.head = c;
+	conns.tail = c;
+	c->idle = true;
+}
+
+/* Room for one more (conns.mu held): close the connection idle the
+ * longest.  False when every other connection has a request under way. */
+static bool
+evict_idle(const struct conn_slot *keep)
+{
+	struct conn_slot *victim = conns.head;
+
+	if (victim == keep)
+		victim = victim->next;
+	if (victim == NULL)
+		return false;
+	idle_unlink(victim);
+	victim->evicted = true;
+	conns.open--;
+	(void)shutdown(victim->fd, SHUT_RDWR);
+	return true;
+}
+
+static struct conn_slot *
+slot_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info != NULL ? info->socket_context : NULL;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+	      enum MHD_ConnectionNotificationCode toe)
+{
+	struct conn_slot *c = *socket_context;
+	const union MHD_ConnectionInfo *info;
+
+	(void)cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (c == NULL)
+			return;
+		pthread_mutex_lock(&conns.mu);
+		idle_unlink(c);
+		if (!c->evicted)
+			conns.open--;
+		pthread_mutex_unlock(&conns.mu);
+		*socket_context = NULL;
+		free(c);
+		return;
+	}
+	info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (info == NULL || (c = calloc(1, sizeof(*c))) == NULL)
+		return; /* not counted: MHD's own limit still holds */
+	c->fd = info->connect_fd;
+	pthread_mutex_lock(&conns.mu);
+	conns.open++;
+	idle_push(c);
+	if (conns.open > conns.max)
+		c->over = !evict_idle(c);
+	pthread_mutex_unlock(&conns.mu);
+	*socket_context = c;
+}
+
+/* A request starts on conn: not idle any more.  True when the connection
+ * came past server.max_connections with nothing idle to close. */
+static bool
+conns_busy(struct MHD_Connection *conn)
+{
+	struct conn_slot *c = slot_of(conn);
+	bool over;
+
+	if (c == NULL)
+		return false;
+	pthread_mutex_lock(&conns.mu);
+	idle_unlink(c);
+	over = c->over;
+	pthread_mutex_unlock(&conns.mu);
+	return over;
+}
+
+/* The request on conn is complete: idle until the next one. */
+static void
+conns_idle(struct MHD_Connection *conn)
+{
+	struct conn_slot *c = slot_of(conn);
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&conns.mu);
+	if (!c->evicted && !c->idle)
+		idle_push(c);
+	pthread_mutex_unlock(&conns.mu);
+}
+
+/*
+ * MHD's own connection limit: twice server.max_connections (room for the
+ * evicted connections MHD has not closed yet), below the open-file limit
+ * less what the rest of the process needs (database pool, logs,
+ * upstreams).  When that does not fit, the limit this file keeps is
+ * lowered to half of what does, so that eviction starts before MHD stops
+ * accepting.
+ */
+#define HTTP_FD_RESERVE 256
+
+static unsigned
+connection_limits(int max_connections)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)max_connections * 2 + 64, room;
+
+	conns.max = max_connections;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return (unsigned)want;
+	room = rl.rlim_cur > HTTP_FD_RESERVE + 64
+		       ? rl.rlim_cur - HTTP_FD_RESERVE
+		       : 64;
+	if (want <= room)
+		return (unsigned)want;
+	if ((rlim_t)max_connections > room / 2) {
+		conns.max = (int)(room / 2);
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "server.max_connections lowered from %d to %d: the "
+			 "open-file limit is %llu; raise ulimit -n",
+			 max_connections, conns.max,
+			 (unsigned long long)rl.rlim_cur);
+	}
+	return (unsigned)room;
+}
+
 int
 http_start(struct server *srv, const struct http_routes *routes_in, char *err,
 	   size_t errlen)
@@ -716,7 +916,8 @@ http_start(struct server *srv, const struct http_routes *routes_in, char *err,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 		ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
 		MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)cfg->server.max_connections,
+		connection_limits(cfg->server.max_connections),
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)cfg->server.connection_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
