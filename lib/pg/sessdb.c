@@ -207,25 +207,70 @@ sessdb_session_free(struct sessdb_session *s)
 }
 
 int
-sessdb_insert(struct pg_conn *c, const struct sessdb_session *s,
+sessdb_insert(struct pg_conn *c, const struct sessdb_session *s, int max,
 	      struct pg_error *err)
 {
-	char level[16];
+	char level[16], maxtext[16];
 	PGresult *res = NULL;
+	int64_t live = 0, added = 0;
 	int rc;
 
 	snprintf(level, sizeof(level), "%d", s->log_level);
+	snprintf(maxtext, sizeof(maxtext), "%d", max);
+	/* the count's row lock is held from the check to the commit: a
+	 * second insert waits, then reads the count this one left
+	 * (migration 0011) */
 	rc = pg_query(c,
-		      "INSERT INTO mcp_sessions (key, version, client_caps, "
-		      "client_info, log_level, subscriptions) "
-		      "VALUES ($1, $2, $3::jsonb, $4::jsonb, $5::smallint, "
-		      "coalesce($6::jsonb, '{}')) ON CONFLICT (key) DO NOTHING",
-		      6,
+		      "WITH c AS (SELECT n FROM mcp_session_count FOR UPDATE), "
+		      "i AS (INSERT INTO mcp_sessions (key, version, "
+		      "client_caps, client_info, log_level, subscriptions) "
+		      "SELECT $1, $2, $3::jsonb, $4::jsonb, $5::smallint, "
+		      "coalesce($6::jsonb, '{}') FROM c WHERE c.n < "
+		      "$7::bigint ON CONFLICT (key) DO NOTHING RETURNING 1) "
+		      "SELECT (SELECT n FROM c), (SELECT count(*) FROM i)",
+		      7,
 		      (const char *[]){s->key, s->version, s->caps, s->info,
-				       level, s->subscriptions},
+				       level, s->subscriptions, maxtext},
 		      &res, err);
-	if (rc == STATUS_OK && strcmp(PQcmdTuples(res), "1") != 0)
-		rc = STATUS_EXISTS;
+	if (rc != STATUS_OK)
+		goto out;
+	if (PQgetisnull(res, 0, 0)) {
+		rc = local_error(err, STATUS_IO,
+				 "mcp_session_count holds no row: run `sextant "
+				 "migrate`");
+		goto out;
+	}
+	if ((rc = field_i64(res, 0, 0, &live, err)) != STATUS_OK ||
+	    (rc = field_i64(res, 0, 1, &added, err)) != STATUS_OK)
+		goto out;
+	if (added != 1)
+		rc = live >= max ? STATUS_FULL : STATUS_EXISTS;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int
+sessdb_next_expiry(struct pg_conn *c, int idle_s, int *secs,
+		   struct pg_error *err)
+{
+	char idle[16];
+	PGresult *res = NULL;
+	int64_t v = 0;
+	int rc;
+
+	*secs = 0;
+	snprintf(idle, sizeof(idle), "%d", idle_s);
+	/* min() over the last_active index: one index probe */
+	rc = pg_query(
+		c,
+		"SELECT coalesce(ceil(extract(epoch FROM min(last_active) "
+		"+ make_interval(secs => $1::integer) - now())), 0)::bigint "
+		"FROM mcp_sessions",
+		1, (const char *[]){idle}, &res, err);
+	if (rc == STATUS_OK &&
+	    (rc = field_i64(res, 0, 0, &v, err)) == STATUS_OK)
+		*secs = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
 	PQclear(res);
 	return rc;
 }
@@ -818,17 +863,6 @@ sessdb_sweep(struct pg_conn *c, int idle_s, int keep_s, int pending_s,
 	}
 	PQclear(res);
 	res = NULL;
-	if ((rc = pg_query(
-		     c,
-		     "WITH d AS (DELETE FROM mcp_sessions WHERE key IN ("
-		     "SELECT key FROM mcp_sessions WHERE last_active < now() - "
-		     "make_interval(secs => $1::integer) ORDER BY last_active "
-		     "LIMIT 500 FOR UPDATE SKIP LOCKED) RETURNING key) "
-		     "SELECT count(pg_notify('" SESSDB_CHANNEL
-		     "', 'd ' || key)) FROM d",
-		     1, (const char *[]){idle}, &res, err)) != STATUS_OK ||
-	    (rc = field_i64(res, 0, 0, &n, err)) != STATUS_OK)
-		goto fail;
 	if ((rc = pg_query(c,
 			   "DELETE FROM mcp_streams WHERE done AND done_at < "
 			   "now() - make_interval(secs => $1::integer)",
@@ -844,6 +878,19 @@ sessdb_sweep(struct pg_conn *c, int idle_s, int keep_s, int pending_s,
 			   "interval '1 minute' AND NOT EXISTS (SELECT 1 FROM "
 			   "mcp_streams s WHERE s.owner = r.id AND NOT s.done)",
 			   0, NULL, NULL, err)) != STATUS_OK)
+		goto fail;
+	/* last: its trigger locks mcp_session_count, which every initialize
+	 * waits for, until the commit */
+	if ((rc = pg_query(
+		     c,
+		     "WITH d AS (DELETE FROM mcp_sessions WHERE key IN ("
+		     "SELECT key FROM mcp_sessions WHERE last_active < now() - "
+		     "make_interval(secs => $1::integer) ORDER BY last_active "
+		     "LIMIT 500 FOR UPDATE SKIP LOCKED) RETURNING key) "
+		     "SELECT count(pg_notify('" SESSDB_CHANNEL
+		     "', 'd ' || key)) FROM d",
+		     1, (const char *[]){idle}, &res, err)) != STATUS_OK ||
+	    (rc = field_i64(res, 0, 0, &n, err)) != STATUS_OK)
 		goto fail;
 	PQclear(res);
 	res = NULL;

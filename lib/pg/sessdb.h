@@ -1,5 +1,5 @@
 /*
- * sessdb.h - the statements of shared MCP sessions (migration 0009): the
+ * sessdb.h - the statements of shared MCP sessions (migrations 0009-0011): the
  * session rows, their streams' events, server-to-client requests waiting
  * for an answer, the replicas' heartbeats, expiry and takeover.
  *
@@ -10,6 +10,9 @@
  * (required: never NULL) filled on failure.  Keys are sessdb_key of the
  * session id: the id is a bearer secret and never reaches the database or
  * a NOTIFY payload.
+ *
+ * The number of sessions stored is kept by triggers (migration 0011):
+ * sessdb_insert checks the caller's limit against it.
  *
  * Notifications (payloads are ASCII tokens, at most ~80 bytes):
  *   sextant_sessions       "d <key>"            session deleted or expired
@@ -91,9 +94,19 @@ struct sessdb_session {
 };
 void sessdb_session_free(struct sessdb_session *s); /* accepts NULL */
 
-/* STATUS_EXISTS when the key is taken (a 128-bit id clash: retry). */
-int sessdb_insert(struct pg_conn *c, const struct sessdb_session *s,
+/*
+ * Stores a new session unless max sessions are stored already, by any
+ * gateway (the count of migration 0011, exact: two inserts racing for the
+ * last place cannot both pass).  STATUS_FULL at the limit, STATUS_EXISTS
+ * when the key is taken (a 128-bit id clash: retry).
+ */
+int sessdb_insert(struct pg_conn *c, const struct sessdb_session *s, int max,
 		  struct pg_error *err) WUR;
+/* Seconds until the least recently active session expires, unless it is
+ * used meanwhile (its last_active + idle_s; 0 when past or none): when a
+ * full store has room again at the latest. */
+int sessdb_next_expiry(struct pg_conn *c, int idle_s, int *secs,
+		       struct pg_error *err) WUR;
 /* *out: a new struct (sessdb_session_free), or STATUS_NOTFOUND. */
 int sessdb_get(struct pg_conn *c, const char *key, struct sessdb_session **out,
 	       struct pg_error *err) WUR;

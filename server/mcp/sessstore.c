@@ -83,6 +83,10 @@ struct sessstore {
 	atomic_bool catchup;	/* the listener reconnected: catch up now */
 	atomic_bool revalidate; /* ... and check the resident copies */
 	atomic_bool draining;
+	/* server.max_sessions reached: the last refusal's Retry-After, and
+	 * whether that was logged (cleared by the next session stored) */
+	atomic_int full_retry_s;
+	atomic_bool full;
 	/* the key that signs "c" and "x" notifications (sessdb_sign):
 	 * read from the database once, by whichever job needs it first;
 	 * set under ack_mu, then nkey_ok */
@@ -313,6 +317,41 @@ find_key(struct sessstore *st, const char *key)
 
 /* --- create, lookup, delete ------------------------------------------ */
 
+/*
+ * The store holds server.max_sessions sessions: when the next one
+ * expires (unless it is used meanwhile) and the sweep after it, for the
+ * Retry-After of the refusal.  Logged once per time the store fills.
+ */
+static void
+full_retry(struct sessstore *st, struct pg_conn *c)
+{
+	struct pg_error err;
+	int secs = 0;
+
+	memset(&err, 0, sizeof(err));
+	if (sessdb_next_expiry(c, st->cfg->server.session_idle_timeout_s, &secs,
+			       &err) != STATUS_OK)
+		secs = SESSSTORE_FULL_RETRY_MAX_S;
+	secs += SWEEP_EVERY_MS / 1000;
+	atomic_store(&st->full_retry_s, secs < SESSSTORE_FULL_RETRY_MAX_S
+						? secs
+						: SESSSTORE_FULL_RETRY_MAX_S);
+	if (!atomic_exchange(&st->full, true))
+		log_warn(&(struct log_fields){.duration_ms = -1},
+			 "new sessions refused: server.max_sessions (%d) "
+			 "sessions are stored by the gateways sharing the "
+			 "database",
+			 st->cfg->server.max_sessions);
+}
+
+int
+sessstore_full_retry_s(struct sessstore *st)
+{
+	int secs = atomic_load(&st->full_retry_s);
+
+	return secs > 0 ? secs : SESSSTORE_FULL_RETRY_MAX_S;
+}
+
 static void
 create_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 {
@@ -333,12 +372,19 @@ create_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		    row.subscriptions == NULL)
 			rc = STATUS_NOMEM;
 		else
-			rc = sessdb_insert(c, &row, err);
+			rc = sessdb_insert(
+				c, &row, j->st->cfg->server.max_sessions, err);
 		free(row.caps);
 		free(row.info);
 		free(row.subscriptions);
 	}
-	if (rc != STATUS_OK)
+	if (rc == STATUS_FULL)
+		full_retry(j->st, c);
+	else if (rc == STATUS_OK && atomic_exchange(&j->st->full, false))
+		log_info(&(struct log_fields){.duration_ms = -1},
+			 "new sessions accepted again (below "
+			 "server.max_sessions)");
+	else if (rc != STATUS_OK)
 		log_warn(&(struct log_fields){.session = s->id,
 					      .duration_ms = -1},
 			 "session not stored: %s (%s)", status_str(rc),

@@ -56,8 +56,9 @@ const char *sessstore_tag(const struct sessstore *st);
 void sessstore_hit(struct sessstore *st);
 
 /* Completion of an asynchronous call, on a store thread: STATUS_OK,
- * STATUS_NOTFOUND (no such session or stream), STATUS_FULL (this
- * replica's session table), or the store's STATUS_IO / STATUS_TIMEOUT. */
+ * STATUS_NOTFOUND (no such session or stream), STATUS_FULL (create: the
+ * store holds server.max_sessions sessions; lookup: this replica's session
+ * table), or the store's STATUS_IO / STATUS_TIMEOUT. */
 typedef void sessstore_done_fn(void *arg, int status);
 
 /*
@@ -65,7 +66,8 @@ typedef void sessstore_done_fn(void *arg, int status);
  * once), else an error at once (STATUS_FULL: the job queue) and done
  * never runs.
  *
- * create: stores the new session s (marked shared by the caller).
+ * create: stores the new session s (marked shared by the caller) unless
+ *   the store holds server.max_sessions, counted over every replica.
  * lookup: loads session id and makes it resident in srv->sessions;
  *   lookups of one session while one is under way wait for it (one read,
  *   every done runs with its outcome).
@@ -78,6 +80,12 @@ typedef void sessstore_done_fn(void *arg, int status);
  */
 int sessstore_create(struct sessstore *st, struct session *s,
 		     sessstore_done_fn *done, void *arg) WUR;
+/* After a create refused with STATUS_FULL: seconds until a place is likely
+ * free (the least recently active session expires, unless used, and is
+ * swept), 1 to SESSSTORE_FULL_RETRY_MAX_S: a client's Retry-After.  A
+ * DELETE may free one sooner; past the bound, the client asks again. */
+#define SESSSTORE_FULL_RETRY_MAX_S 300
+int sessstore_full_retry_s(struct sessstore *st);
 int sessstore_lookup(struct sessstore *st, const char *id,
 		     sessstore_done_fn *done, void *arg) WUR;
 int sessstore_delete(struct sessstore *st, const char *id,

@@ -195,7 +195,7 @@ mksess(struct pg_conn *c, const char *id, char key[SESSDB_KEY_LEN + 1])
 
 	sessdb_key(id, key);
 	snprintf(s.key, sizeof(s.key), "%s", key);
-	OK(sessdb_insert(c, &s, &err));
+	OK(sessdb_insert(c, &s, 1000000, &err));
 }
 
 static void
@@ -425,10 +425,10 @@ test_insert_get(void **state)
 	sessdb_key("insert-get", in.key);
 	CHECK(sessdb_get(c, in.key, &out, &err), STATUS_NOTFOUND);
 	assert_null(out);
-	OK(sessdb_insert(c, &in, &err));
+	OK(sessdb_insert(c, &in, 1000000, &err));
 	/* a key clash: nothing overwritten */
 	in.log_level = 7;
-	CHECK(sessdb_insert(c, &in, &err), STATUS_EXISTS);
+	CHECK(sessdb_insert(c, &in, 1000000, &err), STATUS_EXISTS);
 	OK(sessdb_get(c, in.key, &out, &err));
 	assert_non_null(out);
 	assert_string_equal(out->key, in.key);
@@ -453,11 +453,202 @@ test_insert_get(void **state)
 	/* subscriptions given at insert are kept */
 	sessdb_key("insert-get-2", in.key);
 	in.subscriptions = "{\"file:///a\":true}";
-	OK(sessdb_insert(c, &in, &err));
+	OK(sessdb_insert(c, &in, 1000000, &err));
 	OK(sessdb_get(c, in.key, &out, &err));
 	assert_string_equal(out->subscriptions, "{\"file:///a\": true}");
 	assert_int_equal(out->log_level, 7);
 	sessdb_session_free(out);
+	pg_release(c);
+}
+
+/* ---- the session limit (migration 0011) ---------------------------------- */
+
+/* The stored count, and the rows it counts: they must agree. */
+static long
+stored_count(void)
+{
+	long n = strtol(val("SELECT n FROM mcp_session_count", 0, NULL), NULL,
+			10);
+
+	assert_int_equal(
+		n, strtol(val("SELECT count(*) FROM mcp_sessions", 0, NULL),
+			  NULL, 10));
+	return n;
+}
+
+/* sessdb_insert of the session for id with limit max. */
+static int
+insert_max(struct pg_conn *c, const char *id, int max, struct pg_error *err)
+{
+	struct sessdb_session s = {.caps = "{}",
+				   .info = "{}",
+				   .version = "2025-11-25",
+				   .log_level = 6};
+
+	sessdb_key(id, s.key);
+	return sessdb_insert(c, &s, max, err);
+}
+
+/* Up to max stored sessions, whoever inserts and deletes them; the count
+ * follows deletes of one, sweeps of many and TRUNCATE. */
+static void
+test_limit(void **state)
+{
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	char key[SESSDB_KEY_LEN + 1];
+	long base;
+	int max, expired = 0;
+
+	(void)state;
+	base = stored_count();
+	max = (int)base + 2;
+	OK(insert_max(c, "limit-1", max, &err));
+	OK(insert_max(c, "limit-2", max, &err));
+	CHECK(insert_max(c, "limit-3", max, &err), STATUS_FULL);
+	sessdb_key("limit-3", key);
+	assert_string_equal(
+		val1("SELECT count(*) FROM mcp_sessions WHERE key = $1", key),
+		"0");
+	assert_int_equal(stored_count(), base + 2);
+	/* a key clash under the limit is not "full" */
+	CHECK(insert_max(c, "limit-1", max + 1, &err), STATUS_EXISTS);
+	assert_int_equal(stored_count(), base + 2);
+
+	/* a delete makes room */
+	sessdb_key("limit-1", key);
+	OK(sessdb_delete(c, key, NULL, &err));
+	assert_int_equal(stored_count(), base + 1);
+	OK(insert_max(c, "limit-3", max, &err));
+	CHECK(insert_max(c, "limit-4", max, &err), STATUS_FULL);
+
+	/* so does the sweep, whatever the number it deletes */
+	{
+		char k2[SESSDB_KEY_LEN + 1], k3[SESSDB_KEY_LEN + 1],
+			arr[2 * SESSDB_KEY_LEN + 8];
+
+		sessdb_key("limit-2", k2);
+		sessdb_key("limit-3", k3);
+		snprintf(arr, sizeof(arr), "{%s,%s}", k2, k3);
+		exec1("UPDATE mcp_sessions SET last_active = now() - interval "
+		      "'2 hours' WHERE key = ANY($1::text[])",
+		      arr);
+	}
+	OK(sessdb_sweep(c, 3600, 600, 600, &expired, &err));
+	assert_true(expired >= 2);
+	base = stored_count();
+	max = (int)base + 1;
+	OK(insert_max(c, "limit-5", max, &err));
+	CHECK(insert_max(c, "limit-6", max, &err), STATUS_FULL);
+
+	/* TRUNCATE (an operator's) leaves a count of 0, not a stale one */
+	exec1("BEGIN", NULL);
+	exec1("SET LOCAL client_min_messages = warning", NULL);
+	exec1("TRUNCATE mcp_sessions CASCADE", NULL);
+	assert_string_equal(val("SELECT n FROM mcp_session_count", 0, NULL),
+			    "0");
+	exec1("ROLLBACK", NULL);
+	assert_int_equal(stored_count(), base + 1);
+	sessdb_key("limit-5", key);
+	OK(sessdb_delete(c, key, NULL, &err));
+	pg_release(c);
+}
+
+#define LIMIT_THREADS 4
+#define LIMIT_TRIES   10
+#define LIMIT_ROOM    7
+
+struct limit_job {
+	int who, max, stored, full, rc;
+	char detail[512];
+};
+
+static void *
+limit_thread(void *arg)
+{
+	struct limit_job *j = arg;
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+
+	j->rc = pg_acquire(pool, NULL, WAIT_MS, &c, &err);
+	for (int i = 0; j->rc == STATUS_OK && i < LIMIT_TRIES; i++) {
+		char id[64];
+		int rc;
+
+		snprintf(id, sizeof(id), "limit-race-%d-%d", j->who, i);
+		rc = insert_max(c, id, j->max, &err);
+		if (rc == STATUS_OK)
+			j->stored++;
+		else if (rc == STATUS_FULL)
+			j->full++;
+		else
+			j->rc = rc;
+	}
+	if (j->rc != STATUS_OK)
+		snprintf(j->detail, sizeof(j->detail), "%s", err.detail);
+	pg_release(c);
+	return NULL;
+}
+
+/* Gateways racing for the last places: exactly the room is taken. */
+static void
+test_limit_concurrent(void **state)
+{
+	static struct limit_job jobs[LIMIT_THREADS];
+	pthread_t t[LIMIT_THREADS];
+	long base = stored_count();
+	int stored = 0, full = 0;
+
+	(void)state;
+	for (int i = 0; i < LIMIT_THREADS; i++) {
+		jobs[i] = (struct limit_job){.who = i,
+					     .max = (int)base + LIMIT_ROOM};
+		assert_int_equal(
+			pthread_create(&t[i], NULL, limit_thread, &jobs[i]), 0);
+	}
+	for (int i = 0; i < LIMIT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		if (jobs[i].rc != STATUS_OK)
+			fail_msg("thread %d: %s %s", i, status_str(jobs[i].rc),
+				 jobs[i].detail);
+		stored += jobs[i].stored;
+		full += jobs[i].full;
+	}
+	assert_int_equal(stored, LIMIT_ROOM);
+	assert_int_equal(full, LIMIT_THREADS * LIMIT_TRIES - LIMIT_ROOM);
+	assert_int_equal(stored_count(), base + LIMIT_ROOM);
+	for (int i = 0; i < LIMIT_THREADS; i++)
+		for (int k = 0; k < LIMIT_TRIES; k++) {
+			char id[64], key[SESSDB_KEY_LEN + 1];
+
+			snprintf(id, sizeof(id), "limit-race-%d-%d", i, k);
+			sessdb_key(id, key);
+			exec1("DELETE FROM mcp_sessions WHERE key = $1", key);
+		}
+	assert_int_equal(stored_count(), base);
+}
+
+/* When the least recently active session expires, unless used. */
+static void
+test_next_expiry(void **state)
+{
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	char key[SESSDB_KEY_LEN + 1];
+	int secs = -1;
+
+	(void)state;
+	mksess(c, "next-expiry", key);
+	exec1("UPDATE mcp_sessions SET last_active = now()", NULL);
+	exec1("UPDATE mcp_sessions SET last_active = now() - interval '50 s' "
+	      "WHERE key = $1",
+	      key);
+	OK(sessdb_next_expiry(c, 60, &secs, &err));
+	assert_true(secs >= 9 && secs <= 11);
+	/* past its time (not swept yet): room at the next sweep */
+	OK(sessdb_next_expiry(c, 10, &secs, &err));
+	assert_int_equal(secs, 0);
+	OK(sessdb_delete(c, key, NULL, &err));
 	pg_release(c);
 }
 
@@ -2307,6 +2498,9 @@ main(void)
 		cmocka_unit_test(test_key),
 		cmocka_unit_test(test_replicas),
 		cmocka_unit_test(test_insert_get),
+		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_limit_concurrent),
+		cmocka_unit_test(test_next_expiry),
 		cmocka_unit_test(test_set_level),
 		cmocka_unit_test(test_subscribe),
 		cmocka_unit_test(test_subscribe_concurrent),
