@@ -25,6 +25,10 @@ struct session_table {
 	struct session **kbuckets; /* shared sessions by store key (knext) */
 	size_t nbuckets;	   /* of each; a power of two */
 	int count;
+	int nshared; /* of count: copies of shared sessions */
+	/* when the first idle session expires, unless used (as of the last
+	 * sweep; 0: none idle) */
+	int64_t next_expiry_ms;
 };
 
 static size_t
@@ -157,6 +161,7 @@ table_index_key(struct session_table *t, struct session *s)
 
 	s->knext = t->kbuckets[b];
 	t->kbuckets[b] = s;
+	t->nshared++;
 }
 
 /* The session with this id, or NULL (table lock held). */
@@ -170,6 +175,49 @@ table_find(struct session_table *t, const char *id)
 		if (strcmp(s->id, id) == 0)
 			return s;
 	return NULL;
+}
+
+static bool session_idle_locked(const struct session *s);
+static bool table_unlink(struct session_table *t, struct session *s);
+
+/*
+ * A full table holding copies of shared sessions makes room by forgetting
+ * the least recently used idle one (the store keeps the session): copies
+ * never refuse a session.  Table lock held.  Returns the copy, unlinked and
+ * closed, whose table reference the caller drops once the lock is
+ * released; NULL when there is none to forget.  A scan, but only of a full
+ * table.
+ */
+static struct session *
+table_make_room(struct session_table *t)
+{
+	struct session *s, *victim = NULL;
+	int64_t oldest = INT64_MAX;
+	size_t b;
+
+	if (t->nshared == 0)
+		return NULL;
+	for (b = 0; b < t->nbuckets; b++)
+		for (s = t->kbuckets[b]; s != NULL; s = s->knext) {
+			/* the table's reference alone: nobody is using it,
+			 * and nobody can start to while we hold the table */
+			if (atomic_load(&s->refs) != 1)
+				continue;
+			pthread_mutex_lock(&s->mu);
+			if (session_idle_locked(s) &&
+			    s->last_active_ms < oldest) {
+				oldest = s->last_active_ms;
+				victim = s;
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
+	if (victim == NULL)
+		return NULL;
+	table_unlink(t, victim);
+	pthread_mutex_lock(&victim->mu);
+	session_close_locked(victim);
+	pthread_mutex_unlock(&victim->mu);
+	return victim;
 }
 
 /* src cut to fit size (> 0) bytes with its NUL: snprintf("%s") without
@@ -190,7 +238,7 @@ create(struct session_table *t, const char *id, const char *version,
        void (*init)(struct session *s, void *arg), void *arg,
        struct session **out)
 {
-	struct session *s;
+	struct session *s, *room = NULL;
 	size_t b;
 
 	*out = NULL;
@@ -233,7 +281,8 @@ create(struct session_table *t, const char *id, const char *version,
 		session_free(s);
 		return STATUS_EXISTS;
 	}
-	if (t->count >= t->lim.max_sessions) {
+	if (t->count >= t->lim.max_sessions &&
+	    (room = table_make_room(t)) == NULL) {
 		pthread_mutex_unlock(&t->mu);
 		session_free(s);
 		return STATUS_FULL;
@@ -245,6 +294,7 @@ create(struct session_table *t, const char *id, const char *version,
 		table_index_key(t, s);
 	t->count++;
 	pthread_mutex_unlock(&t->mu);
+	session_unref(room); /* the table's reference */
 	*out = s;
 	return STATUS_OK;
 }
@@ -420,6 +470,7 @@ table_unlink(struct session_table *t, struct session *s)
 	t->count--;
 	if (!s->shared)
 		return true;
+	t->nshared--;
 	for (pp = &t->kbuckets[hash_id(s->key) & (t->nbuckets - 1)];
 	     *pp != NULL; pp = &(*pp)->knext)
 		if (*pp == s) {
@@ -509,6 +560,7 @@ session_table_foreach(struct session_table *t,
 struct sweep_ctx {
 	struct session_table *t;
 	int64_t now;
+	int64_t next_expiry_ms; /* the first idle session's, 0: none yet */
 };
 
 /* A gated stream whose events or end the store does not have yet, or
@@ -532,30 +584,65 @@ streams_unstored(const struct session *s)
 	return false;
 }
 
-/* Removes s if it is still idle, deciding under both locks so that a
- * request acquiring it meanwhile keeps it alive.  True if removed. */
+/* Nothing uses s, and everything it holds that must outlive it is stored:
+ * it may expire, or shed its streams (s->mu held). */
 static bool
-expire_if_idle(struct session_table *t, struct session *s, int64_t now)
+session_idle_locked(const struct session *s)
 {
-	bool expire;
+	return !s->closed && s->busy == 0 && s->live_streams == 0 &&
+	       s->calls == NULL && !streams_unstored(s);
+}
 
-	/* a shared session's copy here is forgotten sooner: the session
-	 * itself lives on in the store, expired by its sweep */
-	int idle_s = s->shared && t->lim.cache_idle_s < t->lim.idle_timeout_s
-			     ? t->lim.cache_idle_s
-			     : t->lim.idle_timeout_s;
+/*
+ * Removes s if it is still idle, deciding under both locks so that a
+ * request acquiring it meanwhile keeps it alive.  True if removed.
+ *
+ * A shared session's copy unused for cache_idle_s sheds its streams
+ * instead: every event of them is in the store, which any replica reads
+ * on a GET or a Last-Event-ID, and they are nearly all of its memory.
+ * The compact rest stays, so that the session answers here through an
+ * outage of the store like a recently used one (sessstore.c "Resident
+ * copies"); it goes at idle_timeout_s, or when the store says the session
+ * is gone.  Only once nothing but the table and this sweep hold s: no
+ * exchange or store job may keep a pointer to a stream.  The streams are
+ * freed after the locks are released.
+ */
+static bool
+expire_if_idle(struct sweep_ctx *ctx, struct session *s)
+{
+	struct session_table *t = ctx->t;
+	struct stream *shed = NULL, *next;
+	int64_t quiet, expiry;
+	bool idle, expire;
 
 	pthread_mutex_lock(&t->mu);
 	pthread_mutex_lock(&s->mu);
-	expire = !s->closed && s->busy == 0 && s->live_streams == 0 &&
-		 s->calls == NULL && !streams_unstored(s) &&
-		 now - s->last_active_ms > (int64_t)idle_s * 1000;
-	if (expire && table_unlink(t, s))
+	idle = session_idle_locked(s);
+	quiet = ctx->now - s->last_active_ms;
+	expire = idle && quiet > (int64_t)t->lim.idle_timeout_s * 1000;
+	if (expire && table_unlink(t, s)) {
 		session_close_locked(s);
-	else
+	} else {
 		expire = false;
+		if (idle && s->shared && s->streams != NULL &&
+		    quiet > (int64_t)t->lim.cache_idle_s * 1000 &&
+		    atomic_load(&s->refs) == 2) {
+			shed = s->streams;
+			s->streams = NULL;
+			s->standalone = NULL;
+		}
+		expiry = s->last_active_ms +
+			 (int64_t)t->lim.idle_timeout_s * 1000;
+		if (idle &&
+		    (ctx->next_expiry_ms == 0 || expiry < ctx->next_expiry_ms))
+			ctx->next_expiry_ms = expiry;
+	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&t->mu);
+	for (; shed != NULL; shed = next) {
+		next = shed->next;
+		stream_free(shed);
+	}
 	if (expire)
 		session_unref(s); /* the table's reference */
 	return expire;
@@ -579,7 +666,7 @@ sweep_one(struct session *s, void *arg)
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (expire_if_idle(ctx->t, s, ctx->now) && !s->shared)
+	if (expire_if_idle(ctx, s) && !s->shared)
 		log_debug(&(struct log_fields){.session = s->id,
 					       .duration_ms = -1},
 			  "session expired after %d s idle",
@@ -589,9 +676,28 @@ sweep_one(struct session *s, void *arg)
 void
 session_table_sweep(struct session_table *t, int64_t now_ms)
 {
-	struct sweep_ctx ctx = {t, now_ms};
+	struct sweep_ctx ctx = {t, now_ms, 0};
 
 	session_table_foreach(t, sweep_one, &ctx);
+	pthread_mutex_lock(&t->mu);
+	t->next_expiry_ms = ctx.next_expiry_ms;
+	pthread_mutex_unlock(&t->mu);
+}
+
+int
+session_table_retry_s(struct session_table *t, int64_t now_ms)
+{
+	int64_t at, ms;
+
+	pthread_mutex_lock(&t->mu);
+	at = t->next_expiry_ms;
+	pthread_mutex_unlock(&t->mu);
+	/* none idle: the first to become so, now, at the earliest */
+	ms = at != 0 ? at - now_ms : (int64_t)t->lim.idle_timeout_s * 1000;
+	/* and the sweep after it, once a second */
+	ms = (ms > 0 ? ms : 0) + 1999;
+	return ms / 1000 < SESSION_FULL_RETRY_MAX_S ? (int)(ms / 1000)
+						    : SESSION_FULL_RETRY_MAX_S;
 }
 
 static void

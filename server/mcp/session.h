@@ -43,8 +43,9 @@ struct stream;
 struct session_limits {
 	int max_sessions;
 	int idle_timeout_s;
-	/* shared sessions: how long an unused resident copy stays in this
-	 * process (the session itself lives on in the store) */
+	/* shared sessions: how long an unused resident copy keeps its
+	 * streams (the store has them); the compact rest stays until
+	 * idle_timeout_s, to answer through an outage of the store */
 	int cache_idle_s;
 	int max_streams; /* streams with a live connection at once */
 	size_t replay_events;
@@ -166,7 +167,8 @@ int session_table_count(struct session_table *t);
  * Creates a session and adds it to the table.  caps and info: the
  * session takes a reference (they must not change afterwards).  *out gets a reference, marked busy like session_acquire's:
  * give it back with session_release.  STATUS_FULL when the
- * table holds max_sessions, STATUS_IO when the CSPRNG fails.
+ * table holds max_sessions and no idle copy of a shared session to forget
+ * in its place, STATUS_IO when the CSPRNG fails.
  */
 int session_create(struct session_table *t, const char *version,
 		   const json_t *caps, const json_t *info,
@@ -212,9 +214,16 @@ void session_ref(struct session *s);
 void session_unref(struct session *s);
 /* Removes and closes a session (DELETE).  STATUS_NOTFOUND if unknown. */
 int session_delete(struct session_table *t, const char *id);
-/* Expires sessions idle for longer than idle_timeout_s and marks streams
- * due for a keep-alive.  Called about once a second by the janitor. */
+/* Expires sessions idle for longer than idle_timeout_s, sheds the streams
+ * of shared ones idle for longer than cache_idle_s and marks streams due
+ * for a keep-alive.  Called about once a second by the janitor. */
 void session_table_sweep(struct session_table *t, int64_t now_ms);
+/* A full table (STATUS_FULL): seconds until the first idle session
+ * expires, unless used (as of the last sweep), 1 to
+ * SESSION_FULL_RETRY_MAX_S: a client's Retry-After.  A DELETE may free a
+ * place sooner; past the bound, the client asks again. */
+#define SESSION_FULL_RETRY_MAX_S 300
+int session_table_retry_s(struct session_table *t, int64_t now_ms);
 /* Calls fn on every live session (with a reference held, s->mu not). */
 void session_table_foreach(struct session_table *t,
 			   void (*fn)(struct session *s, void *arg), void *arg);

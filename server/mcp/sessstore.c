@@ -29,6 +29,35 @@
  *     for our pending requests) every few seconds.
  *  I4 no bearer secret leaves the process: rows and payloads carry
  *     sessdb_key(id).
+ *
+ * Resident copies through an outage.  A copy unused for
+ * sessions.cache_idle_s sheds its streams, which the store holds and which
+ * are nearly all of its memory, and keeps the compact rest (revision,
+ * capabilities, level, subscriptions: a few hundred bytes to a few KB)
+ * until server.session_idle_timeout_s, or until the store says the session
+ * is gone (NOTIFY d, the revalidation after a listener gap).  It stays in
+ * the key index, so every NOTIFY keeps it as current as a busy copy; and
+ * a full session table forgets its least recently used idle copy rather
+ * than refuse, so a replica holds at most server.max_sessions copies, the
+ * bound of a gateway without a store.  Why not drop the copy and answer
+ * 503 with Retry-After while the store is down: with several replicas
+ * behind a balancer, each replica sees a session only every few of its
+ * requests, so most copies of a session in use are past cache_idle_s at
+ * any time; an outage would refuse most requests of live sessions for its
+ * whole length, and no wait the gateway could name would be right.
+ * A compact copy serves everything a recent one does: JSON answers, tool
+ * calls (SSE events wait to be stored and flow when the store is back,
+ * I1), the touch of last_active when it is back; only what must be
+ * stored first (initialize, a session never seen here, DELETE, GET, a
+ * level or subscription change) waits for the store, with 503 and
+ * Retry-After or a JSON-RPC error saying to retry.
+ *
+ * The session limit.  server.max_sessions counts the sessions stored by
+ * every replica (migration 0011: a counter row kept by triggers, checked
+ * under its row lock by the insert: exact, one row update per initialize,
+ * no count(*)).  A refused initialize is told when the least recently
+ * active session expires, unless used (Retry-After), and that a DELETE of
+ * an unused session makes room at once.
  */
 #include "mcp/sessstore.h"
 
@@ -1523,9 +1552,11 @@ refresh_copy(struct sessstore *st, struct pg_conn *c, struct session *s,
 	return rc;
 }
 
+/* Every resident shared copy, with a reference each. */
 struct resident {
-	struct session *v[MAX_TOUCH_KEYS];
-	size_t n;
+	struct session **v;
+	size_t n, cap;
+	bool nomem;
 };
 
 static void
@@ -1533,62 +1564,85 @@ collect_shared(struct session *s, void *arg)
 {
 	struct resident *r = arg;
 
-	if (s->shared && r->n < MAX_TOUCH_KEYS) {
-		session_ref(s);
-		r->v[r->n++] = s;
+	if (!s->shared || r->nomem)
+		return;
+	if (r->n == r->cap) {
+		size_t cap = r->cap != 0 ? 2 * r->cap : 256;
+		struct session **v = realloc(r->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			r->nomem = true;
+			return;
+		}
+		r->v = v;
+		r->cap = cap;
 	}
+	session_ref(s);
+	r->v[r->n++] = s;
 }
 
-/*
- * After the listener reconnected, the NOTIFYs sent meanwhile are lost:
- * every resident copy is checked against its row (gone: forgotten;
- * changed: re-read).
- */
+/* Checks the copies v[0..n) (n <= MAX_TOUCH_KEYS) against their rows. */
 static int
-revalidate(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
+revalidate_some(struct sessstore *st, struct pg_conn *c, struct session **v,
+		size_t n, struct pg_error *err)
 {
-	struct resident *r = calloc(1, sizeof(*r));
-	const char **keys = NULL;
+	const char *keys[MAX_TOUCH_KEYS];
 	PGresult *rows = NULL;
 	size_t i;
-	int rc = STATUS_OK, k;
+	int rc, k;
 
-	if (r == NULL)
-		return STATUS_NOMEM;
-	session_table_foreach(st->srv->sessions, collect_shared, r);
-	if (r->n > 0 && (keys = calloc(r->n, sizeof(*keys))) == NULL)
-		rc = STATUS_NOMEM;
-	for (i = 0; keys != NULL && i < r->n; i++)
-		keys[i] = r->v[i]->key;
-	if (keys != NULL)
-		rc = sessdb_revs(c, keys, r->n, &rows, err);
+	for (i = 0; i < n; i++)
+		keys[i] = v[i]->key;
+	rc = sessdb_revs(c, keys, n, &rows, err);
 	for (k = 0; rc == STATUS_OK && k < PQntuples(rows); k++) {
 		const char *key = PQgetvalue(rows, k, 0);
 		int64_t rev = 0;
 
-		for (i = 0; i < r->n && strcmp(r->v[i]->key, key) != 0; i++)
+		for (i = 0; i < n && strcmp(v[i]->key, key) != 0; i++)
 			;
-		if (i == r->n)
+		if (i == n)
 			continue;
 		if (PQgetisnull(rows, k, 1)) {
 			tomb_add(st, key);
-			session_forget(st->srv->sessions, r->v[i]);
+			session_forget(st->srv->sessions, v[i]);
 		} else if (pg_text_i64(PQgetvalue(rows, k, 1), &rev) ==
 			   STATUS_OK) {
 			bool changed;
 
-			pthread_mutex_lock(&r->v[i]->mu);
-			changed = rev != r->v[i]->rev;
-			pthread_mutex_unlock(&r->v[i]->mu);
+			pthread_mutex_lock(&v[i]->mu);
+			changed = rev != v[i]->rev;
+			pthread_mutex_unlock(&v[i]->mu);
 			if (changed)
-				rc = refresh_copy(st, c, r->v[i], err);
+				rc = refresh_copy(st, c, v[i], err);
 		}
 	}
 	PQclear(rows);
-	for (i = 0; i < r->n; i++)
-		session_unref(r->v[i]);
-	free(keys);
-	free(r);
+	return rc;
+}
+
+/*
+ * After the listener reconnected, the NOTIFYs sent meanwhile are lost:
+ * every resident copy (compact ones too: they may serve the next outage)
+ * is checked against its row (gone: forgotten; changed: re-read), a
+ * thousand per statement.
+ */
+static int
+revalidate(struct sessstore *st, struct pg_conn *c, struct pg_error *err)
+{
+	struct resident r = {0};
+	size_t i, n;
+	int rc = STATUS_OK;
+
+	session_table_foreach(st->srv->sessions, collect_shared, &r);
+	if (r.nomem)
+		rc = STATUS_NOMEM;
+	for (i = 0; rc == STATUS_OK && i < r.n; i += n) {
+		n = r.n - i < MAX_TOUCH_KEYS ? r.n - i : MAX_TOUCH_KEYS;
+		rc = revalidate_some(st, c, r.v + i, n, err);
+	}
+	for (i = 0; i < r.n; i++)
+		session_unref(r.v[i]);
+	free(r.v);
 	return rc;
 }
 
@@ -2012,10 +2066,15 @@ probe(const struct config *cfg, char *why, size_t len)
 {
 	static const char sql[] =
 		/* one privilege per call: with a list it is "any of" */
-		"SELECT bool_and(has_table_privilege(t, p)) FROM unnest(ARRAY["
+		"SELECT (SELECT bool_and(has_table_privilege(t, p)) FROM "
+		"unnest(ARRAY["
 		"'mcp_replicas', 'mcp_sessions', 'mcp_streams', 'mcp_events', "
 		"'mcp_pending', 'mcp_notify_key']) AS t, unnest(ARRAY["
-		"'SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p";
+		"'SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p) AND "
+		/* its triggers update the session count as the role that
+		 * inserts or deletes (0011) */
+		"has_table_privilege('mcp_session_count', 'SELECT') AND "
+		"has_table_privilege('mcp_session_count', 'UPDATE')";
 	const char *keys[] = {"dbname", "connect_timeout", "application_name",
 			      NULL};
 	const char *vals[] = {cfg->database.url, "5", "sextant-sessions", NULL};

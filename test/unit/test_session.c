@@ -260,6 +260,179 @@ test_table_full(void **state)
 	session_table_free(t);
 }
 
+#define CACHE_IDLE_S 5
+
+/* A released shared session (key from n) with one stream of two events,
+ * stored and finished: nothing of it is missing from the store. */
+static struct session *
+shared_session(struct session_table *t, int n, char *id)
+{
+	struct session *s = NULL;
+	struct stream *st = NULL;
+	char key[33];
+
+	assert_int_equal(session_create(t, "2025-11-25", NULL, NULL, &s),
+			 STATUS_OK);
+	snprintf(key, sizeof(key), "%032x", n);
+	session_share(t, s, key, NULL);
+	memcpy(id, s->id, SESSION_ID_LEN + 1);
+	pthread_mutex_lock(&s->mu);
+	assert_int_equal(stream_open(s, false, false, &st), STATUS_OK);
+	send_n(st, 2);
+	stream_finish(st);
+	st->flushed = st->next_seq;
+	st->done_stored = true;
+	stream_set_durable(st, st->next_seq);
+	pthread_mutex_unlock(&s->mu);
+	session_release(s);
+	return s;
+}
+
+/*
+ * An idle copy of a shared session sheds its streams after cache_idle_s
+ * and stays (it answers through an outage of the store) until the idle
+ * timeout; never while anything but the table holds it, nor while a
+ * stream holds what the store lacks.  Local sessions keep theirs.
+ */
+static void
+test_shared_copy_sheds_streams(void **state)
+{
+	struct session_limits lim = limits;
+	struct session_table *t;
+	struct session *s, *local, *got = NULL;
+	char id[SESSION_ID_LEN + 1], lid[SESSION_ID_LEN + 1];
+	int64_t last, shed_at;
+
+	(void)state;
+	lim.cache_idle_s = CACHE_IDLE_S;
+	t = new_table(&lim);
+	s = shared_session(t, 1, id);
+	local = new_session(t, lid);
+	pthread_mutex_lock(&local->mu);
+	assert_int_equal(
+		stream_open(local, false, false, &(struct stream *){0}),
+		STATUS_OK);
+	pthread_mutex_unlock(&local->mu);
+	last = s->last_active_ms > local->last_active_ms
+		       ? s->last_active_ms
+		       : local->last_active_ms;
+	shed_at = last + CACHE_IDLE_S * 1000 + 1;
+
+	session_table_sweep(t, last + CACHE_IDLE_S * 1000 - 1000);
+	assert_non_null(s->streams);
+	/* something holds it (an exchange, a store job): kept */
+	session_ref(s);
+	session_table_sweep(t, shed_at);
+	assert_non_null(s->streams);
+	session_unref(s);
+	/* an event the store lacks: kept */
+	pthread_mutex_lock(&s->mu);
+	s->streams->durable--;
+	pthread_mutex_unlock(&s->mu);
+	session_table_sweep(t, shed_at);
+	assert_non_null(s->streams);
+	pthread_mutex_lock(&s->mu);
+	s->streams->durable++;
+	pthread_mutex_unlock(&s->mu);
+
+	session_table_sweep(t, shed_at);
+	assert_null(s->streams);
+	assert_null(s->standalone);
+	assert_non_null(local->streams);
+	assert_int_equal(session_table_count(t), 2);
+	got = session_find_key(t, "00000000000000000000000000000001");
+	assert_ptr_equal(got, s);
+	session_unref(got);
+	assert_int_equal(session_acquire(t, id, &got), STATUS_OK);
+	assert_false(got->closed);
+	session_release(got);
+
+	/* used just now: the idle timeout counts from here */
+	last = s->last_active_ms;
+	session_table_sweep(t, last + IDLE_S * 1000);
+	assert_int_equal(session_acquire(t, id, &got), STATUS_OK);
+	session_release(got);
+	last = s->last_active_ms;
+	session_table_sweep(t, last + IDLE_S * 1000 + 1);
+	assert_int_equal(session_acquire(t, id, &got), STATUS_NOTFOUND);
+	assert_null(session_find_key(t, "00000000000000000000000000000001"));
+	session_table_free(t);
+}
+
+/*
+ * A full table forgets its least recently used idle copy of a shared
+ * session rather than refuse (the store keeps the session); copies in use
+ * and local sessions are never forgotten.
+ */
+static void
+test_full_table_forgets_idle_copy(void **state)
+{
+	struct session_table *t = new_table(&limits);
+	struct session *v[4], *s = NULL, *got = NULL;
+	char ids[4][SESSION_ID_LEN + 1], lid[SESSION_ID_LEN + 1];
+	int i;
+
+	(void)state;
+	new_session(t, lid);
+	for (i = 0; i < 3; i++) {
+		v[i] = shared_session(t, i + 1, ids[i]);
+		v[i]->last_active_ms -= 1000 * (10 - i); /* 0 is the oldest */
+	}
+	/* the oldest is in use: the next one goes */
+	assert_int_equal(session_acquire(t, ids[0], &got), STATUS_OK);
+	assert_int_equal(session_create(t, "2025-11-25", NULL, NULL, &s),
+			 STATUS_OK);
+	session_release(s);
+	assert_int_equal(session_table_count(t), limits.max_sessions);
+	assert_int_equal(session_acquire(t, ids[1], &s), STATUS_NOTFOUND);
+	assert_int_equal(session_acquire(t, ids[2], &s), STATUS_OK);
+	session_release(s);
+	assert_int_equal(session_acquire(t, lid, &s), STATUS_OK);
+	session_release(s);
+	/* every copy left in use: full */
+	assert_int_equal(session_acquire(t, ids[2], &v[3]), STATUS_OK);
+	assert_int_equal(session_create(t, "2025-11-25", NULL, NULL, &s),
+			 STATUS_FULL);
+	assert_null(s);
+	session_release(v[3]);
+	session_release(got);
+	session_table_free(t);
+}
+
+/* Retry-After of a full table: when the first idle session expires. */
+static void
+test_retry_after(void **state)
+{
+	struct session_limits lim = limits;
+	struct session_table *t = new_table(&limits);
+	struct session *s, *busy = NULL;
+	char id[SESSION_ID_LEN + 1], bid[SESSION_ID_LEN + 1];
+	int64_t last;
+
+	(void)state;
+	/* none idle: the idle timeout from now at the earliest, plus the
+	 * sweep's second */
+	assert_int_equal(session_table_retry_s(t, 0), IDLE_S + 1);
+	s = new_session(t, id);
+	new_session(t, bid);
+	assert_int_equal(session_acquire(t, bid, &busy), STATUS_OK);
+	busy->last_active_ms -= 5000; /* older, but in use */
+	last = s->last_active_ms;
+	session_table_sweep(t, last + 3000);
+	assert_int_equal(session_table_retry_s(t, last + 3000), IDLE_S - 3 + 1);
+	assert_int_equal(session_table_retry_s(t, last + 3500), IDLE_S - 3 + 1);
+	/* past it (swept at the next second): at least 1 */
+	assert_int_equal(session_table_retry_s(t, last + 60000), 1);
+	session_release(busy);
+	session_table_free(t);
+
+	/* bounded: a client asks again after SESSION_FULL_RETRY_MAX_S */
+	lim.idle_timeout_s = 86400;
+	t = new_table(&lim);
+	assert_int_equal(session_table_retry_s(t, 0), SESSION_FULL_RETRY_MAX_S);
+	session_table_free(t);
+}
+
 /* A reference held across a delete keeps the memory, marked closed. */
 static void
 test_delete_with_reference(void **state)
@@ -1150,6 +1323,9 @@ main(void)
 		cmocka_unit_test(test_find_key_many),
 		cmocka_unit_test(test_distinct_ids),
 		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_shared_copy_sheds_streams),
+		cmocka_unit_test(test_full_table_forgets_idle_copy),
+		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_delete_with_reference),
 		cmocka_unit_test(test_idle_expiry),
 		cmocka_unit_test(test_busy_session_does_not_expire),
