@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "core/server.h"
 #include "http/http.h"
@@ -729,6 +730,37 @@ find_session(struct req *r, enum MHD_Result *ret)
 	return s;
 }
 
+/* initialize refused for server.max_sessions (counted across the gateways
+ * sharing the store when shared): 503 with the request's id (borrowed)
+ * and when to retry. */
+static enum MHD_Result
+sessions_full(struct req *r, const json_t *id, int retry_s, bool shared)
+{
+	char msg[300], after[16], *text;
+	json_t *e;
+	enum MHD_Result ret;
+
+	snprintf(after, sizeof(after), "%d", retry_s);
+	snprintf(msg, sizeof(msg),
+		 "too many sessions: server.max_sessions (%d) are live%s; "
+		 "retry in %d s, or end unused sessions with DELETE",
+		 r->srv->cfg->server.max_sessions,
+		 shared ? " across the gateways sharing the database" : "",
+		 retry_s);
+	e = rpc_error(id, RPC_SERVER_BUSY, msg, NULL);
+	text = e != NULL ? jsondump(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	if (text == NULL)
+		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+					    RPC_INTERNAL_ERROR, "out of memory",
+					    NULL);
+	ret = http_reply(r, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
+			 text, strlen(text),
+			 (const char *[]){"Retry-After", after, NULL});
+	free(text);
+	return ret;
+}
+
 static enum MHD_Result
 post_initialize(struct req *r, const json_t *msg)
 {
@@ -759,11 +791,15 @@ post_initialize(struct req *r, const json_t *msg)
 			return http_reply_rpc_error(
 				r, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				RPC_INTERNAL_ERROR, "out of memory", NULL);
-		return reply_json(r,
-				  rc == STATUS_FULL
-					  ? MHD_HTTP_SERVICE_UNAVAILABLE
-					  : MHD_HTTP_OK,
-				  response, NULL);
+		if (rc == STATUS_FULL) {
+			json_decref(response);
+			return sessions_full(
+				r, json_object_get(msg, "id"),
+				session_table_retry_s(r->srv->sessions,
+						      clock_mono_ms()),
+				false);
+		}
+		return reply_json(r, MHD_HTTP_OK, response, NULL);
 	}
 	memcpy(sid, s->id, sizeof(sid));
 	snprintf(r->session, sizeof(r->session), "%s", sid);
@@ -839,6 +875,11 @@ wait_resumed(struct req *r, struct store_wait *w)
 	case W_CREATE:
 		if (w->rc != STATUS_OK) {
 			session_delete(r->srv->sessions, s->id);
+			if (w->rc == STATUS_FULL)
+				return sessions_full(
+					r, json_object_get(w->response, "id"),
+					sessstore_full_retry_s(r->srv->store),
+					true);
 			return store_unavailable(r);
 		}
 		ret = reply_json(r, MHD_HTTP_OK, w->response, s->id);
