@@ -13,9 +13,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { startRoundRobin } from './lib/nginx.mjs';
@@ -32,10 +29,12 @@ import {
 	metric,
 	readUntil,
 	reconfigure,
+	replicaDir,
 	sessionRow,
 	sleep,
 	startReplica,
 	statelessToolsList,
+	stopReplicas,
 	toolNames,
 	waitFor,
 } from './lib/replicas.mjs';
@@ -71,9 +70,7 @@ describe('sessions shared by two replicas on one database', () => {
 	};
 
 	before(async () => {
-		dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-replicas-'));
-		keyFile = path.join(dir, 'state.key');
-		fs.writeFileSync(keyFile, 'replicas-test-state-key-of-more-than-32-bytes-0123456789\n');
+		({ dir, keyFile } = replicaDir('replicas'));
 		pg = await startPostgres({ name: 'replicas' });
 		// one after the other: A applies the migrations, B finds them done
 		A = await replica('replica-a');
@@ -83,24 +80,7 @@ describe('sessions shared by two replicas on one database', () => {
 		A?.assertAlive();
 		B?.assertAlive();
 	});
-	after(async () => {
-		const problems = [];
-		for (const srv of started) {
-			if (srv.exitStatus && srv.killSent) continue;
-			try {
-				await srv.stop();
-			} catch (e) {
-				problems.push(e.message);
-			}
-		}
-		try {
-			await pg?.stop();
-		} catch (e) {
-			problems.push(e.message);
-		}
-		if (dir) fs.rmSync(dir, { recursive: true, force: true });
-		if (problems.length) throw new Error(problems.join('\n'));
-	});
+	after(() => stopReplicas(started, pg, dir));
 
 	test('1. initialize on A, call tools on B: one lookup, then hits; the session is a row keyed by a hash', async () => {
 		const s = new Session();

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { ACCEPT_BOTH, LATEST, RawSession, SseStream, metricValue, open, parseMetrics, request } from './http.mjs';
@@ -50,6 +51,37 @@ export async function startReplica({ name, dir, pgUrl, keyFile, env = {} }) {
 	});
 	srv.configPath = configPath;
 	return srv;
+}
+
+// A temp dir (named after prefix) holding the state key file replicas
+// share: {dir, keyFile}.
+export function replicaDir(prefix) {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sextant-${prefix}-`));
+	const keyFile = path.join(dir, 'state.key');
+	fs.writeFileSync(keyFile, `${prefix}-test-state-key-of-more-than-32-bytes-0123456789\n`);
+	return { dir, keyFile };
+}
+
+// The end of a suite: stops every replica (but those a test killed on
+// purpose), then the database, removes dir, and throws once with every
+// problem (a replica that did not exit 0, a sanitizer report).
+export async function stopReplicas(servers, pg, dir) {
+	const problems = [];
+	for (const srv of servers) {
+		if (!srv || (srv.exitStatus && srv.killSent)) continue;
+		try {
+			await srv.stop();
+		} catch (e) {
+			problems.push(e.message);
+		}
+	}
+	try {
+		await pg?.stop();
+	} catch (e) {
+		problems.push(e.message);
+	}
+	if (dir) fs.rmSync(dir, { recursive: true, force: true });
+	if (problems.length) throw new Error(problems.join('\n'));
 }
 
 // /metrics of srv as parsed samples.
