@@ -103,7 +103,9 @@ static const struct key_def keys[] = {
 	INT("server", "max_connections", server.max_connections, 1024, 1,
 	    100000, "Concurrent HTTP connections; more are refused."),
 	INT("server", "max_sessions", server.max_sessions, 10000, 1, 1000000,
-	    "Live MCP sessions; new ones beyond this are refused."),
+	    "Live MCP sessions (shared ones: stored by all the gateways "
+	    "sharing the database); new ones beyond this are refused (503 "
+	    "with Retry-After)."),
 	INT("server", "session_idle_timeout_s", server.session_idle_timeout_s,
 	    1800, 10, 604800,
 	    "Seconds after which an idle MCP session expires."),
@@ -228,8 +230,10 @@ static const struct key_def keys[] = {
 	    "Seconds without a heartbeat after which a gateway counts as "
 	    "dead and another ends its unanswered requests."),
 	INT("sessions", "cache_idle_s", sessions.cache_idle_s, 60, 5, 86400,
-	    "Seconds an unused shared session stays in this gateway's memory "
-	    "(it stays in the database)."),
+	    "Seconds an unused shared session keeps its SSE streams in this "
+	    "gateway's memory (they stay in the database); a compact copy "
+	    "stays until server.session_idle_timeout_s, to answer while the "
+	    "database is down."),
 	INT("sessions", "stream_keep_s", sessions.stream_keep_s, 300, 10, 86400,
 	    "Seconds a finished SSE stream of a shared session is kept for "
 	    "Last-Event-ID replay."),

@@ -143,7 +143,7 @@ struct config {
 		int store_threads;     /* store jobs, each with a connection */
 		int store_timeout_ms;  /* 503 beyond */
 		int replica_timeout_s; /* heartbeat age of a dead replica */
-		int cache_idle_s;      /* resident copies forgotten after */
+		int cache_idle_s;      /* resident copies shed streams after */
 		int stream_keep_s;     /* finished streams kept for replay */
 	} sessions;
 	struct {
