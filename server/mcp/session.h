@@ -133,8 +133,9 @@ struct session {
 	bool shared;
 	char key[33];
 	struct sessstore *store;
-	int64_t rev; /* shared: revision of log_level and subscriptions */
-	bool closed; /* deleted or expired: no new work */
+	int64_t rev;  /* shared: revision of log_level and subscriptions */
+	bool storing; /* shared: its row is being inserted (not there yet) */
+	bool closed;  /* deleted or expired: no new work */
 	bool initialized;
 	int log_level; /* enum mcp_level; MCP_LEVEL_INFO until setLevel */
 	json_t *subscriptions; /* object: uri -> true */

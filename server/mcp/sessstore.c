@@ -407,6 +407,9 @@ create_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		free(row.info);
 		free(row.subscriptions);
 	}
+	pthread_mutex_lock(&s->mu);
+	s->storing = false;
+	pthread_mutex_unlock(&s->mu);
 	if (rc == STATUS_FULL)
 		full_retry(j->st, c);
 	else if (rc == STATUS_OK && atomic_exchange(&j->st->full, false))
@@ -426,6 +429,7 @@ sessstore_create(struct sessstore *st, struct session *s,
 		 sessstore_done_fn *done, void *arg)
 {
 	struct job *j = job_new(st, create_fn, "create");
+	int rc;
 
 	if (j == NULL)
 		return STATUS_NOMEM;
@@ -433,7 +437,16 @@ sessstore_create(struct sessstore *st, struct session *s,
 	j->s = s;
 	j->done = done;
 	j->arg = arg;
-	return job_submit(j);
+	pthread_mutex_lock(&s->mu);
+	s->storing = true;
+	pthread_mutex_unlock(&s->mu);
+	rc = job_submit(j);
+	if (rc != STATUS_OK) {
+		pthread_mutex_lock(&s->mu);
+		s->storing = false;
+		pthread_mutex_unlock(&s->mu);
+	}
+	return rc;
 }
 
 static void
@@ -1588,6 +1601,7 @@ revalidate_some(struct sessstore *st, struct pg_conn *c, struct session **v,
 {
 	const char *keys[MAX_TOUCH_KEYS];
 	PGresult *rows = NULL;
+	bool storing;
 	size_t i;
 	int rc, k;
 
@@ -1602,9 +1616,16 @@ revalidate_some(struct sessstore *st, struct pg_conn *c, struct session **v,
 			;
 		if (i == n)
 			continue;
+		pthread_mutex_lock(&v[i]->mu);
+		storing = v[i]->storing;
+		pthread_mutex_unlock(&v[i]->mu);
 		if (PQgetisnull(rows, k, 1)) {
-			tomb_add(st, key);
-			session_forget(st->srv->sessions, v[i]);
+			/* a session being created here is not there yet: its
+			 * insert answers for it */
+			if (!storing) {
+				tomb_add(st, key);
+				session_forget(st->srv->sessions, v[i]);
+			}
 		} else if (pg_text_i64(PQgetvalue(rows, k, 1), &rev) ==
 			   STATUS_OK) {
 			bool changed;

@@ -8,10 +8,11 @@
 // 503 that names the limit and says when to retry.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { LATEST } from './lib/http.mjs';
-import { pgSh, psql, startPostgres } from './lib/pg.mjs';
+import { findPsql, pgSh, psql, startPostgres } from './lib/pg.mjs';
 import { Session, replicaDir, sleep, startReplica, stopReplicas, toolNames, waitFor } from './lib/replicas.mjs';
 
 // server.max_sessions and sessions.cache_idle_s (its minimum) of A and B.
@@ -40,6 +41,19 @@ async function tryInitialize(srv) {
 	return { ...r, session };
 }
 
+// r is initialize refused for server.max_sessions = max: 503 answering
+// the request, a Retry-After of 1 to 300 s, the same wait and the limit
+// in the message.  Resolves to the Retry-After.
+function assertFull(r, max) {
+	assert.equal(r.status, 503, `a refused initialize: HTTP ${r.status} ${r.text ?? ''}`);
+	const after = Number(r.headers['retry-after']);
+	assert.ok(Number.isInteger(after) && after >= 1 && after <= 300, `Retry-After: ${r.headers['retry-after']}`);
+	assert.equal(r.response?.id, 1, `the refusal answers the request: ${r.text}`);
+	assert.match(r.response?.error?.message ?? '', new RegExp(`server\\.max_sessions \\(${max}\\)`), r.text);
+	assert.match(r.response.error.message, new RegExp(`retry in ${after} s`), r.text);
+	return after;
+}
+
 describe('shared sessions at their limits', () => {
 	let pg;
 	let dir;
@@ -47,13 +61,19 @@ describe('shared sessions at their limits', () => {
 	let A;
 	let B;
 
-	const replica = (name) =>
+	const replica = (name, env = {}) =>
 		startReplica({
 			name,
 			dir,
 			pgUrl: pg.url,
 			keyFile,
-			env: { SEXTANT_SERVER_MAX_SESSIONS: String(MAX_SESSIONS), SEXTANT_SESSIONS_CACHE_IDLE_S: String(CACHE_IDLE_S) },
+			env: {
+				SEXTANT_SERVER_MAX_SESSIONS: String(MAX_SESSIONS),
+				SEXTANT_SESSIONS_CACHE_IDLE_S: String(CACHE_IDLE_S),
+				// an insert may wait 2.5 s for a row lock the test holds
+				SEXTANT_SESSIONS_STORE_TIMEOUT_MS: '5000',
+				...env,
+			},
 		});
 
 	before(async () => {
@@ -109,6 +129,29 @@ describe('shared sessions at their limits', () => {
 		for (const srv of [A, B]) assert.equal((await s.call(srv, 'tools/list')).status, 404, `the deleted session on ${srv.name}`);
 	});
 
+	test('a session being stored when the notification connection comes back is not forgotten', async () => {
+		// initialize's insert waits for the session count's row (held
+		// here) while the listeners are cut: the replica re-reads its
+		// copies after the reconnection, before the row exists
+		const locker = spawn(findPsql(), ['-X', '-w', '-q', '-d', pg.url, '-c', 'BEGIN; SELECT n FROM mcp_session_count FOR UPDATE; SELECT pg_sleep(2.5); COMMIT;'], { stdio: 'ignore' });
+		let s;
+		try {
+			await waitFor(async () => (await psql(pg.url, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2.5)%' AND state = 'active' AND pid <> pg_backend_pid()`)) !== '0', 5000, 'the count row lock');
+			const init = tryInitialize(A);
+			await waitFor(async () => (await psql(pg.url, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%mcp_session_count%'`)) !== '0', 2000, 'the insert waiting for the count');
+			assert.notEqual(await psql(pg.url, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'sextant-listen'`), '0', 'no listener connection to cut');
+			const r = await init;
+			assert.equal(r.status, 200, `initialize on A: HTTP ${r.status} ${r.text ?? ''}`);
+			s = r.session;
+		} finally {
+			locker.kill();
+		}
+		// every copy was re-read by now (the janitor, once a second)
+		await sleep(1500);
+		toolNames(await s.call(A, 'tools/list'), 'tools/list on A for the session stored across the reconnection');
+		assert.equal((await s.delete(B)).status, 200);
+	});
+
 	test('server.max_sessions holds across both replicas, before and after their copies go idle', async () => {
 		const stored = async () => Number(await psql(pg.url, 'SELECT count(*) FROM mcp_sessions'));
 		assert.equal(await stored(), 0, 'sessions left by the previous test');
@@ -116,14 +159,7 @@ describe('shared sessions at their limits', () => {
 			const all = await Promise.all(Array.from({ length: n }, (_, i) => tryInitialize(i % 2 ? B : A)));
 			return { ok: all.filter((r) => r.status === 200), refused: all.filter((r) => r.status !== 200) };
 		};
-		const assertRefusal = (r) => {
-			assert.equal(r.status, 503, `a refused initialize: HTTP ${r.status} ${r.text ?? ''}`);
-			const after = Number(r.headers['retry-after']);
-			assert.ok(Number.isInteger(after) && after >= 1 && after <= 300, `Retry-After: ${r.headers['retry-after']}`);
-			assert.equal(r.response?.id, 1, `the refusal answers the request: ${r.text}`);
-			assert.match(r.response?.error?.message ?? '', /server\.max_sessions \(5\)/, r.text);
-			assert.match(r.response.error.message, new RegExp(`retry in ${after} s`), r.text);
-		};
+		const assertRefusal = (r) => assertFull(r, MAX_SESSIONS);
 
 		const first = await flood(2 * MAX_SESSIONS);
 		assert.equal(first.ok.length, MAX_SESSIONS, `sessions created by a first flood of ${2 * MAX_SESSIONS}: ${first.refused.map((r) => r.status).join(' ')}`);
@@ -152,5 +188,24 @@ describe('shared sessions at their limits', () => {
 		for (const r of [...first.ok.slice(1), ...third.ok]) assert.equal((await r.session.delete(A)).status, 200);
 		assert.equal(await stored(), 0);
 		assert.equal(await psql(pg.url, 'SELECT n FROM mcp_session_count'), '0');
+	});
+
+	test('sessions.store = "memory": the limit is the process\'s, refused with the same answer', async () => {
+		const M = await replica('limits-memory', { SEXTANT_SESSIONS_STORE: 'memory', SEXTANT_SERVER_MAX_SESSIONS: '2', SEXTANT_SERVER_SESSION_IDLE_TIMEOUT_S: '60' });
+		try {
+			const ok = [await tryInitialize(M), await tryInitialize(M)];
+			for (const r of ok) assert.equal(r.status, 200, `initialize on the memory replica: HTTP ${r.status} ${r.text ?? ''}`);
+			// both idle since their initialize: the first expires 60 s
+			// after it (as the janitor's sweep, once a second, saw it)
+			await sleep(1500);
+			const after = assertFull(await tryInitialize(M), 2);
+			assert.ok(after >= 55 && after <= 62, `Retry-After ${after}, for sessions idle about 1.5 s of 60`);
+			assert.equal((await ok[0].session.delete(M)).status, 200);
+			const again = await tryInitialize(M);
+			assert.equal(again.status, 200, `initialize after a DELETE: HTTP ${again.status} ${again.text ?? ''}`);
+			assert.equal(await psql(pg.url, 'SELECT count(*) FROM mcp_sessions'), '0', 'a memory session was stored');
+		} finally {
+			await M.stop();
+		}
 	});
 });
