@@ -101,7 +101,9 @@ static const struct key_def keys[] = {
 	INT("server", "connection_timeout_s", server.connection_timeout_s, 60,
 	    1, 86400, "Seconds an idle HTTP connection is kept open."),
 	INT("server", "max_connections", server.max_connections, 1024, 1,
-	    100000, "Concurrent HTTP connections; more are refused."),
+	    100000,
+	    "Concurrent HTTP connections; past it a new one closes the "
+	    "one idle the longest (503 when none is idle)."),
 	INT("server", "max_sessions", server.max_sessions, 10000, 1, 1000000,
 	    "Live MCP sessions (shared ones: stored by all the gateways "
 	    "sharing the database); new ones beyond this are refused (503 "
@@ -125,7 +127,8 @@ static const struct key_def keys[] = {
 	      1024, 1073741824,
 	      "Bytes kept per SSE stream for resumption with Last-Event-ID."),
 	INT("server", "shutdown_grace_s", server.shutdown_grace_s, 10, 0, 3600,
-	    "Seconds in-flight calls get to finish after SIGTERM."),
+	    "Seconds in-flight calls get to finish after SIGTERM; those "
+	    "still running are answered \"cancelled by shutdown\"."),
 	LIST("server", "allowed_origins", server.allowed_origins, 0, NULL,
 	     "Origin header values accepted; loopback origins are accepted "
 	     "when listening on loopback."),
