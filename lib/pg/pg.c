@@ -13,16 +13,26 @@
  *   (SLOT_BUSY) or the maintainer (SLOT_CONNECTING, SLOT_CHECKING).  The
  *   state change under pool->mu is what hands them over, so one thread at
  *   a time ever touches a PGconn.
- * - pool->slot_cv is broadcast when a slot becomes idle or when ready,
- *   attempted or stopping change (acquirers and pg_pool_wait_ready wait on
- *   it); pool->maint_cv is signalled when a slot goes down or on stop.
- *   Both use CLOCK_MONOTONIC.
- * - A cancel token's mutex guards its list of leased connections.  A
- *   connection is linked from pg_acquire to pg_release; pg_cancel calls
- *   PQcancel on each linked connection under the token mutex, so the
- *   PGcancel it uses cannot be freed meanwhile (pg_release unlinks under
- *   the same mutex before freeing anything).  pool->mu and a token mutex
- *   are never held together.
+ * - Acquirers that find no idle slot wait in pool->queue, first come first
+ *   served: a slot that becomes idle while the queue is not empty is not
+ *   made idle but handed to the waiter at its head (slot_idle: state
+ *   SLOT_BUSY, waiter->granted), whose own condition variable is
+ *   signalled.  So no later acquirer can take it first, and a waiter is
+ *   woken only for its own slot.  pool->mu guards the queue and every
+ *   waiter's fields.  A waiter is woken too when its token is cancelled,
+ *   when the pool stops, and when it stops being ready.
+ * - pool->slot_cv is broadcast when ready, attempted or stopping change
+ *   (pg_pool_wait_ready waits on it) and when the last waiter leaves a
+ *   stopping pool (pool_destroy waits for that); pool->maint_cv is
+ *   signalled when a slot goes down or on stop.  All use CLOCK_MONOTONIC.
+ * - A cancel token's mutex guards its list of leased connections and the
+ *   pool its acquirers wait in.  A connection is linked from pg_acquire to
+ *   pg_release; pg_cancel calls PQcancel on each linked connection under
+ *   the token mutex, so the PGcancel it uses cannot be freed meanwhile
+ *   (pg_release unlinks under the same mutex before freeing anything).
+ *   pg_cancel wakes the token's waiters by taking pool->mu while it holds
+ *   the token mutex: that is the one order both are held in, never
+ *   pool->mu first.
  * - The stop pipe becomes readable once, at pg_pool_free, to break the
  *   maintainer out of a connection attempt.
  * - Counters are relaxed atomics, bumped by whichever thread sees the
@@ -66,8 +76,6 @@
 
 static const char MSG_UNAVAILABLE[] =
 	"the telemetry database is unavailable; try again later";
-static const char MSG_BUSY[] =
-	"all telemetry database connections are busy; try again later";
 static const char MSG_CANCELLED[] = "the query was cancelled";
 static const char MSG_REJECTED[] =
 	"the telemetry database rejected a value in the request";
@@ -133,12 +141,22 @@ struct pg_conn {
 	atomic_bool cancel_sent; /* a cancel request went to this backend */
 };
 
+/* One pg_acquire waiting for a slot, on its stack, in pool->queue while
+ * it waits (all fields pool->mu). */
+struct pg_waiter {
+	pthread_cond_t cv;	 /* on pool->mu */
+	struct pg_conn *granted; /* the slot handed over, SLOT_BUSY */
+	struct pg_cancel_token *token;
+	struct pg_waiter *next;
+};
+
 struct pg_pool {
 	/* Set by pg_pool_new, read-only afterwards. */
 	int size;
 	int statement_timeout_ms;
 	int connect_timeout_s;
 	int acquire_timeout_ms;
+	int queue_max;
 	int reconnect_max_ms;
 	char *conninfo;
 	char timeout_value[16]; /* statement_timeout_ms as text, for SET */
@@ -155,12 +173,15 @@ struct pg_pool {
 	bool ready;
 	bool attempted; /* a connection attempt has finished */
 	int in_use;
+	struct pg_waiter *queue; /* FIFO: the head is served first */
+	struct pg_waiter **queue_tail;
+	int waiting;		 /* in queue */
 	int failures;		 /* consecutive failed attempts */
 	int64_t next_attempt_ms; /* no attempt before this */
 	char last_error[sizeof(((struct pg_error *)0)->detail)];
 
 	atomic_uint_fast64_t queries, errors, timeouts, cancels, connects,
-		reconnects, connect_failures, acquire_timeouts;
+		reconnects, connect_failures, acquire_timeouts, acquire_full;
 
 	struct pg_conn slots[];
 };
@@ -169,6 +190,10 @@ struct pg_cancel_token {
 	pthread_mutex_t mu;
 	atomic_bool cancelled;
 	struct pg_conn *conns; /* mu: leased under this token */
+	/* mu: the pool where acquirers under this token may wait (one tool
+	 * call leases from one pool), and how many are in pg_acquire */
+	struct pg_pool *pool;
+	int acquiring;
 };
 
 static bool conn_alive(struct pg_conn *c);
@@ -1099,6 +1124,77 @@ pg_copy_in(struct pg_conn *c, const char *copy_sql, const void *data,
 	return pg_copy_end(c, rows, err);
 }
 
+/* ---- the wait queue ---------------------------------------------------- */
+
+/* Takes w out of the queue (pool->mu held); it may be anywhere in it. */
+static void
+queue_remove(struct pg_pool *p, struct pg_waiter *w)
+{
+	for (struct pg_waiter **pp = &p->queue; *pp != NULL;
+	     pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			if (p->queue_tail == &w->next)
+				p->queue_tail = pp;
+			w->next = NULL;
+			p->waiting--;
+			return;
+		}
+	}
+}
+
+/* Queues w at the tail, or at the head when it is owed the next slot (its
+ * own went bad when it was handed over).  pool->mu held. */
+static void
+queue_add(struct pg_pool *p, struct pg_waiter *w, bool head)
+{
+	w->next = NULL;
+	if (head && p->queue != NULL) {
+		w->next = p->queue;
+		p->queue = w;
+	} else {
+		*p->queue_tail = w;
+		p->queue_tail = &w->next;
+	}
+	p->waiting++;
+}
+
+/* Wakes every waiter, to see that the pool stops or is not ready. */
+static void
+queue_wake_all(struct pg_pool *p)
+{
+	for (struct pg_waiter *w = p->queue; w != NULL; w = w->next)
+		pthread_cond_signal(&w->cv);
+}
+
+/* Wakes the waiters under token t (called with t->mu held). */
+static void
+queue_wake_token(struct pg_pool *p, struct pg_cancel_token *t)
+{
+	pthread_mutex_lock(&p->mu);
+	for (struct pg_waiter *w = p->queue; w != NULL; w = w->next)
+		if (w->token == t)
+			pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* c is free (pool->mu held): to the first waiter, else idle. */
+static void
+slot_idle(struct pg_pool *p, struct pg_conn *c)
+{
+	struct pg_waiter *w = p->queue;
+
+	if (w == NULL) {
+		c->state = SLOT_IDLE;
+		return;
+	}
+	queue_remove(p, w);
+	c->state = SLOT_BUSY;
+	p->in_use++;
+	w->granted = c;
+	pthread_cond_signal(&w->cv);
+}
+
 /* ---- cancel tokens ----------------------------------------------------- */
 
 int
@@ -1148,6 +1244,10 @@ pg_cancel(struct pg_cancel_token *t)
 		return;
 	pthread_mutex_lock(&t->mu);
 	atomic_store(&t->cancelled, true);
+	/* an acquirer that checked the flag under pool->mu is waiting by
+	 * the time this takes pool->mu: the signal cannot be lost */
+	if (t->acquiring > 0)
+		queue_wake_token(t->pool, t);
 	for (struct pg_conn *c = t->conns; c != NULL; c = c->token_next) {
 		atomic_store(&c->cancel_sent, true);
 		if (c->cancel != NULL &&
@@ -1159,6 +1259,26 @@ pg_cancel(struct pg_cancel_token *t)
 				 errbuf);
 		}
 	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* pg_acquire under t starts (on p) and ends: while it runs, pg_cancel
+ * wakes it in p's queue. */
+static void
+token_acquire_begin(struct pg_cancel_token *t, struct pg_pool *p)
+{
+	pthread_mutex_lock(&t->mu);
+	t->pool = p;
+	t->acquiring++;
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void
+token_acquire_end(struct pg_cancel_token *t)
+{
+	pthread_mutex_lock(&t->mu);
+	if (--t->acquiring == 0)
+		t->pool = NULL;
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -1218,8 +1338,7 @@ slot_put_back(struct pg_pool *p, struct pg_conn *c)
 	pthread_mutex_lock(&p->mu);
 	p->in_use--;
 	if (c->conn != NULL) {
-		c->state = SLOT_IDLE;
-		pthread_cond_broadcast(&p->slot_cv);
+		slot_idle(p, c);
 	} else {
 		c->state = SLOT_DOWN;
 		pthread_cond_signal(&p->maint_cv);
@@ -1227,11 +1346,131 @@ slot_put_back(struct pg_pool *p, struct pg_conn *c)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* The lease's fields reset for its new holder, and its token linked. */
+static int
+lease_start(struct pg_pool *p, struct pg_conn *c,
+	    struct pg_cancel_token *cancel, struct pg_error *err)
+{
+	c->broken = false;
+	c->in_copy = false;
+	c->timeout_ms = p->statement_timeout_ms;
+	c->token = NULL;
+	atomic_store(&c->cancel_sent, false);
+	if (cancel != NULL && !token_link(cancel, c)) {
+		slot_put_back(p, c);
+		err_set(err, NULL, MSG_CANCELLED,
+			"the tool call was cancelled before it got a "
+			"connection");
+		return STATUS_CANCELLED;
+	}
+	return STATUS_OK;
+}
+
+/* Why no connection could be had, after waiting waited_ms (pool->mu
+ * held); returns rc. */
+static int
+acquire_failed(struct pg_pool *p, int rc, int waited_ms, struct pg_error *err)
+{
+	char took[32];
+
+	if (waited_ms < 1000)
+		snprintf(took, sizeof(took), "%d ms", waited_ms);
+	else
+		snprintf(took, sizeof(took), "%.1f s",
+			 (double)waited_ms / 1000);
+	if (rc == STATUS_FULL) {
+		count(&p->acquire_full);
+		err_set(err, NULL, "",
+			"%d acquirers wait already (%d in use of %d)",
+			p->waiting, p->in_use, p->size);
+		if (err != NULL)
+			snprintf(err->client, sizeof(err->client),
+				 "too many calls wait for a telemetry database "
+				 "connection: %d of %d in use, %d waiting; try "
+				 "again later",
+				 p->in_use, p->size, p->waiting);
+		return rc;
+	}
+	count(&p->acquire_timeouts);
+	err_set(err, NULL, "",
+		"no database connection became free within %s (%d in use of "
+		"%d, %d waiting)",
+		took, p->in_use, p->size, p->waiting);
+	if (err != NULL)
+		snprintf(err->client, sizeof(err->client),
+			 "no telemetry database connection became free in %s: "
+			 "%d of %d in use, %d more waiting; try again later",
+			 took, p->in_use, p->size, p->waiting);
+	return rc;
+}
+
+/* Why an acquirer may neither take a slot nor wait (pool->mu held):
+ * STATUS_OK, or the status with err filled. */
+static int
+acquire_refused(struct pg_pool *p, struct pg_cancel_token *cancel,
+		struct pg_error *err)
+{
+	if (p->stopping) {
+		err_set(err, NULL, MSG_CLOSED, "the pool is stopping");
+		return STATUS_CLOSED;
+	}
+	if (token_cancelled(cancel)) {
+		err_set(err, NULL, MSG_CANCELLED,
+			"the tool call was cancelled before it got a "
+			"connection");
+		return STATUS_CANCELLED;
+	}
+	/* the last attempt to connect failed, so the idle connections are
+	 * likely dead too */
+	if (!p->ready && p->attempted) {
+		err_set(err, NULL, MSG_UNAVAILABLE,
+			"no connection to the database: %s", p->last_error);
+		return STATUS_IO;
+	}
+	return STATUS_OK;
+}
+
+/* An idle slot leased, or NULL (pool->mu held). */
+static struct pg_conn *
+slot_take_idle(struct pg_pool *p)
+{
+	for (int i = 0; i < p->size; i++) {
+		struct pg_conn *c = &p->slots[i];
+
+		if (c->state == SLOT_IDLE) {
+			c->state = SLOT_BUSY;
+			p->in_use++;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* Initialises a waiter's condition variable on CLOCK_MONOTONIC. */
+static int
+waiter_init(struct pg_waiter *w, struct pg_cancel_token *cancel)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	*w = (struct pg_waiter){.token = cancel};
+	if (pthread_condattr_init(&attr) != 0)
+		return STATUS_NOMEM;
+	rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+			     pthread_cond_init(&w->cv, &attr) == 0
+		     ? STATUS_OK
+		     : STATUS_NOMEM;
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
 int
 pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 	   struct pg_conn **out, struct pg_error *err)
 {
 	struct pg_conn *c = NULL;
+	struct pg_waiter w;
+	bool queued = false, have_cv = false, owed = false;
 	int64_t deadline;
 	int rc = STATUS_OK;
 
@@ -1241,40 +1480,34 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 	*out = NULL;
 	if (p == NULL)
 		return misuse(err, "no pool");
-	if (token_cancelled(cancel)) {
-		err_set(err, NULL, MSG_CANCELLED,
-			"the tool call was cancelled before it got a "
-			"connection");
-		return STATUS_CANCELLED;
-	}
 	if (timeout_ms < 0)
 		timeout_ms = p->acquire_timeout_ms;
 	if (timeout_ms > PG_ACQUIRE_TIMEOUT_MAX_MS)
 		timeout_ms = PG_ACQUIRE_TIMEOUT_MAX_MS;
 	deadline = clock_mono_ms() + timeout_ms;
+	if (cancel != NULL)
+		token_acquire_begin(cancel, p);
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		if (p->stopping) {
-			err_set(err, NULL, MSG_CLOSED, "the pool is stopping");
-			rc = STATUS_CLOSED;
-			break;
+		if (queued && w.granted != NULL) {
+			/* slot_idle took it out of the queue */
+			queued = false;
+			c = w.granted;
+			w.granted = NULL;
+			if (p->stopping) { /* everyone leaves: no next waiter */
+				c->state = SLOT_IDLE;
+				p->in_use--;
+				c = NULL;
+			}
 		}
-		/* Not ready: the last attempt to connect failed, so the
-		 * idle connections are likely dead too. */
-		if (!p->ready && p->attempted) {
-			err_set(err, NULL, MSG_UNAVAILABLE,
-				"no connection to the database: %s",
-				p->last_error);
-			rc = STATUS_IO;
+		if (c == NULL &&
+		    (rc = acquire_refused(p, cancel, err)) != STATUS_OK)
 			break;
-		}
-		for (int i = 0; i < p->size && c == NULL; i++)
-			if (p->slots[i].state == SLOT_IDLE)
-				c = &p->slots[i];
+		/* an idle slot exists only while nobody waits */
+		if (c == NULL && !queued && p->queue == NULL)
+			c = slot_take_idle(p);
 		if (c != NULL) {
-			c->state = SLOT_BUSY;
-			p->in_use++;
 			pthread_mutex_unlock(&p->mu);
 			/* The maintainer checks idle connections only every
 			 * PG_CHECK_INTERVAL_MS: one the server closed since
@@ -1289,36 +1522,55 @@ pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel, int timeout_ms,
 			c->state = SLOT_DOWN;
 			c = NULL;
 			pthread_cond_signal(&p->maint_cv);
+			/* a waiter keeps its turn: the next slot is its */
+			owed = have_cv;
 			continue;
 		}
-		if (clock_mono_ms() >= deadline) {
-			count(&p->acquire_timeouts);
-			err_set(err, NULL, MSG_BUSY,
-				"no database connection became free within "
-				"%d ms (%d in use of %d)",
-				timeout_ms, p->in_use, p->size);
-			rc = STATUS_TIMEOUT;
+		if (!queued) {
+			if (timeout_ms == 0 || clock_mono_ms() >= deadline) {
+				rc = acquire_failed(p, STATUS_TIMEOUT,
+						    timeout_ms, err);
+				break;
+			}
+			if (!owed && p->waiting >= p->queue_max) {
+				rc = acquire_failed(p, STATUS_FULL, 0, err);
+				break;
+			}
+			if (!have_cv) {
+				if (waiter_init(&w, cancel) != STATUS_OK) {
+					err_set(err, NULL, MSG_FAILED,
+						"cannot wait for a connection: "
+						"out of memory");
+					rc = STATUS_NOMEM;
+					break;
+				}
+				have_cv = true;
+			}
+			queue_add(p, &w, owed);
+			queued = true;
+		} else if (clock_mono_ms() >= deadline) {
+			queue_remove(p, &w);
+			queued = false;
+			rc = acquire_failed(p, STATUS_TIMEOUT, timeout_ms, err);
 			break;
 		}
-		cond_wait_until(&p->slot_cv, &p->mu, deadline);
+		cond_wait_until(&w.cv, &p->mu, deadline);
 	}
-	if (c == NULL) {
+	if (c == NULL) { /* a failure: p->mu is held */
+		if (queued)
+			queue_remove(p, &w);
+		if (p->stopping && p->waiting == 0)
+			pthread_cond_broadcast(&p->slot_cv);
 		pthread_mutex_unlock(&p->mu);
+	}
+	if (have_cv)
+		pthread_cond_destroy(&w.cv);
+	if (cancel != NULL)
+		token_acquire_end(cancel);
+	if (c == NULL)
 		return rc;
-	}
-
-	c->broken = false;
-	c->in_copy = false;
-	c->timeout_ms = p->statement_timeout_ms;
-	c->token = NULL;
-	atomic_store(&c->cancel_sent, false);
-	if (cancel != NULL && !token_link(cancel, c)) {
-		slot_put_back(p, c);
-		err_set(err, NULL, MSG_CANCELLED,
-			"the tool call was cancelled before it got a "
-			"connection");
-		return STATUS_CANCELLED;
-	}
+	if ((rc = lease_start(p, c, cancel, err)) != STATUS_OK)
+		return rc;
 	*out = c;
 	return STATUS_OK;
 }
@@ -1576,11 +1828,12 @@ check_idle(struct pg_pool *p)
 	for (int i = 0; i < p->size; i++) {
 		struct pg_conn *c = &p->slots[i];
 
-		if (c->claimed)
-			c->state = c->conn != NULL ? SLOT_IDLE : SLOT_DOWN;
+		if (c->claimed && c->conn != NULL)
+			slot_idle(p, c);
+		else if (c->claimed)
+			c->state = SLOT_DOWN;
 		c->claimed = false;
 	}
-	pthread_cond_broadcast(&p->slot_cv);
 }
 
 /* Records an attempt's outcome.  Called with p->mu held; logs after
@@ -1596,7 +1849,7 @@ attempt_done(struct pg_pool *p, struct pg_conn *c, int rc, const char *detail)
 		if (c->ever_connected)
 			count(&p->reconnects);
 		c->ever_connected = true;
-		c->state = SLOT_IDLE;
+		slot_idle(p, c);
 		came_back = !p->ready;
 		p->ready = true;
 		p->failures = 0;
@@ -1619,6 +1872,8 @@ attempt_done(struct pg_pool *p, struct pg_conn *c, int rc, const char *detail)
 	}
 	p->attempted = true;
 	pthread_cond_broadcast(&p->slot_cv);
+	if (!p->ready)
+		queue_wake_all(p);
 
 	pthread_mutex_unlock(&p->mu);
 	if (came_back)
@@ -1757,7 +2012,9 @@ check_config(const struct pg_pool_config *cfg, struct pg_error *err)
 			   PG_CONNECT_TIMEOUT_MAX_S) ||
 	    pg_check_range(err, "database acquire timeout (ms)",
 			   cfg->acquire_timeout_ms, 0,
-			   PG_ACQUIRE_TIMEOUT_MAX_MS))
+			   PG_ACQUIRE_TIMEOUT_MAX_MS) ||
+	    pg_check_range(err, "database acquire queue", cfg->queue_max, 0,
+			   PG_QUEUE_MAX))
 		return STATUS_INVALID;
 	if (cfg->reconnect_max_ms != 0 &&
 	    pg_check_range(err, "database reconnect backoff cap (ms)",
@@ -1792,6 +2049,11 @@ pool_destroy(struct pg_pool *p, bool sync_ok)
 		p->stopping = true;
 		pthread_cond_broadcast(&p->maint_cv);
 		pthread_cond_broadcast(&p->slot_cv);
+		/* acquirers still waiting leave with STATUS_CLOSED before
+		 * the pool goes */
+		queue_wake_all(p);
+		while (p->waiting > 0)
+			pthread_cond_wait(&p->slot_cv, &p->mu);
 		pthread_mutex_unlock(&p->mu);
 		while (write(p->stop_wr, "x", 1) < 0 && errno == EINTR)
 			;
@@ -1850,6 +2112,10 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 	p->acquire_timeout_ms = cfg->acquire_timeout_ms != 0
 					? cfg->acquire_timeout_ms
 					: PG_DEFAULT_ACQUIRE_TIMEOUT_MS;
+	p->queue_max = cfg->queue_max != 0
+			       ? cfg->queue_max
+			       : PG_DEFAULT_QUEUE_PER_CONN * cfg->size;
+	p->queue_tail = &p->queue;
 	p->reconnect_max_ms = cfg->reconnect_max_ms != 0
 				      ? cfg->reconnect_max_ms
 				      : PG_DEFAULT_RECONNECT_MAX_MS;
@@ -1886,6 +2152,7 @@ pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 	atomic_init(&p->reconnects, 0);
 	atomic_init(&p->connect_failures, 0);
 	atomic_init(&p->acquire_timeouts, 0);
+	atomic_init(&p->acquire_full, 0);
 	for (int i = 0; i < p->size; i++) {
 		p->slots[i].pool = p;
 		p->slots[i].state = SLOT_DOWN;
@@ -2008,9 +2275,11 @@ pg_pool_stats(struct pg_pool *p, struct pg_stats *out)
 	out->reconnects = atomic_load(&p->reconnects);
 	out->connect_failures = atomic_load(&p->connect_failures);
 	out->acquire_timeouts = atomic_load(&p->acquire_timeouts);
+	out->acquire_full = atomic_load(&p->acquire_full);
 	out->size = p->size;
 	pthread_mutex_lock(&p->mu);
 	out->in_use = p->in_use;
+	out->waiting = p->waiting;
 	for (int i = 0; i < p->size; i++)
 		if (p->slots[i].state == SLOT_IDLE)
 			out->idle++;

@@ -20,7 +20,13 @@
  * most its timeout and then fails with STATUS_TIMEOUT, never forever, so
  * callers holding connections while waiting for more cannot deadlock.  Such
  * a caller must give up (release what it holds) on STATUS_TIMEOUT rather
- * than retry in a loop.  A pool of size 1 serves one connection per call.
+ * than retry in a loop, or ask for the extra one with timeout 0.  A pool of
+ * size 1 serves one connection per call.
+ *
+ * Waiting is fair: acquirers that find every connection leased queue, and
+ * each connection released goes to the one that has waited longest (no
+ * later acquirer takes it first).  The queue is bounded (queue_max); past
+ * it an acquire fails at once.
  *
  * Errors: every failing call fills a struct pg_error (when one is given)
  * with a message safe for a client (never SQL, never libpq's text) and the
@@ -46,12 +52,20 @@
 #define PG_STATEMENT_TIMEOUT_MAX_MS (24 * 3600 * 1000)
 #define PG_CONNECT_TIMEOUT_MAX_S    300
 #define PG_ACQUIRE_TIMEOUT_MAX_MS   (10 * 60 * 1000)
-#define PG_RECONNECT_MIN_MS	    100 /* first retry after a failed connect */
-#define PG_RECONNECT_MAX_MS	    (10 * 60 * 1000) /* bound of the cap */
+/* Acquirers waiting at once: each is a thread, and a gateway runs at most
+ * 1024 workers besides its own few. */
+#define PG_QUEUE_MAX	    4096
+#define PG_RECONNECT_MIN_MS 100 /* first retry after a failed connect */
+#define PG_RECONNECT_MAX_MS (10 * 60 * 1000) /* bound of the cap */
 /* Defaults for the config fields left 0. */
 #define PG_DEFAULT_CONNECT_TIMEOUT_S  5
 #define PG_DEFAULT_ACQUIRE_TIMEOUT_MS 5000
 #define PG_DEFAULT_RECONNECT_MAX_MS   5000
+/* queue_max 0: this many waiters per connection.  A waiter that far back
+ * waits for eight statements per connection ahead of it: a burst that size
+ * is served within a few statement times, one longer is better told to
+ * come back than kept. */
+#define PG_DEFAULT_QUEUE_PER_CONN 8
 /* Parameters per statement (the protocol's own limit is 65535). */
 #define PG_PARAMS_MAX 65535
 
@@ -63,6 +77,9 @@ struct pg_pool_config {
 	int statement_timeout_ms; /* every statement, 1..MAX (required) */
 	int connect_timeout_s;	  /* per attempt; 0: default */
 	int acquire_timeout_ms;	  /* pg_acquire with timeout < 0; 0: default */
+	/* acquirers that may wait at once, 0..PG_QUEUE_MAX; 0: default
+	 * (PG_DEFAULT_QUEUE_PER_CONN per connection) */
+	int queue_max;
 	int reconnect_max_ms; /* backoff cap, PG_RECONNECT_MIN_MS..MAX; 0: default */
 };
 
@@ -96,9 +113,11 @@ struct pg_stats {
 	uint64_t reconnects; /* ... of which replaced a lost one */
 	uint64_t connect_failures; /* failed connection attempts */
 	uint64_t acquire_timeouts; /* pg_acquire calls that timed out */
+	uint64_t acquire_full;	   /* ... refused: the wait queue was full */
 	int size;
-	int in_use; /* leased now */
-	int idle;   /* connected and free now */
+	int in_use;  /* leased now */
+	int waiting; /* acquirers queued now */
+	int idle;    /* connected and free now */
 	bool ready;
 };
 
@@ -121,8 +140,9 @@ int pg_pool_new(const struct pg_pool_config *cfg, struct pg_pool **out,
 
 /*
  * Stops the background thread (interrupting a connection attempt) and
- * closes every connection.  Every leased connection must have been
- * released first.  Accepts NULL.
+ * closes every connection.  Acquirers waiting in the queue leave with
+ * STATUS_CLOSED first.  Every leased connection must have been released
+ * first.  Accepts NULL.
  */
 void pg_pool_free(struct pg_pool *p);
 
@@ -149,16 +169,25 @@ void pg_pool_stats(struct pg_pool *p, struct pg_stats *out);
 
 /*
  * Leases a free connection.  Waits up to timeout_ms (negative: the pool's
- * acquire_timeout_ms; 0: no wait) for one to be free.  An idle connection
- * the server closed since its last check is replaced, not handed out.
- * Errors: STATUS_TIMEOUT when none became free in time, STATUS_IO at once
- * when the database is unreachable (pool not ready), STATUS_CANCELLED when
- * cancel is already cancelled, STATUS_CLOSED while the pool is being
- * freed, STATUS_INVALID for NULL p or out.
+ * acquire_timeout_ms; 0: no wait; at most PG_ACQUIRE_TIMEOUT_MAX_MS) for
+ * one to be free, in the pool's queue, served first come first served.
+ * An idle connection the server closed since its last check is replaced,
+ * not handed out.  Errors:
+ * - STATUS_TIMEOUT: none became free in time (the client message says
+ *   how long it waited, how many are in use and wait, and to try again);
+ * - STATUS_FULL: queue_max acquirers wait already; at once, without
+ *   waiting (the same kind of message);
+ * - STATUS_IO: the database is unreachable (pool not ready), at once or
+ *   as soon as that is known while waiting;
+ * - STATUS_CANCELLED: cancel is cancelled, before or while waiting
+ *   (pg_cancel wakes the waiter at once);
+ * - STATUS_CLOSED: the pool is being freed (pg_pool_free wakes waiters);
+ * - STATUS_INVALID for NULL p or out, STATUS_NOMEM.
  *
  * cancel (borrowed, may be NULL) ties the lease to a tool call: pg_cancel
  * on it cancels whatever runs on this connection, now or later in the
- * lease.  It must stay alive until pg_release.
+ * lease.  It must stay alive until pg_release.  One token acquires from
+ * one pool at a time.
  */
 int pg_acquire(struct pg_pool *p, struct pg_cancel_token *cancel,
 	       int timeout_ms, struct pg_conn **out, struct pg_error *err) WUR;

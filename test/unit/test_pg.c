@@ -275,14 +275,32 @@ test_unreachable(void **state)
 	pg_pool_free(p);
 }
 
+/* A loopback server that accepts TCP but never answers: its listening
+ * socket (close it after the pool is freed), conninfo for it in out. */
+static int
+silent_server(char *out, size_t n)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(out, n,
+		 "host=127.0.0.1 port=%d dbname=x user=y sslmode=disable",
+		 ntohs(sa.sin_port));
+	return fd;
+}
+
 /* A server that accepts TCP but never answers: the attempt ends at
  * connect_timeout_s, and pg_pool_free does not wait for an attempt in
  * progress. */
 static void
 test_connect_timeout_and_free(void **state)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
 	char conninfo[200];
 	struct pg_pool_config cfg = {.conninfo = conninfo,
 				     .size = 1,
@@ -291,17 +309,9 @@ test_connect_timeout_and_free(void **state)
 	struct pg_pool *p = NULL;
 	struct pg_error err;
 	long t0;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = silent_server(conninfo, sizeof(conninfo));
 
 	(void)state;
-	assert_true(fd >= 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 8), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	snprintf(conninfo, sizeof(conninfo),
-		 "host=127.0.0.1 port=%d dbname=x user=y sslmode=disable",
-		 ntohs(sa.sin_port));
 	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
 	assert_int_equal(pg_pool_wait_ready(p, 1600, &err), STATUS_TIMEOUT);
 	assert_string_equal(err.client, UNAVAILABLE);
@@ -699,9 +709,10 @@ test_acquire_timeout(void **state)
 	took = pgtest_now_ms() - t0;
 	assert_true(took >= 190 && took < 1500);
 	assert_null(c);
-	assert_string_equal(
-		err.client,
-		"all telemetry database connections are busy; try again later");
+	assert_string_equal(err.client,
+			    "no telemetry database connection became free in "
+			    "200 ms: 2 of 2 in use, 0 more waiting; try again "
+			    "later");
 	t0 = pgtest_now_ms();
 	assert_int_equal(pg_acquire(p, NULL, 0, &c, &err), STATUS_TIMEOUT);
 	assert_true(pgtest_now_ms() - t0 < 100);
@@ -724,6 +735,279 @@ test_acquire_timeout(void **state)
 	assert_int_equal(st.in_use, 0);
 	assert_int_equal(st.idle, 2);
 	pg_pool_free(p);
+}
+
+/* ---- the wait queue ---------------------------------------------------- */
+
+/* One pg_acquire on a thread of its own.  Once it has a connection it
+ * writes its id to the shared order (under mu) and, when release is set,
+ * gives the connection back at once. */
+struct acquirer {
+	struct pg_pool *p;
+	struct pg_cancel_token *token;
+	int timeout_ms;
+	int id;
+	bool release;
+	pthread_mutex_t *mu;
+	int *order, *n_order;
+	pthread_t th;
+	int rc;
+	struct pg_error err;
+	struct pg_conn *c;
+};
+
+static void *
+acquirer_run(void *arg)
+{
+	struct acquirer *a = arg;
+
+	a->rc = pg_acquire(a->p, a->token, a->timeout_ms, &a->c, &a->err);
+	if (a->rc == STATUS_OK && a->order != NULL) {
+		pthread_mutex_lock(a->mu);
+		a->order[(*a->n_order)++] = a->id;
+		pthread_mutex_unlock(a->mu);
+	}
+	if (a->rc == STATUS_OK && a->release) {
+		pg_release(a->c);
+		a->c = NULL;
+	}
+	return NULL;
+}
+
+static void
+acquirer_start(struct acquirer *a)
+{
+	assert_int_equal(pthread_create(&a->th, NULL, acquirer_run, a), 0);
+}
+
+/* Waits (10 s at most) until n acquirers are queued in p. */
+static void
+wait_queued(struct pg_pool *p, int n)
+{
+	struct pg_stats st;
+
+	for (long deadline = pgtest_now_ms() + 10000;;) {
+		pg_pool_stats(p, &st);
+		if (st.waiting == n)
+			return;
+		if (pgtest_now_ms() > deadline) {
+			fprintf(stderr, "%d queued, expected %d\n", st.waiting,
+				n);
+			fail();
+		}
+		pgtest_sleep_ms(5);
+	}
+}
+
+/* Acquirers that find every connection leased are served in the order
+ * they came, each connection released going to the one that waited
+ * longest: not to a later acquirer, even one that asks at that very
+ * moment. */
+static void
+test_queue_fifo(void **state)
+{
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *held = acquire(p), *c = NULL;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct acquirer w[4];
+	struct pg_error err;
+	struct pg_stats st;
+	int order[4], n = 0;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct acquirer){.p = p,
+					 .timeout_ms = 60000,
+					 .id = i,
+					 .release = i > 0,
+					 .mu = &mu,
+					 .order = order,
+					 .n_order = &n};
+		acquirer_start(&w[i]);
+		wait_queued(p, i + 1);
+	}
+	/* The release hands the connection to w[0] before w[0] even runs:
+	 * an acquire in between finds none free. */
+	pg_release(held);
+	assert_int_equal(pg_acquire(p, NULL, 0, &c, &err), STATUS_TIMEOUT);
+	assert_null(c);
+	pthread_join(w[0].th, NULL);
+	assert_int_equal(w[0].rc, STATUS_OK);
+	assert_int_equal(n, 1);
+	wait_queued(p, 3);
+	pg_release(w[0].c);
+	for (int i = 1; i < 4; i++) {
+		pthread_join(w[i].th, NULL);
+		assert_int_equal(w[i].rc, STATUS_OK);
+	}
+	assert_int_equal(n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(order[i], i);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.waiting, 0);
+	assert_int_equal(st.in_use, 0);
+	assert_int_equal(st.idle, 1);
+	pg_pool_free(p);
+}
+
+/* A waiter leaves at its deadline with a message that says how long it
+ * waited, for how many connections, and what to do; the queue forgets
+ * it. */
+static void
+test_queue_deadline(void **state)
+{
+	struct pg_pool *p = new_pool(2, 5000);
+	struct pg_conn *a = acquire(p), *b = acquire(p);
+	struct acquirer w = {.p = p, .timeout_ms = 60000};
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	struct pg_stats st;
+
+	(void)state;
+	acquirer_start(&w);
+	wait_queued(p, 1);
+	assert_int_equal(pg_acquire(p, NULL, 300, &c, &err), STATUS_TIMEOUT);
+	assert_null(c);
+	assert_string_equal(err.client,
+			    "no telemetry database connection became free in "
+			    "300 ms: 2 of 2 in use, 1 more waiting; try again "
+			    "later");
+	assert_non_null(strstr(err.detail, "(2 in use of 2, 1 waiting)"));
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.waiting, 1);
+	assert_int_equal(st.acquire_timeouts, 1);
+	/* the waiter that stays gets the next connection */
+	pg_release(a);
+	pthread_join(w.th, NULL);
+	assert_int_equal(w.rc, STATUS_OK);
+	pg_release(w.c);
+	pg_release(b);
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.waiting, 0);
+	assert_int_equal(st.in_use, 0);
+	pg_pool_free(p);
+}
+
+/* pg_cancel takes a waiting acquirer out of the queue at once, with
+ * STATUS_CANCELLED, while the connection it waits for is still leased;
+ * the waiters behind it keep their order. */
+static void
+test_queue_cancel(void **state)
+{
+	struct pg_pool *p = new_pool(1, 5000);
+	struct pg_conn *held = acquire(p);
+	struct pg_cancel_token *token = NULL;
+	struct acquirer w[3];
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int order[3], n = 0;
+
+	(void)state;
+	assert_int_equal(pg_cancel_token_new(&token), STATUS_OK);
+	for (int i = 0; i < 3; i++) {
+		/* the wait is the longest the pool allows: only the cancel
+		 * can end it while held is out */
+		w[i] = (struct acquirer){.p = p,
+					 .token = i == 1 ? token : NULL,
+					 .timeout_ms =
+						 PG_ACQUIRE_TIMEOUT_MAX_MS,
+					 .id = i,
+					 .release = true,
+					 .mu = &mu,
+					 .order = order,
+					 .n_order = &n};
+		acquirer_start(&w[i]);
+		wait_queued(p, i + 1);
+	}
+	pg_cancel(token);
+	pthread_join(w[1].th, NULL);
+	assert_int_equal(w[1].rc, STATUS_CANCELLED);
+	assert_string_equal(w[1].err.client, "the query was cancelled");
+	assert_null(w[1].c);
+	wait_queued(p, 2);
+	pg_release(held);
+	pthread_join(w[0].th, NULL);
+	pthread_join(w[2].th, NULL);
+	assert_int_equal(w[0].rc, STATUS_OK);
+	assert_int_equal(w[2].rc, STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(order[0], 0);
+	assert_int_equal(order[1], 2);
+	pg_cancel_token_free(token);
+	pg_pool_free(p);
+}
+
+/* Past queue_max waiters an acquire fails at once with STATUS_FULL. */
+static void
+test_queue_full(void **state)
+{
+	struct pg_pool_config cfg = {
+		.conninfo = cluster.conninfo,
+		.size = 1,
+		.statement_timeout_ms = 5000,
+		.queue_max = 2,
+	};
+	struct pg_pool *p = NULL;
+	struct pg_conn *held, *c = NULL;
+	struct acquirer w[2];
+	struct pg_error err;
+	struct pg_stats st;
+
+	(void)state;
+	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
+	assert_int_equal(pg_pool_wait_ready(p, 10000, &err), STATUS_OK);
+	held = acquire(p);
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct acquirer){
+			.p = p, .timeout_ms = 60000, .release = true};
+		acquirer_start(&w[i]);
+		wait_queued(p, i + 1);
+	}
+	/* no wait at all: a timeout would come only after 60 s */
+	assert_int_equal(pg_acquire(p, NULL, 60000, &c, &err), STATUS_FULL);
+	assert_null(c);
+	assert_string_equal(err.client,
+			    "too many calls wait for a telemetry database "
+			    "connection: 1 of 1 in use, 2 waiting; try again "
+			    "later");
+	pg_pool_stats(p, &st);
+	assert_int_equal(st.acquire_full, 1);
+	assert_int_equal(st.acquire_timeouts, 0);
+	assert_int_equal(st.waiting, 2);
+	pg_release(held);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(w[i].th, NULL);
+		assert_int_equal(w[i].rc, STATUS_OK);
+	}
+	pg_pool_free(p);
+}
+
+/* pg_pool_free wakes an acquirer waiting for the first connection (the
+ * server accepts TCP and never answers) and returns once it has left,
+ * with STATUS_CLOSED. */
+static void
+test_queue_stop(void **state)
+{
+	char conninfo[200];
+	struct pg_pool_config cfg = {.conninfo = conninfo,
+				     .size = 1,
+				     .statement_timeout_ms = 1000,
+				     .connect_timeout_s = 60};
+	struct pg_pool *p = NULL;
+	struct acquirer w;
+	struct pg_error err;
+	int fd = silent_server(conninfo, sizeof(conninfo));
+
+	(void)state;
+	assert_int_equal(pg_pool_new(&cfg, &p, &err), STATUS_OK);
+	w = (struct acquirer){.p = p, .timeout_ms = PG_ACQUIRE_TIMEOUT_MAX_MS};
+	acquirer_start(&w);
+	wait_queued(p, 1);
+	pg_pool_free(p);
+	pthread_join(w.th, NULL);
+	assert_int_equal(w.rc, STATUS_CLOSED);
+	assert_string_equal(w.err.client,
+			    "the telemetry database pool is shut down");
+	close(fd);
 }
 
 /* ---- COPY -------------------------------------------------------------- */
@@ -1472,6 +1756,11 @@ main(void)
 		cmocka_unit_test(test_cancel_two_connections),
 		cmocka_unit_test(test_two_connections_one_thread),
 		cmocka_unit_test(test_acquire_timeout),
+		cmocka_unit_test(test_queue_fifo),
+		cmocka_unit_test(test_queue_deadline),
+		cmocka_unit_test(test_queue_cancel),
+		cmocka_unit_test(test_queue_full),
+		cmocka_unit_test(test_queue_stop),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_transactions),
 		cmocka_unit_test(test_script),
