@@ -726,6 +726,16 @@ call_pg_cancel(struct call *c)
 	return c->pg_cancel;
 }
 
+int64_t
+call_deadline_ms(struct call *c)
+{
+	/* task is set by the handler's own thread (call_become_task) */
+	if (c->task != NULL)
+		return INT64_MAX;
+	return c->start_ms +
+	       (int64_t)c->srv->cfg->workers.call_timeout_s * 1000;
+}
+
 const struct config *
 call_config(struct call *c)
 {

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/status.h"
 
@@ -155,6 +156,12 @@ int call_drop_connection(struct call *call);
  */
 struct pg_cancel_token;
 struct pg_cancel_token *call_pg_cancel(struct call *call);
+
+/* When the call is cancelled for running past workers.call_timeout_s, on
+ * clock_mono_ms's clock; INT64_MAX once it is a task (whose bound is its
+ * time to live).  For waits that should end, with their own message,
+ * before the call does. */
+int64_t call_deadline_ms(struct call *call);
 
 /*
  * What a handler reads of the gateway, all borrowed, immutable and valid

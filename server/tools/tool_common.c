@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/timerange.h"
@@ -20,6 +21,14 @@
 
 /* names offered after "did you mean" */
 #define SUGGEST_MAX 3
+/* The longest a call waits for a store connection, short of its own
+ * deadline: MCP clients give up on a request after about a minute (the
+ * official SDKs' default request timeout is 60 s), so a longer wait would
+ * only end in an answer nobody reads. */
+#define TOOL_ACQUIRE_MAX_MS 60000
+/* A wait ends this long before the call's deadline: the janitor cancels a
+ * call once a second past it, and the pool's answer must come first. */
+#define TOOL_ACQUIRE_MARGIN_MS 1000
 
 const struct tool_source tool_sources[TOOL_SRCS] = {
 	[TOOL_SRC_EBPF] = {"ebpf", "eBPF", "spans", MERGE_SOURCE_EBPF},
@@ -163,6 +172,20 @@ tool_range_json(const struct timerange *tr)
 	return json_pack("{s:s, s:s}", "from", from, "to", to);
 }
 
+/* How long a call may wait in the pool's queue: until just before its
+ * own deadline (workers.call_timeout_s), so that it ends with the pool's
+ * message rather than a bare timeout; at most TOOL_ACQUIRE_MAX_MS. */
+static int
+acquire_wait_ms(struct call *call)
+{
+	int64_t left = call_deadline_ms(call) - TOOL_ACQUIRE_MARGIN_MS -
+		       clock_mono_ms();
+
+	if (left <= 0)
+		return 0;
+	return left < TOOL_ACQUIRE_MAX_MS ? (int)left : TOOL_ACQUIRE_MAX_MS;
+}
+
 int
 tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
 	      struct pg_error *err)
@@ -181,9 +204,20 @@ tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
 			 "url (or DATABASE_URL) and restart");
 		return STATUS_UNSUPPORTED;
 	}
-	rc = pg_acquire(pg, call_pg_cancel(call), -1, c, err);
+	rc = pg_acquire(pg, call_pg_cancel(call), acquire_wait_ms(call), c,
+			err);
 	if (rc != STATUS_OK) {
 		*c = NULL;
+		/* the pool says how long it waited and for how many; the
+		 * setting that helps is ours to name.  STATUS_FULL either
+		 * way: a statement's timeout hint (narrow the query) does
+		 * not apply to a lease that never came. */
+		if (rc == STATUS_TIMEOUT || rc == STATUS_FULL) {
+			snprintf(err->client + strlen(err->client),
+				 sizeof(err->client) - strlen(err->client),
+				 ", or raise database.pool_size");
+			rc = STATUS_FULL;
+		}
 		snprintf(why, len, "telemetry store unavailable: %s",
 			 err->client);
 	}

@@ -129,14 +129,19 @@ bool tool_time_range_given(const json_t *args);
 json_t *tool_range_json(const struct timerange *tr);
 
 /*
- * Leases one store connection under the call's cancel token, waiting up
- * to the pool's acquire timeout.  STATUS_OK with *c (release with
- * pg_release).  Otherwise *c is NULL and why (len bytes, NUL-terminated)
- * says what to tell the client: STATUS_UNSUPPORTED when no store is
- * configured ("no telemetry store is configured: ..."), pg_acquire's status
- * when none could be had ("telemetry store unavailable: ..."), with
- * pg_acquire's error in *err when err is not NULL (for a handler that
- * answers with tool_store_failed).
+ * Leases one store connection under the call's cancel token.  When all
+ * are leased it waits its turn in the pool's queue (first come first
+ * served) until the call's own deadline (workers.call_timeout_s), at most
+ * a minute; a cancellation ends the wait at once.  STATUS_OK with *c
+ * (release with pg_release).  Otherwise *c is NULL and why (len bytes,
+ * NUL-terminated) says what to tell the client: STATUS_UNSUPPORTED when no
+ * store is configured ("no telemetry store is configured: ..."),
+ * pg_acquire's status when none could be had ("telemetry store
+ * unavailable: ..."), but STATUS_FULL for a wait that ran out as for a
+ * full queue (the message says how long it waited, how many are in use
+ * and wait, and to retry or raise database.pool_size), with pg_acquire's
+ * error in *err when err is not NULL (for a handler that answers with
+ * tool_store_failed).
  */
 int tool_conn_get(struct call *call, struct pg_conn **c, char *why, size_t len,
 		  struct pg_error *err) WUR;
@@ -166,8 +171,10 @@ struct tool_conns {
 
 /*
  * Leases up to TOOL_CONNS connections as tool_conn_get does.  Only c[0]
- * is waited for; the others are taken when free at once, so under load
- * the statements run one after the other on c[0].  STATUS_OK with at
+ * is waited for; the others are taken when free at once (never ahead of a
+ * call waiting in the queue, and never waited for while c[0] is held,
+ * which could deadlock), so under load the statements run one after the
+ * other on c[0].  STATUS_OK with at
  * least c[0]; otherwise every c[i] is NULL and k->why says what (an
  * isError result is due).  Release with tool_conns_put.
  */
