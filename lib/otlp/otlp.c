@@ -416,6 +416,8 @@ struct scan {
 	const uint8_t *base;
 	size_t spans, points;
 	const struct otlp_limits *lim;
+	struct otlp_nuls *nuls; /* string fields that hold NUL */
+	uint8_t *fix;		/* base, writable: their NULs become 0xff */
 	char *err;
 	size_t errlen;
 };
@@ -521,6 +523,32 @@ scan_packed(struct scan *s, const ProtobufCMessageDescriptor *d,
 	return STATUS_OK;
 }
 
+/*
+ * A string field's value (len bytes at p) that holds NUL: counted on the
+ * first pass, its NULs made 0xff on the second (s->fix), which otlp_rows.c
+ * turns into U+FFFD as any byte that is not UTF-8.  protobuf-c would keep
+ * the bytes but hand them out as a C string, cut at the first NUL.
+ */
+static void
+scan_nuls(struct scan *s, const ProtobufCMessageDescriptor *d,
+	  const ProtobufCFieldDescriptor *f, const uint8_t *p, size_t len)
+{
+	const uint8_t *q = memchr(p, 0, len);
+
+	if (q == NULL)
+		return;
+	if (s->fix != NULL) {
+		for (size_t i = (size_t)(q - p); i < len; i++)
+			if (p[i] == 0)
+				s->fix[p + i - s->base] = 0xff;
+		return;
+	}
+	if (s->nuls->values++ == 0)
+		snprintf(s->nuls->first, sizeof(s->nuls->first),
+			 "%s.%s at byte %zu", d->short_name, f->name,
+			 (size_t)(q - s->base));
+}
+
 static int
 scan_message(struct scan *s, const ProtobufCMessageDescriptor *d,
 	     const uint8_t *p, const uint8_t *end, int depth)
@@ -576,6 +604,8 @@ scan_message(struct scan *s, const ProtobufCMessageDescriptor *d,
 				return scan_fail(s, d, at, num, f,
 						 "length past the end "
 						 "(truncated body?)");
+			if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING)
+				scan_nuls(s, d, f, p, (size_t)len);
 			if (f == NULL || f->type == PROTOBUF_C_TYPE_STRING ||
 			    f->type == PROTOBUF_C_TYPE_BYTES) {
 				p += len;
@@ -634,29 +664,57 @@ scan_message(struct scan *s, const ProtobufCMessageDescriptor *d,
 }
 
 static int
+pb_too_big(const struct otlp_limits *lim, char *err, size_t errlen)
+{
+	otlp_set_err(err, errlen,
+		     "decoded request needs more than %zu bytes: send smaller "
+		     "batches",
+		     lim->max_memory);
+	return STATUS_LIMIT;
+}
+
+static int
 pb_decode(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
 	  size_t len, const struct otlp_limits *lim, struct otlp_arena *a,
-	  ProtobufCMessage **msg, char *err, size_t errlen)
+	  ProtobufCMessage **msg, struct otlp_nuls *nuls, char *err,
+	  size_t errlen)
 {
-	struct scan s = {
-		.base = data, .lim = lim, .err = err, .errlen = errlen};
+	struct scan s = {.base = data,
+			 .lim = lim,
+			 .nuls = nuls,
+			 .err = err,
+			 .errlen = errlen};
 	ProtobufCAllocator pa;
+	uint8_t *copy;
 	int rc;
 
 	*msg = NULL;
 	rc = scan_message(&s, desc, data, data + len, 1);
 	if (rc != STATUS_OK)
 		return rc;
+	if (nuls->values > 0) {
+		/* the body is borrowed: its NULs change in a copy */
+		copy = otlp_arena_alloc(a, len);
+		if (copy == NULL)
+			return otlp_arena_failure(a) == STATUS_LIMIT
+				       ? pb_too_big(lim, err, errlen)
+				       : STATUS_NOMEM;
+		memcpy(copy, data, len);
+		s = (struct scan){.base = copy,
+				  .lim = lim,
+				  .fix = copy,
+				  .err = err,
+				  .errlen = errlen};
+		if ((rc = scan_message(&s, desc, copy, copy + len, 1)) !=
+		    STATUS_OK)
+			return rc;
+		data = copy;
+	}
 	otlp_arena_pb_allocator(a, &pa);
 	*msg = protobuf_c_message_unpack(desc, &pa, len, data);
 	if (*msg == NULL) {
-		if (a->budget && a->budget->exceeded) {
-			otlp_set_err(err, errlen,
-				     "decoded request needs more than %zu "
-				     "bytes: send smaller batches",
-				     lim->max_memory);
-			return STATUS_LIMIT;
-		}
+		if (a->budget && a->budget->exceeded)
+			return pb_too_big(lim, err, errlen);
 		if (a->nomem)
 			return STATUS_NOMEM;
 		/* the pre-scan accepted the wire format: protobuf-c refused
@@ -717,6 +775,28 @@ count_points(const pb_metrics_request *r)
 	return n;
 }
 
+/* b->message: the first rejection, then the values changed for their
+ * NULs (OTLP: a partial_success may carry a warning with nothing
+ * rejected). */
+static void
+batch_message(struct otlp_batch *b, const struct otlp_nuls *nuls)
+{
+	size_t n = 0;
+
+	b->replaced = nuls->values;
+	b->message[0] = '\0';
+	if (b->rejected > 0)
+		n = (size_t)snprintf(b->message, sizeof(b->message), "%s",
+				     b->reject_reason);
+	if (nuls->values > 0 && n < sizeof(b->message))
+		snprintf(b->message + n, sizeof(b->message) - n,
+			 "%s%zu string value%s held NUL (U+0000), which the "
+			 "store cannot keep: stored with U+FFFD in its place "
+			 "(the first: %s)",
+			 n > 0 ? "; " : "", nuls->values,
+			 nuls->values == 1 ? "" : "s", nuls->first);
+}
+
 static int
 decode(enum otlp_signal sig, const char *content_type,
        const char *content_encoding, const void *body, size_t len,
@@ -735,6 +815,7 @@ decode(enum otlp_signal sig, const char *content_type,
 	struct otlp_arena *tree = NULL;
 	ProtobufCMessage *msg = NULL;
 	struct otlp_batch *b = NULL;
+	struct otlp_nuls nuls = {0};
 	char ex[48];
 	int rc;
 
@@ -802,11 +883,12 @@ decode(enum otlp_signal sig, const char *content_type,
 		protobuf_c_message_init(desc, msg);
 	} else if (enc == OTLP_ENCODING_JSON) {
 		rc = otlp_json_decode(desc, (const char *)data, len, lim, tree,
-				      &msg, err, errlen);
+				      &msg, &nuls, err, errlen);
 		if (rc != STATUS_OK)
 			goto out;
 	} else {
-		rc = pb_decode(desc, data, len, lim, tree, &msg, err, errlen);
+		rc = pb_decode(desc, data, len, lim, tree, &msg, &nuls, err,
+			       errlen);
 		if (rc != STATUS_OK)
 			goto out;
 	}
@@ -843,6 +925,7 @@ decode(enum otlp_signal sig, const char *content_type,
 				       rules, b, err, errlen);
 	if (rc != STATUS_OK)
 		goto out;
+	batch_message(b, &nuls);
 	/* the budget is a local: the batch's arena makes no more
 	 * allocations once it is handed out */
 	b->arena->budget = NULL;
@@ -917,16 +1000,19 @@ otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 	*len = 0;
 	if (enc == OTLP_ENCODING_JSON) {
 		buf_init(&b, 1024 * 1024);
-		if (rejected == 0) {
+		if (rejected == 0 && msg[0] == '\0') {
 			buf_puts(&b, "{}");
 		} else {
-			buf_printf(&b, "{\"partialSuccess\":{\"%s\":\"%zu\"",
-				   sig == OTLP_SIGNAL_TRACES
-					   ? "rejectedSpans"
-					   : "rejectedDataPoints",
-				   rejected);
+			/* proto3 JSON leaves a zero count out */
+			buf_puts(&b, "{\"partialSuccess\":{");
+			if (rejected > 0)
+				buf_printf(&b, "\"%s\":\"%zu\"%s",
+					   sig == OTLP_SIGNAL_TRACES
+						   ? "rejectedSpans"
+						   : "rejectedDataPoints",
+					   rejected, msg[0] ? "," : "");
 			if (msg[0]) {
-				buf_puts(&b, ",\"errorMessage\":");
+				buf_puts(&b, "\"errorMessage\":");
 				json_quote(&b, msg);
 			}
 			buf_puts(&b, "}}");
@@ -939,7 +1025,7 @@ otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 		Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess
 			ps = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
 
-		if (rejected > 0) {
+		if (rejected > 0 || msg[0]) {
 			ps.rejected_spans = (int64_t)rejected;
 			ps.error_message = (char *)msg;
 			r.partial_success = &ps;
@@ -955,7 +1041,7 @@ otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 		Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsPartialSuccess
 			ps = OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_PARTIAL_SUCCESS__INIT;
 
-		if (rejected > 0) {
+		if (rejected > 0 || msg[0]) {
 			ps.rejected_data_points = (int64_t)rejected;
 			ps.error_message = (char *)msg;
 			r.partial_success = &ps;

@@ -106,8 +106,8 @@ extern const struct otlp_source_rules otlp_default_source_rules;
 
 /*
  * One span.  Strings are NUL-terminated valid UTF-8 (invalid sequences
- * become U+FFFD; a string ends at its first NUL byte) and belong to the
- * batch.  NULL means absent, never "".  The *_json fields are compact JSON
+ * become U+FFFD, and so does a NUL character inside a value: PostgreSQL
+ * text and jsonb cannot hold it) and belong to the batch.  NULL means absent, never "".  The *_json fields are compact JSON
  * for jsonb columns: attributes and resource_json are objects mapping key
  * to value ("{}" when empty), events_json an array of
  * {"time_unix_nano": "<decimal>", "name": ..., "attributes": {...}}.
@@ -251,6 +251,10 @@ struct otlp_arena;
  * The rows of one request.  spans/points are NULL when there are none.
  * rejected counts items refused one by one (bad ids, end before start, no
  * name, ...) while the rest was kept: the partial_success of the response.
+ * replaced counts the string values (attribute keys and values, names,
+ * ...) stored with U+FFFD where they held NUL (U+0000).  message is the
+ * partial_success error_message for both, "" when there is nothing to say
+ * (then the answer carries no partial_success).
  */
 struct otlp_batch {
 	struct otlp_span *spans;
@@ -258,7 +262,12 @@ struct otlp_batch {
 	struct otlp_point *points;
 	size_t n_points;
 	size_t rejected;
-	char reject_reason[256];  /* the first rejection, "" when none */
+	char reject_reason[256]; /* the first rejection, "" when none */
+	size_t replaced;
+	/* reject_reason, then how many values held NUL and the first one's
+	 * place ("resourceSpans[0].resource.attributes[0].value.stringValue"
+	 * in JSON, "AnyValue.string_value at byte 57" in protobuf) */
+	char message[512];
 	struct otlp_arena *arena; /* private: owns every string and array */
 };
 
@@ -320,9 +329,11 @@ const char *otlp_encoding_content_type(enum otlp_encoding enc);
 
 /*
  * The body of a 200 answer: Export{Trace,Metrics}ServiceResponse, with
- * partial_success set when rejected > 0 (rejected_spans or
- * rejected_data_points, and error_message when not NULL), unset otherwise.
- * *body is malloc'd (caller frees), *len its size; STATUS_NOMEM.
+ * partial_success set when rejected > 0 or error_message is not empty
+ * (rejected_spans or rejected_data_points, 0 for a warning about a request
+ * accepted whole, and error_message), unset otherwise: pass the batch's
+ * rejected and message.  *body is malloc'd (caller frees), *len its size;
+ * STATUS_NOMEM.
  */
 int otlp_response_body(enum otlp_encoding enc, enum otlp_signal sig,
 		       size_t rejected, const char *error_message, char **body,

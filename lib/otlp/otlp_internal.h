@@ -60,14 +60,26 @@ void *otlp_arena_alloc(struct otlp_arena *a, size_t n);
 int otlp_arena_failure(const struct otlp_arena *a);
 
 /*
+ * String values that held NUL (U+0000): PostgreSQL text and jsonb cannot
+ * hold it, and a C string would end there.  The decoders count them and
+ * put U+FFFD in each NUL's place (JSON: as it unescapes \u0000; protobuf:
+ * an 0xff byte, which otlp_rows.c replaces as it does any invalid UTF-8).
+ */
+struct otlp_nuls {
+	size_t values;	 /* string values changed */
+	char first[160]; /* where the first one was, "" when none */
+};
+
+/*
  * Builds the message tree of type desc from OTLP/JSON text (len bytes) in
- * arena a; the tree owns copies of every string.  STATUS_INVALID (err says
- * where), STATUS_LIMIT (past max_memory), STATUS_NOMEM.
+ * arena a; the tree owns copies of every string.  NUL characters of string
+ * values are counted in *nuls.  STATUS_INVALID (err says where),
+ * STATUS_LIMIT (past max_memory), STATUS_NOMEM.
  */
 int otlp_json_decode(const ProtobufCMessageDescriptor *desc, const char *text,
 		     size_t len, const struct otlp_limits *lim,
-		     struct otlp_arena *a, ProtobufCMessage **msg, char *err,
-		     size_t errlen);
+		     struct otlp_arena *a, ProtobufCMessage **msg,
+		     struct otlp_nuls *nuls, char *err, size_t errlen);
 
 /*
  * Appends the rows of a decoded request to b (whose arena must be set);

@@ -50,6 +50,7 @@ struct jp {
 	int nesting;
 	struct otlp_arena *a;
 	struct jstack st;
+	struct otlp_nuls *nuls;
 	char *err;
 	size_t errlen;
 };
@@ -102,27 +103,36 @@ path_format(const struct jpath *p, char *out, size_t outlen)
 		snprintf(out, outlen, "(top level)");
 }
 
+/* The path of p for a message: a deep one keeps its end, the part that
+ * says where (at most 120 bytes). */
+static void
+path_shown(const struct jpath *p, char *out, size_t outlen)
+{
+	char path[2048];
+	size_t n;
+
+	path_format(p, path, sizeof(path));
+	n = strlen(path);
+	if (n > 120)
+		snprintf(out, outlen, "...%s", path + n - 117);
+	else
+		snprintf(out, outlen, "%s", path);
+}
+
 static int jfail(struct jp *j, const struct jpath *p, const char *fmt, ...)
 	PRINTF_LIKE(3, 4);
 
 static int
 jfail(struct jp *j, const struct jpath *p, const char *fmt, ...)
 {
-	char path[2048], what[160];
-	const char *shown = path;
-	size_t n;
+	char path[128], what[160];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	path_format(p, path, sizeof(path));
-	/* a deep path keeps its end, the part that says where */
-	n = strlen(path);
-	if (n > 120)
-		shown = path + n - 117;
-	otlp_set_err(j->err, j->errlen, "%s%s: %s", shown == path ? "" : "...",
-		     shown, what);
+	path_shown(p, path, sizeof(path));
+	otlp_set_err(j->err, j->errlen, "%s: %s", path, what);
 	return STATUS_INVALID;
 }
 
@@ -249,11 +259,12 @@ put_utf8(char *o, unsigned cp)
 
 /*
  * Unescapes a checked string (n raw bytes) into o, which has room for n
- * bytes: no escape grows.  A lone surrogate becomes U+FFFD.  Returns the
- * length; o is not NUL-terminated.
+ * bytes: no escape grows.  A lone surrogate becomes U+FFFD, and so does
+ * \u0000 (counted in *nuls when nuls is not NULL).  Returns the length; o
+ * is not NUL-terminated and holds no NUL.
  */
 static size_t
-unescape(const char *s, size_t n, char *o)
+unescape(const char *s, size_t n, char *o, size_t *nuls)
 {
 	size_t i = 0, w = 0;
 
@@ -283,7 +294,9 @@ unescape(const char *s, size_t n, char *o)
 					i += 6;
 				}
 			}
-			if (cp >= 0xd800 && cp <= 0xdfff)
+			if (cp == 0 && nuls != NULL)
+				(*nuls)++;
+			if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff))
 				cp = 0xfffd;
 			w += put_utf8(o + w, cp);
 			continue;
@@ -418,7 +431,7 @@ num_text(struct jp *j, char *buf, size_t bufsize, bool *quoted, bool *is_int)
 			j->p = save;
 			return false;
 		}
-		n = esc ? unescape(s, n, buf) : (memcpy(buf, s, n), n);
+		n = esc ? unescape(s, n, buf, NULL) : (memcpy(buf, s, n), n);
 		buf[n] = '\0';
 		*is_int = strcspn(buf, ".eE") == n;
 		return true;
@@ -641,16 +654,18 @@ type_size(ProtobufCType t)
 	return 0;
 }
 
-/* A string value unescaped into the arena, NUL-terminated. */
+/* A string value unescaped into the arena, NUL-terminated; *nuls counts
+ * the \u0000 it held (now U+FFFD). */
 static int
 arena_string(struct jp *j, const struct jpath *p, const char *what, char **out,
-	     size_t *outlen)
+	     size_t *outlen, size_t *nuls)
 {
 	const char *raw;
 	size_t n;
 	bool esc;
 	int rc;
 
+	*nuls = 0;
 	if (peek(j) != '"')
 		return jfail(j, p, "%s", what);
 	if ((rc = str_scan(j, &raw, &n, &esc)))
@@ -658,7 +673,7 @@ arena_string(struct jp *j, const struct jpath *p, const char *what, char **out,
 	*out = otlp_arena_alloc(j->a, n + 1);
 	if (*out == NULL)
 		return jnomem(j);
-	n = esc ? unescape(raw, n, *out) : (memcpy(*out, raw, n), n);
+	n = esc ? unescape(raw, n, *out, nuls) : (memcpy(*out, raw, n), n);
 	(*out)[n] = '\0';
 	*outlen = n;
 	return STATUS_OK;
@@ -752,21 +767,25 @@ json_value(struct jp *j, const ProtobufCFieldDescriptor *f, void *dst,
 			return jfail(j, p, "expected true or false");
 		return STATUS_OK;
 	case PROTOBUF_C_TYPE_STRING: {
-		size_t n;
+		size_t n, nuls;
 
-		return arena_string(j, p, "expected a string", (char **)dst,
-				    &n);
+		rc = arena_string(j, p, "expected a string", (char **)dst, &n,
+				  &nuls);
+		if (rc == STATUS_OK && nuls > 0 && j->nuls->values++ == 0)
+			path_shown(p, j->nuls->first, sizeof(j->nuls->first));
+		return rc;
 	}
 	case PROTOBUF_C_TYPE_BYTES: {
 		ProtobufCBinaryData *b = dst;
 		char *t;
-		size_t n;
+		size_t n, nuls;
 		uint8_t *o;
 
+		/* a NUL in hex or base64 text is a bad digit */
 		rc = arena_string(j, p,
 				  is_id_field(f) ? "expected a hex string"
 						 : "expected a base64 string",
-				  &t, &n);
+				  &t, &n, &nuls);
 		if (rc)
 			return rc;
 		/* decoded in place: both are shorter than their text */
@@ -952,7 +971,7 @@ json_message(struct jp *j, const ProtobufCMessageDescriptor *d,
 		if ((rc = str_scan(j, &raw, &n, &esc)) || (rc = expect(j, ':')))
 			return rc;
 		if (n < sizeof(key)) {
-			size_t kn = esc ? unescape(raw, n, key)
+			size_t kn = esc ? unescape(raw, n, key, NULL)
 					: (memcpy(key, raw, n), n);
 
 			if (snake_name(key, kn, name, sizeof(name)))
@@ -983,14 +1002,15 @@ json_message(struct jp *j, const ProtobufCMessageDescriptor *d,
 int
 otlp_json_decode(const ProtobufCMessageDescriptor *desc, const char *text,
 		 size_t len, const struct otlp_limits *lim,
-		 struct otlp_arena *a, ProtobufCMessage **msg, char *err,
-		 size_t errlen)
+		 struct otlp_arena *a, ProtobufCMessage **msg,
+		 struct otlp_nuls *nuls, char *err, size_t errlen)
 {
 	struct jp j = {.start = text,
 		       .p = text,
 		       .end = text + len,
 		       .a = a,
 		       .st = {.max = lim->max_memory},
+		       .nuls = nuls,
 		       .err = err,
 		       .errlen = errlen};
 	ProtobufCMessage *m;

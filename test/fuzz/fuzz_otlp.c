@@ -96,8 +96,14 @@ check_batch(const struct otlp_batch *b)
 	}
 	if ((b->rejected == 0) != (b->reject_reason[0] == '\0'))
 		abort();
+	/* the answer speaks of every rejection and every value changed for
+	 * a NUL, in valid UTF-8 */
+	if ((b->rejected == 0 && b->replaced == 0) != (b->message[0] == '\0'))
+		abort();
+	if (b->message[0] != '\0')
+		check_text(b->message);
 	if (otlp_response_body(OTLP_ENCODING_PROTOBUF, OTLP_SIGNAL_TRACES,
-			       b->rejected, b->reject_reason, &body,
+			       b->rejected, b->message, &body,
 			       &len) == STATUS_OK)
 		free(body);
 }

@@ -1792,21 +1792,30 @@ assert_same_point(const struct otlp_point *a, const struct otlp_point *b)
 	assert_str(a->resource_json, b->resource_json);
 }
 
+/* The same request as JSON text and protobuf bytes, each decoded. */
+static void
+decode_metrics_pair(const char *json, const uint8_t *pb, size_t plen,
+		    struct otlp_batch **bj, struct otlp_batch **bp)
+{
+	char err[256];
+
+	if (otlp_decode_metrics(JSON, NULL, json, strlen(json), NULL, NULL, bj,
+				err, sizeof(err)) != STATUS_OK)
+		fail_msg("json: %s\n%s", err, json);
+	assert_int_equal(otlp_decode_metrics(PROTO, NULL, pb, plen, NULL, NULL,
+					     bp, err, sizeof(err)),
+			 STATUS_OK);
+}
+
 static struct otlp_batch *
 decode_metrics_both(const struct tmreq *q)
 {
 	struct otlp_batch *bj = NULL, *bp = NULL;
-	char err[256];
 	char *json = metrics_json(q);
 	size_t plen;
 	uint8_t *pb = metrics_pb(q, &plen);
 
-	if (otlp_decode_metrics(JSON, NULL, json, strlen(json), NULL, NULL, &bj,
-				err, sizeof(err)) != STATUS_OK)
-		fail_msg("json: %s\n%s", err, json);
-	assert_int_equal(otlp_decode_metrics(PROTO, NULL, pb, plen, NULL, NULL,
-					     &bp, err, sizeof(err)),
-			 STATUS_OK);
+	decode_metrics_pair(json, pb, plen, &bj, &bp);
 	assert_int_equal(bj->n_points, bp->n_points);
 	assert_int_equal(bj->n_spans, 0);
 	assert_int_equal(bj->rejected, bp->rejected);
@@ -2374,8 +2383,9 @@ test_json_leniency(void **state)
 	assert_string_equal(
 		b->spans[0].attributes_json,
 		"{\"i\":12,\"d\":\"Infinity\",\"d2\":-1500,"
-		"\"a\":[\"x\",-3,null],\"kv\":{\"in\":true},\"nul\":\"a\","
-		"\"esc\":\"q\\\"\\\\\\t\\u0001\xc3\xa9\xe2\x80\xa8\"}");
+		"\"a\":[\"x\",-3,null],\"kv\":{\"in\":true},"
+		"\"nul\":\"a\xef\xbf\xbd"
+		"b\",\"esc\":\"q\\\"\\\\\\t\\u0001\xc3\xa9\xe2\x80\xa8\"}");
 	otlp_batch_free(b);
 }
 
@@ -2998,7 +3008,213 @@ test_invalid_utf8(void **state)
 	free(pb);
 }
 
+/*
+ * The test's strings mark with \x01 where a NUL goes: a C string cannot
+ * hold one.  In JSON text each \u0001, or \x01 written as is, becomes
+ * \u0000 (json is freed, the new text returned); in protobuf bytes the
+ * \x01 inside each of the marked strings becomes 0.
+ */
+static char *
+json_nuls(char *json)
+{
+	struct buf b;
+
+	buf_init(&b, 1 << 24);
+	for (const char *q = json; *q != '\0'; q++) {
+		if (strncmp(q, "\\u0001", 6) == 0)
+			q += 5;
+		else if (*q != '\x01') {
+			jput(&b, "%c", *q);
+			continue;
+		}
+		jput(&b, "\\u0000");
+	}
+	free(json);
+	return buf_steal(&b, NULL);
+}
+
+static void
+pb_nuls(uint8_t *pb, size_t len, const char *const *marked, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t m = strlen(marked[i]);
+		bool found = false;
+
+		for (size_t k = 0; k + m <= len; k++) {
+			if (memcmp(pb + k, marked[i], m) != 0)
+				continue;
+			for (size_t c = 0; c < m; c++)
+				if (pb[k + c] == 1)
+					pb[k + c] = 0;
+			found = true;
+		}
+		assert_true(found);
+	}
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+/* NUL (U+0000) in string values, JSON's \u0000 or a protobuf string's
+ * byte: the whole value is kept, with U+FFFD in each NUL's place, in
+ * columns and in the jsonb text (which refuses \u0000), and the batch
+ * counts the values and says where the first was. */
+static void
+test_nul_strings(void **state)
+{
+	static const char *const marked[] = {"nul\x01svc", "span\x01na\x01me",
+					     "k\x01"
+					     "ey",
+					     "v\x01"
+					     "al"};
+	static const struct tattr attrs[] = {S("k\x01"
+					       "ey",
+					       "v\x01"
+					       "al")};
+	struct treq q = one_span(attrs, 1);
+	struct otlp_batch *bj = NULL, *bp = NULL;
+	char err[256], *json;
+	size_t plen;
+	uint8_t *pb;
+
+	(void)state;
+	q.res[0].attrs[0] = (struct tattr)S("service.name", "nul\x01svc");
+	q.res[0].scopes[0].spans[0].name = "span\x01na\x01me";
+	json = trace_json(&q);
+	pb = trace_pb(&q, &plen);
+	json = json_nuls(json);
+	assert_non_null(strstr(json, "\"nul\\u0000svc\""));
+	pb_nuls(pb, plen, marked, 4);
+	assert_int_equal(otlp_decode_traces(JSON, NULL, json, strlen(json),
+					    NULL, NULL, &bj, err, sizeof(err)),
+			 STATUS_OK);
+	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, NULL, NULL,
+					    &bp, err, sizeof(err)),
+			 STATUS_OK);
+	assert_same_batch(bj, bp);
+	assert_int_equal(bj->n_spans, 1);
+	assert_string_equal(bj->spans[0].service_name, "nul" FFFD "svc");
+	assert_string_equal(bj->spans[0].name, "span" FFFD "na" FFFD "me");
+	assert_string_equal(bj->spans[0].attributes_json,
+			    "{\"k" FFFD "ey\":\"v" FFFD "al\"}");
+	assert_non_null(
+		strstr(bj->spans[0].resource_json, "\"nul" FFFD "svc\""));
+	assert_null(strstr(bj->spans[0].resource_json, "\\u0000"));
+	/* four values (two NULs in the name are one value), nothing
+	 * rejected */
+	assert_int_equal(bj->replaced, 4);
+	assert_int_equal(bp->replaced, 4);
+	assert_int_equal(bj->rejected, 0);
+	assert_string_equal(
+		bj->message,
+		"4 string values held NUL (U+0000), which the store cannot "
+		"keep: stored with U+FFFD in its place (the first: "
+		"resourceSpans[0].resource.attributes[0].value.stringValue)");
+	assert_non_null(strstr(bp->message,
+			       "4 string values held NUL (U+0000), which the "
+			       "store cannot keep: stored with U+FFFD in its "
+			       "place (the first: AnyValue.string_value at "
+			       "byte "));
+	otlp_batch_free(bj);
+	otlp_batch_free(bp);
+	free(json);
+	free(pb);
+
+	/* with a rejection: its reason first, then the values */
+	q = one_span(NULL, 0);
+	q.res[0].attrs[0] = (struct tattr)S("service.name", "nul\x01svc");
+	q.res[0].scopes[0].spans[0].end = T0 - 1;
+	json = trace_json(&q);
+	json = json_nuls(json);
+	assert_int_equal(otlp_decode_traces(JSON, NULL, json, strlen(json),
+					    NULL, NULL, &bj, err, sizeof(err)),
+			 STATUS_OK);
+	assert_int_equal(bj->n_spans, 0);
+	assert_int_equal(bj->rejected, 1);
+	assert_string_equal(bj->message,
+			    "resource 0, scope 0, span 0: span ends before it "
+			    "starts; 1 string value held NUL (U+0000), which "
+			    "the store cannot keep: stored with U+FFFD in its "
+			    "place (the first: resourceSpans[0].resource."
+			    "attributes[0].value.stringValue)");
+	otlp_batch_free(bj);
+	free(json);
+
+	/* no NUL, nothing rejected: nothing to say */
+	q = one_span(NULL, 0);
+	pb = trace_pb(&q, &plen);
+	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, NULL, NULL,
+					    &bp, err, sizeof(err)),
+			 STATUS_OK);
+	assert_int_equal(bp->replaced, 0);
+	assert_string_equal(bp->message, "");
+	otlp_batch_free(bp);
+	free(pb);
+}
+
+/* The same for metric points: name and service_name columns. */
+static void
+test_nul_metrics(void **state)
+{
+	static const char *const marked[] = {"a\x01"
+					     "b",
+					     "c\x01"
+					     "d"};
+	struct tmreq m = {.scope = "s", .n = 1};
+	struct otlp_batch *bj = NULL, *bp = NULL;
+	char *json;
+	size_t plen;
+	uint8_t *pb;
+
+	(void)state;
+	m.res[0] = (struct tattr)S("service.name", marked[0]);
+	m.metrics[0] = (struct tmetric){marked[1], NULL,  NULL, M_GAUGE,
+					0,	   false, 1,	{{.time = T0}}};
+	json = metrics_json(&m);
+	pb = metrics_pb(&m, &plen);
+	json = json_nuls(json);
+	pb_nuls(pb, plen, marked, 2);
+	decode_metrics_pair(json, pb, plen, &bj, &bp);
+	for (int i = 0; i < 2; i++) {
+		struct otlp_batch *b = i == 0 ? bj : bp;
+
+		assert_int_equal(b->n_points, 1);
+		assert_string_equal(b->points[0].service_name, "a" FFFD "b");
+		assert_string_equal(b->points[0].name, "c" FFFD "d");
+		assert_int_equal(b->replaced, 2);
+		assert_non_null(strstr(b->message, "2 string values held NUL"));
+	}
+	otlp_batch_free(bj);
+	otlp_batch_free(bp);
+	free(json);
+	free(pb);
+}
+
 /* ---- responses ----------------------------------------------------------- */
+
+/* The protobuf trace answer for rejected and msg, decoded with the
+ * generated code: a partial_success that carries both. */
+static void
+assert_trace_partial(size_t rejected, const char *msg)
+{
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse
+		*r;
+	char *body;
+	size_t len;
+
+	assert_int_equal(otlp_response_body(OTLP_ENCODING_PROTOBUF,
+					    OTLP_SIGNAL_TRACES, rejected, msg,
+					    &body, &len),
+			 STATUS_OK);
+	r = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
+		NULL, len, (uint8_t *)body);
+	assert_non_null(r);
+	assert_non_null(r->partial_success);
+	assert_int_equal(r->partial_success->rejected_spans, rejected);
+	assert_string_equal(r->partial_success->error_message, msg);
+	opentelemetry__proto__collector__trace__v1__export_trace_service_response__free_unpacked(
+		r, NULL);
+	free(body);
+}
 
 static void
 test_response_bodies(void **state)
@@ -3029,6 +3245,21 @@ test_response_bodies(void **state)
 	assert_string_equal(
 		body, "{\"partialSuccess\":{\"rejectedDataPoints\":\"2\"}}");
 	free(body);
+	/* a warning, nothing rejected: no count (proto3 JSON leaves out a
+	 * zero), the message */
+	assert_int_equal(otlp_response_body(OTLP_ENCODING_JSON,
+					    OTLP_SIGNAL_TRACES, 0, "changed",
+					    &body, &len),
+			 STATUS_OK);
+	assert_string_equal(body, "{\"partialSuccess\":{\"errorMessage\":"
+				  "\"changed\"}}");
+	free(body);
+	assert_int_equal(otlp_response_body(OTLP_ENCODING_JSON,
+					    OTLP_SIGNAL_TRACES, 0, "", &body,
+					    &len),
+			 STATUS_OK);
+	assert_string_equal(body, "{}");
+	free(body);
 
 	/* protobuf: decode with the generated code */
 	assert_int_equal(otlp_response_body(OTLP_ENCODING_PROTOBUF,
@@ -3037,23 +3268,7 @@ test_response_bodies(void **state)
 			 STATUS_OK);
 	assert_int_equal(len, 0);
 	free(body);
-	assert_int_equal(otlp_response_body(OTLP_ENCODING_PROTOBUF,
-					    OTLP_SIGNAL_TRACES, 5, "why", &body,
-					    &len),
-			 STATUS_OK);
-	{
-		Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse
-			*r = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
-				NULL, len, (uint8_t *)body);
-
-		assert_non_null(r);
-		assert_non_null(r->partial_success);
-		assert_int_equal(r->partial_success->rejected_spans, 5);
-		assert_string_equal(r->partial_success->error_message, "why");
-		opentelemetry__proto__collector__trace__v1__export_trace_service_response__free_unpacked(
-			r, NULL);
-	}
-	free(body);
+	assert_trace_partial(5, "why");
 	assert_int_equal(otlp_response_body(OTLP_ENCODING_PROTOBUF,
 					    OTLP_SIGNAL_METRICS, 7, "m", &body,
 					    &len),
@@ -3070,6 +3285,8 @@ test_response_bodies(void **state)
 			r, NULL);
 	}
 	free(body);
+	/* a warning: the count 0, the message */
+	assert_trace_partial(0, "changed");
 
 	/* google.rpc.Status */
 	assert_int_equal(otlp_status_body(OTLP_ENCODING_JSON, 3, "bad \"x\"",
@@ -3136,6 +3353,8 @@ main(void)
 		cmocka_unit_test(test_strings_bounded),
 		cmocka_unit_test(test_indexed_columns_bounded),
 		cmocka_unit_test(test_invalid_utf8),
+		cmocka_unit_test(test_nul_strings),
+		cmocka_unit_test(test_nul_metrics),
 		cmocka_unit_test(test_response_bodies),
 	};
 
