@@ -204,8 +204,7 @@ ingest_run(struct pool_job *job)
 		log_info(&f, "OTLP batch: %zu item(s) rejected: %s",
 			 b->rejected, b->reject_reason);
 	j->status = MHD_HTTP_OK;
-	if (otlp_response_body(j->enc, j->sig, b->rejected,
-			       b->rejected > 0 ? b->reject_reason : NULL,
+	if (otlp_response_body(j->enc, j->sig, b->rejected, b->message,
 			       &j->resp, &j->resp_len) != STATUS_OK) {
 		j->resp = NULL;
 		j->resp_len = 0;

@@ -3,8 +3,8 @@
 // exporters): every column of the stored rows is read back with psql and
 // compared with what the SDK sent.  Also eBPF classification and
 // deduplication, bad bodies (malformed, truncated, oversized, wrong type,
-// gzip bomb, one bad span in a batch), the database going down and coming
-// back, and [ingest] keys.  One throwaway PostgreSQL for the whole file.
+// gzip bomb, one bad span in a batch), NUL characters in strings, the
+// database going down and coming back, and [ingest] keys.  One throwaway PostgreSQL for the whole file.
 
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
@@ -792,6 +792,65 @@ describe('bad requests', () => {
 
 	test('the limits gateway shuts down cleanly', async () => {
 		await small.stop();
+	});
+});
+
+describe('NUL characters in strings', () => {
+	// PostgreSQL text and jsonb cannot hold U+0000: the whole value is
+	// stored with U+FFFD in its place, as for bytes that are not UTF-8, and
+	// the answer's partialSuccess says how many values changed (a warning:
+	// nothing is rejected).
+	const NUL_WARNING = /^(\d+) string values? held NUL \(U\+0000\), which the store cannot keep: stored with U\+FFFD in its place \(the first: (.+)\)$/;
+
+	test('JSON: service.name "nul\\u0000svc", a span name, an attribute key and value: stored whole with U+FFFD, partialSuccess counts 4', async () => {
+		const span = { ...rawSpan('span\u0000name'), attributes: [{ key: 'k\u0000ey', value: { stringValue: 'v\u0000a\u0000l' } }] };
+		const body = jsonTraces([span], 'nul\u0000svc');
+		assert.match(body, /"nul\\u0000svc"/);
+		const c0 = await ingestCounters(srv);
+		const r = await postJson(srv, '/v1/traces', body);
+		assert.equal(r.status, 200, r.text);
+		const ps = r.json?.partialSuccess;
+		assert.ok(ps, `no partialSuccess in ${r.text}`);
+		assert.equal(Number(ps.rejectedSpans ?? 0), 0, r.text);
+		const m = NUL_WARNING.exec(ps.errorMessage ?? '');
+		assert.ok(m, r.text);
+		assert.equal(m[1], '4');
+		assert.equal(m[2], 'resourceSpans[0].resource.attributes[0].value.stringValue');
+		const rows = await spanRows(pg.url, [span.traceId]);
+		assert.equal(rows.length, 1);
+		assert.equal(rows[0].service_name, 'nul\uFFFDsvc');
+		assert.equal(rows[0].name, 'span\uFFFDname');
+		assert.deepEqual(rows[0].attributes, { 'k\uFFFDey': 'v\uFFFDa\uFFFDl' });
+		assert.equal(rows[0].resource_attributes['service.name'], 'nul\uFFFDsvc');
+		const c1 = await ingestCounters(srv);
+		assert.equal(c1.stored - c0.stored, 1, 'stored counter');
+		assert.equal(c1.rejected - c0.rejected, 0, 'rejected counter');
+	});
+
+	test('protobuf from the SDK serializer: the NUL bytes of service.name, the span name and an attribute become U+FFFD', async () => {
+		const exporter = { export: (s, cb) => cb({ code: 0 }), shutdown: async () => {} };
+		const { provider, rec, tracer } = tracerSetup({ exporter, resource: { 'service.name': 'pb\u0000svc' }, batch: false });
+		tracer.startSpan('pb\u0000span', { attributes: { 'pk\u0000': 'pv\u0000' } }).end();
+		await provider.forceFlush();
+		await provider.shutdown();
+		const spans = rec.sent.flat();
+		assert.equal(spans.length, 1);
+		const pr = await fetch(`${srv.url}/v1/traces`, {
+			method: 'POST', headers: { 'content-type': 'application/x-protobuf' },
+			body: ProtobufTraceSerializer.serializeRequest(spans),
+		});
+		assert.equal(pr.status, 200);
+		const resp = ProtobufTraceSerializer.deserializeResponse(new Uint8Array(await pr.arrayBuffer()));
+		assert.equal(Number(resp.partialSuccess?.rejectedSpans ?? 0), 0, JSON.stringify(resp));
+		const m = NUL_WARNING.exec(resp.partialSuccess?.errorMessage ?? '');
+		assert.ok(m, JSON.stringify(resp));
+		assert.equal(m[1], '4');
+		assert.match(m[2], /^AnyValue\.string_value at byte \d+$/);
+		const rows = await spanRows(pg.url, [spans[0].spanContext().traceId]);
+		assert.equal(rows.length, 1);
+		assert.equal(rows[0].service_name, 'pb\uFFFDsvc');
+		assert.equal(rows[0].name, 'pb\uFFFDspan');
+		assert.equal(rows[0].attributes['pk\uFFFD'], 'pv\uFFFD');
 	});
 });
 
