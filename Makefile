@@ -8,6 +8,7 @@
 #   make bench      bench/protocol.sh
 #   make check-layout  who may include whom (scripts/check-layout.sh)
 #   make format / format-check / clean
+#   V=1             the whole commands instead of "  CC    lib/base/buf.c"
 
 .DEFAULT_GOAL := all
 VERSION := 0.1.0
@@ -29,6 +30,17 @@ SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 LDLIBS := $(PKG_LIBS) -lpthread -lm
 
+# Quiet by default, kernel style: one short line per step (the compiler's
+# warnings and errors still show in full); V=1 echoes the commands.
+# $(call say,STEP,WHAT) is a recipe line of its own.
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-5s %s\n' '$(1)' '$(2)'
+endif
+
 # ---- sources, one list per room (each folder's README says what it holds;
 # scripts/check-layout.sh checks who may include whom) -----------------------
 BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
@@ -43,7 +55,8 @@ CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
 MIGRATE_SQL := $(sort $(wildcard migrations/*.sql))
 build/gen/migrations.c: $(MIGRATE_SQL) migrations scripts/gen-embed.sh
 	@mkdir -p $(@D)
-	sh scripts/gen-embed.sh migrate_sql $(MIGRATE_SQL) > $@.tmp && mv $@.tmp $@
+	$(call say,GEN,$@)
+	$(Q)sh scripts/gen-embed.sh migrate_sql $(MIGRATE_SQL) > $@.tmp && mv $@.tmp $@
 PG_SRC := $(addprefix lib/pg/,pg.c pglisten.c migrate.c sessdb.c) \
 	build/gen/migrations.c
 # ---- [otlp] OTLP/HTTP payload decoding (lib/otlp, proto/) -----------------
@@ -62,7 +75,8 @@ OTLP_SRC := $(addprefix lib/otlp/,otlp.c otlp_json.c otlp_rows.c store.c) \
 BASE_CFLAGS += -I$(OTLP_GEN)
 $(OTLP_GEN_C) $(OTLP_GEN_H) &: $(OTLP_PROTO)
 	@mkdir -p $(OTLP_GEN)
-	protoc-c --proto_path=proto --c_out=$(OTLP_GEN) $(OTLP_PROTO)
+	$(call say,PROTO,$(OTLP_GEN))
+	$(Q)protoc-c --proto_path=proto --c_out=$(OTLP_GEN) $(OTLP_PROTO)
 # What includes the generated headers waits for them (a clean tree has no
 # .d files to say so yet).
 $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
@@ -86,7 +100,8 @@ SKILL_FILES := $(sort $(shell find server/mcp/skills -type f ! -name '.*'))
 build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 		scripts/gen-embed.sh
 	@mkdir -p $(@D)
-	sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
+	$(call say,GEN,$@)
+	$(Q)sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
 SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/core/,server.c maintain.c instances.c demo_data.c) \
 	$(addprefix server/http/,http.c ingest.c) \
@@ -124,34 +139,44 @@ BA := build/asan
 $(B)/gen/tooldefs.c: $(TOOLDEF_JSON) $(sort $(dir $(TOOLDEF_JSON))) \
 		scripts/gen-tooldefs.sh
 	@mkdir -p $(@D)
-	sh scripts/gen-tooldefs.sh $(TOOLDEF_JSON) > $@.tmp && mv $@.tmp $@
+	$(call say,GEN,$@)
+	$(Q)sh scripts/gen-tooldefs.sh $(TOOLDEF_JSON) > $@.tmp && mv $@.tmp $@
 
-define variant # $(1)=dir $(2)=cflags
+# The quiet lines name the source, or the output when there is no one
+# source, with the variant's tag: "  CC    lib/base/buf.c [asan]".
+define variant # $(1)=dir $(2)=cflags $(3)=tag in the quiet lines
 $(1)/obj/%.o: %.c
 	@mkdir -p $$(@D)
-	$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
+	$$(call say,CC,$$<$(3))
+	$$(Q)$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
 $(1)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
 	@mkdir -p $$(@D)
-	$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
+	$$(call say,CC,$$<$(3))
+	$$(Q)$$(CC) $(2) $$(BASE_CFLAGS) $$(CFLAGS) -c $$< -o $$@
 $(1)/libsextant.a: $$(patsubst %.c,$(1)/obj/%.o,$$(LIB_SRC))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$$(call say,AR,$$@)
+	$$(Q)ar rcs $$@ $$^
 $(1)/libserver.a: $$(patsubst %.c,$(1)/obj/%.o,$$(SERVER_SRC)) $(1)/obj/gen/tooldefs.o
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$$(call say,AR,$$@)
+	$$(Q)ar rcs $$@ $$^
 $(1)/sextant: $(1)/obj/server/main.o $(1)/libserver.a $(1)/libsextant.a
-	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 $$(addprefix $(1)/test/test_,$$(LIB_TESTS)): $(1)/test/test_%: test/unit/test_%.c $(1)/libsextant.a
 	@mkdir -p $$(@D)
-	$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
+	$$(call say,CCLD,$$@)
+	$$(Q)$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
 		$(1)/libsextant.a $$(LDLIBS) -lcmocka
 $$(addprefix $(1)/test/test_,$$(SERVER_TESTS)): $(1)/test/test_%: test/unit/test_%.c $(1)/libserver.a $(1)/libsextant.a
 	@mkdir -p $$(@D)
-	$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
+	$$(call say,CCLD,$$@)
+	$$(Q)$$(CC) $(2) $$(BASE_CFLAGS) -Itest/unit $$(CFLAGS) -o $$@ $$< \
 		$(1)/libserver.a $(1)/libsextant.a $$(LDLIBS) -lcmocka
 endef
-$(eval $(call variant,$(B),$(OPT_CFLAGS)))
-$(eval $(call variant,$(BA),$(SAN_CFLAGS)))
+$(eval $(call variant,$(B),$(OPT_CFLAGS),))
+$(eval $(call variant,$(BA),$(SAN_CFLAGS), [asan]))
 
 .PHONY: all asan run test unit integration fuzz bench format format-check \
 	clean deps check-config check-layout
@@ -177,12 +202,15 @@ FZ := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
 $(FZ)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -Wno-unknown-warning-option -Wno-string-concatenation -c $< -o $@
+	$(call say,CC,$< [fuzz])
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -Wno-unknown-warning-option -Wno-string-concatenation -c $< -o $@
 $(FZ)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@
+	$(call say,CC,$< [fuzz])
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@
 $(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVER_SRC)) $(FZ)/obj/gen/tooldefs.o
-	$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
+	$(call say,CCLD,$@)
+	$(Q)$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
 		-Wno-unknown-warning-option -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
 	@for f in $(FUZZERS); do \
@@ -197,7 +225,8 @@ bench: all
 
 FORMAT_SRC = $(wildcard lib/*/*.[ch] server/*.[ch] server/*/*.[ch] test/unit/*.[ch] test/fuzz/*.c)
 format:
-	clang-format -i $(FORMAT_SRC)
+	$(call say,FMT,$(words $(FORMAT_SRC)) files)
+	$(Q)clang-format -i $(FORMAT_SRC)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: ok"
 
