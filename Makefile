@@ -1,8 +1,9 @@
 # Sextant - MCP gateway for observability.  One non-recursive Makefile.
 #
 #   make            build/sextant (optimised, -Werror)
-#   make run        install what is missing (as root), build, serve
-#   make test       ASan+UBSan build, unit + integration tests, one summary line
+#   make run        install what running needs (as root), build, serve
+#   make test       install what testing needs (as root), ASan+UBSan build,
+#                   unit + integration tests, one summary line
 #   make asan       build/asan/sextant
 #   make fuzz       libFuzzer harnesses (clang), FUZZ_SECONDS each
 #   make bench      bench/protocol.sh
@@ -178,21 +179,23 @@ endef
 $(eval $(call variant,$(B),$(OPT_CFLAGS),))
 $(eval $(call variant,$(BA),$(SAN_CFLAGS), [asan]))
 
-.PHONY: all asan run test unit integration fuzz bench format format-check \
-	clean deps check-config check-layout
+.PHONY: all asan run test unit integration fuzz fuzz-run bench format \
+	format-check clean check-config check-layout
 all: $(B)/sextant
 asan: $(BA)/sextant
 
-deps:
-	@sh scripts/deps.sh
-
-run: deps
+# Each target that needs packages asks scripts/deps.sh for its own set
+# (run: the build and the PostgreSQL server; test: that and the test tools)
+# before make reads the pkg-config flags again in the sub-make.
+run:
+	@sh scripts/deps.sh run
 	@$(MAKE) --no-print-directory all
 	@sh scripts/run.sh
 
 unit: $(addprefix $(BA)/test/test_,$(UNIT_TESTS))
 
-test: deps
+test:
+	@sh scripts/deps.sh test
 	@$(MAKE) --no-print-directory asan unit
 	@sh test/run.sh
 
@@ -212,7 +215,11 @@ $(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVE
 	$(call say,CCLD,$@)
 	$(Q)$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
 		-Wno-unknown-warning-option -o $@ $(filter %.c %.o,$^) $(LDLIBS)
-fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
+# Built and run by a sub-make, after deps.sh (which may install clang).
+fuzz:
+	@sh scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory fuzz-run
+fuzz-run: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
 	@for f in $(FUZZERS); do \
 		mkdir -p $(FZ)/corpus/$$f; \
 		echo "fuzz_$$f: $(FUZZ_SECONDS)s"; \
@@ -220,7 +227,9 @@ fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZERS))
 			$(FZ)/corpus/$$f test/fuzz/corpus/$$f || exit 1; \
 	done
 
-bench: all
+bench:
+	@sh scripts/deps.sh bench
+	@$(MAKE) --no-print-directory all
 	sh bench/protocol.sh
 
 FORMAT_SRC = $(wildcard lib/*/*.[ch] server/*.[ch] server/*/*.[ch] test/unit/*.[ch] test/fuzz/*.c)

@@ -16,7 +16,10 @@ if [ ! -x "$node" ] || [ ! -f "$dir/node_modules/.package-lock.json" ] ||
 		echo "node.sh: npm not found: install Debian's npm (apt-get install npm), then retry" >&2
 		exit 1
 	fi
-	echo "node.sh: installing test/integration packages (npm ci)" >&2
+	# Said once, since npm shows no progress off a terminal; npm ends
+	# with its own "added N packages in Ts".
+	n=$(grep -c '^    "node_modules/' "$dir/package-lock.json") || n=
+	echo "node.sh: npm ci: ${n:+$n }packages for test/integration, Node 24 among them (about 270 MB unpacked)" >&2
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
 
