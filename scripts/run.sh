@@ -95,10 +95,15 @@ if [ "$own_pg" = 1 ] && [ "$demo_spans" != 0 ] && command -v psql >/dev/null 2>&
 	}
 fi
 
+# The revisions from the binary's own table (sextant --version), oldest first.
+revisions=$("$bin" --version 2>/dev/null | sed -n 's/^MCP revisions: //p')
+served="Streamable HTTP"
+[ -n "$revisions" ] && served="$served, revisions ${revisions%% *} .. ${revisions##* }"
+
 cat <<EOM
 Sextant is starting on http://$listen/mcp
 
-  MCP endpoint  http://$listen/mcp   (Streamable HTTP, revisions 2025-03-26 .. 2025-11-25)
+  MCP endpoint  http://$listen/mcp   ($served)
   OTLP/HTTP     http://$listen/v1/traces   http://$listen/v1/metrics
   health        http://$listen/healthz   metrics  http://$listen/metrics
   database      $database

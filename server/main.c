@@ -466,7 +466,11 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0 ||
 	    strcmp(argv[1], "version") == 0) {
-		printf("sextant %s\n", SEXTANT_VERSION);
+		char revisions[256];
+
+		boot_revisions(revisions, sizeof(revisions));
+		printf("sextant %s\nMCP revisions: %s\n", SEXTANT_VERSION,
+		       revisions);
 		return EXIT_OK;
 	}
 	if (strcmp(argv[1], "serve") == 0)

@@ -32,6 +32,7 @@
 #include "mcp/catalog.h"
 #include "mcp/dispatch.h"
 #include "mcp/gateway.h"
+#include "mcp/reqmeta.h"
 #include "mcp/session.h"
 #include "mcp/sessstore.h"
 #include "mcp/skills.h"
@@ -455,4 +456,41 @@ boot_tick(struct server *srv)
 	tasks_sweep(srv->tasks, clock_wall_ms());
 	watch_status(srv);
 	maintain_tick(srv);
+}
+
+static int
+cmp_revision(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void
+boot_revisions(char *buf, size_t buflen)
+{
+	/* Revisions are dates (YYYY-MM-DD): sorting the strings sorts them
+	 * in time. */
+	const char *all[16];
+	const char *const *tables[] = {dispatch_versions, reqmeta_versions};
+	size_t n = 0, used = 0;
+
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (size_t i = 0;
+		     tables[t][i] != NULL && n < sizeof(all) / sizeof(all[0]);
+		     i++)
+			all[n++] = tables[t][i];
+	qsort(all, n, sizeof(all[0]), cmp_revision);
+	if (buflen == 0)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(all[i]) + (used > 0);
+
+		if (i > 0 && strcmp(all[i], all[i - 1]) == 0)
+			continue;
+		if (used + len >= buflen)
+			break;
+		snprintf(buf + used, buflen - used, "%s%s", used > 0 ? " " : "",
+			 all[i]);
+		used += len;
+	}
 }

@@ -29,4 +29,13 @@ void boot_reload(struct server *srv);
  * call deadlines, the status resource's subscribers, store upkeep. */
 void boot_tick(struct server *srv);
 
+/*
+ * The MCP revisions served on /mcp, oldest first, separated by single
+ * spaces: those initialize negotiates (dispatch_versions) and the stateless
+ * ones (reqmeta_versions).  `sextant --version` prints them, and make run's
+ * banner takes them from there.  Cut short at a revision boundary when
+ * buflen is too small; buf is always terminated.
+ */
+void boot_revisions(char *buf, size_t buflen);
+
 #endif

@@ -20,6 +20,7 @@ import {
 import { BIN, LOG_DIR, ROOT, serverEnv, sanitizerReports } from './lib/server.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ACCEPT_BOTH, request } from './lib/http.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const RUN_SH = path.join(ROOT, 'scripts/run.sh');
@@ -300,6 +301,33 @@ async function killRun(run, pgdir) {
 	if (pgdir) await pgSh('stop', pgdir);
 }
 
+// The banner's "revisions A .. B" is what the gateway serves: initialize
+// keeps A, B is its newest (the stateless server/discover lists it, and no
+// revision it lists or initialize picks is newer).
+async function assertBannerRevisions(run) {
+	const m = /\(Streamable HTTP, revisions (\d{4}-\d\d-\d\d) \.\. (\d{4}-\d\d-\d\d)\)/.exec(run.text);
+	assert.ok(m, `the banner names no revisions:\n${run.text}`);
+	const [, oldest, newest] = m;
+	const mcp = `${run.url}/mcp`;
+	const headers = { 'content-type': 'application/json', accept: ACCEPT_BOTH };
+	const init = async (v) => (await request(mcp, { method: 'POST', headers, body: JSON.stringify({
+		jsonrpc: '2.0', id: 1, method: 'initialize',
+		params: { protocolVersion: v, capabilities: {}, clientInfo: { name: 'pg.test', version: '1' } },
+	}) })).json?.result?.protocolVersion;
+	assert.equal(await init(oldest), oldest, `initialize does not keep the banner's oldest revision ${oldest}`);
+	const sessionNewest = await init('9999-12-31'); // unknown: the newest is offered
+	const d = await request(mcp, {
+		method: 'POST',
+		headers: { ...headers, 'mcp-protocol-version': newest, 'mcp-method': 'server/discover' },
+		body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'server/discover', params: { _meta: {
+			'io.modelcontextprotocol/protocolVersion': newest, 'io.modelcontextprotocol/clientCapabilities': {},
+		} } }),
+	});
+	const listed = d.json?.result?.supportedVersions;
+	assert.ok(Array.isArray(listed) && listed.includes(newest), `server/discover at the banner's newest ${newest}: ${d.status} ${d.text}`);
+	for (const v of [...listed, sessionNewest]) assert.ok(v <= newest, `the gateway serves ${v}, newer than the banner's ${newest}`);
+}
+
 // One `make run`: serve, check the banner and its curl example, then stop
 // with signal and check that the gateway and the database are gone.
 async function lifecycle(runs, pgdir, signal, during) {
@@ -326,6 +354,7 @@ async function lifecycle(runs, pgdir, signal, during) {
 	const { stdout } = await promisify(execFile)('sh', ['-c', curl.join('\n')], { timeout: 10000 });
 	assert.match(stdout, /^HTTP\/1\.1 200/);
 	assert.match(stdout, /"protocolVersion":"2025-11-25"/);
+	await assertBannerRevisions(run);
 
 	await during(url);
 
