@@ -19,6 +19,20 @@ bin=${SEXTANT_BIN:-build/sextant}
 listen=${SEXTANT_LISTEN:-127.0.0.1:8080}
 pgdir=${SEXTANT_PG_DIR:-var/pg}
 
+# As root, PostgreSQL runs as another user, who must be able to enter the
+# repository; a clone in /root (mode 700) is out of its reach, so the
+# private cluster of that clone lives under /var/lib/sextant instead.
+if [ -z "${SEXTANT_PG_DIR:-}" ] && [ "$(id -u)" -eq 0 ]; then
+	d=$(pwd -P)
+	while [ -n "$d" ] && [ -n "$(find "$d" -maxdepth 0 -perm -o+x)" ]; do
+		d=${d%/*}
+	done
+	if [ -n "$d" ]; then
+		pgdir=/var/lib/sextant/$(pwd -P | cksum | cut -d' ' -f1)/pg
+		echo "run.sh: PostgreSQL cannot run from here ($d is private to root): the private cluster is in $pgdir" >&2
+	fi
+fi
+
 [ -x "$bin" ] || {
 	echo "run.sh: $bin is missing: build it with make" >&2
 	exit 1
