@@ -56,6 +56,7 @@ fail() {
 }
 
 echo "deps.sh: make $profile needs$missing"
+started=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 echo "deps.sh: apt-get update"
 apt-get update -q >>"$log" 2>&1 || fail "apt-get update"
@@ -98,4 +99,4 @@ printf '%s\n' "$plan" | awk '
 	}
 	$1 == "exit" { rc = $2 }
 	END { exit rc == "" ? 1 : rc }' || fail "apt-get install"
-echo "deps.sh: installed$missing"
+echo "deps.sh: installed in $(($(date +%s) - started))s"
