@@ -20,6 +20,14 @@
 #include "pg/pg.h"
 #include "telemetry/rollup.h"
 
+/*
+ * The longest a migration or the upkeep waits for a lock: a table a client
+ * keeps locked (a long ALTER, a LOCK TABLE, a stuck transaction) holds up
+ * neither the start nor the janitor; the step fails with the lock's name
+ * and is tried again at the next tick or interval.
+ */
+#define MAINTAIN_LOCK_TIMEOUT "5s"
+
 static PGconn *
 db_connect(const struct config *cfg, char *err, size_t errlen)
 {
@@ -27,6 +35,7 @@ db_connect(const struct config *cfg, char *err, size_t errlen)
 			      NULL};
 	const char *vals[] = {cfg->database.url, "5", "sextant-migrate", NULL};
 	PGconn *conn = PQconnectdbParams(keys, vals, 1);
+	PGresult *res;
 
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
 		snprintf(err, errlen, "cannot connect to the database: %s",
@@ -35,6 +44,16 @@ db_connect(const struct config *cfg, char *err, size_t errlen)
 		PQfinish(conn);
 		return NULL;
 	}
+	res = PQexec(conn, "SET lock_timeout = '" MAINTAIN_LOCK_TIMEOUT "'");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		snprintf(err, errlen, "cannot set lock_timeout: %s",
+			 PQerrorMessage(conn));
+		err[strcspn(err, "\n")] = '\0';
+		PQclear(res);
+		PQfinish(conn);
+		return NULL;
+	}
+	PQclear(res);
 	return conn;
 }
 
@@ -259,8 +278,24 @@ maintain_all(const struct config *cfg, char *err, size_t errlen)
 	return rc;
 }
 
-/* Partition upkeep on plain PostgreSQL, and pruning of the rollup with
- * the same retention (janitor, every database.maintain_interval_s). */
+/*
+ * The upkeep janitor: the migrations a database that was down at start-up
+ * still needs, then every database.maintain_interval_s the day partitions
+ * (plain PostgreSQL) and the pruning of the rollup with the same
+ * retention.  Like the rollup janitor it runs on a worker of srv->pool,
+ * never on the tick thread, which must stay free to end overdue calls and
+ * send keep-alives while a statement waits (a migration or a partition
+ * behind a table lock: MAINTAIN_LOCK_TIMEOUT bounds that wait, so a drain
+ * is never held for long either).  srv->migrated is written by the run
+ * and read by the tick.
+ */
+static struct {
+	struct pool_job job;
+	struct server *srv;
+	atomic_bool busy; /* a run is queued or running */
+	int64_t next_ms;  /* the next upkeep; owned like rollup_janitor's */
+} upkeep_janitor;
+
 static void
 upkeep(struct server *srv)
 {
@@ -279,34 +314,59 @@ upkeep(struct server *srv)
 	pg_release(c);
 }
 
-void
-maintain_tick(struct server *srv)
+static void
+upkeep_run(struct pool_job *job)
 {
-	if (srv->pg == NULL)
-		return;
+	struct server *srv = upkeep_janitor.srv;
+
+	(void)job;
 	/* A database that was down at start-up gets its migrations when it
 	 * comes back, without a restart. */
-	if (!srv->migrated && srv->cfg->database.auto_migrate &&
-	    pg_pool_ready(srv->pg)) {
+	if (!atomic_load(&srv->migrated) && srv->cfg->database.auto_migrate) {
 		char err[512];
 		int applied = 0;
 
 		if (maintain_migrate(srv->cfg, &applied, err, sizeof(err)) ==
 		    STATUS_OK) {
-			srv->migrated = true;
+			atomic_store(&srv->migrated, true);
 			log_info(&(struct log_fields){.duration_ms = -1},
-				 "database back: %d migration(s) applied",
-				 applied);
+				 "migrations retried: %d applied", applied);
 		}
 	}
-	if (srv->migrated && pg_pool_ready(srv->pg)) {
-		int64_t interval_ms =
+	if (atomic_load(&srv->migrated) &&
+	    clock_mono_ms() >= upkeep_janitor.next_ms) {
+		upkeep(srv);
+		upkeep_janitor.next_ms =
+			clock_mono_ms() +
 			(int64_t)srv->cfg->database.maintain_interval_s * 1000;
-
-		if (clock_mono_ms() >= srv->next_maintain_ms) {
-			upkeep(srv);
-			srv->next_maintain_ms = clock_mono_ms() + interval_ms;
-		}
-		rollup_tick(srv);
 	}
+	atomic_store(&upkeep_janitor.busy, false);
+}
+
+/* From the tick: queues an upkeep run when one is due and none is under
+ * way (a full queue: the next tick tries again). */
+static void
+upkeep_tick(struct server *srv)
+{
+	if (atomic_load(&upkeep_janitor.busy) || atomic_load(&srv->draining))
+		return;
+	if (atomic_load(&srv->migrated)
+		    ? clock_mono_ms() < upkeep_janitor.next_ms
+		    : !srv->cfg->database.auto_migrate)
+		return;
+	upkeep_janitor.srv = srv;
+	upkeep_janitor.job.run = upkeep_run;
+	atomic_store(&upkeep_janitor.busy, true);
+	if (pool_submit(srv->pool, &upkeep_janitor.job) != STATUS_OK)
+		atomic_store(&upkeep_janitor.busy, false);
+}
+
+void
+maintain_tick(struct server *srv)
+{
+	if (srv->pg == NULL || !pg_pool_ready(srv->pg))
+		return;
+	upkeep_tick(srv);
+	if (atomic_load(&srv->migrated))
+		rollup_tick(srv);
 }

@@ -66,10 +66,9 @@ struct server {
 	struct sessstore *store;
 	struct instances *instances; /* core/instances.c; NULL: none */
 	struct otlp_source_rules source_rules; /* [ingest] ebpf_* */
-	struct redact *redact;	  /* [redact]: immutable, shared by workers */
-	int64_t next_maintain_ms; /* janitor: next partition upkeep */
-	bool migrated;	      /* auto_migrate done (retried by the janitor) */
-	atomic_bool draining; /* SIGTERM: refuse new work */
+	struct redact *redact; /* [redact]: immutable, shared by workers */
+	atomic_bool migrated;  /* auto_migrate done (retried by the janitor) */
+	atomic_bool draining;  /* SIGTERM: refuse new work */
 
 	/* Live settings, swapped on SIGHUP under live_lock (readers share). */
 	pthread_rwlock_t live_lock;

@@ -481,3 +481,46 @@ test('early errors echo the request id: header and session errors on /mcp and /m
 		await srv.stop();
 	}
 });
+
+test('a table locked for long does not stall the janitor: an overdue call is still ended at workers.call_timeout_s', { timeout: 60000 }, async (t) => {
+	const pg = await startPostgres({ name: 'faults-janitor' });
+	let srv;
+	let locker;
+	try {
+		// migrated by a first start, so that the second one migrates nothing
+		srv = await startServer({ name: 'faults-janitor-0', env: { ...DB_ENV, DATABASE_URL: pg.url } });
+		await srv.stop();
+		locker = spawn(findPsql(), ['-X', '-w', '-q', '-d', pg.url, '-c',
+			'BEGIN; LOCK TABLE spans IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(20); COMMIT'], { stdio: 'ignore' });
+		await waitFor(async () => ({
+			ok: (await psql(pg.url, "SELECT count(*) FROM pg_locks WHERE relation = 'spans'::regclass AND mode = 'AccessExclusiveLock' AND granted")) === '1',
+		}), 10000, 'the lock on spans');
+		// its first tick runs the partition upkeep, which meets the lock
+		srv = await startServer({
+			name: 'faults-janitor',
+			env: { ...DB_ENV, DATABASE_URL: pg.url, SEXTANT_WORKERS_CALL_TIMEOUT_S: '2' },
+		});
+		const session = new RawSession(srv.mcpUrl, { headers: { accept: 'application/json' } });
+		await session.initialize(LATEST);
+		const t0 = Date.now();
+		const r = await session.call('tools/call', { name: 'query_spans', arguments: { time_range: '1h' } }, { timeoutMs: 15000 });
+		const ms = Date.now() - t0;
+		assert.equal(r.status, 200, r.text);
+		const msg = r.response;
+		const text = msg?.error?.message ?? msg?.result?.content?.[0]?.text ?? '';
+		assert.ok(msg?.error || msg?.result?.isError, `not an error: ${r.text}`);
+		assert.match(text, /call_timeout_s|timed out/, r.text);
+		assert.ok(ms < 6000, `the overdue call was answered after ${ms} ms (workers.call_timeout_s 2)`);
+		t.diagnostic(`the overdue call was answered after ${ms} ms`);
+		// start-up gave up on the lock instead of waiting 20 s; the
+		// janitor applies the migrations once the lock is gone
+		const log = () => fs.readFileSync(srv.stderrPath, 'utf8');
+		assert.match(log(), /migrations not applied: .*lock timeout/);
+		locker.kill();
+		await waitFor(async () => ({ ok: /migrations retried: 0 applied/.test(log()) }), 15000, 'the janitor\'s migrations');
+	} finally {
+		locker?.kill();
+		await srv?.stop();
+		await pg.stop();
+	}
+});
