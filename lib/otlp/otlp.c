@@ -172,6 +172,15 @@ otlp_set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 void
+otlp_limit_key(char *err, size_t errlen, const char *key)
+{
+	size_t n = strlen(err);
+
+	if (key != NULL && n < errlen)
+		snprintf(err + n, errlen - n, " (%s)", key);
+}
+
+void
 otlp_limits_default(struct otlp_limits *lim)
 {
 	lim->max_decompressed = 20u * 1024 * 1024;
@@ -179,6 +188,7 @@ otlp_limits_default(struct otlp_limits *lim)
 	lim->max_points = 200000;
 	lim->max_attr_bytes = 8192;
 	lim->max_memory = 256u * 1024 * 1024;
+	lim->decompressed_key = lim->items_key = NULL;
 }
 
 static const char *const default_sdk_names[] = {
@@ -301,8 +311,8 @@ header_excerpt(const char *s, char *out, size_t outlen)
  * as its output passes max, having allocated no more than that.
  */
 static int
-gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *outlen,
-       char *err, size_t errlen)
+gunzip(const uint8_t *in, size_t n, size_t max, const char *max_key,
+       uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
 	z_stream zs;
 	uint8_t *buf = NULL, *nb;
@@ -396,6 +406,7 @@ gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *outlen,
 		     "body is larger than %zu bytes once decompressed: send "
 		     "smaller batches",
 		     max);
+	otlp_limit_key(err, errlen, max_key);
 	rc = STATUS_LIMIT;
 out:
 	inflateEnd(&zs);
@@ -626,6 +637,8 @@ scan_message(struct scan *s, const ProtobufCMessageDescriptor *d,
 						     "one request: send "
 						     "smaller batches",
 						     s->lim->max_spans);
+					otlp_limit_key(s->err, s->errlen,
+						       s->lim->items_key);
 					return STATUS_LIMIT;
 				}
 				if (is_point_desc(sub) &&
@@ -635,6 +648,8 @@ scan_message(struct scan *s, const ProtobufCMessageDescriptor *d,
 						     "points in one request: "
 						     "send smaller batches",
 						     s->lim->max_points);
+					otlp_limit_key(s->err, s->errlen,
+						       s->lim->items_key);
 					return STATUS_LIMIT;
 				}
 				rc = scan_message(s, sub, p, p + len,
@@ -853,8 +868,8 @@ decode(enum otlp_signal sig, const char *content_type,
 			rc = STATUS_UNSUPPORTED;
 			goto out;
 		}
-		rc = gunzip(data, len, lim->max_decompressed, &plain, &len, err,
-			    errlen);
+		rc = gunzip(data, len, lim->max_decompressed,
+			    lim->decompressed_key, &plain, &len, err, errlen);
 		if (rc != STATUS_OK)
 			goto out;
 		data = plain;
@@ -863,6 +878,7 @@ decode(enum otlp_signal sig, const char *content_type,
 			     "body is larger than %zu bytes: send smaller "
 			     "batches",
 			     lim->max_decompressed);
+		otlp_limit_key(err, errlen, lim->decompressed_key);
 		rc = STATUS_LIMIT;
 		goto out;
 	}
@@ -899,6 +915,7 @@ decode(enum otlp_signal sig, const char *content_type,
 			     "more than %zu spans in one request: send "
 			     "smaller batches",
 			     lim->max_spans);
+		otlp_limit_key(err, errlen, lim->items_key);
 		rc = STATUS_LIMIT;
 		goto out;
 	}
@@ -908,6 +925,7 @@ decode(enum otlp_signal sig, const char *content_type,
 			     "more than %zu data points in one request: send "
 			     "smaller batches",
 			     lim->max_points);
+		otlp_limit_key(err, errlen, lim->items_key);
 		rc = STATUS_LIMIT;
 		goto out;
 	}

@@ -35,6 +35,11 @@ struct otlp_limits {
 	 * decoded message tree and the rows (about 3 to 5 times the body
 	 * for typical spans). */
 	size_t max_memory;
+	/* What the caller's configuration calls max_decompressed and
+	 * max_spans / max_points ("ingest.max_items"): a request past one
+	 * is told the key, "... (ingest.max_items)".  NULL: not said. */
+	const char *decompressed_key;
+	const char *items_key;
 };
 
 /* Appended to a string cut at max_attr_bytes. */

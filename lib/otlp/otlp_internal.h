@@ -98,4 +98,8 @@ int otlp_rows_metrics(const pb_metrics_request *req,
 void otlp_set_err(char *err, size_t errlen, const char *fmt, ...)
 	PRINTF_LIKE(3, 4);
 
+/* Appends " (key)" to err, the configuration key of the limit the message
+ * names (struct otlp_limits); nothing when key is NULL. */
+void otlp_limit_key(char *err, size_t errlen, const char *key);
+
 #endif

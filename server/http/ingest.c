@@ -90,31 +90,6 @@ count_items(struct server *srv, enum otlp_signal sig, const char *outcome,
 			 n);
 }
 
-/*
- * lib/otlp names the limit a batch went past by its number; the config key
- * that sets it is ours.  Matched by the words of lib/otlp's messages
- * (otlp.c: "once decompressed", "in one request"); a message that matches
- * none goes out as it is.
- */
-static void
-name_limit_key(char *err, size_t len)
-{
-	static const struct {
-		const char *words, *key;
-	} keys[] = {
-		{"decompressed", "ingest.max_decompressed_bytes"},
-		{"body is larger than", "ingest.max_decompressed_bytes"},
-		{"in one request", "ingest.max_items"},
-	};
-	size_t n = strlen(err);
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (strstr(err, keys[i].words) != NULL) {
-			snprintf(err + n, len - n, " (%s)", keys[i].key);
-			return;
-		}
-}
-
 static void
 ingest_run(struct pool_job *job)
 {
@@ -134,6 +109,8 @@ ingest_run(struct pool_job *job)
 	otlp_limits_default(&lim);
 	lim.max_decompressed = (size_t)cfg->ingest.max_decompressed_bytes;
 	lim.max_spans = lim.max_points = (size_t)cfg->ingest.max_items;
+	lim.decompressed_key = "ingest.max_decompressed_bytes";
+	lim.items_key = "ingest.max_items";
 	if (j->sig == OTLP_SIGNAL_TRACES)
 		rc = otlp_decode_traces(otlp_encoding_content_type(j->enc),
 					j->encoding, j->body, j->len, &lim,
@@ -152,7 +129,6 @@ ingest_run(struct pool_job *job)
 		job_fail(j, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, 3, false, err);
 		goto out;
 	case STATUS_LIMIT:
-		name_limit_key(err, sizeof(err));
 		job_fail(j, MHD_HTTP_CONTENT_TOO_LARGE, 8, false, err);
 		goto out;
 	case STATUS_INVALID:

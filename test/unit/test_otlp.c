@@ -2256,9 +2256,12 @@ test_gzip_bomb(void **state)
 	assert_null(b);
 	assert_non_null(strstr(err, "decompressed"));
 	lim.max_decompressed = 1 << 20;
+	lim.decompressed_key = "ingest.max_decompressed_bytes";
 	assert_int_equal(otlp_decode_traces(JSON, "gzip", bomb, len, &lim, NULL,
 					    &b, err, sizeof(err)),
 			 STATUS_LIMIT);
+	assert_non_null(strstr(err, "once decompressed: send smaller batches "
+				    "(ingest.max_decompressed_bytes)"));
 	/* 100 MB would have shown; the 20 MiB limit may (ASan included) */
 	assert_true(max_rss_kb() - before < 80 * 1024);
 	free(bomb);
@@ -2690,10 +2693,18 @@ test_limits(void **state)
 			 STATUS_LIMIT);
 	assert_null(b);
 	assert_non_null(strstr(err, "more than 3 spans"));
+	assert_null(strstr(err, "("));
+	/* the caller's name for the limit ends the message */
+	lim.items_key = "ingest.max_items";
 	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, &lim, NULL,
 					    &b, err, sizeof(err)),
 			 STATUS_LIMIT);
 	assert_non_null(strstr(err, "more than 3 spans"));
+	assert_non_null(strstr(err, "batches (ingest.max_items)"));
+	assert_int_equal(otlp_decode_traces(JSON, NULL, json, strlen(json),
+					    &lim, NULL, &b, err, sizeof(err)),
+			 STATUS_LIMIT);
+	assert_non_null(strstr(err, "batches (ingest.max_items)"));
 	lim.max_spans = 4;
 	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, &lim, NULL,
 					    &b, err, sizeof(err)),
@@ -2702,9 +2713,11 @@ test_limits(void **state)
 
 	otlp_limits_default(&lim);
 	lim.max_decompressed = plen - 1;
+	lim.decompressed_key = "ingest.max_decompressed_bytes";
 	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, &lim, NULL,
 					    &b, err, sizeof(err)),
 			 STATUS_LIMIT);
+	assert_non_null(strstr(err, "batches (ingest.max_decompressed_bytes)"));
 	lim.max_decompressed = plen;
 	assert_int_equal(otlp_decode_traces(PROTO, NULL, pb, plen, &lim, NULL,
 					    &b, err, sizeof(err)),
