@@ -453,16 +453,16 @@ out:
 	return ret;
 }
 
-int
-expo_gauge_fn(struct expo *m, const char *name, const char *help,
-	      double (*fn)(void *arg), void *arg)
+static int
+value_fn(struct expo *m, enum expo_type type, const char *name,
+	 const char *help, double (*fn)(void *arg), void *arg)
 {
 	struct expo_family *f;
 	bool added;
 
 	if (m == NULL || fn == NULL || !valid_name(name, true))
 		return STATUS_INVALID;
-	f = family_alloc(EXPO_GAUGE, name, help);
+	f = family_alloc(type, name, help);
 	if (f == NULL)
 		return STATUS_NOMEM;
 	f->fn = fn;
@@ -473,6 +473,20 @@ expo_gauge_fn(struct expo *m, const char *name, const char *help,
 		return STATUS_EXISTS;
 	}
 	return STATUS_OK;
+}
+
+int
+expo_gauge_fn(struct expo *m, const char *name, const char *help,
+	      double (*fn)(void *arg), void *arg)
+{
+	return value_fn(m, EXPO_GAUGE, name, help, fn, arg);
+}
+
+int
+expo_counter_fn(struct expo *m, const char *name, const char *help,
+		double (*fn)(void *arg), void *arg)
+{
+	return value_fn(m, EXPO_COUNTER, name, help, fn, arg);
 }
 
 /* FNV-1a over the values, with a separator so ("ab","") != ("a","b"). */

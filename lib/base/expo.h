@@ -115,6 +115,11 @@ double expo_value(const struct expo_series *c);
 int expo_gauge_fn(struct expo *m, const char *name, const char *help,
 		  double (*fn)(void *arg), void *arg) WUR;
 
+/* The same for a counter kept elsewhere (a total since start that only
+ * grows: the database pool's acquire timeouts). */
+int expo_counter_fn(struct expo *m, const char *name, const char *help,
+		    double (*fn)(void *arg), void *arg) WUR;
+
 /*
  * Renders every family in Prometheus text format 0.0.4 (# HELP, # TYPE,
  * samples; histograms as cumulative _bucket{le=".."} including +Inf, _sum,

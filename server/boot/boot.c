@@ -87,6 +87,42 @@ gauge_busy(void *arg)
 	return pool_busy(((struct server *)arg)->pool);
 }
 
+/* The database pool's share of /metrics (0 without a database). */
+static struct pg_stats
+db_stats(void *arg)
+{
+	struct pg_stats st = {0};
+	struct pg_pool *pg = ((struct server *)arg)->pg;
+
+	if (pg != NULL)
+		pg_pool_stats(pg, &st);
+	return st;
+}
+
+static double
+gauge_db_in_use(void *arg)
+{
+	return db_stats(arg).in_use;
+}
+
+static double
+gauge_db_waiting(void *arg)
+{
+	return db_stats(arg).waiting;
+}
+
+static double
+count_db_timeouts(void *arg)
+{
+	return (double)db_stats(arg).acquire_timeouts;
+}
+
+static double
+count_db_refused(void *arg)
+{
+	return (double)db_stats(arg).acquire_full;
+}
+
 static int
 init_metrics(struct server *srv)
 {
@@ -148,7 +184,22 @@ init_metrics(struct server *srv)
 			  srv) != STATUS_OK ||
 	    expo_gauge_fn(m, "sextant_workers_busy",
 			  "Workers running a tool call", gauge_busy,
-			  srv) != STATUS_OK)
+			  srv) != STATUS_OK ||
+	    expo_gauge_fn(m, "sextant_db_connections_in_use",
+			  "Telemetry database connections leased now",
+			  gauge_db_in_use, srv) != STATUS_OK ||
+	    expo_gauge_fn(m, "sextant_db_acquire_waiting",
+			  "Tool calls and jobs queued for a database "
+			  "connection",
+			  gauge_db_waiting, srv) != STATUS_OK ||
+	    expo_counter_fn(m, "sextant_db_acquire_timeouts_total",
+			    "Waits for a database connection that ran out "
+			    "of time",
+			    count_db_timeouts, srv) != STATUS_OK ||
+	    expo_counter_fn(m, "sextant_db_acquire_refused_total",
+			    "Waits for a database connection refused: the "
+			    "queue was full",
+			    count_db_refused, srv) != STATUS_OK)
 		return STATUS_NOMEM;
 	return STATUS_OK;
 }

@@ -79,6 +79,18 @@ describe('a burst larger than the pool', () => {
 		// the calls that got a connection are stuck behind the lock: the
 		// others, at least CALLS - POOL of them, wait for a connection
 		assert.ok((await waitBlocked(st.pg.url)) <= POOL);
+		// /metrics shows the queue
+		const waiting = async () => {
+			const text = await (await fetch(`${st.srv.url}/metrics`)).text();
+			return Number(/^sextant_db_acquire_waiting (\d+)$/m.exec(text)?.[1]);
+		};
+		const deadlineQ = Date.now() + 5000;
+		let queued = await waiting();
+		while (!(queued >= CALLS - 2 * POOL) && Date.now() < deadlineQ) {
+			await sleep(50);
+			queued = await waiting();
+		}
+		assert.ok(queued >= CALLS - 2 * POOL, `sextant_db_acquire_waiting ${queued}`);
 		const got = await calls;
 		await lock.done;
 		const took = Date.now() - t0;
@@ -133,5 +145,9 @@ describe('a call that waits past its deadline', () => {
 		// the janitor's call timeout or the lock's end finds them); the
 		// others waited for a connection
 		assert.ok(waited.length >= 4, `only ${waited.length} calls waited: ${got.map((g) => g.text).join(' | ')}`);
+		const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+		assert.match(metrics, /^# TYPE sextant_db_acquire_timeouts_total counter$/m);
+		const timeouts = Number(/^sextant_db_acquire_timeouts_total (\d+)$/m.exec(metrics)?.[1]);
+		assert.ok(timeouts >= waited.length, `sextant_db_acquire_timeouts_total ${timeouts}, ${waited.length} waits ran out`);
 	});
 });

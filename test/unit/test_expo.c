@@ -282,6 +282,33 @@ test_gauge_fn(void **state)
 	expo_free(m);
 }
 
+/* A counter kept elsewhere renders as a counter, read at render time. */
+static void
+test_counter_fn(void **state)
+{
+	struct expo *m = new_registry();
+	double total = 3;
+
+	(void)state;
+	assert_int_equal(expo_counter_fn(m, "sextant_waits_total",
+					 "Waits that ran out.", read_double,
+					 &total),
+			 STATUS_OK);
+	total = 5;
+	assert_render(m, "# HELP sextant_waits_total Waits that ran out.\n"
+			 "# TYPE sextant_waits_total counter\n"
+			 "sextant_waits_total 5\n");
+	assert_int_equal(expo_counter_fn(m, "sextant_waits_total", "",
+					 read_double, &total),
+			 STATUS_EXISTS);
+	assert_int_equal(expo_gauge_fn(m, "sextant_waits_total", "",
+				       read_double, &total),
+			 STATUS_EXISTS);
+	assert_int_equal(expo_counter_fn(m, "no_fn", "", NULL, &total),
+			 STATUS_INVALID);
+	expo_free(m);
+}
+
 struct bad_family {
 	enum expo_type type;
 	const char *name;
@@ -569,6 +596,7 @@ main(void)
 		cmocka_unit_test(test_histogram_default_buckets),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_gauge_fn),
+		cmocka_unit_test(test_counter_fn),
 		cmocka_unit_test(test_invalid_rejected),
 		cmocka_unit_test(test_reregistration),
 		cmocka_unit_test(test_child_inputs),
