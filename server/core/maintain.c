@@ -330,7 +330,7 @@ upkeep_run(struct pool_job *job)
 		    STATUS_OK) {
 			atomic_store(&srv->migrated, true);
 			log_info(&(struct log_fields){.duration_ms = -1},
-				 "migrations retried: %d applied", applied);
+				 "migrations applied on retry: %d", applied);
 		}
 	}
 	if (atomic_load(&srv->migrated) &&
