@@ -112,8 +112,9 @@ describe('shared sessions at their limits', () => {
 				assert.equal(call.response?.result?.content?.[0]?.text, 'This is a simple text response for testing.', JSON.stringify(call.response));
 			}
 			// a session B never held cannot be read: 503, and when to retry
-			const r = await unseen.call(B, 'tools/list');
+			const r = await unseen.call(B, 'tools/list', {}, { id: 4242 });
 			assert.equal(r.status, 503, `a session B never saw, database down: HTTP ${r.status} ${r.text ?? ''}`);
+			assert.equal(r.response?.id, 4242, `the 503 echoes the request id: ${r.text}`);
 			assert.match(r.headers['retry-after'] ?? '', /^[1-9][0-9]*$/, 'Retry-After of the 503');
 			assert.match(r.response?.error?.message ?? '', /retry/, r.text);
 
