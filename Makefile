@@ -211,7 +211,10 @@ $(FZ)/obj/gen/tooldefs.o: $(B)/gen/tooldefs.c
 	@mkdir -p $(@D)
 	$(call say,CC,$< [fuzz])
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(BASE_CFLAGS) -c $< -o $@
-$(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVER_SRC)) $(FZ)/obj/gen/tooldefs.o
+FZ_OBJ := $(patsubst %.c,$(FZ)/obj/%.o,$(LIB_SRC) $(SERVER_SRC)) $(FZ)/obj/gen/tooldefs.o
+# Named only by the pattern rule below: kept, not deleted as intermediates
+.SECONDARY: $(FZ_OBJ)
+$(FZ)/fuzz_%: test/fuzz/fuzz_%.c $(FZ_OBJ)
 	$(call say,CCLD,$@)
 	$(Q)$(CLANG) -O1 -g -fsanitize=fuzzer,address,undefined $(BASE_CFLAGS) \
 		-Wno-unknown-warning-option -o $@ $(filter %.c %.o,$^) $(LDLIBS)
