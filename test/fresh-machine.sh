@@ -34,6 +34,7 @@ die() {
 say() { echo "$me: $*"; }
 
 skip_test=0
+ca_env= # NODE_EXTRA_CA_CERTS=... for the chroot, below
 repo=$(cd "$(dirname "$0")/.." && pwd)
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -113,9 +114,10 @@ now() { date +%s; }
 
 # in_root CMD...: CMD in the chroot, from the clone, with a clean environment.
 in_root() {
+	# shellcheck disable=SC2086 # ca_env: empty or one word
 	chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		"$@"
+		$ca_env "$@"
 }
 
 # Packages installed in the chroot and their Installed-Size in KiB.
@@ -151,6 +153,15 @@ debootstrap --variant=minbase --include=make --unpack-tarball="$tarball" \
 	bookworm "$root" "$mirror" >>"$log_dir/debootstrap.log" 2>&1 ||
 	die "debootstrap failed: see $log_dir/debootstrap.log"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# Certificate authorities this machine adds to Debian's (an egress proxy that
+# re-signs TLS, as in CI sandboxes): a fresh machine behind the same proxy
+# would trust them too, or npm's https fetches fail (SELF_SIGNED_CERT_IN_CHAIN).
+# apt needs none (its mirror is http).
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	cat /usr/local/share/ca-certificates/*.crt >"$root/etc/ssl/host-extra-ca.pem"
+	ca_env=NODE_EXTRA_CA_CERTS=/etc/ssl/host-extra-ca.pem
+	say "this machine's extra certificate authorities are trusted in the chroot ($ca_env)"
+fi
 [ -f "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$root/etc/hosts"
 printf '#!/bin/sh\n# fresh-machine.sh: no daemons started in this chroot\nexit 101\n' \
 	>"$root/usr/sbin/policy-rc.d"
@@ -187,8 +198,9 @@ t0=$(now)
 : >"$log_dir/make-run.log"
 # A background job of sh starts with SIGINT ignored, and so would make and
 # run.sh: env gives it back, as a terminal's Ctrl-C finds it.
+# shellcheck disable=SC2086 # ca_env: empty or one word
 setsid env --default-signal=INT chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $ca_env \
 	SEXTANT_LISTEN="127.0.0.1:$port" sh -c "cd $src && exec make run" \
 	>"$log_dir/make-run.log" 2>&1 </dev/null &
 run_pid=$!
