@@ -158,6 +158,7 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 # would trust them too, or npm's https fetches fail (SELF_SIGNED_CERT_IN_CHAIN).
 # apt needs none (its mirror is http).
 if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	mkdir -p "$root/etc/ssl"
 	cat /usr/local/share/ca-certificates/*.crt >"$root/etc/ssl/host-extra-ca.pem"
 	ca_env=NODE_EXTRA_CA_CERTS=/etc/ssl/host-extra-ca.pem
 	say "this machine's extra certificate authorities are trusted in the chroot ($ca_env)"
