@@ -193,6 +193,10 @@ static const struct key_def keys[] = {
 	    "DATABASE_URL also sets it."),
 	INT("database", "pool_size", database.pool_size, 4, 1, 256,
 	    "Postgres connections kept open."),
+	INT("database", "acquire_queue", database.acquire_queue, 0, 0, 4096,
+	    "Tool calls and jobs that may wait at once for a connection "
+	    "(first come, first served, each up to its own deadline); more "
+	    "fail at once.  0: 8 per connection."),
 	INT("database", "statement_timeout_ms", database.statement_timeout_ms,
 	    30000, 1, 3600000,
 	    "Postgres statement_timeout for each query, in milliseconds."),

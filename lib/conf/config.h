@@ -131,6 +131,7 @@ struct config {
 	struct {
 		char *url; /* libpq connection string (secret: masked) */
 		int pool_size;
+		int acquire_queue; /* 0: PG_DEFAULT_QUEUE_PER_CONN each */
 		int statement_timeout_ms;
 		bool auto_migrate;
 		int retention_days; /* spans and metric points kept (days) */

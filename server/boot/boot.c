@@ -354,6 +354,7 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 		struct pg_pool_config pc = {
 			.conninfo = cfg->database.url,
 			.size = cfg->database.pool_size,
+			.queue_max = cfg->database.acquire_queue,
 			.statement_timeout_ms =
 				cfg->database.statement_timeout_ms,
 		};

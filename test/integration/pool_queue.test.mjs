@@ -151,3 +151,45 @@ describe('a call that waits past its deadline', () => {
 		assert.ok(timeouts >= waited.length, `sextant_db_acquire_timeouts_total ${timeouts}, ${waited.length} waits ran out`);
 	});
 });
+
+describe('a full queue', () => {
+	let srv;
+	let mcp;
+
+	before(async () => {
+		srv = await startServer({
+			name: 'pool-full',
+			env: {
+				DATABASE_URL: st.pg.url,
+				...TOOL_ENV,
+				SEXTANT_DATABASE_POOL_SIZE: '1',
+				SEXTANT_DATABASE_ACQUIRE_QUEUE: '1',
+				SEXTANT_WORKERS_THREADS: '16',
+			},
+		});
+		mcp = await connect(srv, 'pool-full');
+	});
+
+	after(async () => {
+		await mcp?.client.close().catch(() => {});
+		await srv?.stop();
+	});
+
+	test('database.acquire_queue 1, pool_size 1: calls past the one waiter fail at once, saying so', async () => {
+		const lock = await holdSpansLock(st.pg.url, 4);
+		const t0 = Date.now();
+		const got = await callAll(mcp, 5);
+		await lock.done;
+		const refused = got.filter(({ text }) => /too many calls wait/.test(text));
+		assert.ok(refused.length >= 3, `only ${refused.length} refused: ${got.map((g) => g.text).join(' | ')}`);
+		for (const { r, text, at } of refused) {
+			assert.equal(r.isError, true, text);
+			assert.match(text, /too many calls wait for a telemetry database connection: 1 of 1 in use, 1 waiting; try again later, or raise database\.pool_size/);
+			// at once, not after the lock's 4 s
+			assert.ok(at - t0 < 2000, `refused after ${at - t0} ms`);
+		}
+		const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+		const n = Number(/^sextant_db_acquire_refused_total (\d+)$/m.exec(metrics)?.[1]);
+		assert.ok(n >= refused.length, `sextant_db_acquire_refused_total ${n}`);
+	});
+});
