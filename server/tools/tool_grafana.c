@@ -585,36 +585,63 @@ stats_json(const struct stats *st)
 			 num_json(st->sum));
 }
 
-static int
-stats_text(struct buf *b, const struct stats *st, const char *indent)
+/*
+ * The text follows the Metrics Query Tool Contract, line for line, so that
+ * agents built on it parse it: "<metric> (<unit>)", "Time: <start> to
+ * <end>", "Data Points: <n>", "Statistics:" with the unit on each value,
+ * "Data (first 10 points):" with "HH:MM:SS - value" lines (UTC), and "No
+ * data available for this metric in the specified time range."; lines of
+ * our own (instance, query, step, series) follow the contract's.
+ */
+#define NO_DATA "No data available for this metric in the specified time range."
+
+/* " celsius", or "" for no unit: after a value. */
+static const char *
+unit_sep(const char *unit)
 {
-	char a[40], c[40], d[40], e[40], g[40];
+	return unit[0] != '\0' ? " " : "";
+}
+
+static int
+stats_text(struct buf *b, const struct stats *st, const char *indent,
+	   const char *unit)
+{
+	static const char *const names[] = {"Min", "Max", "Mean", "Median",
+					    "Sum"};
+	const double v[] = {st->min, st->max, st->mean, st->median, st->sum};
+	int rc;
 
 	if (st->n == 0)
 		return buf_printf(b, "%sStatistics: no numeric values\n",
 				  indent);
-	return buf_printf(b,
-			  "%sStatistics:\n%s  Min: %s\n%s  Max: %s\n%s  Mean: "
-			  "%s\n%s  Median: %s\n%s  Sum: %s\n",
-			  indent, indent, num(st->min, a, sizeof(a)), indent,
-			  num(st->max, c, sizeof(c)), indent,
-			  num(st->mean, d, sizeof(d)), indent,
-			  num(st->median, e, sizeof(e)), indent,
-			  num(st->sum, g, sizeof(g)));
+	rc = buf_printf(b, "%sStatistics:\n", indent);
+	for (size_t i = 0; rc == STATUS_OK && i < 5; i++) {
+		char x[40];
+
+		rc = buf_printf(b, "%s  %s: %s%s%s\n", indent, names[i],
+				num(v[i], x, sizeof(x)), unit_sep(unit), unit);
+	}
+	return rc;
 }
 
 static int
-points_text(struct buf *b, const struct grafana_series *s, const char *indent)
+points_text(struct buf *b, const struct grafana_series *s, const char *indent,
+	    const char *unit)
 {
-	char t[TIMERANGE_FORMAT_MAX], v[40];
+	char v[40];
 	size_t n = s->npoints < SHOWN_POINTS ? s->npoints : SHOWN_POINTS;
-	int rc = buf_printf(b, "%sFirst %zu point%s:\n", indent, n,
+	int rc = buf_printf(b, "%sData (first %zu point%s):\n", indent, n,
 			    n == 1 ? "" : "s");
 
 	for (size_t i = 0; rc == STATUS_OK && i < n; i++) {
-		timerange_format(s->points[i].t_ms, t, sizeof(t));
-		rc = buf_printf(b, "%s  %s  %s\n", indent, t,
-				num(s->points[i].v, v, sizeof(v)));
+		time_t sec = (time_t)(s->points[i].t_ms / 1000);
+		struct tm tm;
+
+		gmtime_r(&sec, &tm);
+		rc = buf_printf(b, "%s  %02d:%02d:%02d - %s%s%s\n", indent,
+				tm.tm_hour, tm.tm_min, tm.tm_sec,
+				num(s->points[i].v, v, sizeof(v)),
+				unit_sep(unit), unit);
 	}
 	return rc;
 }
@@ -860,41 +887,39 @@ render(struct call *call, struct grafana *g, const struct req *q,
 		: q->percentile == 99 ? "p99"
 		: q->rate	      ? "per-second rate"
 				      : NULL;
-	rc = buf_printf(&b, "Metric: %s", q->metric);
+	rc = buf_printf(&b, "%s (%s)\nTime: %s to %s\nData Points: %zu\n",
+			q->metric, unit[0] ? unit : "unknown unit", from, to,
+			m->npoints);
 	if (rc == STATUS_OK && (label != NULL || q->agg))
-		rc = buf_printf(&b, " (%s%s%s)", label ? label : "",
+		rc = buf_printf(&b, "Aggregation: %s%s%s\n", label ? label : "",
 				label && q->agg ? ", " : "",
 				promql_agg_name(q->agg));
-	if (rc == STATUS_OK)
-		rc = buf_printf(&b, "\nUnit: %s\n", unit[0] ? unit : "unknown");
 	if (rc == STATUS_OK && md->found && md->type[0])
 		rc = buf_printf(&b, "Type: %s\n", md->type);
 	if (rc == STATUS_OK)
 		rc = buf_printf(&b,
-				"Instance: %s (%s %s)\nQuery: %s\nTime range: "
-				"%s to %s (step %s)\nPoints: %zu in %zu "
-				"series\n",
-				grafana_name(g),
+				"Series: %zu\nStep: %s\nInstance: %s (%s "
+				"%s)\nQuery: %s\n",
+				m->nseries, step, grafana_name(g),
 				grafana_kind(g) == GRAFANA_KIND_GRAFANA
 					? "Grafana"
 					: "Prometheus",
-				grafana_url(g), promql, from, to, step,
-				m->npoints, m->nseries);
+				grafana_url(g), promql);
 	if (rc == STATUS_OK && m->warning != NULL)
 		rc = buf_printf(&b, "Warning from Prometheus: %s\n",
 				m->warning);
 	if (rc == STATUS_OK && m->nseries == 0)
-		rc = buf_puts(&b, "\nNo data: the metric exists but has no "
-				  "samples matching the filters in this time "
-				  "range.\n");
+		rc = buf_puts(&b, "\n" NO_DATA
+				  "\nThe metric exists, but no samples match "
+				  "the filters in this time range.\n");
 	if (rc == STATUS_OK && m->nseries > 0)
 		rc = buf_puts(&b, "\n");
 	if (rc == STATUS_OK && m->nseries > 0)
-		rc = stats_text(&b, &all, "");
+		rc = stats_text(&b, &all, "", unit);
 	if (rc == STATUS_OK && m->nseries == 1) {
 		rc = buf_puts(&b, "\n");
 		if (rc == STATUS_OK)
-			rc = points_text(&b, &m->series[0], "");
+			rc = points_text(&b, &m->series[0], "", unit);
 		shown = 1;
 	}
 	for (size_t i = 0; rc == STATUS_OK && m->nseries > 1 && i < m->nseries;
@@ -909,12 +934,12 @@ render(struct call *call, struct grafana *g, const struct req *q,
 		if (rc == STATUS_OK)
 			rc = labels_text(&b, &m->series[i]);
 		if (rc == STATUS_OK)
-			rc = buf_printf(&b, "\n  Points: %zu\n",
+			rc = buf_printf(&b, "\n  Data Points: %zu\n",
 					m->series[i].npoints);
 		if (rc == STATUS_OK)
-			rc = stats_text(&b, &st, "  ");
+			rc = stats_text(&b, &st, "  ", unit);
 		if (rc == STATUS_OK)
-			rc = points_text(&b, &m->series[i], "  ");
+			rc = points_text(&b, &m->series[i], "  ", unit);
 		if (rc == STATUS_OK && b.len + TAIL_ROOM > budget)
 			rc = STATUS_LIMIT;
 		if (rc == STATUS_LIMIT) {

@@ -317,7 +317,9 @@ async function assertSameAsPrometheus(sc, show) {
 }
 
 // The text's statistics block (first one) and its first points.
-function assertTextStats(text, st, show) {
+// The contract's "Statistics:" lines carry the unit after each value.
+function assertTextStats(text, st, unit, show) {
+	const u = unit ? ` ${unit}` : '';
 	for (const [k, name] of [
 		['min', 'Min'],
 		['max', 'Max'],
@@ -325,7 +327,7 @@ function assertTextStats(text, st, show) {
 		['median', 'Median'],
 		['sum', 'Sum'],
 	]) {
-		assert.ok(text.includes(`${name}: ${g10(st[k])}\n`), `text lacks "${name}: ${g10(st[k])}": ${show}`);
+		assert.ok(text.includes(`  ${name}: ${g10(st[k])}${u}\n`), `text lacks "${name}: ${g10(st[k])}${u}": ${show}`);
 	}
 }
 
@@ -496,12 +498,16 @@ describe('values against Prometheus', () => {
 			// the values the target served: (second mod 10) * 1.5
 			for (const v of sc.series[0].values) assert.ok(v[1] >= 0 && v[1] <= 13.5 && (v[1] / 1.5) % 1 === 0, `value ${v[1]} never served`);
 			const st = stats(want[0].values.map(([, x]) => Number(x)));
-			assertTextStats(text, st, show);
-			assert.ok(text.includes(`Points: ${sc.points}`), show);
+			assertTextStats(text, st, sc.unit, show);
+			// the Metrics Query Tool Contract's lines, in its order
+			const u = sc.unit ? ` ${sc.unit}` : '';
+			assert.ok(text.startsWith(`fixture_queue_depth (${sc.unit || 'unknown unit'})\nTime: ${w.start_time} to ${w.end_time}\nData Points: ${sc.points}\n`), show);
 			assert.ok(want[0].values.length > 10, `only ${want[0].values.length} points`);
-			const lines = want[0].values.slice(0, 10).map(([t, v]) => `  ${iso(t * 1000)}  ${g10(Number(v))}`);
-			assert.ok(text.includes(`First 10 points:\n${lines.join('\n')}\n`), `first 10 points not in text:\n${lines.join('\n')}\n${show}`);
-			assert.ok(!text.includes(`  ${iso(want[0].values[10][0] * 1000)}  `), `an 11th point in the text: ${show}`);
+			const hms = (ms) => iso(ms).slice(11, 19);
+			const lines = want[0].values.slice(0, 10).map(([t, v]) => `  ${hms(t * 1000)} - ${g10(Number(v))}${u}`);
+			assert.ok(text.includes(`\nStatistics:\n  Min: `), show);
+			assert.ok(text.includes(`\nData (first 10 points):\n${lines.join('\n')}\n`), `first 10 points not in text:\n${lines.join('\n')}\n${show}`);
+			assert.ok(!text.includes(`  ${hms(want[0].values[10][0] * 1000)} - `), `an 11th point in the text: ${show}`);
 		}
 		assert.equal(direct.sc.instance, 'direct', 'default instance is the first configured');
 		assert.equal(viaGrafana.sc.instance, 'main');
@@ -513,7 +519,8 @@ describe('values against Prometheus', () => {
 		const w = range();
 		const { sc, text, show } = await call({ metric_name: 'fixture_temperature_celsius', start_time: w.start_time, end_time: w.end_time, step: 1, instance: 'byname' });
 		assert.equal(sc.unit, 'celsius', show);
-		assert.match(text, /Unit: celsius/);
+		assert.match(text, /^fixture_temperature_celsius \(celsius\)\n/);
+		assert.match(text, /\n  Data Points: \d+\n  Statistics:\n  {3}Min: [0-9.]+ celsius\n/, show);
 		assert.equal(sc.series_count, 3);
 		await assertSameAsPrometheus(sc, show);
 		const known = { lab: 21.5, office: 19.25, server: 27 };
@@ -625,7 +632,7 @@ describe('values against Prometheus', () => {
 			const { sc, text, show } = await call({ metric_name: 'fixture_quirky_info', filters: { path: value }, start_time: w.start_time, end_time: w.end_time, step: '1s' });
 			assert.equal(sc.series_count, 0, show);
 			assert.equal(sc.points, 0);
-			assert.match(text, /No data/, show);
+			assert.match(text, /^No data available for this metric in the specified time range\.$/m, show);
 		}
 	});
 
@@ -659,7 +666,7 @@ describe('values against Prometheus', () => {
 		assert.equal(sc.series_count, 0, show);
 		assert.equal(sc.statistics.count, 0);
 		assert.equal(sc.statistics.min, null);
-		assert.match(text, /No data/);
+		assert.match(text, /^No data available for this metric in the specified time range\.$/m);
 	});
 
 	test('default range and step: the last hour at about 500 points', async () => {
