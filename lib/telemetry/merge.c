@@ -1,6 +1,7 @@
 /*
  * merge.c - result merging for the unified query tools: metric unions by
- * key, span dedup and tree building, critical-path slow marking, budgets.
+ * key, span dedup and tree building, asynchronous work told from the
+ * request's, critical-path slow marking, budgets.
  * Every walk over parent links is iterative, so no input depth can exhaust
  * the stack, and cycles are cut before any walk relies on a forest.
  */
@@ -184,6 +185,7 @@ merge_metrics(const struct merge_metric_row *rows, size_t n,
 
 #define FL_ORPHAN 1u
 #define FL_CUT	  2u
+#define FL_LINK	  4u
 
 static uint64_t
 span_end(const struct merge_span *s)
@@ -301,7 +303,41 @@ cut_cycles(const struct merge_span *const *ts, size_t m, size_t *par,
 	}
 }
 
-/* Self time: the span's duration minus the union of its children's. */
+/*
+ * Asynchronous: the rules of merge.h's "async", decided in preorder so a
+ * parent is settled before its children.  A child that starts once its
+ * parent has ended was not waited for; a parent with no duration says
+ * nothing about that.
+ */
+static void
+mark_async(struct merge_node *nodes, size_t m)
+{
+	for (size_t i = 0; i < m; i++) {
+		const struct merge_span *s = nodes[i].span;
+		size_t p = nodes[i].parent;
+		bool a = s->kind == MERGE_KIND_CONSUMER || nodes[i].linked;
+
+		if (p != MERGE_NONE) {
+			const struct merge_span *ps = nodes[p].span;
+
+			a = a || nodes[p].async ||
+			    ps->kind == MERGE_KIND_PRODUCER ||
+			    (span_end(ps) > ps->start_ns &&
+			     s->start_ns >= span_end(ps));
+		}
+		nodes[i].async = a;
+	}
+}
+
+/* True when c is work its parent i did not wait for. */
+static bool
+async_child(const struct merge_node *nodes, size_t i, size_t c)
+{
+	return nodes[c].async && !nodes[i].async;
+}
+
+/* Self time: the span's duration minus the union of the children it
+ * waited for (all of them below an asynchronous span). */
 static uint64_t
 self_time(const struct merge_node *nodes, size_t i)
 {
@@ -314,6 +350,8 @@ self_time(const struct merge_node *nodes, size_t i)
 		uint64_t cs = k->start_ns > pos ? k->start_ns : pos;
 		uint64_t ce = span_end(k) < end ? span_end(k) : end;
 
+		if (async_child(nodes, i, c))
+			continue;
 		if (ce > cs) {
 			covered += ce - cs;
 			pos = ce;
@@ -323,33 +361,66 @@ self_time(const struct merge_node *nodes, size_t i)
 }
 
 /*
- * The critical path runs from the latest-ending root down through the
- * latest-ending child at each level (the first on a tie): the chain the
- * trace's end waited on.  Its spans with the most self time are slow.
+ * The request: the first root (roots come by start time) that is a
+ * SERVER span; without one (kinds unknown, fragments), the latest-ending
+ * synchronous root, the one the trace's end waited on; else node 0.
+ */
+static size_t
+find_request(const struct merge_node *nodes, size_t m)
+{
+	size_t last = MERGE_NONE;
+
+	for (size_t i = m > 0 ? 0 : MERGE_NONE; i != MERGE_NONE;
+	     i = nodes[i].next_sibling) {
+		if (nodes[i].async)
+			continue;
+		if (nodes[i].span->kind == MERGE_KIND_SERVER)
+			return i;
+		if (last == MERGE_NONE ||
+		    span_end(nodes[i].span) > span_end(nodes[last].span))
+			last = i;
+	}
+	return last != MERGE_NONE ? last : 0;
+}
+
+/*
+ * The critical path runs from the request down through its synchronous
+ * children, walked back from each critical span's end: the child that
+ * ends last, then the one ending last by the time that one started, and so on
+ * (a parent that calls fraud and then publishes waited on both).  Parents
+ * come before children in preorder, so one forward pass settles every
+ * level; ord (room for m) sorts each span's children by end.  Its spans
+ * with the most self time are slow.
  */
 static void
-mark_slow(struct merge_node *nodes, size_t m, uint64_t duration,
-	  const struct merge_opts *o)
+mark_slow(struct merge_node *nodes, size_t request, size_t m, uint64_t duration,
+	  struct order *ord, const struct merge_opts *o)
 {
-	size_t best = MERGE_NONE;
+	nodes[request].critical = true;
+	for (size_t i = request; i < m; i++) {
+		uint64_t cursor = span_end(nodes[i].span);
+		size_t k = 0;
 
-	/* node 0 is the first root; the others follow as its siblings */
-	for (size_t i = m > 0 ? 0 : MERGE_NONE; i != MERGE_NONE;
-	     i = nodes[i].next_sibling)
-		if (best == MERGE_NONE ||
-		    span_end(nodes[i].span) > span_end(nodes[best].span))
-			best = i;
-	for (size_t i = best; i != MERGE_NONE;) {
-		size_t next = MERGE_NONE;
-
-		nodes[i].critical = true;
+		if (!nodes[i].critical)
+			continue;
 		for (size_t c = nodes[i].first_child; c != MERGE_NONE;
 		     c = nodes[c].next_sibling)
-			if (next == MERGE_NONE ||
-			    span_end(nodes[c].span) >
-				    span_end(nodes[next].span))
-				next = c;
-		i = next;
+			if (!async_child(nodes, i, c)) {
+				ord[k].start = span_end(nodes[c].span);
+				ord[k++].i = c;
+			}
+		qsort(ord, k, sizeof(*ord), cmp_order);
+		/* the latest-ending child always; then each that ended by
+		 * the cursor (one running beside the critical child was
+		 * not waited for): the latest end is the longest wait */
+		for (size_t j = k; j-- > 0;) {
+			const struct merge_span *c = nodes[ord[j].i].span;
+
+			if (j + 1 < k && span_end(c) > cursor)
+				continue;
+			nodes[ord[j].i].critical = true;
+			cursor = c->start_ns;
+		}
 	}
 	for (size_t k = 0; k < o->max_slow; k++) {
 		size_t pick = MERGE_NONE;
@@ -388,6 +459,10 @@ build_trace(struct work *w, size_t a, size_t m, struct merge_trace *t,
 			par[j] = find_span(ts, m, ts[j]->parent_span_id);
 			if (par[j] == MERGE_NONE)
 				fl[j] |= FL_ORPHAN;
+		} else if (ts[j]->has_link) {
+			par[j] = find_span(ts, m, ts[j]->link_span_id);
+			if (par[j] != MERGE_NONE)
+				fl[j] |= FL_LINK;
 		}
 		if (ts[j]->start_ns < t->start_ns)
 			t->start_ns = ts[j]->start_ns;
@@ -415,6 +490,8 @@ build_trace(struct work *w, size_t a, size_t m, struct merge_trace *t,
 		nodes[pos].depth = depth;
 		nodes[pos].orphan = (fl[j] & FL_ORPHAN) != 0;
 		nodes[pos].cycle_cut = (fl[j] & FL_CUT) != 0;
+		/* a link that looped was cut: the span is a root again */
+		nodes[pos].linked = (fl[j] & (FL_LINK | FL_CUT)) == FL_LINK;
 		pos++;
 		if (fc[j] != MERGE_NONE) {
 			j = fc[j];
@@ -435,9 +512,13 @@ build_trace(struct work *w, size_t a, size_t m, struct merge_trace *t,
 		d->first_child = fc[j] == MERGE_NONE ? MERGE_NONE : map[fc[j]];
 		d->next_sibling = nx[j] == MERGE_NONE ? MERGE_NONE : map[nx[j]];
 	}
+	mark_async(nodes, m);
 	for (size_t i = 0; i < m; i++)
 		nodes[i].self_ns = self_time(nodes, i);
-	mark_slow(nodes, m, t->end_ns - t->start_ns, o);
+	t->request = find_request(nodes, m);
+	t->request_ns = span_end(nodes[t->request].span) -
+			nodes[t->request].span->start_ns;
+	mark_slow(nodes, t->request, m, t->request_ns, w->ord, o);
 	/* a preorder prefix keeps every shown node's parent */
 	for (size_t i = 0; i < keep; i++) {
 		if (nodes[i].first_child >= keep)

@@ -94,8 +94,21 @@ struct merge_span {
 	bool has_parent;
 	uint64_t start_ns, end_ns; /* end before start counts as end == start */
 	int source;		   /* enum merge_source */
-	const void *user;	   /* the caller's row (names, attributes) */
+	int kind;		   /* OTLP SpanKind: MERGE_KIND_*, 0 unknown */
+	/*
+	 * Joined by a link rather than a parent: when has_parent is false
+	 * and the linked span is in the trace, the span is drawn under it,
+	 * as asynchronous work it caused (a batch consumer, a follow-up).
+	 */
+	uint8_t link_span_id[8];
+	bool has_link;
+	const void *user; /* the caller's row (names, attributes) */
 };
+
+/* the OTLP SpanKind values the critical path looks at */
+#define MERGE_KIND_SERVER   2
+#define MERGE_KIND_PRODUCER 4
+#define MERGE_KIND_CONSUMER 5
 
 struct merge_node {
 	const struct merge_span *span; /* borrowed from the input array */
@@ -107,9 +120,17 @@ struct merge_node {
 	uint64_t self_ns;      /* duration not covered by any child */
 	bool orphan;	       /* parent id given but not in the set */
 	bool cycle_cut;	       /* parent link dropped: it looped (or self) */
+	bool linked;	       /* placed under its link's span, no parent */
+	/*
+	 * Work the request did not wait for: a CONSUMER span, a child of a
+	 * PRODUCER, a child that starts once its parent has ended, a span
+	 * placed by a link, and everything below one of those.  Drawn in the
+	 * tree, never on the critical path nor slow.
+	 */
+	bool async;
 	/* computed over all spans, shown or not */
-	bool critical; /* on the critical path */
-	bool slow;     /* dominates the trace's latency */
+	bool critical; /* on the request's critical path */
+	bool slow;     /* dominates the request's latency */
 };
 
 struct merge_trace {
@@ -126,14 +147,25 @@ struct merge_trace {
 	size_t duplicates; /* input spans folded into another source's */
 	uint64_t start_ns; /* over all spans, shown or not */
 	uint64_t end_ns;
+	/*
+	 * The request: the earliest-starting root SERVER span, else the
+	 * latest-ending synchronous root.  The critical path runs down from
+	 * it through synchronous children only; request_ns is its duration,
+	 * the whole that slow shares and bottlenecks are measured against.
+	 * May be at or beyond n_nodes when the shown prefix stops before it.
+	 */
+	size_t request;
+	uint64_t request_ns;
 };
 
 /*
  * Bounds and knobs; zero fields take the defaults below.  max_spans bounds
  * the nodes shown per trace (a tool answer beyond that is unreadable; the
  * rest is counted in not_shown).  A span on the critical path is slow when
- * its self time is the largest there, or at least slow_share of the trace's
- * duration, at most max_slow of them and never with zero self time.
+ * its self time is the largest there, or at least slow_share of the
+ * request's duration, at most max_slow of them and never with zero self
+ * time.  Self time counts only synchronous children as covering a span:
+ * the parent did not wait for asynchronous ones.
  */
 #define MERGE_DEFAULT_MAX_SPANS	 1000
 #define MERGE_DEFAULT_MAX_TRACES 100

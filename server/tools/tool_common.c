@@ -388,5 +388,7 @@ tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
 	m->start_ns = x->start_ns;
 	m->end_ns = x->start_ns + x->duration_ns;
 	m->source = source;
+	m->kind = x->kind;
+	m->has_link = false; /* links are not read from the store yet */
 	m->user = x;
 }

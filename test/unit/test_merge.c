@@ -18,15 +18,24 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-/* A span in shorthand: ids are small numbers, parent 0 means none. */
+/* A span in shorthand: ids are small numbers, parent 0 means none, link
+ * 0 means no link; kind is OTLP's SpanKind (0: unknown). */
 struct sp {
 	unsigned id, parent;
 	uint64_t start, end;
 	int source;
+	int kind;
+	unsigned link;
 };
 
 #define O MERGE_SOURCE_OTLP
 #define E MERGE_SOURCE_EBPF
+/* SpanKind: internal, server, client, producer, consumer */
+#define KI 1
+#define KS MERGE_KIND_SERVER
+#define KC 3
+#define KP MERGE_KIND_PRODUCER
+#define KK MERGE_KIND_CONSUMER
 
 static void
 set_id(uint8_t *id, size_t len, unsigned v)
@@ -47,9 +56,14 @@ make_span(struct merge_span *s, unsigned trace, const struct sp *p)
 		s->has_parent = true;
 		set_id(s->parent_span_id, sizeof(s->parent_span_id), p->parent);
 	}
+	if (p->link != 0) {
+		s->has_link = true;
+		set_id(s->link_span_id, sizeof(s->link_span_id), p->link);
+	}
 	s->start_ns = p->start;
 	s->end_ns = p->end;
 	s->source = p->source;
+	s->kind = p->kind;
 }
 
 static unsigned
@@ -61,7 +75,8 @@ span_num(const struct merge_span *s)
 
 /*
  * A trace as "id/depth[flags]" per node in order; flags: E kept span is
- * eBPF's, e eBPF saw it too, o orphan, c cycle cut, * critical, s slow.
+ * eBPF's, e eBPF saw it too, o orphan, c cycle cut, * critical, s slow,
+ * a async, l placed by its link.
  */
 static void
 render(const struct merge_trace *t, char *buf, size_t cap)
@@ -73,12 +88,13 @@ render(const struct merge_trace *t, char *buf, size_t cap)
 		const struct merge_node *n = &t->nodes[i];
 
 		len += (size_t)snprintf(
-			buf + len, cap - len, "%s%u/%zu%s%s%s%s%s%s",
+			buf + len, cap - len, "%s%u/%zu%s%s%s%s%s%s%s%s",
 			i ? " " : "", span_num(n->span), n->depth,
 			n->span->source == E ? "E" : "",
 			n->also_seen_by & MERGE_SOURCE_BIT(E) ? "e" : "",
 			n->orphan ? "o" : "", n->cycle_cut ? "c" : "",
-			n->critical ? "*" : "", n->slow ? "s" : "");
+			n->critical ? "*" : "", n->slow ? "s" : "",
+			n->async ? "a" : "", n->linked ? "l" : "");
 	}
 }
 
@@ -158,11 +174,11 @@ static const struct tree_case tree_cases[] = {
 	  {5, 1, 20, 25, O},
 	  {3, 1, 20, 30, O}},
 	 5,
-	 "1/0*s 2/1 3/1 5/1 4/1*",
+	 "1/0*s 2/1* 3/1* 5/1 4/1*",
 	 0},
 	/*
 	 * 1 [0,100] has children 2 [10,30] and 3 [30,95]; 3 has 4 [40,50].
-	 * Critical path 1-3-4.  Self: 1 = 100-20-65 = 15, 3 = 65-10 = 55,
+	 * Critical path 1-3-4, and 2 that ran before 3.  Self: 1 = 100-20-65 = 15, 3 = 65-10 = 55,
 	 * 4 = 10; only 3 dominates (15 < 25% of 100).
 	 */
 	{"slow: one dominant span",
@@ -171,7 +187,7 @@ static const struct tree_case tree_cases[] = {
 	  {3, 1, 30, 95, O},
 	  {4, 3, 40, 50, O}},
 	 4,
-	 "1/0* 2/1 3/1*s 4/2*",
+	 "1/0* 2/1* 3/1*s 4/2*",
 	 0},
 	/* 1 [0,100] self 60, 2 [5,45] self 40: both over 25 */
 	{"slow: two spans",
@@ -189,6 +205,68 @@ static const struct tree_case tree_cases[] = {
 	 {{1, 0, 5, 5, O}, {2, 1, 5, 5, O}},
 	 2,
 	 "1/0* 2/1*",
+	 0},
+	/*
+	 * The four asynchronous cases.  A child that starts after its
+	 * parent ended: 3 [120,300] under 1 [0,100]; 1 self 70, 2 self 30
+	 * (over 25% of the request's 100); 3's 180 is not slow.
+	 */
+	{"async: child starts after its parent ended",
+	 {{1, 0, 0, 100, O, KS}, {2, 1, 10, 40, O, KC}, {3, 1, 120, 300, O}},
+	 3,
+	 "1/0*s 2/1*s 3/1a",
+	 0},
+	/* a CONSUMER child running beside its parent covers none of it:
+	 * 1 self 100 - 80 = 20, below 25 */
+	{"async: consumer span",
+	 {{1, 0, 0, 100, O, KS}, {2, 1, 10, 90, O, KC}, {3, 1, 50, 400, O, KK}},
+	 3,
+	 "1/0* 2/1*s 3/1a",
+	 0},
+	/* below a PRODUCER every span is async, however deep */
+	{"async: reached through a producer",
+	 {{1, 0, 0, 100, O, KS},
+	  {2, 1, 10, 12, O, KP},
+	  {3, 2, 11, 500, O, KI},
+	  {4, 3, 20, 30, O, KC}},
+	 4,
+	 "1/0*s 2/1* 3/2a 4/3a",
+	 0},
+	/* 3 has no parent and a link to 2: drawn under 2, async */
+	{"async: joined by a link",
+	 {{1, 0, 0, 100, O, KS},
+	  {2, 1, 10, 90, O, KC},
+	  {3, 0, 50, 600, O, KI, 2}},
+	 3,
+	 "1/0* 2/1*s 3/2al",
+	 0},
+	/* a link to a span not in the trace leaves a root, not async */
+	{"link outside the trace",
+	 {{1, 0, 0, 100, O, KS}, {3, 0, 50, 600, O, KI, 9}},
+	 2,
+	 "1/0*s 3/0",
+	 0},
+	/* a parent wins over a link */
+	{"parent and link",
+	 {{1, 0, 0, 100, O, KS},
+	  {2, 1, 10, 90, O, KC},
+	  {3, 1, 20, 30, O, KI, 2}},
+	 3,
+	 "1/0* 2/1*s 3/1",
+	 0},
+	/* the request is the first root SERVER span, not the longest root */
+	{"request: the earliest root server span",
+	 {{1, 0, 0, 1000, O, KI},
+	  {2, 0, 10, 110, O, KS},
+	  {3, 0, 20, 120, O, KS}},
+	 3,
+	 "1/0 2/0*s 3/0",
+	 0},
+	/* a CONSUMER root is never the request */
+	{"request: not a consumer root",
+	 {{1, 0, 0, 1000, O, KK}, {2, 0, 10, 110, O}},
+	 2,
+	 "1/0a 2/0*s",
 	 0},
 };
 
@@ -238,6 +316,41 @@ test_self_times(void **state)
 		assert_int_equal(r->traces[0].nodes[i].self_ns, want[i]);
 	assert_int_equal(r->traces[0].start_ns, 0);
 	assert_int_equal(r->traces[0].end_ns, 200);
+	merge_result_free(r);
+}
+
+/*
+ * A demo checkout: gateway 1 [0,101] calls checkout 2 [1,100], which asks
+ * fraud 3 [20,88] and publishes 4 [95,96]; notifications consumes it, 5
+ * [130,140], and posts 6 [140,363] long after the request ended.  The
+ * request is 1 (101 long, not the trace's 363); fraud's 68 leads, then
+ * checkout's 99 - 68 - 1 = 30 (over 25% of 101); 6's 223 is not slow.
+ */
+static void
+test_demo_checkout(void **state)
+{
+	static const struct sp s[] = {
+		{1, 0, 0, 101, O, KS},	 {2, 1, 1, 100, O, KS},
+		{3, 2, 20, 88, O, KC},	 {4, 2, 95, 96, O, KP},
+		{5, 4, 130, 140, O, KK}, {6, 5, 140, 363, O, KC}};
+	static const uint64_t self[] = {2, 30, 68, 1, 10, 223};
+	struct merge_span spans[6];
+	struct merge_result *r = NULL;
+	const struct merge_trace *t;
+	char got[128];
+
+	(void)state;
+	for (size_t i = 0; i < 6; i++)
+		make_span(&spans[i], 5, &s[i]);
+	assert_int_equal(merge_traces(spans, 6, NULL, &r), STATUS_OK);
+	t = &r->traces[0];
+	render(t, got, sizeof(got));
+	assert_string_equal(got, "1/0* 2/1*s 3/2*s 4/2* 5/3a 6/4a");
+	assert_int_equal(t->request, 0);
+	assert_int_equal(t->request_ns, 101);
+	assert_int_equal(t->end_ns - t->start_ns, 363);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(t->nodes[i].self_ns, self[i]);
 	merge_result_free(r);
 }
 
@@ -635,6 +748,7 @@ main(void)
 		cmocka_unit_test(test_pct),
 		cmocka_unit_test(test_tree_cases),
 		cmocka_unit_test(test_self_times),
+		cmocka_unit_test(test_demo_checkout),
 		cmocka_unit_test(test_deep_chain),
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_wide_truncated),
