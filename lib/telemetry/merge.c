@@ -326,6 +326,8 @@ mark_async(struct merge_node *nodes, size_t m)
 			     s->start_ns >= span_end(ps));
 		}
 		nodes[i].async = a;
+		nodes[i].async_start =
+			a && (p == MERGE_NONE || !nodes[p].async);
 	}
 }
 
@@ -647,6 +649,30 @@ merge_result_free(struct merge_result *r)
 	free((void *)r->traces);
 	free(r->arena_);
 	free(r);
+}
+
+size_t
+merge_async_start(const struct merge_trace *t, size_t i)
+{
+	if (i >= t->n_nodes || !t->nodes[i].async)
+		return MERGE_NONE;
+	while (t->nodes[i].parent != MERGE_NONE &&
+	       t->nodes[t->nodes[i].parent].async)
+		i = t->nodes[i].parent;
+	return i;
+}
+
+size_t
+merge_background(const struct merge_trace *t)
+{
+	size_t best = MERGE_NONE;
+
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].async && t->nodes[i].self_ns > t->request_ns &&
+		    (best == MERGE_NONE ||
+		     t->nodes[i].self_ns > t->nodes[best].self_ns))
+			best = i;
+	return best;
 }
 
 /* ---- budgets ----------------------------------------------------------- */

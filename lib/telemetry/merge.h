@@ -128,6 +128,7 @@ struct merge_node {
 	 * tree, never on the critical path nor slow.
 	 */
 	bool async;
+	bool async_start; /* async, its parent not (or a root): marked */
 	/* computed over all spans, shown or not */
 	bool critical; /* on the request's critical path */
 	bool slow;     /* dominates the request's latency */
@@ -208,6 +209,20 @@ int merge_traces(const struct merge_span *spans, size_t n,
 		 const struct merge_opts *opts, struct merge_result **out) WUR;
 
 void merge_result_free(struct merge_result *r);
+
+/*
+ * Where the asynchronous work of t's shown node i began: its highest
+ * async ancestor (i itself when its parent waited for it).  MERGE_NONE
+ * when i is not async or not shown.
+ */
+size_t merge_async_start(const struct merge_trace *t, size_t i);
+
+/*
+ * Background work slower than the request: the async shown node with the
+ * most self time, when that self time is above the request's duration;
+ * MERGE_NONE when there is none.
+ */
+size_t merge_background(const struct merge_trace *t);
 
 /* ---- budgets ----------------------------------------------------------- */
 

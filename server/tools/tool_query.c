@@ -855,6 +855,8 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 	}
 	if (rc == STATUS_OK && node->orphan)
 		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->async_start)
+		rc = buf_puts(b, " (async)");
 	if (rc == STATUS_OK && node->slow)
 		rc = buf_puts(b, " ← SLOW");
 	return rc;
@@ -992,9 +994,17 @@ span_open(struct jtext *w, const struct merge_node *node)
 	JT_LIT(w, ",\"status\":");
 	jt_str(w, otlp_status_name(s->status));
 	if (node->slow)
-		JT_LIT(w, ",\"slow\":true,\"children\":[");
+		JT_LIT(w, ",\"slow\":true");
 	else
-		JT_LIT(w, ",\"slow\":false,\"children\":[");
+		JT_LIT(w, ",\"slow\":false");
+	if (node->critical)
+		JT_LIT(w, ",\"critical\":true");
+	else
+		JT_LIT(w, ",\"critical\":false");
+	if (node->async)
+		JT_LIT(w, ",\"async\":true,\"children\":[");
+	else
+		JT_LIT(w, ",\"async\":false,\"children\":[");
 }
 
 /*
@@ -1046,7 +1056,8 @@ trace_write(struct jtext *w, const struct merge_trace *t)
 	JT_LIT(w, "]}");
 }
 
-/* The slowest span of the trace (largest self time among the slow). */
+/* The slowest span of the trace's critical path (largest self time
+ * among the slow: merge marks only critical spans slow). */
 static const struct merge_node *
 trace_culprit(const struct merge_trace *t)
 {
@@ -1059,18 +1070,77 @@ trace_culprit(const struct merge_trace *t)
 	return best;
 }
 
+/*
+ * "the largest latency contributor on the critical path is fraud: Score
+ * (self time 68ms, 69% of its request), downstream of payments"; "in
+ * payments" when it is the service asked about.
+ */
+static int
+culprit_text(struct buf *b, const struct merge_trace *t,
+	     const struct merge_node *top, const char *service)
+{
+	const struct spanquery_span *s = top->span->user;
+	uint64_t dur = t->request_ns;
+	char self[24];
+	int rc;
+
+	render_ms((double)top->self_ns / 1e6, self, sizeof(self));
+	rc = buf_printf(b,
+			"the largest latency contributor on the critical "
+			"path is %s: %s (self time %s, %.0f%% of its request)",
+			s->service, s->name, self,
+			dur > 0 ? 100.0 * (double)top->self_ns / (double)dur
+				: 0);
+	if (rc == STATUS_OK && service != NULL)
+		rc = buf_printf(b,
+				strcmp(s->service, service) == 0
+					? ", in %s itself"
+					: ", downstream of %s",
+				service);
+	return rc;
+}
+
+/* "background: notifications: POST 223ms after the request ended
+ * (async, via notifications: orders process)" */
+static int
+background_text(struct buf *b, const struct merge_trace *t, size_t bg)
+{
+	const struct merge_node *node = &t->nodes[bg];
+	const struct spanquery_span *s = node->span->user;
+	const struct merge_span *req = t->nodes[t->request].span;
+	size_t from = merge_async_start(t, bg);
+	char dur[24];
+	int rc;
+
+	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
+	rc = buf_printf(b, "\nbackground: %s: %s %s %s (async", s->service,
+			s->name, dur,
+			node->span->start_ns >= req->start_ns + t->request_ns
+				? "after the request ended"
+				: "beside the request");
+	if (rc == STATUS_OK && from != bg) {
+		const struct spanquery_span *f = t->nodes[from].span->user;
+
+		rc = buf_printf(b, ", via %s: %s", f->service, f->name);
+	}
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ")");
+	return rc;
+}
+
 static int
 traces_analysis(struct buf *b, const struct merge_result *res,
-		const size_t *order)
+		const size_t *order, const char *service)
 {
 	const struct merge_node *top = NULL;
-	const struct merge_trace *top_t = NULL;
-	size_t errors = 0, orphans = 0, dups = 0;
+	const struct merge_trace *top_t = NULL, *bg_t = NULL;
+	size_t errors = 0, orphans = 0, dups = 0, bg = MERGE_NONE;
 	int rc;
 
 	for (size_t i = 0; i < res->n_traces; i++) {
 		const struct merge_trace *t = &res->traces[order[i]];
 		const struct merge_node *c = trace_culprit(t);
+		size_t g = merge_background(t);
 		bool err = false;
 
 		for (size_t j = 0; j < t->n_nodes; j++) {
@@ -1085,24 +1155,18 @@ traces_analysis(struct buf *b, const struct merge_result *res,
 			top = c;
 			top_t = t;
 		}
+		if (g != MERGE_NONE &&
+		    (bg == MERGE_NONE ||
+		     t->nodes[g].self_ns > bg_t->nodes[bg].self_ns)) {
+			bg = g;
+			bg_t = t;
+		}
 	}
 	rc = buf_puts(b, "\nAnalysis: ");
-	if (rc == STATUS_OK && top != NULL) {
-		const struct spanquery_span *s = top->span->user;
-		uint64_t dur = top_t->end_ns - top_t->start_ns;
-		char self[24];
-
-		render_ms((double)top->self_ns / 1e6, self, sizeof(self));
-		rc = buf_printf(b,
-				"the largest latency contributor is %s: %s "
-				"(self time %s, %.0f%% of its trace)",
-				s->service, s->name, self,
-				dur > 0 ? 100.0 * (double)top->self_ns /
-						  (double)dur
-					: 0);
-	} else if (rc == STATUS_OK) {
+	if (rc == STATUS_OK && top != NULL)
+		rc = culprit_text(b, top_t, top, service);
+	else if (rc == STATUS_OK)
 		rc = buf_puts(b, "no span dominates the latency");
-	}
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, "; %zu of %zu traces have error spans",
 				errors, res->n_traces);
@@ -1116,6 +1180,8 @@ traces_analysis(struct buf *b, const struct merge_result *res,
 				"; %zu span%s a parent not in the store "
 				"(shown as roots)",
 				orphans, orphans == 1 ? " has" : "s have");
+	if (rc == STATUS_OK && bg != MERGE_NONE)
+		rc = background_text(b, bg_t, bg);
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, "\n");
 	return rc;
@@ -1792,7 +1858,7 @@ traces_tail(struct traces_state *x)
 			tool_fit(b);
 		}
 	if (x->res->n_traces > 0) {
-		(void)traces_analysis(b, x->res, x->order);
+		(void)traces_analysis(b, x->res, x->order, tf->service);
 		tool_fit(b);
 	}
 }

@@ -648,7 +648,8 @@ row_of(const struct merge_node *n)
 	return n->span->user;
 }
 
-/* "[OTLP] checkout: GET /a (23ms) ERROR: boom ← SLOW" */
+/* "[OTLP] checkout: GET /a (23ms) ERROR: boom ← SLOW"; " (async)" where
+ * work the request did not wait for begins */
 static int
 trace_label(struct buf *b, const struct merge_node *node, void *arg)
 {
@@ -680,6 +681,8 @@ trace_label(struct buf *b, const struct merge_node *node, void *arg)
 	}
 	if (rc == STATUS_OK && node->orphan)
 		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->async_start)
+		rc = buf_puts(b, " (async)");
 	if (rc == STATUS_OK && node->slow)
 		rc = buf_puts(b, " ← SLOW");
 	return rc;
@@ -796,7 +799,7 @@ node_json(const struct merge_trace *t, size_t i)
 			 sizeof(start));
 	return json_pack(
 		"{s:s, s:s?, s:I, s:s, s:s, s:s, s:s, s:f, s:f, "
-		"s:s, s:o, s:b}",
+		"s:s, s:o, s:b, s:b, s:b}",
 		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
 		"depth", (json_int_t)node->depth, "service", s->service, "name",
 		s->name, "source",
@@ -805,7 +808,7 @@ node_json(const struct merge_trace *t, size_t i)
 		"self_ms", (double)node->self_ns / 1e6, "status",
 		otlp_status_name(s->status), "status_message",
 		opt_string(s->status == 2 ? s->status_message : NULL), "slow",
-		node->slow);
+		node->slow, "critical", node->critical, "async", node->async);
 }
 
 /* A line of the drawn tree: the span, or the run it stands for. */
@@ -872,13 +875,46 @@ by_self_desc(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* "### Bottlenecks": the largest self times (top BOTTLENECKS). */
+/*
+ * "Background: [OTLP] notifications: POST (223ms), after the request
+ * ended (async, via [OTLP] notifications: orders process (230ms))".
+ */
+static int
+background_line(struct buf *b, const struct merge_trace *t, size_t bg)
+{
+	const struct merge_node *node = &t->nodes[bg];
+	const struct merge_span *req = t->nodes[t->request].span;
+	size_t from = merge_async_start(t, bg);
+	int rc = buf_puts(b, "Background: ");
+
+	if (rc == STATUS_OK)
+		rc = span_ref(b, node);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, node->span->start_ns >=
+						 req->start_ns + t->request_ns
+					 ? ", after the request ended (async"
+					 : ", beside the request (async");
+	if (rc == STATUS_OK && from != bg) {
+		rc = buf_puts(b, ", via ");
+		if (rc == STATUS_OK)
+			rc = span_ref(b, &t->nodes[from]);
+	}
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ")\n");
+	return rc;
+}
+
+/*
+ * "### Bottlenecks": the largest self times on the request's critical path
+ * (top BOTTLENECKS), each a share of the request's duration; then the
+ * background work slower than the request, which it did not wait for.
+ */
 static int
 bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 {
 	const struct merge_node *top[BOTTLENECKS];
-	uint64_t dur = t->end_ns - t->start_ns;
-	size_t n = 0;
+	uint64_t dur = t->request_ns;
+	size_t n = 0, bg = merge_background(t);
 	int rc;
 
 	/* a running top-k: BOTTLENECKS is small */
@@ -886,7 +922,7 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		const struct merge_node *node = &t->nodes[i];
 		size_t k;
 
-		if (node->self_ns == 0)
+		if (node->self_ns == 0 || !node->critical)
 			continue;
 		if (n == BOTTLENECKS &&
 		    by_self_desc(&node, &top[BOTTLENECKS - 1]) > 0)
@@ -900,7 +936,8 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 	}
 	rc = buf_puts(b, "\n### Bottlenecks\n");
 	if (rc == STATUS_OK && n == 0)
-		rc = buf_puts(b, "No span has time of its own.\n");
+		rc = buf_puts(b, "No span on the critical path has time of its "
+				 "own.\n");
 	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
 		const struct spanquery_span *s = row_of(top[i]);
 		double share =
@@ -916,11 +953,8 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		if (rc == STATUS_OK)
 			rc = buf_printf(b,
 					": self time %s, %.1f%% of the "
-					"trace%s%s\n",
+					"request%s\n",
 					self, share,
-					top[i]->critical ? ", on the critical "
-							   "path"
-							 : "",
 					s->status == 2 ? ", ERROR" : "");
 		if (rc == STATUS_OK &&
 		    json_array_append_new(
@@ -935,6 +969,8 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 			    0)
 			rc = STATUS_NOMEM;
 	}
+	if (rc == STATUS_OK && bg != MERGE_NONE)
+		rc = background_line(b, t, bg);
 	return rc;
 }
 
@@ -1285,6 +1321,11 @@ get_head(struct get_call *x)
 			 sizeof(start));
 	buf_printf(b, "## Trace %s\n%s, %s span%s, started %s; ", x->tid, dur,
 		   n, t->span_count == 1 ? "" : "s", start);
+	if (t->request_ns < t->end_ns - t->start_ns) {
+		/* async work outlived the request: say how long it took */
+		render_ms((double)t->request_ns / 1e6, dur, sizeof(dur));
+		buf_printf(b, "the request took %s; ", dur);
+	}
 	if ((rc = services_line(b, t)) != STATUS_OK)
 		return rc;
 	buf_printf(b, "; %zu error span%s\n", x->n_errors,

@@ -351,6 +351,13 @@ test_demo_checkout(void **state)
 	assert_int_equal(t->end_ns - t->start_ns, 363);
 	for (size_t i = 0; i < 6; i++)
 		assert_int_equal(t->nodes[i].self_ns, self[i]);
+	/* 6's async work began at the consumer 5; 223 is above 101 */
+	assert_int_equal(merge_async_start(t, 5), 4);
+	assert_int_equal(merge_async_start(t, 4), 4);
+	assert_int_equal(merge_async_start(t, 3), MERGE_NONE);
+	assert_int_equal(merge_background(t), 5);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(t->nodes[i].async_start, i == 4);
 	merge_result_free(r);
 }
 
