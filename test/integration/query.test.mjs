@@ -194,6 +194,22 @@ const DUP = {};
 	});
 }
 
+// T_ASYNC, the demo's checkout: the gateway's request (101 ms) waits on
+// checkout, which waits on fraud's Score (68 ms) and publishes an event;
+// notifications consumes it after the request ended and posts for 223 ms.
+// Score is the bottleneck of the request, the POST background work.
+const T_ASYNC = newId(16);
+const ASYNC = {};
+{
+	const t0 = bandTime('A', 0.45);
+	ASYNC.gw = tspan('async-gateway', 'otlp', T_ASYNC, t0, { name: 'POST /api/checkout', kind: KIND.SERVER, at: 0, dur: 101 });
+	ASYNC.co = tspan('async-checkout', 'otlp', T_ASYNC, t0, { parent: ASYNC.gw, name: 'POST /checkout', kind: KIND.SERVER, at: 1, dur: 99 });
+	ASYNC.score = tspan('async-fraud', 'otlp', T_ASYNC, t0, { parent: ASYNC.co, name: 'fraud.v1.FraudService/Score', kind: KIND.SERVER, at: 20, dur: 68 });
+	ASYNC.pub = tspan('async-checkout', 'otlp', T_ASYNC, t0, { parent: ASYNC.co, name: 'orders publish', kind: KIND.PRODUCER, at: 95, dur: 1 });
+	ASYNC.con = tspan('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.pub, name: 'orders process', kind: KIND.CONSUMER, at: 130, dur: 233 });
+	ASYNC.post = tspan('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.con, name: 'POST', kind: KIND.CLIENT, at: 140, dur: 223 });
+}
+
 // T_ORPHAN: A <- B, and C (whose parent was never sent) <- D.
 const T_ORPHAN = newId(16);
 const ORPH = {};
@@ -853,6 +869,31 @@ describe('query_traces', () => {
 		assert.equal((text.match(/← SLOW/g) ?? []).length, 1);
 		assert.equal(assertTextTree(text, T_DUP, 4), 4);
 		assert.match(text, /^\s*Analysis:/m);
+	});
+
+	test('async work (a Kafka consumer after the request ended) is drawn but off the critical path; Analysis names the downstream bottleneck and the background work', async () => {
+		const { sc, text } = await call('query_traces', { service: 'async-checkout' });
+		assert.equal(sc.traces.length, 1);
+		const flat = flatten(sc.traces[0].spans);
+		const node = (id) => flat.find((f) => f.n.span_id === id).n;
+		for (const id of [ASYNC.con, ASYNC.post]) {
+			assert.equal(node(id).async, true, `${node(id).name} is async`);
+			assert.equal(node(id).critical, false, `${node(id).name} is not on the critical path`);
+			assert.equal(node(id).slow, false, `${node(id).name} is not slow`);
+		}
+		for (const id of [ASYNC.gw, ASYNC.co, ASYNC.score, ASYNC.pub]) {
+			assert.equal(node(id).async, false, `${node(id).name} is synchronous`);
+			assert.equal(node(id).critical, true, `${node(id).name} is on the critical path`);
+		}
+		assert.deepEqual(flat.filter((f) => f.n.slow).map((f) => f.n.span_id), [ASYNC.co, ASYNC.score]);
+		assert.match(text, /async-fraud: fraud\.v1\.FraudService\/Score \(68(\.0+)?ms\) ← SLOW$/m);
+		assert.match(text, /async-notify: orders process \(233(\.0+)?ms\) \(async\)$/m);
+		assert.match(text, /async-notify: POST \(223(\.0+)?ms\)$/m);
+		assert.match(text, /^Analysis: the largest latency contributor on the critical path is async-fraud: fraud\.v1\.FraudService\/Score \(self time 68(\.0+)?ms, [\d.]+% of its request\), downstream of async-checkout;/m);
+		assert.match(text, /^background: async-notify: POST 223(\.0+)?ms after the request ended \(async, via async-notify: orders process\)$/m);
+		// asked about fraud itself, the contributor is in the service asked about
+		const own = await call('query_traces', { service: 'async-fraud' });
+		assert.match(own.text, /contributor on the critical path is async-fraud: fraud\.v1\.FraudService\/Score \([^)]*\), in async-fraud itself;/);
 	});
 
 	test('query_ebpf_traces: the same trace as eBPF saw it', async () => {

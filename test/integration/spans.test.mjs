@@ -141,6 +141,21 @@ const ERR = {};
 	ERR.fraud = sp('payments', 'otlp', T_ERR, t0, { parent: ERR.card, name: 'fraud check', at: 640, dur: 20 });
 }
 
+// T_ASYNC, the demo's checkout: the gateway's request (101 ms) waits on
+// checkout, which waits on fraud's Score (68 ms) and publishes an event;
+// notifications consumes it after the request ended and posts for 223 ms.
+const T_ASYNC = newId(16);
+const ASYNC = {};
+{
+	const t0 = ago(14 * MIN_MS);
+	ASYNC.gw = sp('async-gateway', 'otlp', T_ASYNC, t0, { name: 'POST /api/checkout', kind: KIND.SERVER, dur: 101 });
+	ASYNC.co = sp('async-checkout', 'otlp', T_ASYNC, t0, { parent: ASYNC.gw, name: 'POST /checkout', kind: KIND.SERVER, at: 1, dur: 99 });
+	ASYNC.score = sp('async-fraud', 'otlp', T_ASYNC, t0, { parent: ASYNC.co, name: 'Score', kind: KIND.SERVER, at: 20, dur: 68 });
+	ASYNC.pub = sp('async-checkout', 'otlp', T_ASYNC, t0, { parent: ASYNC.co, name: 'orders publish', kind: KIND.PRODUCER, at: 95, dur: 1 });
+	ASYNC.con = sp('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.pub, name: 'orders process', kind: KIND.CONSUMER, at: 130, dur: 233 });
+	ASYNC.post = sp('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.con, name: 'POST', kind: KIND.CLIENT, at: 140, dur: 223 });
+}
+
 // T_BIG: 10,000 spans: a root, 99 "process chunk" children with 100
 // "write row" children each; one row fails, one chunk is slow.
 const T_BIG = newId(16);
@@ -535,6 +550,25 @@ describe('get_trace', () => {
 		assert.equal(sc.bottlenecks[0].span_id, ERR.compute);
 		for (const m of ['checkout failed', 'payment declined', 'card declined']) assert.match(text, new RegExp(`ERROR[^\\n]*${m}`));
 		assert.equal(sc.sources.ebpf, 'ok');
+	});
+
+	test('async work after the request (a Kafka consumer) is drawn, marked async, and kept off the bottlenecks; the request\'s bottleneck is fraud\'s Score', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_ASYNC });
+		const line = (id) => sc.lines.find((l) => l.span_id === id);
+		for (const id of [ASYNC.con, ASYNC.post]) assert.deepEqual([line(id).async, line(id).critical, line(id).slow], [true, false, false], line(id).name);
+		for (const id of [ASYNC.gw, ASYNC.co, ASYNC.score, ASYNC.pub]) assert.deepEqual([line(id).async, line(id).critical], [false, true], line(id).name);
+		// self times on the critical path, shares of the request's 101 ms
+		// (not of the trace's 363): Score 68, checkout 99 - 68 - 1 = 30
+		assert.deepEqual(sc.bottlenecks.map((b) => b.span_id).slice(0, 2), [ASYNC.score, ASYNC.co]);
+		assert.ok(sc.bottlenecks.every((b) => b.critical && b.service !== 'async-notify'), JSON.stringify(sc.bottlenecks));
+		close(sc.bottlenecks[0].share_pct, (100 * 68) / 101, 'Score share_pct', { rel: 1e-3 });
+		close(sc.bottlenecks[1].self_ms, 30, 'checkout self_ms', { rel: 1e-3 });
+		assert.match(text, /^363(\.0+)?ms, 6 spans, started [^;]+; the request took 101(\.0+)?ms; /m);
+		assert.match(text, /async-notify: orders process \(233(\.0+)?ms\) \(async\)$/m);
+		assert.match(text, /async-fraud: Score \(68(\.0+)?ms\) ← SLOW$/m);
+		assert.doesNotMatch(text, /async-notify[^\n]*← SLOW/);
+		assert.match(text, /^1\. \[OTLP\] async-fraud: Score \(68(\.0+)?ms\): self time 68(\.0+)?ms, [\d.]+% of the request$/m);
+		assert.match(text, /^Background: \[OTLP\] async-notify: POST \(223(\.0+)?ms\), after the request ended \(async, via \[OTLP\] async-notify: orders process \(233(\.0+)?ms\)\)$/m);
 	});
 
 	test('a trace seen by both sources: each span once, duplicates counted', async () => {
