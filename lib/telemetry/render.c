@@ -102,6 +102,107 @@ render_ms(double ms, char *buf, size_t cap)
 	return fixed(ms, ms >= 9.95 ? 0 : ms >= 0.995 ? 1 : 2, "ms", buf, cap);
 }
 
+/* The most decimals shown: two significant digits of 1 in 2^64. */
+#define PCT_MAX_DECIMALS 21
+
+/*
+ * v (0 < v < 1) with two significant digits, into t (RENDER_PCT_MAX
+ * bytes): the decimals are those of v rounded to two digits ("%.1e"), so
+ * 0.0996 is "0.10" and 0.0994 "0.099".  Returns the decimals used, 0 when
+ * v rounds to 1 or more at two decimals, -1 when v is too small for
+ * PCT_MAX_DECIMALS.
+ */
+static int
+two_digits(double v, char *t)
+{
+	char e[16], *x = NULL;
+	long d;
+
+	snprintf(e, sizeof(e), "%.1e", v);
+	x = strchr(e, 'e');
+	d = x != NULL ? 1 - strtol(x + 1, NULL, 10) : -1;
+	if (d > PCT_MAX_DECIMALS || d < 0)
+		return -1;
+	if (d < 2)
+		return 0;
+	snprintf(t, RENDER_PCT_MAX, "%.*f", (int)d, v);
+	return (int)d;
+}
+
+/* pct in (0, 100) with rest == 100 - pct, computed by the caller as
+ * exactly as it can: near 100 the rest decides the decimals. */
+static size_t
+rate_text(double pct, double rest, const char *sign, const char *unit,
+	  char *buf, size_t cap)
+{
+	char t[RENDER_PCT_MAX];
+	int d;
+
+	if (pct < 1 && (d = two_digits(pct, t)) != 0)
+		return d < 0 ? (size_t)snprintf(buf, cap, "%s%.1e%s", sign, pct,
+						unit)
+			     : (size_t)snprintf(buf, cap, "%s%s%s", sign, t,
+						unit);
+	snprintf(t, sizeof(t), "%.1f", pct);
+	if (pct > 100 || strcmp(t, "100.0") != 0)
+		return (size_t)snprintf(buf, cap, "%s%s%s", sign, t, unit);
+	/* under 100 by less than 0.05: 100 minus rest with two significant
+	 * digits, digit by digit (pct itself may be 100 as a double, for
+	 * 2^64 - 2 of 2^64 - 1) */
+	if ((d = two_digits(rest, t)) <= 0)
+		return (size_t)snprintf(buf, cap, "%s%.1f%s", sign, pct, unit);
+	{
+		char *r = t + 2; /* the d decimals of rest, "0.0025" */
+		int k = d - 1;
+
+		while (k > 0 && r[k] == '0')
+			k--;
+		for (int i = 0; i < d; i++)
+			r[i] = (char)(i < k    ? '9' - (r[i] - '0')
+				      : i == k ? '0' + 10 - (r[i] - '0')
+					       : '0');
+		return (size_t)snprintf(buf, cap, "%s99.%s%s", sign, r, unit);
+	}
+}
+
+size_t
+render_rate(double pct, char *buf, size_t cap)
+{
+	if (!(pct > 0) || !isfinite(pct))
+		return (size_t)snprintf(buf, cap, "0%%");
+	if (pct == 100)
+		return (size_t)snprintf(buf, cap, "100%%");
+	return rate_text(pct, 100 - pct, "", "%", buf, cap);
+}
+
+size_t
+render_pct(uint64_t part, uint64_t whole, char *buf, size_t cap)
+{
+	if (part == 0 || whole == 0)
+		return (size_t)snprintf(buf, cap, "0%%");
+	if (part == whole)
+		return (size_t)snprintf(buf, cap, "100%%");
+	if (part > whole)
+		return render_rate(100.0 * (double)part / (double)whole, buf,
+				   cap);
+	return rate_text(100.0 * (double)part / (double)whole,
+			 100.0 * (double)(whole - part) / (double)whole, "",
+			 "%", buf, cap);
+}
+
+size_t
+render_change(double pct, const char *unit, char *buf, size_t cap)
+{
+	double a = fabs(pct);
+
+	if (!(a > 0) || !isfinite(a))
+		return (size_t)snprintf(buf, cap, "0%s", unit);
+	if (a == 100)
+		return (size_t)snprintf(buf, cap, "%s100%s",
+					pct < 0 ? "-" : "+", unit);
+	return rate_text(a, 100 - a, pct < 0 ? "-" : "+", unit, buf, cap);
+}
+
 size_t
 render_usd(double usd, char *buf, size_t cap)
 {

@@ -1,6 +1,6 @@
 /*
  * render.h - text rendering of tool answers for people and models: numbers
- * with thousands separators, durations, per-source metric sections and
+ * with thousands separators, durations, percentages, per-source metric sections and
  * trace trees (├─ └─ │) drawn from lib/telemetry/merge results.  Pure: writes into a
  * bounded struct buf, no I/O.
  */
@@ -30,6 +30,27 @@ size_t render_ms(double ms, char *buf, size_t cap);
  */
 #define RENDER_USD_MAX 32
 size_t render_usd(double usd, char *buf, size_t cap);
+
+/*
+ * Percentages, one rule for every answer: a rate that is not zero never
+ * reads as zero, one that is not all never reads as all.  "0%" for zero
+ * exactly (and for what is not a positive finite number), "100%" for all;
+ * under 1% two significant digits ("0.025%", "0.10%", "0.0000012%");
+ * from 1% one decimal ("1.3%", "12.5%"); just under 100% as many decimals
+ * as the rest needs for two significant digits ("99.975%").  Above 100%
+ * (a change, not a rate) one decimal.  Returns the length, as snprintf;
+ * RENDER_PCT_MAX bytes hold any.
+ */
+#define RENDER_PCT_MAX 40
+size_t render_rate(double pct, char *buf, size_t cap);
+
+/* part of whole as render_rate, exact at the ends: "0%" only when part
+ * is 0 (or whole is), "100%" only when part == whole. */
+size_t render_pct(uint64_t part, uint64_t whole, char *buf, size_t cap);
+
+/* A signed change, render_rate's digits with a sign and unit ("%" or
+ * " pp"): "+0.025%", "-12.5%", "+250.0%"; "0" and the unit when none. */
+size_t render_change(double pct, const char *unit, char *buf, size_t cap);
 
 /* "[eBPF]", "[OTLP]" for enum merge_source; "[?]" otherwise. */
 const char *render_source_label(int source);

@@ -1,6 +1,6 @@
 /*
  * test_render.c - unit tests for lib/telemetry/render: thousands separators, the
- * short duration format on every branch and boundary, source labels, and
+ * short duration format on every branch and boundary, percentages, source labels, and
  * trace trees drawn from lib/telemetry/merge results (prefixes, deep chains, budgets,
  * failing labels).
  */
@@ -1242,6 +1242,139 @@ test_usd(void **state)
 	assert_string_equal(buf, "$1,");
 }
 
+/* ---- percentages ------------------------------------------------------- */
+
+static void
+test_pct(void **state)
+{
+	static const struct {
+		uint64_t part, whole;
+		const char *want;
+	} cases[] = {
+		{0, 4061, "0%"},
+		{0, 0, "0%"},
+		{5, 0, "0%"},
+		{1, 4061, "0.025%"}, /* 0.02462...: never 0.0% */
+		{1, 5000, "0.020%"}, /* two digits, trailing zero kept */
+		{1, 3, "33.3%"},
+		{2, 3, "66.7%"},
+		{1, 1, "100%"},
+		{4061, 4061, "100%"},
+		{4060, 4061, "99.975%"}, /* one short of all: never 100% */
+		{1, 100, "1.0%"},
+		{13, 1000, "1.3%"},
+		{1, 8, "12.5%"},
+		{1, 2, "50.0%"},
+		{996, 1000000, "0.10%"}, /* 0.0996: rounds up a digit */
+		{994, 1000000, "0.099%"},
+		{9995, 1000000,
+		 "1.0%"}, /* 0.9995 rounds to 1.00: one decimal */
+		{999, 1000, "99.9%"},
+		{9995, 10000, "99.950%"},
+		{999999, 1000000, "99.99990%"},
+		{1, 1000000000, "0.00000010%"},
+		{1, UINT64_MAX, "0.0000000000000000054%"},
+		{UINT64_MAX - 1, UINT64_MAX, "99.9999999999999999946%"},
+		{3, 2, "150.0%"},
+	};
+	char buf[RENDER_PCT_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		size_t n = render_pct(cases[i].part, cases[i].whole, buf,
+				      sizeof(buf));
+
+		if (strcmp(buf, cases[i].want) != 0)
+			fail_msg("render_pct(%llu, %llu) = \"%s\", want \"%s\"",
+				 (unsigned long long)cases[i].part,
+				 (unsigned long long)cases[i].whole, buf,
+				 cases[i].want);
+		assert_int_equal(n, strlen(cases[i].want));
+	}
+	/* like snprintf: the length needed, the text cut */
+	assert_int_equal(render_pct(1, 4061, buf, 4), strlen("0.025%"));
+	assert_string_equal(buf, "0.0");
+}
+
+static void
+test_rate(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{0, "0%"},
+		{-0.0, "0%"},
+		{-3, "0%"},
+		{NAN, "0%"},
+		{INFINITY, "0%"},
+		{100, "100%"},
+		{0.0246, "0.025%"},
+		{0.0996, "0.10%"},
+		{0.0995, "0.10%"}, /* binary 0.099500...05: rounds up */
+		{0.0994, "0.099%"},
+		{0.25, "0.25%"},
+		{0.05, "0.050%"},
+		{0.999, "1.0%"},
+		{1.25, "1.2%"}, /* exact tie: to even, as printf */
+		{1.3, "1.3%"},
+		{12.5, "12.5%"},
+		{99.94, "99.9%"},
+		{99.96, "99.960%"},
+		{99.999, "99.9990%"},
+		{1e-12, "0.0000000000010%"},
+		{DBL_MIN, "2.2e-308%"},
+		{250, "250.0%"},
+	};
+	char buf[RENDER_PCT_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		size_t n = render_rate(cases[i].v, buf, sizeof(buf));
+
+		if (strcmp(buf, cases[i].want) != 0)
+			fail_msg("render_rate(%.17g) = \"%s\", want \"%s\"",
+				 cases[i].v, buf, cases[i].want);
+		assert_int_equal(n, strlen(cases[i].want));
+	}
+	/* a nonzero rate is never printed as zero, nor one short of all as
+	 * all, on a sweep of magnitudes */
+	for (double v = 1e-15; v < 100; v *= 1.37) {
+		render_rate(v, buf, sizeof(buf));
+		assert_true(strspn(buf, "0.%") != strlen(buf));
+		if (100 - v == 100) /* below one ulp of 100 */
+			continue;
+		render_rate(100 - v, buf, sizeof(buf));
+		if (strncmp(buf, "100", 3) == 0 ||
+		    (v < 0.05 && strncmp(buf, "99.", 3) != 0))
+			fail_msg("render_rate(100 - %g) = \"%s\"", v, buf);
+	}
+}
+
+static void
+test_change(void **state)
+{
+	char buf[RENDER_PCT_MAX];
+
+	(void)state;
+	render_change(0, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "0%");
+	render_change(0, " pp", buf, sizeof(buf));
+	assert_string_equal(buf, "0 pp");
+	render_change(0.0246, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "+0.025%");
+	render_change(-0.0246, " pp", buf, sizeof(buf));
+	assert_string_equal(buf, "-0.025 pp");
+	render_change(-12.5, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "-12.5%");
+	render_change(-100, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "-100%");
+	render_change(250, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "+250.0%");
+	render_change(NAN, "%", buf, sizeof(buf));
+	assert_string_equal(buf, "0%");
+}
+
 int
 main(void)
 {
@@ -1252,6 +1385,9 @@ main(void)
 		cmocka_unit_test(test_ms_rounding_boundaries),
 		cmocka_unit_test(test_ms_like_printf),
 		cmocka_unit_test(test_usd),
+		cmocka_unit_test(test_pct),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_change),
 		cmocka_unit_test(test_source_label),
 		cmocka_unit_test(test_tree_simple),
 		cmocka_unit_test(test_tree_appends),
