@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/buf.h"
@@ -339,6 +340,59 @@ tool_round_run(const struct tool_round *r)
 	return rc == STATUS_OK ? round_pass(r, 1) : rc;
 }
 
+/* Words of a name too common to point at one service. */
+static bool
+common_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"service", "services", "server",
+					    "the",     "svc",	   "srv",
+					    "app",     "api"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && strncasecmp(w, words[i], n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * When the whole name is close to none ("the gateway service"), its
+ * words of three bytes or more, common ones left out, each offer their
+ * close names ("gateway": api-gateway), added to best[0..n) without
+ * repeats, up to SUGGEST_MAX.  The new n.
+ */
+static size_t
+suggest_by_word(const char *service, const struct spanquery_names *names,
+		const char **best, size_t n)
+{
+	const char *p = service;
+
+	while (*p != '\0' && n < SUGGEST_MAX) {
+		size_t len = strcspn(p, " -_./:");
+		const char *got[SUGGEST_MAX];
+		char word[64];
+		size_t k;
+
+		if (len >= 3 && len < sizeof(word) && !common_word(p, len)) {
+			memcpy(word, p, len);
+			word[len] = '\0';
+			k = spanquery_suggest(word, names->names, names->n, got,
+					      SUGGEST_MAX);
+			for (size_t i = 0; i < k && n < SUGGEST_MAX; i++) {
+				size_t j = 0;
+
+				while (j < n && best[j] != got[i])
+					j++;
+				if (j == n)
+					best[n++] = got[i];
+			}
+		}
+		p += len;
+		if (*p != '\0')
+			p++;
+	}
+	return n;
+}
+
 bool
 tool_unknown_service(struct pg_conn *c, const char *service,
 		     const char *list_tool, char *out, size_t cap)
@@ -357,6 +411,8 @@ tool_unknown_service(struct pg_conn *c, const char *service,
 	if (unknown) {
 		n = spanquery_suggest(service, names->names, names->n, best,
 				      SUGGEST_MAX);
+		if (n == 0)
+			n = suggest_by_word(service, names, best, n);
 		len = (size_t)snprintf(out, cap,
 				       "service \"%s\" has no spans in the "
 				       "telemetry store",
@@ -366,12 +422,12 @@ tool_unknown_service(struct pg_conn *c, const char *service,
 				out + len, cap - len, "%s%s",
 				i == 0 ? "; did you mean " : " or ", best[i]);
 		if (n > 0 && len < cap)
-			snprintf(out + len, cap - len, "?");
-		else if (list_tool != NULL && len < cap)
+			len += (size_t)snprintf(out + len, cap - len, "?");
+		if (list_tool != NULL && len < cap)
 			snprintf(out + len, cap - len,
-				 "; %zu services have spans (call %s without "
-				 "a service to see some)",
-				 names->n, list_tool);
+				 "%s%zu services have spans: call %s to see "
+				 "them",
+				 n > 0 ? " " : "; ", names->n, list_tool);
 	}
 	spanquery_names_free(names);
 	return unknown;

@@ -238,9 +238,10 @@ int tool_round_run(const struct tool_round *r) WUR;
 /*
  * Whether service has no spans at all in the store (c may be NULL: then
  * false).  When it has none, out (cap bytes, cut when longer) says so with
- * "did you mean a or b?" for the closest names; when none is close and
- * list_tool is not NULL, it says how many services have spans and to call
- * list_tool without a service.  False also when the names cannot be read:
+ * "did you mean a or b?" for the closest names (case-insensitive; of the
+ * name's words when the whole name is close to none); when list_tool is
+ * not NULL (the tool that lists services), it says how many services have
+ * spans and to call list_tool.  False also when the names cannot be read:
  * the caller then answers as if the service were known.
  */
 bool tool_unknown_service(struct pg_conn *c, const char *service,

@@ -333,8 +333,7 @@ stats_cells(struct out *o, const struct genai_stats *s, bool model_row,
 	render_count(s->input_tokens, c->in, sizeof(c->in));
 	render_count(s->output_tokens, c->out, sizeof(c->out));
 	cost_text(o, s, model_row, model, c->cost, sizeof(c->cost));
-	snprintf(c->err, sizeof(c->err), "%.1f%%",
-		 merge_pct(s->errors, s->calls));
+	render_pct(s->errors, s->calls, c->err, sizeof(c->err));
 	if (isfinite(s->p50_ms))
 		render_ms(s->p50_ms, c->p50, sizeof(c->p50));
 	else
@@ -638,19 +637,16 @@ model_row(struct out *o, const char *model, const char *provider,
 static void
 bottleneck_text(struct out *o, struct buf *b, const struct genai_span_ref *r)
 {
-	char self[24], trace[24];
+	char self[24], trace[24], share[RENDER_PCT_MAX];
 
 	render_ms((double)r->self_ns / 1e6, self, sizeof(self));
 	render_ms((double)r->trace_duration_ns / 1e6, trace, sizeof(trace));
+	render_pct(r->self_ns, r->trace_duration_ns, share, sizeof(share));
 	buf_printf(b,
 		   "%s: %s (span %s of trace %s), self time %s of its %s "
-		   "trace (%.0f%%)",
+		   "trace (%s)",
 		   red_text(o, r->service), red_text(o, r->name), r->span_id,
-		   r->trace_id, self, trace,
-		   r->trace_duration_ns > 0
-			   ? 100.0 * (double)r->self_ns /
-				     (double)r->trace_duration_ns
-			   : 0);
+		   r->trace_id, self, trace, share);
 	tool_fit(b);
 }
 
@@ -659,8 +655,9 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 	     const char *desc)
 {
 	char start[TIMERANGE_FORMAT_MAX], end[TIMERANGE_FORMAT_MAX], dur[32],
-		avg[24], n[32];
+		avg[24], n[32], err[RENDER_PCT_MAX];
 
+	render_pct(s->errors, s->spans, err, sizeof(err));
 	fmt_ns_time(s->start_ns, start, sizeof(start));
 	fmt_ns_time(s->end_ns, end, sizeof(end));
 	fmt_elapsed((double)(s->end_ns - s->start_ns) / 1e6, dur, sizeof(dur));
@@ -668,10 +665,10 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 	render_count(s->spans, n, sizeof(n));
 	out_printf(o,
 		   "## Session %s\n%s → %s (%s), %zu trace%s (average "
-		   "%s), %s spans, %zu error%s (%.1f%%)\n",
+		   "%s), %s spans, %zu error%s (%s)\n",
 		   red_text(o, id), start, end, dur, s->traces,
 		   s->traces == 1 ? "" : "s", avg, n, s->errors,
-		   s->errors == 1 ? "" : "s", merge_pct(s->errors, s->spans));
+		   s->errors == 1 ? "" : "s", err);
 	if (s->truncated)
 		out_printf(o,
 			   "(large session: the figures cover its "
@@ -846,9 +843,9 @@ change_cells(double prev, double cur, bool usd, char *abs, size_t alen,
 		snprintf(abs, alen, "%s%s", d < 0 ? "-" : "+", v);
 	}
 	if (prev > 0)
-		snprintf(pct, plen, "%+.1f%%", 100 * d / prev);
+		render_change(100 * d / prev, "%", pct, plen);
 	else
-		snprintf(pct, plen, "%s", cur > 0 ? "new" : "0.0%");
+		snprintf(pct, plen, "%s", cur > 0 ? "new" : "0%");
 }
 
 static json_t *
@@ -865,7 +862,7 @@ change_table(struct out *o, const struct genai_usage *u, const char *pdesc)
 	static const char *const cols[] = {"Metric", "Previous", "Current",
 					   "Change", "Change %"};
 	const struct genai_stats *p = &u->previous, *c = &u->total;
-	char pv[320], cv[320], abs[48], pct[32];
+	char pv[320], cv[320], abs[48], pct[RENDER_PCT_MAX];
 	const char *cells[5];
 
 	out_printf(o,
@@ -915,15 +912,15 @@ change_table(struct out *o, const struct genai_usage *u, const char *pdesc)
 			change_cells(a, b, true, abs, sizeof(abs), pct,
 				     sizeof(pct));
 		} else if (i == 4) {
-			snprintf(pv, sizeof(pv), "%.1f%%", a);
-			snprintf(cv, sizeof(cv), "%.1f%%", b);
-			snprintf(abs, sizeof(abs), "%+.1f pp", b - a);
+			render_pct(p->errors, p->calls, pv, sizeof(pv));
+			render_pct(c->errors, c->calls, cv, sizeof(cv));
+			render_change(b - a, " pp", abs, sizeof(abs));
 			if (a > 0)
-				snprintf(pct, sizeof(pct), "%+.1f%%",
-					 100 * (b - a) / a);
+				render_change(100 * (b - a) / a, "%", pct,
+					      sizeof(pct));
 			else
 				snprintf(pct, sizeof(pct), "%s",
-					 b > 0 ? "new" : "0.0%");
+					 b > 0 ? "new" : "0%");
 		} else {
 			render_count((uint64_t)a, pv, sizeof(pv));
 			render_count((uint64_t)b, cv, sizeof(cv));
@@ -1247,7 +1244,7 @@ metric_text(struct out *o, const struct genai_session *s, int m, char *buf,
 {
 	switch (m) {
 	case M_SPANS: render_count(s->spans, buf, cap); break;
-	case M_ERRORS: snprintf(buf, cap, "%.1f%%", metric(s, m)); break;
+	case M_ERRORS: render_pct(s->errors, s->spans, buf, cap); break;
 	case M_LATENCY: render_ms(s->avg_trace_ms, buf, cap); break;
 	case M_TOKENS: render_count((uint64_t)metric(s, m), buf, cap); break;
 	default: cost_text(o, &s->total, false, NULL, buf, cap); break;
@@ -1271,7 +1268,7 @@ diff_text(double a, double b, char *buf, size_t cap)
 	if (isnan(d))
 		snprintf(buf, cap, "n/a (A is 0)");
 	else
-		snprintf(buf, cap, "%+.1f%%", d);
+		render_change(d, "%", buf, cap);
 }
 
 /* "gpt-4o (3 calls), claude-sonnet-4 (1 call)": the session's models. */

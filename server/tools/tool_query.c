@@ -163,6 +163,12 @@ error_pct(const struct merge_metric_row *r)
 	return r->error_rate_pct;
 }
 
+static uint64_t
+errors_of(const struct merge_metric_row *r)
+{
+	return ((const struct spanquery_row *)r->user)->errors;
+}
+
 /* "Route: /a (GET)" / "Method: pkg.Svc/Call" / "Operation: SELECT, Table: t" */
 static int
 key_text(struct buf *b, const struct spanquery_row *q)
@@ -196,10 +202,11 @@ static int
 metric_line(struct buf *b, const struct merge_metric_row *r)
 {
 	const struct spanquery_row *q = r->user;
-	char n[32], p50[24], p95[24], p99[24];
+	char n[32], p50[24], p95[24], p99[24], err[RENDER_PCT_MAX];
 	int rc;
 
 	render_count(q->requests, n, sizeof(n));
+	render_rate(error_pct(r), err, sizeof(err));
 	render_ms(q->p50_ms, p50, sizeof(p50));
 	render_ms(q->p95_ms, p95, sizeof(p95));
 	render_ms(q->p99_ms, p99, sizeof(p99));
@@ -207,8 +214,8 @@ metric_line(struct buf *b, const struct merge_metric_row *r)
 		return rc;
 	return buf_printf(b,
 			  ", Requests: %s, P50: %s, P95: %s, P99: %s, "
-			  "Errors: %.1f%%\n",
-			  n, p50, p95, p99, error_pct(r));
+			  "Errors: %s\n",
+			  n, p50, p95, p99, err);
 }
 
 static json_t *
@@ -240,8 +247,30 @@ metric_json(const struct merge_metric_row *r)
 	return o;
 }
 
+/* " SELECT stock: 1 error in 4,061 calls (0.025%) [OTLP]": a rate
+ * with the counts behind it (a Prometheus row's rounded). */
+static int
+errors_counted(struct buf *b, const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	char e[32], n[32], pct[RENDER_PCT_MAX];
+	int rc;
+
+	render_count(q->errors, e, sizeof(e));
+	render_count(q->requests, n, sizeof(n));
+	render_rate(error_pct(r), pct, sizeof(pct));
+	if ((rc = key_short(b, q)) != STATUS_OK)
+		return rc;
+	return buf_printf(b, ": %s error%s in %s call%s (%s) [%s]", e,
+			  q->errors == 1 ? "" : "s", n,
+			  q->requests == 1 ? "" : "s", pct,
+			  tool_sources[tool_source_of_merge(r->source)].label);
+}
+
 /*
- * "Analysis:" names the worst error rate, the slowest key (P95), and keys
+ * "Analysis:" names the worst error rate (and, when another key has more
+ * errors, the most errors: a rare failure of a busy route outweighs one
+ * failed call of a quiet one), the slowest key (P95), and keys
  * on which the two sources disagree by much (requests off by more than
  * 10 %, or P95 by more than 25 % and 1 ms): usually one side is sampling,
  * or instrumenting a different hop.
@@ -249,7 +278,8 @@ metric_json(const struct merge_metric_row *r)
 static int
 analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 {
-	const struct merge_metric_row *worst = NULL, *slowest = NULL;
+	const struct merge_metric_row *worst = NULL, *most = NULL,
+				      *slowest = NULL;
 	size_t disagree = 0;
 	int rc;
 
@@ -259,9 +289,16 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 
 			if (r == NULL)
 				continue;
+			const struct spanquery_row *q = r->user;
+
 			if (error_pct(r) > 0 &&
-			    (worst == NULL || error_pct(r) > error_pct(worst)))
+			    (worst == NULL || error_pct(r) > error_pct(worst) ||
+			     (error_pct(r) == error_pct(worst) &&
+			      q->errors > errors_of(worst))))
 				worst = r;
+			if (q->errors > 0 &&
+			    (most == NULL || q->errors > errors_of(most)))
+				most = r;
 			if (slowest == NULL || r->p95_ms > slowest->p95_ms)
 				slowest = r;
 		}
@@ -270,12 +307,13 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 	if (worst != NULL) {
 		rc = buf_puts(b, "highest error rate ");
 		if (rc == STATUS_OK)
-			rc = key_short(b, worst->user);
-		if (rc == STATUS_OK)
-			rc = buf_printf(b, " at %.1f%% [%s]", error_pct(worst),
-					tool_sources[tool_source_of_merge(
-							     worst->source)]
-						.label);
+			rc = errors_counted(b, worst);
+		if (rc == STATUS_OK && most != NULL &&
+		    errors_of(most) > errors_of(worst)) {
+			rc = buf_puts(b, "; most errors ");
+			if (rc == STATUS_OK)
+				rc = errors_counted(b, most);
+		}
 	} else {
 		rc = buf_puts(b, "no errors");
 	}
@@ -591,7 +629,7 @@ metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
 		failed += (x->sources & (1u << i)) &&
 			  strncmp(x->status[i], "unavailable", 11) == 0;
 	if (x->k.c[0] != NULL && failed < x->asked &&
-	    tool_unknown_service(x->k.c[0], x->f.service, "query_traces", why,
+	    tool_unknown_service(x->k.c[0], x->f.service, "list_services", why,
 				 sizeof(why))) {
 		*result = tool_result_error("No metrics found: %s", why);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
@@ -1734,7 +1772,7 @@ traces_none(struct traces_state *x, json_t **result)
 		return STATUS_OK;
 	}
 	if (tf->service != NULL &&
-	    tool_unknown_service(x->k.c[0], tf->service, "query_traces", why,
+	    tool_unknown_service(x->k.c[0], tf->service, "list_services", why,
 				 sizeof(why))) {
 		*result = tool_result_error("No traces found: %s", why);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;

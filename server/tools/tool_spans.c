@@ -532,8 +532,8 @@ list_text(struct list_call *x)
 
 		buf_puts(b, "\nNo spans match these filters");
 		if (x->a.f.service != NULL &&
-		    tool_unknown_service(x->k.c[0], x->a.f.service, NULL, why,
-					 sizeof(why)))
+		    tool_unknown_service(x->k.c[0], x->a.f.service,
+					 "list_services", why, sizeof(why)))
 			buf_printf(b, ": %s", why);
 		if (b->len > 0 && b->data[b->len - 1] != '?')
 			buf_puts(b, ".");

@@ -149,6 +149,9 @@ calls('inventory-service', 'ebpf', 20, () => sqlCall('SELECT', 'stock', STATUS.O
 calls('checkout-service', 'otlp', 25, (i) => httpCall('POST', '/api/checkout', i % 5 === 0 ? 503 : 200, 80));
 calls('checkout-service', 'otlp', 15, (i) => grpcCall('checkout.Checkout', 'PlaceOrder', i % 3 === 0 ? 13 : 0, 40));
 for (const source of ['ebpf', 'otlp']) calls('flaky-service', source, 20, (i) => httpCall('GET', '/api/flaky', i % 4 ? 200 : 500, 25));
+// rare-service: 2 errors in 4,061 calls (0.049%, not "0.0%") beside 1 in 3
+calls('rare-service', 'otlp', 4061, (i) => httpCall('GET', '/api/busy', i === 7 || i === 2000 ? 503 : 200, 10));
+calls('rare-service', 'otlp', 3, (i) => httpCall('GET', '/api/quiet', i === 1 ? 500 : 200, 10));
 
 // ---- traces ---------------------------------------------------------------------
 
@@ -822,6 +825,25 @@ describe('query_metrics', () => {
 		for (const form of ['15m', '1h', '24h', '7d', 'today', 'yesterday']) assert.ok(bad.text.includes(form), `accepted form ${form} not listed: ${bad.text}`);
 		const noFrom = await call('query_metrics', { service: 'payment-service', to }, { expectError: true });
 		assert.match(noFrom.text, /from/);
+	});
+
+	test('rare errors: a small rate keeps two significant digits, Analysis gives the counts and the key with most errors', async () => {
+		const { text, sc } = await call('query_metrics', { service: 'rare-service', time_range: '7d' });
+		const busy = sc.http.find((r) => r.route === '/api/busy');
+		close(busy.error_rate_pct, (100 * 2) / 4061, 'busy error_rate_pct');
+		assert.match(text, /Route: \/api\/busy \(GET\), Requests: 4,061, [^\n]*, Errors: 0\.049%$/m, text);
+		assert.match(text, /Route: \/api\/quiet \(GET\), Requests: 3, [^\n]*, Errors: 33\.3%$/m, text);
+		const { analysis } = sections(text);
+		assert.match(analysis, /highest error rate GET \/api\/quiet: 1 error in 3 calls \(33\.3%\) \[OTLP\]; most errors GET \/api\/busy: 2 errors in 4,061 calls \(0\.049%\) \[OTLP\]/, analysis);
+		assert.doesNotMatch(text, /\b0\.0%/);
+	});
+
+	test('a service name that is no service: points to list_services, suggests by its words', async () => {
+		const { text } = await call('query_metrics', { service: 'the flaky service' }, { expectError: true });
+		assert.match(text, /did you mean flaky-service\? \d+ services have spans: call list_services to see them/, text);
+		const t = await call('query_traces', { service: 'zzzz' }, { expectError: true });
+		assert.match(t.text, /has no spans in the telemetry store; \d+ services have spans: call list_services to see them/, t.text);
+		assert.doesNotMatch(t.text, /without a service/);
 	});
 
 	test('unknown service: isError, "did you mean payment-service?"', async () => {
