@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -19,6 +20,7 @@
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
 #include "telemetry/servicequery.h"
+#include "telemetry/spanquery.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
 
@@ -42,8 +44,9 @@ static int
 add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	double range_s, const struct redact *r)
 {
-	char rate[32], errs[32], p95[32], seen[TIMERANGE_FORMAT_MAX],
-		seen_ms[TIMERANGE_FORMAT_MAX], *owned = NULL;
+	char rate[32], errs[RENDER_PCT_MAX], p95[32],
+		seen[TIMERANGE_FORMAT_MAX], seen_ms[TIMERANGE_FORMAT_MAX],
+		*owned = NULL;
 	const char *ns = shown_ns(r, s->ns, &owned);
 	const char *srcs = s->sources == (SERVICEQUERY_EBPF | SERVICEQUERY_OTLP)
 				   ? "eBPF, OTLP"
@@ -63,7 +66,7 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	if (s->requests == 0)
 		snprintf(errs, sizeof(errs), "–");
 	else
-		snprintf(errs, sizeof(errs), "%.2f%%", pct);
+		render_pct(s->errors, s->requests, errs, sizeof(errs));
 	if (s->requests == 0)
 		snprintf(p95, sizeof(p95), "–");
 	else
@@ -107,8 +110,10 @@ struct services_call {
 	size_t limit, budget;
 	int64_t now;
 	struct timerange tr;
-	const char *ns; /* the namespace filter, as given */
-	char *nsowned;	/* as shown, when redacted */
+	const char *ns;	     /* the namespace filter, as given */
+	const char *ns_case; /* the namespace matched ignoring case, or NULL */
+	char ns_hint[320];   /* "did you mean ..." when none matched */
+	char *nsowned;	     /* as shown, when redacted */
 	struct servicequery_result *r;
 	json_t *arr;	 /* the rows shown, structured */
 	size_t shown;	 /* how many */
@@ -140,6 +145,70 @@ services_args(struct services_call *x, const json_t *args, json_t **result)
 	return STATUS_OK;
 }
 
+/* Namespaces offered after "did you mean" */
+#define NS_SUGGEST_MAX 3
+
+/*
+ * No service in namespace x->ns: all services of the range (all, on c) in
+ * x->r instead, kept when their namespace is x->ns but for case ("Shop":
+ * shop), else none, with the close namespace names in x->ns_hint.
+ */
+static int
+services_ns_fallback(struct services_call *x, struct pg_conn *c,
+		     struct pg_error *perr)
+{
+	struct servicequery_filter f = {.from_ms = x->tr.from_ms,
+					.to_ms = x->tr.to_ms};
+	struct servicequery_result *all = NULL;
+	const char **nss = NULL, *best[NS_SUGGEST_MAX];
+	size_t kept = 0, nn = 0, k, len = 0;
+	int rc;
+
+	if ((rc = servicequery_list(c, &f, x->now, &all, perr)) != STATUS_OK)
+		return rc;
+	if ((nss = calloc(all->n + 1, sizeof(*nss))) == NULL) {
+		servicequery_free(all);
+		return STATUS_NOMEM;
+	}
+	for (size_t i = 0; i < all->n; i++) {
+		const char *ns = all->services[i].ns;
+		size_t j = 0;
+
+		if (ns == NULL)
+			continue;
+		if (strcasecmp(ns, x->ns) == 0) {
+			if (x->ns_case == NULL)
+				x->ns_case = ns;
+			all->services[kept++] = all->services[i];
+		}
+		while (j < nn && strcmp(nss[j], ns) != 0)
+			j++;
+		if (j == nn)
+			nss[nn++] = ns;
+	}
+	if (kept == 0) {
+		const struct redact *red = call_redact(x->call);
+
+		k = spanquery_suggest(x->ns, nss, nn, best, NS_SUGGEST_MAX);
+		for (size_t i = 0; i < k && len < sizeof(x->ns_hint); i++) {
+			char *owned = NULL;
+			const char *shown = shown_ns(red, best[i], &owned);
+
+			len += (size_t)snprintf(
+				x->ns_hint + len, sizeof(x->ns_hint) - len,
+				"%s\"%s\"",
+				i == 0 ? "did you mean namespace " : " or ",
+				shown);
+			free(owned);
+		}
+	}
+	free(nss);
+	all->n = kept;
+	servicequery_free(x->r);
+	x->r = all;
+	return STATUS_OK;
+}
+
 /* Fetch: the services, on a connection held for the one statement;
  * *result is the answer when the store fails. */
 static int
@@ -160,6 +229,8 @@ services_fetch(struct services_call *x, json_t **result)
 	}
 	if (rc == STATUS_OK) {
 		rc = servicequery_list(c, &f, x->now, &x->r, &perr);
+		if (rc == STATUS_OK && x->r->n == 0 && x->ns != NULL)
+			rc = services_ns_fallback(x, c, &perr);
 		pg_release(c);
 	}
 	if (rc != STATUS_OK)
@@ -224,8 +295,16 @@ services_text(struct services_call *x)
 	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
 	/* the filter is the caller's own text, but it may be a secret
 	 * pasted by mistake: shown redacted like the column */
-	ns = x->ns != NULL ? shown_ns(call_redact(x->call), x->ns, &x->nsowned)
-			   : NULL;
+	ns = x->ns_case != NULL ? x->ns_case : x->ns;
+	ns = ns != NULL ? shown_ns(call_redact(x->call), ns, &x->nsowned)
+			: NULL;
+	if (r->n == 0 && x->ns_hint[0] != '\0') {
+		buf_printf(b,
+			   "No services with spans in %s in namespace \"%s\"; "
+			   "%s? Or widen time_range or drop namespace.\n",
+			   rdesc, ns, x->ns_hint);
+		return;
+	}
 	if (r->n == 0) {
 		buf_printf(b,
 			   "No services with spans in %s%s%s%s. "
@@ -241,6 +320,11 @@ services_text(struct services_call *x)
 	buf_printf(b, "%zu, %s%s%s%s)\n\n", r->n, rdesc,
 		   ns != NULL ? ", namespace \"" : "", ns != NULL ? ns : "",
 		   ns != NULL ? "\"" : "");
+	if (x->ns_case != NULL)
+		buf_printf(b,
+			   "No namespace is exactly as given: namespace "
+			   "\"%s\" matched it ignoring case.\n\n",
+			   ns);
 	buf_append(b, x->t.data, x->t.len);
 	if (x->shown < r->n)
 		buf_printf(b, "\n%zu more service%s not shown: %s.\n",

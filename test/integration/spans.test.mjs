@@ -712,6 +712,17 @@ describe('list_services', () => {
 		assert.match(text, /no-such-namespace/);
 	});
 
+	test('namespace not found as given: matched ignoring case, else the close names suggested', async () => {
+		const exact = await call('list_services', { time_range: '1h', namespace: 'shop' });
+		const { sc, text } = await call('list_services', { time_range: '1h', namespace: 'Shop' });
+		assert.deepEqual(sc.services, exact.sc.services, '"Shop" lists what "shop" lists');
+		assert.equal(sc.total, exact.sc.total);
+		assert.match(text, /namespace "shop" matched it ignoring case/, text);
+		const near = await call('list_services', { time_range: '1h', namespace: 'shopp' });
+		assert.equal(near.sc.total, 0);
+		assert.match(near.text, /No services with spans in [^\n]* in namespace "shopp"; did you mean namespace "shop"\? Or widen/, near.text);
+	});
+
 
 	test('a request seen by both eBPF and OTLP counts once', async () => {
 		const { sc } = hour ?? (await call('list_services', { time_range: '1h' }));
