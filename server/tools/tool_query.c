@@ -1119,16 +1119,15 @@ culprit_text(struct buf *b, const struct merge_trace *t,
 {
 	const struct spanquery_span *s = top->span->user;
 	uint64_t dur = t->request_ns;
-	char self[24];
+	char self[24], share[24];
 	int rc;
 
 	render_ms((double)top->self_ns / 1e6, self, sizeof(self));
+	render_pct(top->self_ns, dur, share, sizeof(share));
 	rc = buf_printf(b,
 			"the largest latency contributor on the critical "
-			"path is %s: %s (self time %s, %.0f%% of its request)",
-			s->service, s->name, self,
-			dur > 0 ? 100.0 * (double)top->self_ns / (double)dur
-				: 0);
+			"path is %s: %s (self time %s, %s of its request)",
+			s->service, s->name, self, share);
 	if (rc == STATUS_OK && service != NULL)
 		rc = buf_printf(b,
 				strcmp(s->service, service) == 0

@@ -943,18 +943,19 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		double share =
 			dur > 0 ? 100.0 * (double)top[i]->self_ns / (double)dur
 				: 0;
-		char self[24], sid[17];
+		char self[24], sid[17], pct[24];
 
 		render_ms((double)top[i]->self_ns / 1e6, self, sizeof(self));
+		render_pct(top[i]->self_ns, dur, pct, sizeof(pct));
 		hex_encode(s->span_id, 8, sid);
 		rc = buf_printf(b, "%zu. ", i + 1);
 		if (rc == STATUS_OK)
 			rc = span_ref(b, top[i]);
 		if (rc == STATUS_OK)
 			rc = buf_printf(b,
-					": self time %s, %.1f%% of the "
+					": self time %s, %s of the "
 					"request%s\n",
-					self, share,
+					self, pct,
 					s->status == 2 ? ", ERROR" : "");
 		if (rc == STATUS_OK &&
 		    json_array_append_new(
