@@ -27,6 +27,7 @@ enum key_type {
 	KT_BOOL,
 	KT_LIST, /* struct strlist, TOML array of strings */
 	KT_LOGLEVEL,
+	KT_PCT, /* double field, a percentage from 0 to 100 */
 };
 
 enum {
@@ -48,6 +49,7 @@ struct key_def {
 	unsigned flags;
 	check_fn check;
 	const char *doc;
+	double def_r; /* default of percentages */
 };
 
 static bool check_listen(const char *s, char *msg, size_t len);
@@ -65,6 +67,10 @@ static bool check_redact_key(const char *s, char *msg, size_t len);
 #define INT(t, n, f, def, lo, hi, doc)                                         \
 	{                                                                      \
 		t, n, KT_INT, OFF(f), NULL, def, lo, hi, 0, NULL, doc          \
+	}
+#define PCT(t, n, f, def, doc)                                                 \
+	{                                                                      \
+		t, n, KT_PCT, OFF(f), NULL, 0, 0, 100, 0, NULL, doc, def       \
 	}
 #define INT64(t, n, f, def, lo, hi, doc)                                       \
 	{                                                                      \
@@ -265,6 +271,18 @@ static const struct key_def keys[] = {
 	     NULL,
 	     "Scope-name prefixes that mark eBPF spans; empty = "
 	     "\"github.com/grafana/beyla\", \"go.opentelemetry.io/obi\"."),
+	PCT("health", "error_degraded", health.error_degraded, 0,
+	    "Request health: a service or call whose error rate (HTTP 5xx, "
+	    "server-side gRPC codes, span status ERROR) is above 0 and at "
+	    "least this percentage is DEGRADED (Kiali's default: any error)."),
+	PCT("health", "error_unhealthy", health.error_unhealthy, 10,
+	    "Error rate, in percent, from which it is UNHEALTHY."),
+	PCT("health", "client_error_degraded", health.client_error_degraded, 10,
+	    "Client-error rate (HTTP 4xx on servers, gRPC codes such as "
+	    "UNAUTHENTICATED or NOT_FOUND), in percent, from which it is "
+	    "DEGRADED."),
+	PCT("health", "client_error_unhealthy", health.client_error_unhealthy,
+	    20, "Client-error rate, in percent, from which it is UNHEALTHY."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -579,6 +597,7 @@ expected(const struct key_def *k, char *buf, size_t len)
 	case KT_LIST: return "an array of strings";
 	case KT_LOGLEVEL:
 		return "one of \"debug\", \"info\", \"warn\", \"error\"";
+	case KT_PCT: return "a number from 0 to 100 (a percentage)";
 	}
 	return "a value";
 }
@@ -765,6 +784,20 @@ set_from_toml(struct loader *L, const struct key_def *k,
 			goto wrong_type;
 		set_int(L->cfg, k, toml_int(v));
 		return STATUS_OK;
+	case KT_PCT: {
+		double d;
+
+		if (toml_type(v) == TOML_INT)
+			d = (double)toml_int(v);
+		else if (toml_type(v) == TOML_FLOAT)
+			d = toml_float(v);
+		else
+			goto wrong_type;
+		if (!(d >= 0 && d <= 100))
+			goto wrong_type;
+		*(double *)field(L->cfg, k) = d;
+		return STATUS_OK;
+	}
 	case KT_BOOL:
 		if (toml_type(v) != TOML_BOOL)
 			goto wrong_type;
@@ -1452,6 +1485,17 @@ set_from_env(struct config *cfg, const struct key_def *k, const char *var,
 			goto bad;
 		set_int(cfg, k, iv);
 		return STATUS_OK;
+	case KT_PCT: {
+		char *end;
+		double d;
+
+		errno = 0;
+		d = strtod(s, &end);
+		if (errno || end == s || *end || !(d >= 0 && d <= 100))
+			goto bad;
+		*(double *)field(cfg, k) = d;
+		return STATUS_OK;
+	}
 	case KT_BOOL:
 		if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
 			*(bool *)field(cfg, k) = true;
@@ -1570,6 +1614,7 @@ config_defaults(struct config **out)
 			break;
 		case KT_INT:
 		case KT_INT64: set_int(cfg, k, k->def_i); break;
+		case KT_PCT: *(double *)field(cfg, k) = k->def_r; break;
 		case KT_BOOL: *(bool *)field(cfg, k) = k->def_i != 0; break;
 		case KT_LIST:
 			if (k->def_s && set_list_default(cfg, k)) {
@@ -1772,6 +1817,7 @@ print_value(FILE *f, const struct config *cfg, const struct key_def *k,
 	case KT_INT64:
 		fprintf(f, "%lld", (long long)*(const int64_t *)p);
 		break;
+	case KT_PCT: fprintf(f, "%g", *(const double *)p); break;
 	case KT_BOOL: fputs(*(const bool *)p ? "true" : "false", f); break;
 	case KT_LIST: {
 		const struct strlist *l = p;
@@ -1914,6 +1960,7 @@ example_kind(const struct key_def *k, char *buf, size_t len)
 	case KT_LOGLEVEL:
 		snprintf(buf, len, "debug, info, warn or error");
 		break;
+	case KT_PCT: snprintf(buf, len, "percentage 0..100"); break;
 	}
 }
 
@@ -2029,6 +2076,7 @@ same_value(const struct config *a, const struct config *b,
 		return strcmp(*(char *const *)pa, *(char *const *)pb) == 0;
 	case KT_INT: return *(const int *)pa == *(const int *)pb;
 	case KT_INT64: return *(const int64_t *)pa == *(const int64_t *)pb;
+	case KT_PCT: return *(const double *)pa == *(const double *)pb;
 	case KT_BOOL: return *(const bool *)pa == *(const bool *)pb;
 	case KT_LOGLEVEL:
 		return *(const enum config_log_level *)pa ==

@@ -158,6 +158,11 @@ struct config {
 		struct strlist ebpf_scope_prefixes; /* empty = built-in list */
 	} ingest;
 	struct {
+		/* request-health tolerances, percentages (Kiali's defaults) */
+		double error_degraded, error_unhealthy;
+		double client_error_degraded, client_error_unhealthy;
+	} health;
+	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
 		struct config_instance *v;

@@ -218,6 +218,16 @@ test_full_file(void **state)
 	assert_false(c->database.auto_migrate);
 	config_free(c);
 
+	/* [health] percentages: floats and integers; the defaults Kiali's */
+	c = load_ok("[health]\nerror_degraded = 0.5\nclient_error_unhealthy = "
+		    "30\n",
+		    no_env);
+	assert_true(c->health.error_degraded == 0.5);
+	assert_true(c->health.error_unhealthy == 10);
+	assert_true(c->health.client_error_degraded == 10);
+	assert_true(c->health.client_error_unhealthy == 30);
+	config_free(c);
+
 	/* inline tables and dotted keys are the same document to config */
 	c = load_ok("server = {threads = 3, tls.cert = 'c', tls.key = 'k'}\n"
 		    "workers.threads = 2\n",
@@ -265,6 +275,16 @@ static const struct err_case err_cases[] = {
 	 NULL},
 	{"list item not a string", "[tools]\ndisabled = ['a', 2]",
 	 STATUS_INVALID, 2, 18, "tools.disabled", "got integer 2 as item 2",
+	 NULL},
+	{"percentage over 100", "[health]\nerror_unhealthy = 101",
+	 STATUS_INVALID, 2, 19, "health.error_unhealthy",
+	 "expected a number from 0 to 100 (a percentage), got integer 101",
+	 NULL},
+	{"string for percentage", "[health]\nerror_degraded = '1%'",
+	 STATUS_INVALID, 2, 18, "health.error_degraded", "got string \"1%\"",
+	 NULL},
+	{"negative percentage", "[health]\nerror_degraded = -0.5",
+	 STATUS_INVALID, 2, 18, "health.error_degraded", "got float -0.5",
 	 NULL},
 	{"boolean for integer", "[server]\nthreads = true", STATUS_INVALID, 2,
 	 11, "server.threads", "got boolean true", NULL},
@@ -429,6 +449,10 @@ static const struct env_err_case env_errs[] = {
 	 "between 1 and 1024", NULL},
 	{"SEXTANT_CONFORMANCE_ENABLED=yes", "SEXTANT_CONFORMANCE_ENABLED",
 	 "expected a boolean", NULL},
+	{"SEXTANT_HEALTH_ERROR_DEGRADED=1%", "SEXTANT_HEALTH_ERROR_DEGRADED",
+	 "expected a number from 0 to 100 (a percentage)", NULL},
+	{"SEXTANT_HEALTH_ERROR_UNHEALTHY=nan", "SEXTANT_HEALTH_ERROR_UNHEALTHY",
+	 "expected a number from 0 to 100", NULL},
 	{"SEXTANT_LOG_LEVEL=trace", "SEXTANT_LOG_LEVEL", "\"debug\"", NULL},
 	{"SEXTANT_LISTEN=8080", "SEXTANT_LISTEN",
 	 "expected \"host:port\" or \"[ipv6]:port\"", NULL},
