@@ -67,18 +67,25 @@ is_alpha(char c)
 	return c >= 'a' && c <= 'z';
 }
 
+/* *s[0..*n) without surrounding whitespace. */
+static void
+trim_span(const char **s, size_t *n)
+{
+	while (*n > 0 && is_space(**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && is_space((*s)[*n - 1]))
+		(*n)--;
+}
+
 /* s[0..n) without surrounding whitespace; NULL counts as empty. */
 static void
 trim(const char *s, const char **start, size_t *len)
 {
 	size_t n = s ? strlen(s) : 0;
 
-	while (n > 0 && is_space(*s)) {
-		s++;
-		n--;
-	}
-	while (n > 0 && is_space(s[n - 1]))
-		n--;
+	trim_span(&s, &n);
 	*start = s;
 	*len = n;
 }
@@ -595,6 +602,50 @@ timerange_parse(const char *range, const char *from, const char *to,
 out:
 	*out = rc == STATUS_OK ? r : (struct timerange){0, 0};
 	return rc;
+}
+
+int
+timerange_baseline(const struct timerange *r, const char *compare_to,
+		   struct timerange *out, char *err, size_t errlen)
+{
+	const char *s;
+	size_t n;
+	int64_t shift = 0;
+	char q[QUOTE_CAP];
+
+	if (err && errlen > 0)
+		err[0] = '\0';
+	*out = (struct timerange){0, 0};
+	trim(compare_to, &s, &n);
+	if (word_eq(s, n, "previous") || word_eq(s, n, "prev") ||
+	    word_eq(s, n, "before")) {
+		shift = r->to_ms - r->from_ms;
+	} else if (n > 0 && n <= INPUT_MAX) {
+		const char *d = s;
+		size_t dn = n;
+
+		if (d[0] == '-') {
+			d++;
+			dn--;
+		} else if (dn > 3 && word_eq(d + dn - 3, 3, "ago")) {
+			dn -= 3;
+		}
+		trim_span(&d, &dn);
+		if (parse_duration(d, dn, &shift) != RANGE_OK)
+			shift = 0;
+	}
+	if (shift <= 0) {
+		quote(q, s, n);
+		set_err(err, errlen,
+			"compare_to \"%s\" is not understood: use \"previous\" "
+			"(the same length just before the range) or a shift "
+			"back like \"1h\", \"1d\", \"7d\" (at most %lld days)",
+			q, (long long)(TIMERANGE_MAX_MS / MS_PER_DAY));
+		return STATUS_INVALID;
+	}
+	out->from_ms = r->from_ms - shift;
+	out->to_ms = r->to_ms - shift;
+	return STATUS_OK;
 }
 
 size_t

@@ -61,6 +61,19 @@ struct timerange {
 int timerange_parse(const char *range, const char *from, const char *to,
 		    int64_t now_ms, struct timerange *out, char *err,
 		    size_t errlen) WUR;
+/*
+ * The baseline a range is compared with (a tool's compare_to argument):
+ * "previous" (or "prev", "before": the same length just before the range)
+ * or a shift back by a duration in time_range's duration forms ("1h", "1d",
+ * "7d", "1 week"), e.g. "1d" compares 10:00-11:00 today with 10:00-11:00
+ * yesterday.  Case-insensitive, surrounding whitespace ignored; a leading
+ * "-" or "ago" after the duration is accepted ("-1d", "1 day ago").
+ * STATUS_INVALID when it is none of these, or the shift is 0 or above
+ * TIMERANGE_MAX_MS: err names compare_to, quotes the value and lists what is
+ * accepted.  *out is {0, 0} on failure.
+ */
+int timerange_baseline(const struct timerange *r, const char *compare_to,
+		       struct timerange *out, char *err, size_t errlen) WUR;
 /* ms as RFC 3339 UTC, "2026-11-21T10:00:00Z", or with ".123" when ms is
  * not a whole second.  Returns the length like snprintf. */
 size_t timerange_format(int64_t ms, char *buf, size_t cap);

@@ -183,6 +183,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    r2.from_ms != r.from_ms || r2.to_ms != r.to_ms ||
 	    strcmp(err, err2) != 0)
 		abort();
+	/* compare_to, from each field: a shift back of at most
+	 * TIMERANGE_MAX_MS, same length, or a compare_to error */
+	for (k = 0; rc == STATUS_OK && k < 3; k++) {
+		struct timerange b;
+
+		if (timerange_baseline(&r, arg[k], &b, err2, sizeof(err2)) ==
+		    STATUS_OK) {
+			if (err2[0] != '\0' ||
+			    b.to_ms - b.from_ms != r.to_ms - r.from_ms ||
+			    b.from_ms >= r.from_ms ||
+			    r.from_ms - b.from_ms > TIMERANGE_MAX_MS)
+				abort();
+		} else if (b.from_ms != 0 || b.to_ms != 0 ||
+			   strncmp(err2, "compare_to \"", 12) != 0 ||
+			   !valid_utf8(err2)) {
+			abort();
+		}
+	}
 	check_format(now);
 	check_format((int64_t)raw);
 	check_describe(&(struct timerange){(int64_t)raw, now}, now, cut);

@@ -790,6 +790,71 @@ test_describe_parsed_and_bounds(void **state)
 	assert_string_equal(buf, "last 1h");
 }
 
+/* compare_to: the range before, or shifted back by a duration */
+static void
+test_baseline(void **state)
+{
+	const struct timerange r = {1000LL * 3600 * 24 * 400,
+				    1000LL * 3600 * 24 * 400 + 3600000};
+	const struct {
+		const char *in;
+		int64_t shift_ms; /* 0: refused */
+	} cases[] = {
+		{"previous", 3600000},
+		{"  PREV ", 3600000},
+		{"before", 3600000},
+		{"1d", 86400000},
+		{"-1d", 86400000},
+		{"1 day ago", 86400000},
+		{"7d", 7 * 86400000LL},
+		{"1 week", 7 * 86400000LL},
+		{"30m", 1800000},
+		{"1h30m", 5400000},
+		{"", 0},
+		{NULL, 0},
+		{"yesterday", 0},
+		{"0h", 0},
+		{"-", 0},
+		{"ago", 0},
+		{"1 fortnight", 0},
+		{"401d", 0},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct timerange b = {1, 2};
+		int rc = timerange_baseline(&r, cases[i].in, &b, err,
+					    sizeof(err));
+
+		if (cases[i].shift_ms == 0) {
+			if (rc != STATUS_INVALID || b.from_ms != 0 ||
+			    b.to_ms != 0 ||
+			    strstr(err, "compare_to \"") != err ||
+			    strstr(err, "\"previous\"") == NULL)
+				fail_msg("case %zu (%s): rc %d, err \"%s\"", i,
+					 cases[i].in ? cases[i].in : "NULL", rc,
+					 err);
+			continue;
+		}
+		if (rc != STATUS_OK || err[0] != '\0' ||
+		    b.from_ms != r.from_ms - cases[i].shift_ms ||
+		    b.to_ms != r.to_ms - cases[i].shift_ms)
+			fail_msg("case %zu (%s): rc %d, [%lld, %lld), err "
+				 "\"%s\"",
+				 i, cases[i].in, rc, (long long)b.from_ms,
+				 (long long)b.to_ms, err);
+	}
+	/* the quoted value is bounded and the message says what to do */
+	assert_int_equal(timerange_baseline(&r, "soon", &(struct timerange){0},
+					    err, sizeof(err)),
+			 STATUS_INVALID);
+	assert_string_equal(
+		err, "compare_to \"soon\" is not understood: use \"previous\" "
+		     "(the same length just before the range) or a shift back "
+		     "like \"1h\", \"1d\", \"7d\" (at most 400 days)");
+}
+
 int
 main(void)
 {
@@ -805,6 +870,7 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_describe_parsed_and_bounds),
+		cmocka_unit_test(test_baseline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
