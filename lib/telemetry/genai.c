@@ -32,14 +32,27 @@
 #define G_PRED                                                                 \
 	"(s.gen_ai_operation IN " LLM_OPS " OR s.gen_ai_input_tokens IS NOT "  \
 	"NULL OR s.gen_ai_output_tokens IS NOT NULL)"
+/*
+ * A span's status as the tools judge it: ERROR (2) when it failed by
+ * sextant_span_outcome (migration 0012: span status ERROR, HTTP 5xx, a 4xx
+ * on a client span such as an LLM call, a failed gRPC call), else its own
+ * status; a server's client error (a 404 it answered) is not a failure.
+ */
+#define FAILED_STATUS(a)                                                       \
+	"CASE WHEN sextant_span_outcome(" a ".kind, " a ".status_code, " a     \
+	".http_status_code, " a ".rpc_grpc_status_code) = 1 THEN 2::smallint " \
+	"ELSE " a ".status_code END"
 #define G_COLS                                                                 \
-	"s.trace_id, s.span_id, s.start_time, s.duration_ns, s.status_code, "  \
-	"s.service_name, s.session_id, "                                       \
-	"nullif(s.gen_ai_provider, '') AS provider, "                          \
-	"coalesce(nullif(s.gen_ai_response_model, ''), "                       \
-	"nullif(s.gen_ai_request_model, '')) AS model, "                       \
-	"coalesce(s.gen_ai_operation IN " LLM_OPS ", false) AS llm, "          \
-	"s.gen_ai_input_tokens AS tin, s.gen_ai_output_tokens AS tout"
+	"s.trace_id, s.span_id, s.start_time, s.duration_ns, " FAILED_STATUS(  \
+		"s") " AS status_code, "                                       \
+		     "s.service_name, s.session_id, "                          \
+		     "nullif(s.gen_ai_provider, '') AS provider, "             \
+		     "coalesce(nullif(s.gen_ai_response_model, ''), "          \
+		     "nullif(s.gen_ai_request_model, '')) AS model, "          \
+		     "coalesce(s.gen_ai_operation IN " LLM_OPS                 \
+		     ", false) AS llm, "                                       \
+		     "s.gen_ai_input_tokens AS tin, s.gen_ai_output_tokens "   \
+		     "AS tout"
 /* an eBPF copy counts only when there is no OTLP copy of the span */
 #define G_DEDUP                                                                \
 	" AND (s.source = 'otlp' OR NOT EXISTS (SELECT 1 FROM spans o "        \
@@ -259,12 +272,16 @@ query(struct pg_conn *c, const char *sql, int n, const char *const *v,
 static const char session_spans_sql[] =
 	"WITH " SESSION_TRACES " SELECT encode(s.trace_id, 'hex'), "
 	"encode(s.span_id, 'hex'), encode(s.parent_span_id, 'hex'), "
-	"sextant_unix_nano(s.start_time, s.start_nanos), s.duration_ns, "
-	"s.status_code, s.source, s.service_name, s.name, s.status_message, "
-	"(SELECT count(DISTINCT trace_id) FROM spans WHERE session_id = $1 "
-	"AND start_time >= $2::timestamptz AND start_time < $3::timestamptz) "
-	"FROM spans s WHERE " SESSION_SCOPE
-	" ORDER BY s.start_time, s.trace_id, s.span_id LIMIT $5";
+	"sextant_unix_nano(s.start_time, s.start_nanos), "
+	"s.duration_ns, " FAILED_STATUS(
+		"s") ", s.source, s.service_name, s.name, "
+		     "s.status_message, "
+		     "(SELECT count(DISTINCT trace_id) FROM spans WHERE "
+		     "session_id = $1 "
+		     "AND start_time >= $2::timestamptz AND start_time < "
+		     "$3::timestamptz) "
+		     "FROM spans s WHERE " SESSION_SCOPE
+		     " ORDER BY s.start_time, s.trace_id, s.span_id LIMIT $5";
 
 /* The session's calls: the total (kind 3) then by model, most expensive
  * first ($5: GENAI_MAX_GROUPS + 1 rows). */

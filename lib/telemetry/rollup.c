@@ -433,17 +433,18 @@ static const char clear_rollup_sql[] =
  * bucket first, then one row per key with the buckets ascending. */
 static const char aggregate_sql[] =
 	"INSERT INTO span_rollup (period, service_name, source, protocol, k1, "
-	"k2, status, requests, buckets, counts) "
+	"k2, status, span_error, requests, buckets, counts) "
 	"SELECT $1::timestamptz, service_name, source, protocol, k1, k2, "
-	"status, sum(n)::bigint, array_agg(b ORDER BY b), "
+	"status, span_error, sum(n)::bigint, array_agg(b ORDER BY b), "
 	"array_agg(n ORDER BY b) "
 	"FROM (SELECT service_name, source, protocol, k1, k2, status, "
-	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
+	"span_error, sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
 	"FROM span_calls WHERE start_time >= $1::timestamptz "
 	"AND start_time < $1::timestamptz + make_interval(secs => "
 	"$2::integer) AND protocol IS NOT NULL AND " ALL_SOURCES
-	"GROUP BY service_name, source, protocol, k1, k2, status, b) g "
-	"GROUP BY service_name, source, protocol, k1, k2, status";
+	"GROUP BY service_name, source, protocol, k1, k2, status, span_error, "
+	"b) g "
+	"GROUP BY service_name, source, protocol, k1, k2, status, span_error";
 
 static const char pending_sql[] =
 	"SELECT count(DISTINCT period) FROM span_rollup_dirty "
@@ -492,21 +493,23 @@ static const char minute_clear_sql[] =
  * minute and key, with their histograms, as aggregate_sql per hour. */
 static const char minute_aggregate_sql[] =
 	"INSERT INTO span_rollup_minute (period, service_name, source, "
-	"protocol, k1, k2, status, requests, buckets, counts) "
+	"protocol, k1, k2, status, span_error, requests, buckets, counts) "
 	"SELECT to_timestamp(m), service_name, source, protocol, k1, k2, "
-	"status, sum(n)::bigint, array_agg(b ORDER BY b), "
+	"status, span_error, sum(n)::bigint, array_agg(b ORDER BY b), "
 	"array_agg(n ORDER BY b) "
 	"FROM (SELECT (floor(extract(epoch FROM start_time) / 60) * "
 	"60)::bigint "
-	"AS m, service_name, source, protocol, k1, k2, status, "
+	"AS m, service_name, source, protocol, k1, k2, status, span_error, "
 	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "
 	"FROM span_calls WHERE start_time >= to_timestamp($2::bigint) "
 	"AND start_time < to_timestamp($3::bigint + 60) "
 	"AND protocol IS NOT NULL AND " ALL_SOURCES
 	"AND (floor(extract(epoch FROM start_time) / 60) * 60)::bigint "
 	"= ANY ($1::bigint[]) "
-	"GROUP BY m, service_name, source, protocol, k1, k2, status, b) g "
-	"GROUP BY m, service_name, source, protocol, k1, k2, status";
+	"GROUP BY m, service_name, source, protocol, k1, k2, status, "
+	"span_error, b) g "
+	"GROUP BY m, service_name, source, protocol, k1, k2, status, "
+	"span_error";
 
 static const char minute_pending_sql[] =
 	"SELECT count(DISTINCT date_trunc('hour', period, 'UTC')) FROM "

@@ -8,6 +8,7 @@
 #include "telemetry/servicequery.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,12 +64,25 @@ static const char services_sql[] =
  * may sample): adding the sources up would count requests twice.  On a
  * tie eBPF's rows are kept (they come first).
  */
+#define CODE_TEXT                                                              \
+	"status || ':' || span_error::int || ':' || outcome || ':' || n"
 static const char requests_exact_sql[] =
-	"SELECT service_name, count(*), count(*) FILTER (WHERE is_error), "
-	"percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) "
-	"FROM span_calls WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
-	"AND start_time >= $1::timestamptz AND start_time < $2::timestamptz "
-	"GROUP BY service_name, source ORDER BY service_name, source";
+	"WITH s AS (SELECT service_name, source, protocol, status, span_error, "
+	"outcome, duration_ns FROM span_calls WHERE protocol IN ('http', "
+	"'grpc') AND " ALL_SOURCES
+	"AND start_time >= $1::timestamptz AND start_time < $2::timestamptz) "
+	"SELECT p.service_name, p.n, p.e, p.ce, c.hc, c.gc, p.p95 FROM "
+	"(SELECT service_name, source, count(*) AS n, count(*) FILTER (WHERE "
+	"outcome = 1) AS e, count(*) FILTER (WHERE outcome = 2) AS ce, "
+	"percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) AS p95 "
+	"FROM s GROUP BY 1, 2) p LEFT JOIN (SELECT service_name, source, "
+	"string_agg(" CODE_TEXT
+	", ',') FILTER (WHERE protocol = 'http') AS hc, "
+	"string_agg(" CODE_TEXT ", ',') FILTER (WHERE protocol = 'grpc') AS gc "
+	"FROM (SELECT service_name, source, protocol, status, span_error, "
+	"outcome, count(*) AS n FROM s WHERE outcome <> 0 GROUP BY 1, 2, 3, 4, "
+	"5, 6) x GROUP BY 1, 2) c USING (service_name, source) "
+	"ORDER BY 1, p.source";
 
 /*
  * Each part of the range from the finest source that is up to date, as
@@ -76,27 +90,29 @@ static const char requests_exact_sql[] =
  * [$3, $4); minute rows for the clean minutes in [$5, $6) outside those;
  * raw spans bucketed the same way for the head [$1, $5), the tail [$6, $2)
  * and the dirty minutes outside clean hours (one range scan per run of
- * them, dr below); as (service, is_error, buckets, counts).  The rollups
- * keep the status, so is_error is recomputed from it as the view defines
- * it (a gRPC span without a status code has status -1).
+ * them, dr below); as (service, source, protocol, status, span_error,
+ * outcome, buckets, counts).  The rollups keep the status and span_error,
+ * and sextant_call_outcome gives their outcome as the view does; the raw
+ * parts drop the status of calls that went well (0), which nothing shows.
  */
+#define RAW_STATUS "CASE WHEN outcome = 0 THEN 0 ELSE status END"
 #define RAW_HIST                                                               \
-	"SELECT service_name, source, is_error, "                              \
-	"sextant_duration_bucket(duration_ns) AS b, count(*) AS n "            \
-	"FROM span_calls WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
+	"SELECT service_name, source, protocol, " RAW_STATUS " AS status, "    \
+	"span_error, outcome, sextant_duration_bucket(duration_ns) AS b, "     \
+	"count(*) AS n FROM span_calls WHERE protocol IN ('http', 'grpc') "    \
+	"AND " ALL_SOURCES
 
-#define ROLLUP_IS_ERROR                                                        \
-	"CASE WHEN protocol = 'http' THEN status >= 500 "                      \
-	"ELSE status NOT IN (0, -1) END"
+#define ROLLUP_OUTCOME "sextant_call_outcome(protocol, status, span_error)"
 
 /*
  * Minute rows of [$5, $6) that no clean hour covers, each part an index
  * range (as in lib/telemetry/spanquery): beside the hours ([$5, $3) and [$4, $6)),
  * inside each dirty hour (LATERAL); not the dirty minutes.
  */
-#define MINUTE_COLS                                                            \
-	"service_name, source, " ROLLUP_IS_ERROR ", buckets::text, "           \
-	"counts::text"
+#define ROLLUP_COLS                                                            \
+	"service_name, source, protocol, status, span_error, " ROLLUP_OUTCOME  \
+	", buckets::text, counts::text"
+#define MINUTE_COLS ROLLUP_COLS
 #define MINUTE_ROWS                                                            \
 	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE protocol IN "    \
 	"('http', 'grpc') AND period >= $5::timestamptz AND period < "         \
@@ -128,24 +144,25 @@ static const char requests_rollup_sql[] =
 	"GROUP BY run), "
 	"raw AS (" RAW_HIST
 	"AND start_time >= $1::timestamptz AND start_time < $5::timestamptz "
-	"GROUP BY 1, 2, 3, 4 UNION ALL " RAW_HIST
+	"GROUP BY 1, 2, 3, 4, 5, 6, 7 UNION ALL " RAW_HIST
 	"AND start_time >= $6::timestamptz AND start_time < $2::timestamptz "
-	"GROUP BY 1, 2, 3, 4 UNION ALL "
-	"SELECT service_name, source, is_error, b, count(*) AS n FROM dr d "
-	"CROSS JOIN LATERAL (SELECT service_name, source, is_error, "
+	"GROUP BY 1, 2, 3, 4, 5, 6, 7 UNION ALL "
+	"SELECT service_name, source, protocol, status, span_error, outcome, "
+	"b, count(*) AS n FROM dr d CROSS JOIN LATERAL (SELECT service_name, "
+	"source, protocol, " RAW_STATUS " AS status, span_error, outcome, "
 	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
 	"WHERE protocol IN ('http', 'grpc') AND " ALL_SOURCES
 	"AND start_time >= d.lo AND start_time < d.hi OFFSET 0) s "
-	"GROUP BY 1, 2, 3, 4) "
-	"SELECT service_name, source, " ROLLUP_IS_ERROR ", buckets::text, "
-	"counts::text FROM span_rollup WHERE protocol IN ('http', 'grpc') "
-	"AND period >= $3::timestamptz AND period < $4::timestamptz "
+	"GROUP BY 1, 2, 3, 4, 5, 6, 7) "
+	"SELECT " ROLLUP_COLS " FROM span_rollup WHERE protocol IN ('http', "
+	"'grpc') AND period >= $3::timestamptz AND period < $4::timestamptz "
 	"AND period NOT IN (SELECT period FROM dh) "
 	"UNION ALL " MINUTE_ROWS " "
-	"UNION ALL SELECT service_name, source, is_error, "
-	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
-	"FROM (SELECT service_name, source, is_error, b, sum(n) AS n FROM raw "
-	"GROUP BY 1, 2, 3, 4) r GROUP BY 1, 2, 3";
+	"UNION ALL SELECT service_name, source, protocol, status, span_error, "
+	"outcome, array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
+	"FROM (SELECT service_name, source, protocol, status, span_error, "
+	"outcome, b, sum(n) AS n FROM raw GROUP BY 1, 2, 3, 4, 5, 6, 7) r "
+	"GROUP BY 1, 2, 3, 4, 5, 6";
 
 struct priv {
 	PGresult *res; /* services_sql: the strings of the result */
@@ -214,13 +231,19 @@ exact_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 {
 	for (int i = 0; i < PQntuples(res); i++) {
 		struct servicequery_service *s = find(r, PQgetvalue(res, i, 0));
-		int64_t req, errs;
+		struct spanquery_tally t = {.n = 0};
+		int64_t req, errs, cerrs;
 		double p95;
 
 		if (pg_text_i64(PQgetvalue(res, i, 1), &req) != STATUS_OK ||
 		    pg_text_i64(PQgetvalue(res, i, 2), &errs) != STATUS_OK ||
-		    parse_double(PQgetvalue(res, i, 3), &p95) != STATUS_OK ||
-		    req < 0 || errs < 0 || errs > req) {
+		    pg_text_i64(PQgetvalue(res, i, 3), &cerrs) != STATUS_OK ||
+		    spanquery_tally_parse(&t, SPANQUERY_HTTP,
+					  PQgetvalue(res, i, 4)) != STATUS_OK ||
+		    spanquery_tally_parse(&t, SPANQUERY_GRPC,
+					  PQgetvalue(res, i, 5)) != STATUS_OK ||
+		    parse_double(PQgetvalue(res, i, 6), &p95) != STATUS_OK ||
+		    req < 0 || errs < 0 || cerrs < 0 || errs + cerrs > req) {
 			pg_bad_row(err, "requests row");
 			return STATUS_IO;
 		}
@@ -229,7 +252,9 @@ exact_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 			continue;
 		s->requests = (uint64_t)req;
 		s->errors = (uint64_t)errs;
+		s->client_errors = (uint64_t)cerrs;
 		s->p95_ms = p95 / 1e6;
+		spanquery_tally_top(&t, s->codes);
 	}
 	return STATUS_OK;
 }
@@ -240,17 +265,23 @@ static int
 rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 {
 	struct rollup_hist **h = calloc(2 * r->n + 1, sizeof(*h));
-	uint64_t *errs = calloc(2 * r->n + 1, sizeof(*errs));
+	uint64_t(*errs)[2] = calloc(2 * r->n + 1, sizeof(*errs));
+	/* status counts, for the services and sources that have errors */
+	struct spanquery_tally **t = calloc(2 * r->n + 1, sizeof(*t));
 	int rc = STATUS_OK;
 
-	if (h == NULL || errs == NULL) {
+	if (h == NULL || errs == NULL || t == NULL) {
 		rc = STATUS_NOMEM;
 		goto out;
 	}
 	for (int i = 0; i < PQntuples(res); i++) {
 		struct servicequery_service *s = find(r, PQgetvalue(res, i, 0));
+		int proto = spanquery_protocol_parse(PQgetvalue(res, i, 2));
+		const char *se = PQgetvalue(res, i, 4);
 		size_t k;
-		int64_t before;
+		int64_t before, got;
+		long status, outcome;
+		char *end, *end2;
 
 		if (s == NULL)
 			continue;
@@ -262,14 +293,29 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 			goto out;
 		}
 		before = rollup_hist_count(h[k]);
-		if (rollup_hist_add_text(h[k], PQgetvalue(res, i, 3),
-					 PQgetvalue(res, i, 4)) != STATUS_OK) {
+		errno = 0;
+		status = strtol(PQgetvalue(res, i, 3), &end, 10);
+		outcome = strtol(PQgetvalue(res, i, 5), &end2, 10);
+		if (proto < 0 || errno != 0 || *end != '\0' || *end2 != '\0' ||
+		    status < INT_MIN || status > INT_MAX ||
+		    (strcmp(se, "t") != 0 && strcmp(se, "f") != 0) ||
+		    rollup_hist_add_text(h[k], PQgetvalue(res, i, 6),
+					 PQgetvalue(res, i, 7)) != STATUS_OK) {
 			pg_bad_row(err, "rollup row");
 			rc = STATUS_IO;
 			goto out;
 		}
-		if (strcmp(PQgetvalue(res, i, 2), "t") == 0)
-			errs[k] += (uint64_t)(rollup_hist_count(h[k]) - before);
+		got = rollup_hist_count(h[k]) - before;
+		if (outcome != SPANQUERY_ERROR &&
+		    outcome != SPANQUERY_CLIENT_ERROR)
+			continue;
+		errs[k][outcome == SPANQUERY_CLIENT_ERROR] += (uint64_t)got;
+		if (t[k] == NULL && (t[k] = calloc(1, sizeof(**t))) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
+		spanquery_tally_add(t[k], proto, (int)status, se[0] == 't',
+				    (int)outcome, (uint64_t)got);
 	}
 	for (size_t k = 0; k < 2 * r->n; k++) {
 		struct servicequery_service *s = &r->services[k / 2];
@@ -278,14 +324,21 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 		    (uint64_t)rollup_hist_count(h[k]) <= s->requests)
 			continue;
 		s->requests = (uint64_t)rollup_hist_count(h[k]);
-		s->errors = errs[k];
+		s->errors = errs[k][0];
+		s->client_errors = errs[k][1];
 		s->p95_ms = rollup_hist_quantile(h[k], 0.95) / 1e6;
+		memset(s->codes, 0, sizeof(s->codes));
+		if (t[k] != NULL)
+			spanquery_tally_top(t[k], s->codes);
 	}
 out:
 	for (size_t k = 0; h != NULL && k < 2 * r->n; k++)
 		rollup_hist_free(h[k]);
+	for (size_t k = 0; t != NULL && k < 2 * r->n; k++)
+		free(t[k]);
 	free(h);
 	free(errs);
+	free(t);
 	return rc;
 }
 

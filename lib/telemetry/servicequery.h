@@ -3,7 +3,7 @@
  * service with spans in a time range, its namespace, the span sources that
  * saw it, its request count, errors and p95 latency, and when it was last
  * seen.  What a request and an error are comes from the span_calls view
- * (migrations/0005_span_rollup.sql); ranges with a whole settled hour
+ * (migrations/0005_span_rollup.sql, 0013_call_outcome.sql); ranges with a whole settled hour
  * read the hourly and minute rollups, as in lib/telemetry/spanquery.
  */
 #ifndef SEXTANT_SERVICEQUERY_H
@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "pg/pg.h"
+#include "telemetry/spanquery.h"
 
 /* Services returned at most (sorted by name before the cut); more sets
  * truncated.  A store holds tens or hundreds. */
@@ -40,8 +41,9 @@ struct servicequery_filter {
  *       protocol http or grpc; SQL client calls and every other span are
  *       not requests, so a service with only those has 0) as seen by the
  *       source that saw the most of them (a request both sources saw is
- *       one request, not two); errors: those with span_calls.is_error;
- *       p95_ms: percentile_cont(0.95) of their durations; all three from
+ *       one request, not two); errors and client_errors: those with
+ *       span_calls.outcome 1 and 2 (sextant_call_outcome), codes their
+ *       most frequent status codes; p95_ms: percentile_cont(0.95) of their durations; all three from
  *       that one source (within 0.5% when served from rollups), 0
  *       without requests.
  *   last_seen_us: start (Unix us) of its newest span in the range.
@@ -51,9 +53,10 @@ struct servicequery_service {
 	const char *ns;
 	unsigned sources; /* SERVICEQUERY_EBPF | SERVICEQUERY_OTLP */
 	uint64_t requests;
-	uint64_t errors;
+	uint64_t errors, client_errors;
 	double p95_ms;
 	int64_t last_seen_us;
+	struct spanquery_code codes[2][SPANQUERY_TOP_CODES]; /* as a row's */
 };
 
 struct servicequery_result {

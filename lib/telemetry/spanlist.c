@@ -7,6 +7,7 @@
 #include "telemetry/spanlist.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,8 @@
 #define MAX_START_US 253402300799999999LL
 
 /*
- * $1 / $2 range, $3 service, $4 trace id, $5 session id, $6 status ("ok",
- * "error"), $7 min duration.  A span eBPF and OTLP both saw is its OTLP
+ * $1 / $2 range, $3 service, $4 trace id, $5 session id, $6 outcome ("ok",
+ * "error", "client_error": sextant_span_outcome), $7 min duration.  A span eBPF and OTLP both saw is its OTLP
  * row: the eBPF copy is left out whether or not the OTLP one matches, so
  * that the rows and their count agree whatever the filters.  The OTLP
  * copy is looked for within an hour of the range (the two copies of a
@@ -37,8 +38,10 @@
 	"AND ($3::text IS NULL OR s.service_name = $3::text) "                 \
 	"AND ($4::bytea IS NULL OR s.trace_id = $4::bytea) "                   \
 	"AND ($5::text IS NULL OR s.session_id = $5::text) "                   \
-	"AND ($6::text IS NULL OR (s.status_code = 2) = ($6::text = "          \
-	"'error')) "                                                           \
+	"AND ($6::text IS NULL OR sextant_span_outcome(s.kind, "               \
+	"s.status_code, "                                                      \
+	"s.http_status_code, s.rpc_grpc_status_code) = CASE $6::text "         \
+	"WHEN 'error' THEN 1 WHEN 'client_error' THEN 2 ELSE 0 END) "          \
 	"AND ($7::bigint IS NULL OR s.duration_ns >= $7::bigint) "             \
 	"AND NOT (s.source = 'ebpf' AND EXISTS (SELECT 1 FROM spans o "        \
 	"WHERE o.trace_id = s.trace_id AND o.span_id = s.span_id "             \
@@ -59,7 +62,8 @@
 	"status_message, session_id, gen_ai_provider, gen_ai_operation, "      \
 	"coalesce(nullif(gen_ai_response_model, ''), "                         \
 	"nullif(gen_ai_request_model, '')) AS model, "                         \
-	"gen_ai_input_tokens, gen_ai_output_tokens, " GENAI " AS genai"
+	"gen_ai_input_tokens, gen_ai_output_tokens, " GENAI " AS genai, "      \
+	"http_status_code, rpc_grpc_status_code"
 
 /* The cost and the eBPF twin are looked up for the page's rows only. */
 #define OUTER_COLS                                                             \
@@ -73,7 +77,9 @@
 	"gen_ai_input_tokens, gen_ai_output_tokens, start_time)::text END, "   \
 	"source = 'otlp' AND EXISTS (SELECT 1 FROM spans e WHERE "             \
 	"e.trace_id = p.trace_id AND e.span_id = p.span_id AND "               \
-	"e.source = 'ebpf') "
+	"e.source = 'ebpf'), http_status_code, rpc_grpc_status_code, "         \
+	"sextant_span_outcome(kind, status_code, http_status_code, "           \
+	"rpc_grpc_status_code) "
 
 /* $8..$12: the key of the row the page starts after (all NULL: none) */
 #define AFTER_ROW                                                              \
@@ -129,7 +135,7 @@ filter_params(const struct spanlist_filter *f, struct filter_params *p,
 			"the time range is empty: from must be before to");
 	}
 	if (f->status < SPANLIST_STATUS_ANY ||
-	    f->status > SPANLIST_STATUS_ERROR ||
+	    f->status > SPANLIST_STATUS_CLIENT_ERROR ||
 	    (f->order != SPANLIST_ORDER_START &&
 	     f->order != SPANLIST_ORDER_DURATION)) {
 		return pg_error_set(err, STATUS_INVALID,
@@ -148,7 +154,10 @@ filter_params(const struct spanlist_filter *f, struct filter_params *p,
 	}
 	p->v[4] = f->session_id;
 	if (f->status != SPANLIST_STATUS_ANY)
-		p->v[5] = f->status == SPANLIST_STATUS_ERROR ? "error" : "ok";
+		p->v[5] = f->status == SPANLIST_STATUS_ERROR ? "error"
+			  : f->status == SPANLIST_STATUS_CLIENT_ERROR
+				  ? "client_error"
+				  : "ok";
 	if (f->min_duration_ns >= 0) {
 		snprintf(p->mind, sizeof(p->mind), "%" PRId64,
 			 f->min_duration_ns);
@@ -225,7 +234,8 @@ opt_i64(const PGresult *res, int row, int col, int64_t *out)
 static int
 page_row(const PGresult *res, int i, struct spanlist_span *sp)
 {
-	int64_t start_us, nanos, dur, kind, status;
+	int64_t start_us, nanos, dur, kind, status, code = 0, code2 = 0,
+						    outcome;
 	const char *src = PQgetvalue(res, i, 8), *cost;
 	char *end;
 
@@ -275,6 +285,17 @@ page_row(const PGresult *res, int i, struct spanlist_span *sp)
 		sp->priced = true;
 	}
 	sp->also_ebpf = strcmp(PQgetvalue(res, i, 20), "t") == 0;
+	sp->http_status = sp->grpc_code = -1;
+	if (opt_i64(res, i, 21, &code) || opt_i64(res, i, 22, &code2) ||
+	    pg_text_i64(PQgetvalue(res, i, 23), &outcome) || outcome < 0 ||
+	    outcome > 2 || code < INT_MIN || code > INT_MAX ||
+	    code2 < INT_MIN || code2 > INT_MAX)
+		return STATUS_INVALID;
+	if (!PQgetisnull(res, i, 21))
+		sp->http_status = (int)code;
+	if (!PQgetisnull(res, i, 22))
+		sp->grpc_code = (int)code2;
+	sp->outcome = (int)outcome;
 	return STATUS_OK;
 }
 
@@ -299,7 +320,7 @@ spanlist_page_recv(struct pg_conn *c, size_t limit, struct spanlist_page **out,
 		rc = pg_error_set(err, STATUS_NOMEM, "out of memory");
 		goto fail;
 	}
-	if (PQnfields(res) != 21) {
+	if (PQnfields(res) != 24) {
 		rc = STATUS_IO;
 		goto bad;
 	}

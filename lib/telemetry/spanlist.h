@@ -24,8 +24,12 @@
 
 enum spanlist_status {
 	SPANLIST_STATUS_ANY = 0,
-	SPANLIST_STATUS_OK = 1,	   /* not in error: OTLP status unset or ok */
-	SPANLIST_STATUS_ERROR = 2, /* OTLP status error */
+	/* sextant_span_outcome (migration 0012): span status ERROR, HTTP 5xx,
+	 * a 4xx or a gRPC code on a client span, a server-side gRPC code */
+	SPANLIST_STATUS_OK = 1,
+	SPANLIST_STATUS_ERROR = 2,
+	SPANLIST_STATUS_CLIENT_ERROR =
+		3, /* 4xx, UNAUTHENTICATED... on servers */
 };
 
 /* Both orders are newest first among equals, then by (trace id, span id,
@@ -68,9 +72,12 @@ struct spanlist_span {
 	uint64_t start_ns; /* Unix ns */
 	uint8_t parent_span_id[8];
 	bool has_parent;
-	int kind;	/* OTLP SpanKind */
-	int status;	/* OTLP StatusCode: 0 unset, 1 ok, 2 error */
-	bool also_ebpf; /* an OTLP row that eBPF saw too */
+	int kind;    /* OTLP SpanKind */
+	int status;  /* OTLP StatusCode: 0 unset, 1 ok, 2 error */
+	int outcome; /* sextant_span_outcome: 0 ok, 1 error, 2 client error */
+	int http_status; /* -1: none */
+	int grpc_code;	 /* -1: none */
+	bool also_ebpf;	 /* an OTLP row that eBPF saw too */
 	const char *service;
 	const char *name;
 	const char *status_message; /* NULL when none */

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +65,25 @@ spanquery_protocol_parse(const char *name)
 
 #define RAW_WHERE " service_name = $1 AND source = $2" FILTERS
 
+/*
+ * Per key: requests, errors, client errors, the counts of the status codes
+ * that were not ok ("status:span_error:outcome:n,..."), and percentiles.
+ */
 static const char metrics_exact_sql[] =
-	"SELECT protocol, k1, k2, count(*), count(*) FILTER (WHERE is_error), "
+	"WITH s AS (SELECT protocol, k1, k2, status, span_error, outcome, "
+	"duration_ns FROM span_calls WHERE" RAW_WHERE
+	" AND start_time >= $3::timestamptz AND start_time < $4::timestamptz) "
+	"SELECT p.protocol, p.k1, p.k2, p.n, p.e, p.ce, c.codes, p.pct FROM "
+	"(SELECT protocol, k1, k2, count(*) AS n, count(*) FILTER (WHERE "
+	"outcome = 1) AS e, count(*) FILTER (WHERE outcome = 2) AS ce, "
 	"percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
-	"(ORDER BY duration_ns) "
-	"FROM span_calls WHERE" RAW_WHERE
-	" AND start_time >= $3::timestamptz AND start_time < $4::timestamptz"
-	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 2001";
+	"(ORDER BY duration_ns) AS pct FROM s GROUP BY 1, 2, 3) p "
+	"LEFT JOIN (SELECT protocol, k1, k2, string_agg(status || ':' || "
+	"span_error::int || ':' || outcome || ':' || n, ',') AS codes FROM "
+	"(SELECT protocol, k1, k2, status, span_error, outcome, count(*) AS n "
+	"FROM s WHERE outcome <> 0 GROUP BY 1, 2, 3, 4, 5, 6) x "
+	"GROUP BY 1, 2, 3) c USING (protocol, k1, k2) "
+	"ORDER BY 1, 2, 3 LIMIT 2001";
 
 /*
  * Each part of the range from the finest source that is up to date
@@ -84,7 +97,7 @@ static const char metrics_exact_sql[] =
  * span of the service and source and match them to the minutes.
  */
 #define RAW_HIST                                                               \
-	"SELECT protocol, k1, k2, status, "                                    \
+	"SELECT protocol, k1, k2, status, span_error, outcome, "               \
 	"sextant_duration_bucket(duration_ns) "                                \
 	"AS b, count(*) AS n FROM span_calls "
 
@@ -103,7 +116,11 @@ static const char metrics_exact_sql[] =
  * range: beside the hours ([$16, $14) and [$15, $17)), and inside each
  * dirty hour (LATERAL, as the dirty minutes below); not the dirty minutes.
  */
-#define MINUTE_COLS "protocol, k1, k2, status, buckets::text, counts::text"
+#define ROLLUP_COLS                                                            \
+	"protocol, k1, k2, status, span_error, "                               \
+	"sextant_call_outcome(protocol, "                                      \
+	"status, span_error), buckets::text, counts::text"
+#define MINUTE_COLS ROLLUP_COLS
 #define MINUTE_ROWS                                                            \
 	"SELECT " MINUTE_COLS " FROM span_rollup_minute WHERE" RAW_WHERE       \
 	" AND period >= $16::timestamptz AND period < $14::timestamptz"        \
@@ -120,33 +137,106 @@ static const char metrics_exact_sql[] =
 static const char metrics_rollup_sql[] = DIRTY_CTES
 	", raw AS (" RAW_HIST "WHERE" RAW_WHERE
 	" AND start_time >= $3::timestamptz AND start_time < $16::timestamptz"
-	" GROUP BY 1, 2, 3, 4, 5 UNION ALL " RAW_HIST "WHERE" RAW_WHERE
+	" GROUP BY 1, 2, 3, 4, 5, 6, 7 UNION ALL " RAW_HIST "WHERE" RAW_WHERE
 	" AND start_time >= $17::timestamptz AND start_time < $4::timestamptz"
-	" GROUP BY 1, 2, 3, 4, 5 UNION ALL "
-	"SELECT protocol, k1, k2, status, b, count(*) AS n FROM dm d "
-	"CROSS JOIN LATERAL (SELECT protocol, k1, k2, status, "
-	"sextant_duration_bucket(duration_ns) AS b FROM span_calls "
-	"WHERE" RAW_WHERE
+	" GROUP BY 1, 2, 3, 4, 5, 6, 7 UNION ALL "
+	"SELECT protocol, k1, k2, status, span_error, outcome, b, count(*) AS "
+	"n "
+	"FROM dm d CROSS JOIN LATERAL (SELECT protocol, k1, k2, status, "
+	"span_error, outcome, sextant_duration_bucket(duration_ns) AS b "
+	"FROM span_calls WHERE" RAW_WHERE
 	" AND start_time >= d.period AND start_time < d.period + "
-	"interval '1 minute' OFFSET 0) s GROUP BY 1, 2, 3, 4, 5) "
-	"SELECT protocol, k1, k2, status, buckets::text, counts::text "
-	"FROM span_rollup WHERE" RAW_WHERE
+	"interval '1 minute' OFFSET 0) s GROUP BY 1, 2, 3, 4, 5, 6, 7) "
+	"SELECT " ROLLUP_COLS " FROM span_rollup WHERE" RAW_WHERE
 	" AND period >= $14::timestamptz AND period < $15::timestamptz"
 	" AND period NOT IN (SELECT period FROM dh) "
 	"UNION ALL " MINUTE_ROWS " UNION ALL SELECT protocol, k1, k2, status, "
-	"array_agg(b ORDER BY b)::text, array_agg(n ORDER BY b)::text "
-	"FROM (SELECT protocol, k1, k2, status, b, sum(n) AS n FROM raw "
-	"GROUP BY 1, 2, 3, 4, 5) r GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3";
+	"span_error, outcome, array_agg(b ORDER BY b)::text, "
+	"array_agg(n ORDER BY b)::text FROM (SELECT protocol, k1, k2, status, "
+	"span_error, outcome, b, sum(n) AS n FROM raw "
+	"GROUP BY 1, 2, 3, 4, 5, 6, 7) r GROUP BY 1, 2, 3, 4, 5, 6 "
+	"ORDER BY 1, 2, 3";
 
-static bool
-is_error(int protocol, long status)
+void
+spanquery_tally_add(struct spanquery_tally *t, int protocol, int status,
+		    bool span_error, int outcome, uint64_t n)
 {
-	/* mirrors span_calls.is_error for the status the rollup keeps */
-	switch (protocol) {
-	case SPANQUERY_HTTP: return status >= 500;
-	case SPANQUERY_GRPC: return status != 0 && status != -1;
-	default: return status == 2;
+	size_t i;
+
+	if (outcome != SPANQUERY_ERROR && outcome != SPANQUERY_CLIENT_ERROR)
+		return;
+	for (i = 0; i < t->n; i++)
+		if (t->v[i].protocol == protocol && t->v[i].status == status &&
+		    t->v[i].span_error == span_error &&
+		    t->v[i].outcome == outcome) {
+			t->v[i].n += n;
+			return;
+		}
+	if (t->n == SPANQUERY_TALLY_MAX)
+		return;
+	t->v[t->n].protocol = protocol;
+	t->v[t->n].status = status;
+	t->v[t->n].span_error = span_error;
+	t->v[t->n].outcome = outcome;
+	t->v[t->n].n = n;
+	t->n++;
+}
+
+/* a before b in a top list: more first, then the lower status */
+static bool
+code_before(uint64_t na, int sa, uint64_t nb, int sb)
+{
+	return na != nb ? na > nb : sa < sb;
+}
+
+void
+spanquery_tally_top(const struct spanquery_tally *t,
+		    struct spanquery_code codes[2][SPANQUERY_TOP_CODES])
+{
+	memset(codes, 0, 2 * sizeof(codes[0]));
+	for (size_t i = 0; i < t->n; i++) {
+		struct spanquery_code *top =
+			codes[t->v[i].outcome == SPANQUERY_CLIENT_ERROR];
+		struct spanquery_code c = {t->v[i].protocol, t->v[i].status,
+					   t->v[i].span_error, t->v[i].n};
+		int k = SPANQUERY_TOP_CODES;
+
+		/* insertion into the short sorted list */
+		while (k > 0 && (top[k - 1].n == 0 ||
+				 code_before(c.n, c.status, top[k - 1].n,
+					     top[k - 1].status)))
+			k--;
+		if (k == SPANQUERY_TOP_CODES)
+			continue;
+		memmove(&top[k + 1], &top[k],
+			(SPANQUERY_TOP_CODES - 1 - (size_t)k) * sizeof(*top));
+		top[k] = c;
 	}
+}
+
+int
+spanquery_tally_parse(struct spanquery_tally *t, int protocol, const char *s)
+{
+	while (*s != '\0') {
+		long v[4];
+		char *end;
+
+		for (int i = 0; i < 4; i++) {
+			errno = 0;
+			v[i] = strtol(s, &end, 10);
+			if (errno != 0 || end == s ||
+			    *end != (i < 3	   ? ':'
+				     : *end == ',' ? ','
+						   : '\0'))
+				return STATUS_INVALID;
+			s = *end != '\0' ? end + 1 : end;
+		}
+		if (v[3] < 0 || v[1] < 0 || v[1] > 1)
+			return STATUS_INVALID;
+		spanquery_tally_add(t, protocol, (int)v[0], v[1] != 0,
+				    (int)v[2], (uint64_t)v[3]);
+	}
+	return STATUS_OK;
 }
 
 int
@@ -245,6 +335,8 @@ exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 			m->truncated = true;
 			break;
 		}
+		struct spanquery_tally t = {.n = 0};
+
 		r = &m->rows[m->n];
 		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
 		r->k1 = PQgetvalue(res, i, 1);
@@ -252,10 +344,14 @@ exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 		if (r->protocol < 0 ||
 		    pg_text_u64(PQgetvalue(res, i, 3), &r->requests) ||
 		    pg_text_u64(PQgetvalue(res, i, 4), &r->errors) ||
-		    parse_percentiles(PQgetvalue(res, i, 5), pct)) {
+		    pg_text_u64(PQgetvalue(res, i, 5), &r->client_errors) ||
+		    spanquery_tally_parse(&t, r->protocol,
+					  PQgetvalue(res, i, 6)) ||
+		    parse_percentiles(PQgetvalue(res, i, 7), pct)) {
 			pg_bad_row(err, "metrics row");
 			return STATUS_IO;
 		}
+		spanquery_tally_top(&t, r->codes);
 		r->p50_ms = pct[0] / 1e6;
 		r->p95_ms = pct[1] / 1e6;
 		r->p99_ms = pct[2] / 1e6;
@@ -280,7 +376,10 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 {
 	int n = PQntuples(res), rc = STATUS_OK;
 	struct rollup_hist *h = NULL;
+	struct spanquery_tally *t = malloc(sizeof(*t));
 
+	if (t == NULL)
+		return STATUS_NOMEM;
 	for (int i = 0, j; i < n; i = j) {
 		struct spanquery_row *r;
 
@@ -300,22 +399,33 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 			rc = STATUS_NOMEM;
 			goto out;
 		}
+		t->n = 0;
 		for (j = i; j < n && same_key(res, i, j); j++) {
 			int64_t before = rollup_hist_count(h);
-			char *end;
-			long status;
+			const char *se = PQgetvalue(res, j, 4);
+			char *end, *end2;
+			long status, outcome;
+			uint64_t got;
 
 			errno = 0;
 			status = strtol(PQgetvalue(res, j, 3), &end, 10);
-			if (errno != 0 || *end != '\0' ||
-			    rollup_hist_add_text(h, PQgetvalue(res, j, 4),
-						 PQgetvalue(res, j, 5)) !=
+			outcome = strtol(PQgetvalue(res, j, 5), &end2, 10);
+			if (errno != 0 || *end != '\0' || *end2 != '\0' ||
+			    status < INT_MIN || status > INT_MAX ||
+			    (strcmp(se, "t") != 0 && strcmp(se, "f") != 0) ||
+			    rollup_hist_add_text(h, PQgetvalue(res, j, 6),
+						 PQgetvalue(res, j, 7)) !=
 				    STATUS_OK)
 				goto bad;
-			if (is_error(r->protocol, status))
-				r->errors += (uint64_t)(rollup_hist_count(h) -
-							before);
+			got = (uint64_t)(rollup_hist_count(h) - before);
+			if (outcome == SPANQUERY_ERROR)
+				r->errors += got;
+			else if (outcome == SPANQUERY_CLIENT_ERROR)
+				r->client_errors += got;
+			spanquery_tally_add(t, r->protocol, (int)status,
+					    se[0] == 't', (int)outcome, got);
 		}
+		spanquery_tally_top(t, r->codes);
 		r->requests = (uint64_t)rollup_hist_count(h);
 		r->p50_ms = rollup_hist_quantile(h, 0.50) / 1e6;
 		r->p95_ms = rollup_hist_quantile(h, 0.95) / 1e6;
@@ -328,6 +438,7 @@ bad:
 	rc = STATUS_IO;
 out:
 	rollup_hist_free(h);
+	free(t);
 	return rc;
 }
 

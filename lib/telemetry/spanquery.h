@@ -49,15 +49,61 @@ struct spanquery_filter {
 	const char *table_name;
 };
 
+/* The outcome of a call (sextant_call_outcome, migrations 0012-0013). */
+enum spanquery_outcome {
+	SPANQUERY_OK = 0,
+	SPANQUERY_ERROR = 1,	    /* the server or the call failed */
+	SPANQUERY_CLIENT_ERROR = 2, /* a request the client got wrong */
+};
+
+/* A status code and how many of a row's errors (or client errors) had it;
+ * span_error: the span status was ERROR (what failed an HTTP 200 or a
+ * gRPC OK). */
+#define SPANQUERY_TOP_CODES 3
+struct spanquery_code {
+	int protocol; /* enum spanquery_protocol: what status means */
+	int status;   /* HTTP status, gRPC code (-1: none), SQL span status */
+	bool span_error;
+	uint64_t n; /* 0: no more codes */
+};
+
 /* One key of one source. */
 struct spanquery_row {
 	int protocol;	/* enum spanquery_protocol */
 	const char *k1; /* route / method / operation ("" when absent) */
 	const char *k2; /* HTTP method / "" / table */
 	uint64_t requests;
-	uint64_t errors;
+	uint64_t errors;	/* outcome SPANQUERY_ERROR */
+	uint64_t client_errors; /* outcome SPANQUERY_CLIENT_ERROR */
 	double p50_ms, p95_ms, p99_ms;
+	/* the most frequent codes of the errors ([0]) and client errors
+	 * ([1]), most first (then by status) */
+	struct spanquery_code codes[2][SPANQUERY_TOP_CODES];
 };
+
+/*
+ * Status counts of one key, to pick its top codes: add every (status,
+ * span_error, outcome, n), then spanquery_tally_top fills r->codes.  Keeps
+ * SPANQUERY_TALLY_MAX distinct codes; later ones are left out of the top
+ * lists (the error counts stay exact).
+ */
+#define SPANQUERY_TALLY_MAX 64
+struct spanquery_tally {
+	struct {
+		int protocol, status, outcome;
+		bool span_error;
+		uint64_t n;
+	} v[SPANQUERY_TALLY_MAX];
+	size_t n;
+};
+void spanquery_tally_add(struct spanquery_tally *t, int protocol, int status,
+			 bool span_error, int outcome, uint64_t n);
+/* Adds "status:span_error:outcome:n,..." (SQL string_agg) of protocol to t:
+ * STATUS_INVALID on anything else ("" adds nothing). */
+int spanquery_tally_parse(struct spanquery_tally *t, int protocol,
+			  const char *s);
+void spanquery_tally_top(const struct spanquery_tally *t,
+			 struct spanquery_code codes[2][SPANQUERY_TOP_CODES]);
 
 struct spanquery_metrics {
 	struct spanquery_row *rows; /* by protocol, k1, k2 */

@@ -14,6 +14,7 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/timerange.h"
+#include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
@@ -447,4 +448,93 @@ tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
 	m->kind = x->kind;
 	m->has_link = false; /* links are not read from the store yet */
 	m->user = x;
+}
+
+/* "503", "UNAUTHENTICATED", "200 with status ERROR", "status ERROR" */
+static void
+code_name(const struct spanquery_code *c, char *out, size_t cap)
+{
+	if (c->protocol == SPANQUERY_GRPC && c->status > 0)
+		snprintf(out, cap, "%s", otlp_grpc_code_name(c->status));
+	else if (c->protocol == SPANQUERY_HTTP && c->status >= 400)
+		snprintf(out, cap, "%d", c->status);
+	else if (c->protocol == SPANQUERY_HTTP && c->status > 0)
+		snprintf(out, cap, "%d with status ERROR", c->status);
+	else
+		snprintf(out, cap, "status ERROR");
+}
+
+static int
+codes_text(struct buf *b, const struct spanquery_code *codes)
+{
+	int rc = STATUS_OK;
+
+	for (int i = 0;
+	     i < SPANQUERY_TOP_CODES && codes[i].n > 0 && rc == STATUS_OK;
+	     i++) {
+		char name[48], n[32];
+
+		code_name(&codes[i], name, sizeof(name));
+		render_count(codes[i].n, n, sizeof(n));
+		rc = buf_printf(b, "%s%s ×%s", i == 0 ? " (" : ", ", name, n);
+	}
+	if (rc == STATUS_OK && codes[0].n > 0)
+		rc = buf_puts(b, ")");
+	return rc;
+}
+
+int
+tool_rate_codes(struct buf *b, uint64_t part, uint64_t whole, double pct,
+		const struct spanquery_code *codes)
+{
+	char text[RENDER_PCT_MAX];
+	int rc;
+
+	if (pct >= 0)
+		render_rate(pct, text, sizeof(text));
+	else
+		render_pct(part, whole, text, sizeof(text));
+	rc = buf_puts(b, text);
+	if (rc == STATUS_OK && codes != NULL && part > 0)
+		rc = codes_text(b, codes);
+	return rc;
+}
+
+int
+tool_errors_text(struct buf *b, uint64_t requests, uint64_t errors,
+		 uint64_t client_errors, double err_pct,
+		 const struct spanquery_code *err_codes,
+		 const struct spanquery_code *client_codes)
+{
+	int rc = buf_puts(b, "Errors: ");
+
+	if (rc == STATUS_OK)
+		rc = tool_rate_codes(b, errors, requests, err_pct, err_codes);
+	if (rc != STATUS_OK || client_errors == 0)
+		return rc;
+	rc = buf_puts(b, "; client errors: ");
+	if (rc == STATUS_OK)
+		rc = tool_rate_codes(b, client_errors, requests, -1,
+				     client_codes);
+	return rc;
+}
+
+json_t *
+tool_codes_json(const struct spanquery_code *codes)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a != NULL && i < SPANQUERY_TOP_CODES && codes[i].n > 0;
+	     i++) {
+		char name[48];
+
+		code_name(&codes[i], name, sizeof(name));
+		if (json_array_append_new(
+			    a, json_pack("{s:s, s:I}", "code", name, "count",
+					 (json_int_t)codes[i].n))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
 }

@@ -236,6 +236,27 @@ int tool_round_recv(const struct tool_round *r) WUR;
 int tool_round_run(const struct tool_round *r) WUR;
 
 /*
+ * "Errors: 1.2% (503 ×14, 500 ×2); client errors: 6.7% (UNAUTHENTICATED
+ * ×103)": a row's or a service's errors and client errors
+ * (sextant_span_outcome) out of requests, each with its top codes
+ * (spanquery_row.codes[0] and [1]; NULL: none known, as for Prometheus
+ * rows);
+ * the client-error part only when there are some.  err_pct < 0: the rate
+ * from the counts; else that rate (Prometheus' extrapolated one).
+ */
+struct spanquery_code;
+int tool_errors_text(struct buf *b, uint64_t requests, uint64_t errors,
+		     uint64_t client_errors, double err_pct,
+		     const struct spanquery_code *err_codes,
+		     const struct spanquery_code *client_codes) WUR;
+/* "1.2% (503 ×14, 500 ×2)": part of whole (or pct when >= 0) and the top
+ * codes (NULL: none). */
+int tool_rate_codes(struct buf *b, uint64_t part, uint64_t whole, double pct,
+		    const struct spanquery_code *codes) WUR;
+/* The top codes as JSON: [{"code": "503", "count": 14}, ...]. */
+json_t *tool_codes_json(const struct spanquery_code *codes);
+
+/*
  * Whether service has no spans at all in the store (c may be NULL: then
  * false).  When it has none, out (cap bytes, cut when longer) says so with
  * "did you mean a or b?" for the closest names (case-insensitive; of the

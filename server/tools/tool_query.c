@@ -202,20 +202,23 @@ static int
 metric_line(struct buf *b, const struct merge_metric_row *r)
 {
 	const struct spanquery_row *q = r->user;
-	char n[32], p50[24], p95[24], p99[24], err[RENDER_PCT_MAX];
+	bool prom = r->source == MERGE_SOURCE_PROMETHEUS;
+	char n[32], p50[24], p95[24], p99[24];
 	int rc;
 
 	render_count(q->requests, n, sizeof(n));
-	render_rate(error_pct(r), err, sizeof(err));
 	render_ms(q->p50_ms, p50, sizeof(p50));
 	render_ms(q->p95_ms, p95, sizeof(p95));
 	render_ms(q->p99_ms, p99, sizeof(p99));
-	if ((rc = key_text(b, q)) != STATUS_OK)
+	if ((rc = key_text(b, q)) != STATUS_OK ||
+	    (rc = buf_printf(b, ", Requests: %s, P50: %s, P95: %s, P99: %s, ",
+			     n, p50, p95, p99)) != STATUS_OK ||
+	    (rc = tool_errors_text(b, q->requests, q->errors, q->client_errors,
+				   prom ? error_pct(r) : -1,
+				   prom ? NULL : q->codes[0],
+				   prom ? NULL : q->codes[1])) != STATUS_OK)
 		return rc;
-	return buf_printf(b,
-			  ", Requests: %s, P50: %s, P95: %s, P99: %s, "
-			  "Errors: %s\n",
-			  n, p50, p95, p99, err);
+	return buf_puts(b, "\n");
 }
 
 static json_t *
@@ -224,11 +227,16 @@ metric_json(const struct merge_metric_row *r)
 	const struct spanquery_row *q = r->user;
 	json_t *o;
 
-	o = json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "source",
-		      tool_sources[tool_source_of_merge(r->source)].name,
-		      "requests", (json_int_t)q->requests, "p50_ms", q->p50_ms,
-		      "p95_ms", q->p95_ms, "p99_ms", q->p99_ms,
-		      "error_rate_pct", error_pct(r));
+	o = json_pack(
+		"{s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:o, s:o}",
+		"source", tool_sources[tool_source_of_merge(r->source)].name,
+		"requests", (json_int_t)q->requests, "p50_ms", q->p50_ms,
+		"p95_ms", q->p95_ms, "p99_ms", q->p99_ms, "error_rate_pct",
+		error_pct(r), "errors", (json_int_t)q->errors, "client_errors",
+		(json_int_t)q->client_errors, "client_error_rate_pct",
+		merge_pct((double)q->client_errors, (double)q->requests),
+		"error_codes", tool_codes_json(q->codes[0]),
+		"client_error_codes", tool_codes_json(q->codes[1]));
 	if (o == NULL)
 		return NULL;
 	switch (q->protocol) {
@@ -267,6 +275,34 @@ errors_counted(struct buf *b, const struct merge_metric_row *r)
 			  tool_sources[tool_source_of_merge(r->source)].label);
 }
 
+/* " POST /login: 272 client errors in 4,061 calls (6.7%, mostly 401)
+ * [OTLP]" */
+static int
+client_errors_counted(struct buf *b, const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+	char e[32], n[32], pct[RENDER_PCT_MAX];
+	json_t *codes;
+	const char *top;
+	int rc;
+
+	render_count(q->client_errors, e, sizeof(e));
+	render_count(q->requests, n, sizeof(n));
+	render_pct(q->client_errors, q->requests, pct, sizeof(pct));
+	if ((rc = key_short(b, q)) != STATUS_OK)
+		return rc;
+	codes = tool_codes_json(q->codes[1]);
+	top = json_string_value(
+		json_object_get(json_array_get(codes, 0), "code"));
+	rc = buf_printf(b, ": %s client error%s in %s call%s (%s%s%s) [%s]", e,
+			q->client_errors == 1 ? "" : "s", n,
+			q->requests == 1 ? "" : "s", pct,
+			top != NULL ? ", mostly " : "", top != NULL ? top : "",
+			tool_sources[tool_source_of_merge(r->source)].label);
+	json_decref(codes);
+	return rc;
+}
+
 /*
  * "Analysis:" names the worst error rate (and, when another key has more
  * errors, the most errors: a rare failure of a busy route outweighs one
@@ -279,7 +315,7 @@ static int
 analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 {
 	const struct merge_metric_row *worst = NULL, *most = NULL,
-				      *slowest = NULL;
+				      *slowest = NULL, *mostc = NULL;
 	size_t disagree = 0;
 	int rc;
 
@@ -299,6 +335,12 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 			if (q->errors > 0 &&
 			    (most == NULL || q->errors > errors_of(most)))
 				most = r;
+			if (q->client_errors > 0 &&
+			    (mostc == NULL ||
+			     q->client_errors >
+				     ((const struct spanquery_row *)mostc->user)
+					     ->client_errors))
+				mostc = r;
 			if (slowest == NULL || r->p95_ms > slowest->p95_ms)
 				slowest = r;
 		}
@@ -316,6 +358,13 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 		}
 	} else {
 		rc = buf_puts(b, "no errors");
+	}
+	/* client errors are the callers' (4xx, UNAUTHENTICATED...): named
+	 * apart, they do not make the service unhealthy */
+	if (rc == STATUS_OK && mostc != NULL) {
+		rc = buf_puts(b, "; most client errors ");
+		if (rc == STATUS_OK)
+			rc = client_errors_counted(b, mostc);
 	}
 	if (rc == STATUS_OK && slowest != NULL) {
 		char p95[24];

@@ -156,9 +156,12 @@ spans_args_parse(const json_t *args, int64_t now, struct spans_args *a,
 			a->f.status = SPANLIST_STATUS_OK;
 		} else if (strcmp(status, "error") == 0) {
 			a->f.status = SPANLIST_STATUS_ERROR;
+		} else if (strcmp(status, "client_error") == 0) {
+			a->f.status = SPANLIST_STATUS_CLIENT_ERROR;
 		} else {
 			snprintf(err, len,
-				 "status must be \"ok\" or \"error\"");
+				 "status must be \"ok\", \"error\" or "
+				 "\"client_error\"");
 			return STATUS_INVALID;
 		}
 	}
@@ -225,9 +228,10 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 	}
 	if (f->status != SPANLIST_STATUS_ANY) {
 		buf_printf(b, "%sstatus %s", sep,
-			   f->status == SPANLIST_STATUS_ERROR
-				   ? "error"
-				   : "ok (not error)");
+			   f->status == SPANLIST_STATUS_ERROR ? "error"
+			   : f->status == SPANLIST_STATUS_CLIENT_ERROR
+				   ? "client error"
+				   : "ok (neither error nor client error)");
 		sep = ", ";
 	}
 	if (f->min_duration_ns >= 0) {
@@ -255,6 +259,8 @@ describe(struct buf *b, const struct spans_args *a, int64_t now)
 }
 
 /* One span of the page as structured content. */
+static const char *const outcome_names[] = {"ok", "error", "client_error"};
+
 static json_t *
 span_json(const struct spanlist_span *s)
 {
@@ -294,6 +300,19 @@ span_json(const struct spanlist_span *s)
 		      opt_string(s->status_message), "session_id",
 		      opt_string(s->session_id), "gen_ai",
 		      g != NULL ? g : json_null());
+	if (o != NULL &&
+	    (json_object_set_new(o, "outcome",
+				 json_string(outcome_names[s->outcome])) ||
+	     json_object_set_new(o, "http_status_code",
+				 s->http_status >= 0
+					 ? json_integer(s->http_status)
+					 : json_null()) ||
+	     json_object_set_new(o, "grpc_status_code",
+				 s->grpc_code >= 0 ? json_integer(s->grpc_code)
+						   : json_null()))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o != NULL && s->also_ebpf &&
 	    json_array_append_new(json_object_get(o, "also_seen_by"),
 				  json_string("ebpf")) != 0) {
@@ -312,31 +331,52 @@ format_tokens(int64_t v, char *out, size_t cap)
 		render_count((uint64_t)v, out, cap);
 }
 
+/* "error 503: card declined", "client error UNAUTHENTICATED", "ok": the
+ * span's outcome (sextant_span_outcome) with its code and message. */
+static void
+span_outcome_text(const struct spanlist_span *s, const char *msg, char *out,
+		  size_t cap)
+{
+	char code[48] = "";
+
+	if (s->grpc_code > 0)
+		snprintf(code, sizeof(code), " %s",
+			 otlp_grpc_code_name(s->grpc_code));
+	else if (s->http_status >= 400)
+		snprintf(code, sizeof(code), " %d", s->http_status);
+	snprintf(out, cap, "%s%s%s%s",
+		 s->outcome == 1   ? "error"
+		 : s->outcome == 2 ? "client error"
+				   : "ok",
+		 s->outcome != 0 ? code : "",
+		 s->outcome != 0 && msg != NULL ? ": " : "",
+		 s->outcome != 0 && msg != NULL ? msg : "");
+}
+
 /* The two table rows of span i: the span's, and its GenAI row (empty
  * when not a GenAI span). */
 static int
 span_rows(const struct spanlist_span *s, const json_t *o, struct buf *row,
 	  struct buf *grow)
 {
-	char dur[24], cost[160], in[32], out[32], tokens[80], status[200];
+	char dur[24], cost[160], in[32], out[32], tokens[80], status[240],
+		tid[9];
 	const json_t *g = json_object_get(o, "gen_ai");
 	const char *msg =
 		json_string_value(json_object_get(o, "status_message"));
-	const char *cells[5];
+	const char *cells[6];
 	int rc;
 
 	render_ms((double)s->key.duration_ns / 1e6, dur, sizeof(dur));
-	if (s->status == 2 && msg != NULL)
-		snprintf(status, sizeof(status), "error: %s", msg);
-	else
-		snprintf(status, sizeof(status), "%s",
-			 otlp_status_name(s->status));
+	span_outcome_text(s, msg, status, sizeof(status));
+	hex_encode(s->key.trace_id, 4, tid);
 	cells[0] = json_string_value(json_object_get(o, "start"));
-	cells[1] = s->service;
-	cells[2] = s->name;
-	cells[3] = dur;
-	cells[4] = status;
-	if ((rc = render_md_row(row, cells, 5)) != STATUS_OK || !s->genai)
+	cells[1] = tid;
+	cells[2] = s->service;
+	cells[3] = s->name;
+	cells[4] = dur;
+	cells[5] = status;
+	if ((rc = render_md_row(row, cells, 6)) != STATUS_OK || !s->genai)
 		return rc;
 	{
 		const char *model =
@@ -511,8 +551,8 @@ list_fit(struct list_call *x)
 static void
 list_text(struct list_call *x)
 {
-	static const char *const head[] = {"Time", "Service", "Name",
-					   "Duration", "Status"};
+	static const char *const head[] = {"Time", "Trace",    "Service",
+					   "Name", "Duration", "Status"};
 	static const char *const ghead[] = {"Span", "Model", "Tokens (in/out)",
 					    "Cost"};
 	struct buf *b = &x->b;
@@ -540,8 +580,8 @@ list_text(struct list_call *x)
 		buf_puts(b, "\n");
 	} else {
 		buf_puts(b, "\n");
-		tool_md_row(b, head, 5);
-		tool_md_rule(b, 5);
+		tool_md_row(b, head, 6);
+		tool_md_rule(b, 6);
 		for (size_t i = 0; i < x->shown; i++)
 			buf_append(b, x->rows[i].data, x->rows[i].len);
 	}

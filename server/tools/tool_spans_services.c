@@ -17,6 +17,8 @@
 #include "base/redact.h"
 #include "base/timerange.h"
 #include "pg/pg.h"
+#include "conf/config.h"
+#include "telemetry/health.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
 #include "telemetry/servicequery.h"
@@ -25,10 +27,12 @@
 #include "tools/tool_common.h"
 
 /* Text kept back from the budget for the lines after the table. */
-#define TAIL_ROOM     600
+#define TAIL_ROOM     2000 /* the health summary above, the notes below */
 #define DEFAULT_LIMIT 50
 #define MAX_LIMIT     1000
-#define NCOLS	      7
+#define NCOLS	      9
+/* services named in the health summary at most */
+#define HEALTH_NAMED 8
 
 /* The namespace as shown: [redact] applies (it is a resource attribute
  * value).  *owned: what to free. */
@@ -39,14 +43,68 @@ shown_ns(const struct redact *r, const char *ns, char **owned)
 	return *owned != NULL ? *owned : ns;
 }
 
+/* The [health] tolerances of the configuration. */
+static struct health_tolerances
+tolerances(struct call *call)
+{
+	const struct config *cfg = call_config(call);
+	struct health_tolerances t = health_defaults;
+
+	if (cfg != NULL) {
+		t.error_degraded = cfg->health.error_degraded;
+		t.error_unhealthy = cfg->health.error_unhealthy;
+		t.client_error_degraded = cfg->health.client_error_degraded;
+		t.client_error_unhealthy = cfg->health.client_error_unhealthy;
+	}
+	return t;
+}
+
+static enum health_status
+service_health(const struct health_tolerances *t,
+	       const struct servicequery_service *s)
+{
+	return health_judge(t, s->requests, s->errors, s->client_errors);
+}
+
+/* "errors 12% (503 ×120)" and/or "client errors 25% (404 ×9)": the rates
+ * that made s DEGRADED or UNHEALTHY. */
+static int
+health_why(struct buf *b, const struct health_tolerances *t,
+	   const struct servicequery_service *s)
+{
+	enum health_status v = service_health(t, s);
+	int rc = STATUS_OK;
+	bool both;
+
+	both = health_judge(t, s->requests, s->errors, 0) == v &&
+	       health_judge(t, s->requests, 0, s->client_errors) == v;
+	if (health_judge(t, s->requests, s->errors, 0) == v) {
+		rc = buf_puts(b, "errors ");
+		if (rc == STATUS_OK)
+			rc = tool_rate_codes(b, s->errors, s->requests, -1,
+					     s->codes[0]);
+	}
+	if (rc == STATUS_OK &&
+	    health_judge(t, s->requests, 0, s->client_errors) == v) {
+		rc = buf_puts(b, both ? ", client errors " : "client errors ");
+		if (rc == STATUS_OK)
+			rc = tool_rate_codes(b, s->client_errors, s->requests,
+					     -1, s->codes[1]);
+	}
+	return rc;
+}
+
 /* One row: the Markdown line into b, the object into arr. */
 static int
 add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
-	double range_s, const struct redact *r)
+	double range_s, const struct redact *r,
+	const struct health_tolerances *t)
 {
-	char rate[32], errs[RENDER_PCT_MAX], p95[32],
+	char rate[32], errs[160], cerrs[160], p95[32],
 		seen[TIMERANGE_FORMAT_MAX], seen_ms[TIMERANGE_FORMAT_MAX],
 		*owned = NULL;
+	struct buf eb, cb;
+	enum health_status h = service_health(t, s);
 	const char *ns = shown_ns(r, s->ns, &owned);
 	const char *srcs = s->sources == (SERVICEQUERY_EBPF | SERVICEQUERY_OTLP)
 				   ? "eBPF, OTLP"
@@ -63,10 +121,20 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 		snprintf(rate, sizeof(rate), "<0.01");
 	else
 		snprintf(rate, sizeof(rate), "%.2f", per_s);
-	if (s->requests == 0)
-		snprintf(errs, sizeof(errs), "–");
-	else
-		render_pct(s->errors, s->requests, errs, sizeof(errs));
+	snprintf(errs, sizeof(errs), "–");
+	snprintf(cerrs, sizeof(cerrs), "–");
+	buf_init(&eb, sizeof(errs) - 1);
+	buf_init(&cb, sizeof(cerrs) - 1);
+	if (s->requests > 0 &&
+	    tool_rate_codes(&eb, s->errors, s->requests, -1, s->codes[0]) ==
+		    STATUS_OK &&
+	    tool_rate_codes(&cb, s->client_errors, s->requests, -1,
+			    s->codes[1]) == STATUS_OK) {
+		snprintf(errs, sizeof(errs), "%.*s", (int)eb.len, eb.data);
+		snprintf(cerrs, sizeof(cerrs), "%.*s", (int)cb.len, cb.data);
+	}
+	buf_free(&eb);
+	buf_free(&cb);
 	if (s->requests == 0)
 		snprintf(p95, sizeof(p95), "–");
 	else
@@ -74,11 +142,12 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	/* whole seconds in text, milliseconds in the structured row */
 	timerange_format(s->last_seen_us / 1000000 * 1000, seen, sizeof(seen));
 	timerange_format(s->last_seen_us / 1000, seen_ms, sizeof(seen_ms));
-	rc = render_md_row(
-		b,
-		(const char *const[NCOLS]){s->service, ns != NULL ? ns : "–",
-					   srcs, rate, errs, p95, seen},
-		NCOLS);
+	rc = render_md_row(b,
+			   (const char *const[NCOLS]){
+				   s->service, ns != NULL ? ns : "–", srcs,
+				   rate, errs, cerrs, p95,
+				   h == HEALTH_NA ? "–" : health_name(h), seen},
+			   NCOLS);
 	if (rc != STATUS_OK)
 		goto out;
 	if (sa == NULL ||
@@ -89,13 +158,23 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 		rc = STATUS_NOMEM;
 		goto out;
 	}
-	o = json_pack("{s:s, s:s?, s:O, s:I, s:f, s:o, s:o, s:s}", "service",
-		      s->service, "namespace", ns, "sources", sa, "requests",
-		      (json_int_t)s->requests, "request_rate_per_s", per_s,
-		      "error_rate_pct",
+	o = json_pack("{s:s, s:s?, s:O, s:I, s:f, s:o, s:o, s:s, s:I, s:I, "
+		      "s:o, s:o, s:o, s:s}",
+		      "service", s->service, "namespace", ns, "sources", sa,
+		      "requests", (json_int_t)s->requests, "request_rate_per_s",
+		      per_s, "error_rate_pct",
 		      s->requests > 0 ? json_real(pct) : json_null(), "p95_ms",
 		      s->requests > 0 ? json_real(s->p95_ms) : json_null(),
-		      "last_seen", seen_ms);
+		      "last_seen", seen_ms, "errors", (json_int_t)s->errors,
+		      "client_errors", (json_int_t)s->client_errors,
+		      "client_error_rate_pct",
+		      s->requests > 0
+			      ? json_real(merge_pct((double)s->client_errors,
+						    (double)s->requests))
+			      : json_null(),
+		      "error_codes", tool_codes_json(s->codes[0]),
+		      "client_error_codes", tool_codes_json(s->codes[1]),
+		      "health", health_name(h));
 	rc = o != NULL && json_array_append_new(arr, o) == 0 ? STATUS_OK
 							     : STATUS_NOMEM;
 out:
@@ -115,9 +194,11 @@ struct services_call {
 	char ns_hint[320];   /* "did you mean ..." when none matched */
 	char *nsowned;	     /* as shown, when redacted */
 	struct servicequery_result *r;
-	json_t *arr;	 /* the rows shown, structured */
-	size_t shown;	 /* how many */
-	struct buf b, t; /* the answer, the table */
+	json_t *arr; /* the rows shown, structured */
+	struct health_tolerances tol;
+	size_t nhealth[HEALTH_UNHEALTHY + 1]; /* services by verdict */
+	size_t shown;			      /* how many */
+	struct buf b, t;		      /* the answer, the table */
 };
 
 /* Arguments: limit and time_range; *result is the answer when bad. */
@@ -256,7 +337,8 @@ services_table(struct services_call *x)
 	if (render_md_row(&x->t,
 			  (const char *const[NCOLS]){
 				  "Service", "Namespace", "Sources", "Req/s",
-				  "Errors", "P95", "Last seen"},
+				  "Errors", "Client errors", "P95", "Health",
+				  "Last seen"},
 			  NCOLS) != STATUS_OK ||
 	    render_md_rule(&x->t, NCOLS) != STATUS_OK)
 		return STATUS_NOMEM;
@@ -264,7 +346,7 @@ services_table(struct services_call *x)
 		size_t mark = x->t.len;
 
 		rc = add_row(&x->t, x->arr, &x->r->services[x->shown], range_s,
-			     red);
+			     red, &x->tol);
 		if (rc == STATUS_NOMEM)
 			return rc;
 		if (rc == STATUS_OK &&
@@ -278,6 +360,89 @@ services_table(struct services_call *x)
 		break;
 	}
 	return STATUS_OK;
+}
+
+/*
+ * "Health: 1 unhealthy, 2 degraded, 11 healthy of 14 services (2 without
+ * requests). UNHEALTHY: payments (errors 12% (503 ×120)). DEGRADED: ...":
+ * the answer to "which services are unhealthy and why?", over every
+ * service of the range (not only the rows shown), worst first.
+ */
+static int
+by_error_rate(const void *a, const void *b)
+{
+	const struct servicequery_service *x =
+		*(const struct servicequery_service *const *)a;
+	const struct servicequery_service *y =
+		*(const struct servicequery_service *const *)b;
+	/* requests > 0 for every verdict but NA */
+	double ex = (double)x->errors / (double)x->requests,
+	       ey = (double)y->errors / (double)y->requests,
+	       cx = (double)x->client_errors / (double)x->requests,
+	       cy = (double)y->client_errors / (double)y->requests;
+
+	if (ex != ey)
+		return ex > ey ? -1 : 1;
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return strcmp(x->service, y->service);
+}
+
+static void
+health_summary(struct services_call *x)
+{
+	const struct servicequery_result *r = x->r;
+	const struct servicequery_service **bad;
+	struct buf *b = &x->b;
+	size_t named = 0, nbad = 0;
+
+	if ((bad = calloc(r->n + 1, sizeof(*bad))) == NULL)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		enum health_status v = service_health(&x->tol, &r->services[i]);
+
+		x->nhealth[v]++;
+		if (v >= HEALTH_DEGRADED)
+			bad[nbad++] = &r->services[i];
+	}
+	qsort(bad, nbad, sizeof(*bad), by_error_rate);
+	buf_printf(b,
+		   "Health: %zu unhealthy, %zu degraded, %zu healthy of %zu "
+		   "service%s",
+		   x->nhealth[HEALTH_UNHEALTHY], x->nhealth[HEALTH_DEGRADED],
+		   x->nhealth[HEALTH_HEALTHY], r->n, r->n == 1 ? "" : "s");
+	if (x->nhealth[HEALTH_NA] > 0)
+		buf_printf(b, " (%zu without requests)", x->nhealth[HEALTH_NA]);
+	buf_puts(b, ".");
+	for (int v = HEALTH_UNHEALTHY; v >= HEALTH_DEGRADED; v--) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < nbad; i++) {
+			const struct servicequery_service *s = bad[i];
+
+			if (service_health(&x->tol, s) != (enum health_status)v)
+				continue;
+			if (named == HEALTH_NAMED) {
+				buf_printf(b, " ... (%zu more)",
+					   x->nhealth[v] - k);
+				break;
+			}
+			if (k == 0)
+				buf_printf(b, " %s: ", health_name(v));
+			else
+				buf_puts(b, "; ");
+			buf_printf(b, "%s (", s->service);
+			(void)health_why(b, &x->tol, s);
+			buf_puts(b, ")");
+			k++;
+			named++;
+		}
+		if (k > 0)
+			buf_puts(b, ".");
+	}
+	buf_puts(b, "\n\n");
+	tool_fit(b);
+	free(bad);
 }
 
 /* Text: the heading, the table, and what was left out and why.  The
@@ -325,6 +490,7 @@ services_text(struct services_call *x)
 			   "No namespace is exactly as given: namespace "
 			   "\"%s\" matched it ignoring case.\n\n",
 			   ns);
+	health_summary(x);
 	buf_append(b, x->t.data, x->t.len);
 	if (x->shown < r->n)
 		buf_printf(b, "\n%zu more service%s not shown: %s.\n",
@@ -336,7 +502,14 @@ services_text(struct services_call *x)
 	buf_printf(b,
 		   "\nRequests are HTTP and gRPC server spans (0 for a service "
 		   "with only client, database or internal spans); Errors: "
-		   "HTTP status >= 500 or a gRPC status other than OK%s.\n",
+		   "HTTP 5xx, server-side gRPC codes (UNKNOWN, "
+		   "DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, "
+		   "DATA_LOSS) or span status ERROR; Client errors: HTTP 4xx "
+		   "and other gRPC codes (e.g. UNAUTHENTICATED); Health by "
+		   "Kiali's rule: errors > %g%% DEGRADED, >= %g%% UNHEALTHY; "
+		   "client errors >= %g%% DEGRADED, >= %g%% UNHEALTHY%s.\n",
+		   x->tol.error_degraded, x->tol.error_unhealthy,
+		   x->tol.client_error_degraded, x->tol.client_error_unhealthy,
 		   r->rollup ? "; P95 from hourly and minute rollups (within "
 			       "0.5%)"
 			     : "");
@@ -358,10 +531,14 @@ services_result(struct services_call *x, json_t **result)
 
 	timerange_format(x->tr.from_ms, from, sizeof(from));
 	timerange_format(x->tr.to_ms, to, sizeof(to));
-	sc = json_pack("{s:{s:s, s:s}, s:O, s:I, s:I}", "time_range", "from",
-		       from, "to", to, "services", x->arr, "total",
-		       (json_int_t)x->r->n, "not_shown",
-		       (json_int_t)(x->r->n - x->shown));
+	sc = json_pack("{s:{s:s, s:s}, s:O, s:I, s:I, s:{s:I, s:I, s:I, s:I}}",
+		       "time_range", "from", from, "to", to, "services", x->arr,
+		       "total", (json_int_t)x->r->n, "not_shown",
+		       (json_int_t)(x->r->n - x->shown), "health", "unhealthy",
+		       (json_int_t)x->nhealth[HEALTH_UNHEALTHY], "degraded",
+		       (json_int_t)x->nhealth[HEALTH_DEGRADED], "healthy",
+		       (json_int_t)x->nhealth[HEALTH_HEALTHY], "no_requests",
+		       (json_int_t)x->nhealth[HEALTH_NA]);
 	if (sc == NULL)
 		return STATUS_NOMEM;
 	return tool_result_buf(&x->b, sc, result);
@@ -379,6 +556,7 @@ list_services(struct call *call, const json_t *args, json_t **result)
 	*result = NULL;
 	buf_init(&x.b, x.budget + 4096);
 	buf_init(&x.t, x.budget + 4096);
+	x.tol = tolerances(call);
 	if ((rc = services_args(&x, args, result)) != STATUS_OK ||
 	    *result != NULL)
 		goto out;

@@ -325,9 +325,17 @@ async function sqlMetrics(url, { service, source, from, to, protocol, filters = 
 					ELSE upper(coalesce(db_operation, '')) END AS k1,
 				CASE protocol WHEN 'http' THEN upper(http_method) WHEN 'grpc' THEN ''
 					ELSE coalesce(db_table, '') END AS k2,
-				CASE protocol WHEN 'http' THEN coalesce(http_status_code >= 500, false)
-					WHEN 'grpc' THEN coalesce(rpc_grpc_status_code <> 0, false)
-					ELSE status_code = 2 END AS is_error
+				-- OpenTelemetry's rule, written out here: span status
+				-- ERROR; HTTP 5xx (a 4xx is a client error); gRPC
+				-- server-side codes (other non-OK codes client errors)
+				status_code = 2 OR CASE protocol
+					WHEN 'http' THEN coalesce(http_status_code >= 500, false)
+					WHEN 'grpc' THEN coalesce(rpc_grpc_status_code IN (2, 4, 12, 13, 14, 15), false)
+					ELSE false END AS is_error,
+				status_code <> 2 AND CASE protocol
+					WHEN 'http' THEN coalesce(http_status_code BETWEEN 400 AND 499, false)
+					WHEN 'grpc' THEN coalesce(rpc_grpc_status_code NOT IN (0, 2, 4, 12, 13, 14, 15), false)
+					ELSE false END AS is_client_error
 			FROM c WHERE protocol IS NOT NULL
 		)
 		SELECT coalesce(json_agg(r ORDER BY protocol, k1, k2), '[]') FROM (
@@ -335,7 +343,9 @@ async function sqlMetrics(url, { service, source, from, to, protocol, filters = 
 				percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p50_ms,
 				percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p95_ms,
 				percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p99_ms,
-				(100.0 * count(*) FILTER (WHERE is_error) / count(*))::float8 AS error_rate_pct
+				(100.0 * count(*) FILTER (WHERE is_error) / count(*))::float8 AS error_rate_pct,
+				count(*) FILTER (WHERE is_error) AS errors,
+				count(*) FILTER (WHERE is_client_error) AS client_errors
 			FROM k ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
 			GROUP BY protocol, source, k1, k2) r`);
 	return JSON.parse(out);
@@ -450,6 +460,8 @@ function assertRows(protocol, got, want, { rollup = false, what = '' } = {}) {
 		close(g.p95_ms, w.p95_ms, `${at} p95_ms`, rel);
 		close(g.p99_ms, w.p99_ms, `${at} p99_ms`, rel);
 		close(g.error_rate_pct, w.error_rate_pct, `${at} error_rate_pct`, 1e-6);
+		assert.equal(g.errors, w.errors, `${at} errors`);
+		assert.equal(g.client_errors, w.client_errors, `${at} client_errors`);
 	}
 }
 
@@ -488,7 +500,7 @@ function rendered(textNum, value, what) {
 	assert.ok(Math.abs(Number(s) - value) <= tol, `${what}: printed ${textNum}, value ${value}`);
 }
 
-const HTTP_LINE = /^\s*Route: (.*) \(([A-Z]*)\), Requests: ([\d,]+), P50: ([\d.,]+)ms, P95: ([\d.,]+)ms, P99: ([\d.,]+)ms, Errors: ([\d.]+)%\s*$/;
+const HTTP_LINE = /^\s*Route: (.*) \(([A-Z]*)\), Requests: ([\d,]+), P50: ([\d.,]+)ms, P95: ([\d.,]+)ms, P99: ([\d.,]+)ms, Errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?(?:; client errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?)?\s*$/;
 const SECTION = /^\s*(HTTP|gRPC|SQL) Metrics \[(eBPF|OTLP)\]:\s*$/i;
 const SOURCE_TAG = { ebpf: 'eBPF', otlp: 'OTLP' };
 
@@ -679,6 +691,9 @@ describe('query_metrics', () => {
 				rendered(m[5], row.p95_ms, `${line}: P95`);
 				rendered(m[6], row.p99_ms, `${line}: P99`);
 				rendered(m[7], row.error_rate_pct, `${line}: Errors`);
+				// client errors: printed when there are some
+				if (row.client_errors > 0) rendered(m[8] ?? 'missing', row.client_error_rate_pct, `${line}: client errors`);
+				else assert.equal(m[8], undefined, `${line}: client errors without any`);
 			}
 		}
 		for (const [p, field] of [['grpc', 'method'], ['sql', 'operation']]) {
@@ -831,8 +846,10 @@ describe('query_metrics', () => {
 		const { text, sc } = await call('query_metrics', { service: 'rare-service', time_range: '7d' });
 		const busy = sc.http.find((r) => r.route === '/api/busy');
 		close(busy.error_rate_pct, (100 * 2) / 4061, 'busy error_rate_pct');
-		assert.match(text, /Route: \/api\/busy \(GET\), Requests: 4,061, [^\n]*, Errors: 0\.049%$/m, text);
-		assert.match(text, /Route: \/api\/quiet \(GET\), Requests: 3, [^\n]*, Errors: 33\.3%$/m, text);
+		// each rate with its codes
+		assert.match(text, /Route: \/api\/busy \(GET\), Requests: 4,061, [^\n]*, Errors: 0\.049% \(503 ×2\)$/m, text);
+		assert.match(text, /Route: \/api\/quiet \(GET\), Requests: 3, [^\n]*, Errors: 33\.3% \(500 ×1\)$/m, text);
+		assert.deepEqual(busy.error_codes, [{ code: '503', count: 2 }]);
 		const { analysis } = sections(text);
 		assert.match(analysis, /highest error rate GET \/api\/quiet: 1 error in 3 calls \(33\.3%\) \[OTLP\]; most errors GET \/api\/busy: 2 errors in 4,061 calls \(0\.049%\) \[OTLP\]/, analysis);
 		assert.doesNotMatch(text, /\b0\.0%/);

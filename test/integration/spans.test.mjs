@@ -17,7 +17,7 @@ import { KIND, STATUS, newId, span } from './lib/otlpjson.mjs';
 import { psql } from './lib/pg.mjs';
 import { psqlJson } from './lib/pgjson.mjs';
 import {
-	HOUR_MS, MIN_MS, MS, ResBatch, callRefused, callTool, close, costOf, hexLit, lit, loadPricing, mdTable, rendered, rng, startStack,
+	HOUR_MS, MIN_MS, MS, ResBatch, SQL_CLIENT_ERROR, SQL_FAILED, callRefused, callTool, close, costOf, hexLit, lit, loadPricing, mdTable, rendered, rng, startStack,
 } from './lib/tooltest.mjs';
 import { selfTime } from './lib/genaisql.mjs';
 
@@ -212,8 +212,9 @@ async function sqlSpans(f) {
 	if (f.trace_id) where.push(`trace_id = ${hexLit(f.trace_id)}`);
 	if (f.session_id) where.push(`session_id = ${lit(f.session_id)}`);
 	if (f.from) where.push(`start_time >= ${lit(f.from)}::timestamptz AND start_time < ${lit(f.to)}::timestamptz`);
-	if (f.status === 'error') where.push('status_code = 2');
-	if (f.status === 'ok') where.push('status_code <> 2');
+	if (f.status === 'error') where.push(SQL_FAILED);
+	if (f.status === 'client_error') where.push(SQL_CLIENT_ERROR);
+	if (f.status === 'ok') where.push(`NOT ${SQL_FAILED} AND NOT ${SQL_CLIENT_ERROR}`);
 	if (f.min_duration_ms !== undefined) where.push(`duration_ns >= ${Math.round(f.min_duration_ms * 1e6)}`);
 	const order = `${f.order_by === 'duration' ? 'duration_ns DESC, ' : ''}start_time DESC, start_nanos DESC, trace_id DESC, span_id DESC, source DESC`;
 	return psqlJson(st.pg.url, `
@@ -226,6 +227,7 @@ async function sqlSpans(f) {
 			'source', source, 'also_seen_by', to_json(array_remove(seen, source)), 'service', service_name, 'name', name,
 			'start_ns', sextant_unix_nano(start_time, start_nanos)::text, 'duration_ms', duration_ns / 1e6::float8,
 			'status_code', status_code, 'status_message', status_message, 'session_id', session_id,
+			'outcome', CASE WHEN ${SQL_FAILED} THEN 'error' WHEN ${SQL_CLIENT_ERROR} THEN 'client_error' ELSE 'ok' END,
 			'provider', nullif(gen_ai_provider, ''), 'operation', gen_ai_operation,
 			'model', coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, '')),
 			'input_tokens', gen_ai_input_tokens, 'output_tokens', gen_ai_output_tokens,
@@ -247,6 +249,7 @@ function assertSpanRow(got, w, pricing, what) {
 	assert.equal(Date.parse(got.start), Number(BigInt(w.start_ns) / MS), `${at}: start ${got.start}, SQL ${w.start_ns} ns`);
 	close(got.duration_ms, w.duration_ms, `${at}: duration_ms`);
 	assert.equal(got.status, STATUS_NAME[w.status_code], `${at}: status`);
+	assert.equal(got.outcome, w.outcome, `${at}: outcome`);
 	assert.equal(got.status_message, w.status_message, `${at}: status_message`);
 	assert.equal(got.session_id, w.session_id, `${at}: session_id`);
 	if (!w.genai) {
@@ -295,15 +298,20 @@ async function walk(args, { maxPages = 200, stopAfter = Infinity } = {}) {
 		assert.ok(head, `${what}: no "## Spans (N of T total)" header:\n${text.slice(0, 500)}`);
 		assert.equal(Number(head[1].replace(/,/g, '')), sc.spans.length, `${what}: N of the header`);
 		assert.equal(Number(head[2].replace(/,/g, '')), want.length, `${what}: T of the header`);
-		const t = mdTable(text, /\|\s*Time\s*\|\s*Service\s*\|\s*Name\s*\|\s*Duration\s*\|\s*Status\s*\|/);
-		assert.ok(t || sc.spans.length === 0, `${what}: no table Time | Service | Name | Duration | Status`);
+		const t = mdTable(text, /\|\s*Time\s*\|\s*Trace\s*\|\s*Service\s*\|\s*Name\s*\|\s*Duration\s*\|\s*Status\s*\|/);
+		assert.ok(t || sc.spans.length === 0, `${what}: no table Time | Trace | Service | Name | Duration | Status`);
 		if (t) {
 			assert.equal(t.rows.length, sc.spans.length, `${what}: table rows`);
 			t.rows.forEach((r, i) => {
-				assert.equal(r[1], sc.spans[i].service);
-				assert.equal(r[2], sc.spans[i].name);
-				assert.ok(r[4].startsWith(sc.spans[i].status), `${what}: Status cell ${r[4]}`);
-				if (sc.spans[i].status_message) assert.ok(r[4].includes(sc.spans[i].status_message), `${what}: Status cell ${r[4]} without the message`);
+				const sp = sc.spans[i];
+				assert.equal(r[1], sp.trace_id.slice(0, 8), `${what}: the short trace id`);
+				assert.equal(r[2], sp.service);
+				assert.equal(r[3], sp.name);
+				// "error 503: msg", "client error UNAUTHENTICATED", "ok"
+				assert.ok(r[5].startsWith(sp.outcome.replace('_', ' ')), `${what}: Status cell ${r[5]} (${sp.outcome})`);
+				const code = sp.grpc_status_code > 0 ? null : sp.http_status_code >= 400 ? String(sp.http_status_code) : null;
+				if (sp.outcome !== 'ok' && code) assert.ok(r[5].includes(code), `${what}: Status cell ${r[5]} without ${code}`);
+				if (sp.outcome !== 'ok' && sp.status_message) assert.ok(r[5].includes(sp.status_message), `${what}: Status cell ${r[5]} without the message`);
 			});
 		}
 		const left = want.length - rows.length;
@@ -400,6 +408,12 @@ describe('query_spans', () => {
 		assert.ok(rows.some((r) => r.source === 'otlp' && r.also_seen_by.includes('ebpf')));
 		assert.ok(rows.some((r) => r.source === 'ebpf'));
 		await walk({ service_name: 'shop-api', status: 'error', limit: 50 });
+		// shop-grpc: INTERNAL errors, NOT_FOUND client errors; a client
+		// span's 503 is an error too
+		const ge = await walk({ service_name: 'shop-grpc', status: 'error', limit: 50 });
+		assert.ok(ge.rows.some((r) => r.grpc_status_code === 13) && ge.rows.some((r) => r.http_status_code === 503), 'INTERNAL and a client 503 are errors');
+		const gc = await walk({ service_name: 'shop-grpc', status: 'client_error', limit: 50 });
+		assert.ok(gc.rows.length > 0 && gc.rows.every((r) => r.grpc_status_code === 5), 'NOT_FOUND answered by a server is a client error');
 		await walk({ service_name: 'shop-api', status: 'ok', min_duration_ms: 50, limit: 50 });
 		await walk({ min_duration_ms: 300, order_by: 'duration', limit: 50 });
 		await walk({ trace_id: T_ERR });
@@ -611,26 +625,28 @@ describe('list_services', () => {
 	// Every service with a span in [from, to) as list_services defines it:
 	// requests are HTTP and gRPC SERVER spans (issue 4's definitions) of
 	// the source that saw the most of them (eBPF on a tie: a request both
-	// sources saw counts once), errors HTTP >= 500 or gRPC status not OK,
+	// sources saw counts once), errors and client errors by SQL_FAILED and
+	// SQL_CLIENT_ERROR,
 	// p95 by percentile_cont, from that source; namespace of the newest
 	// span that has one.
 	async function sqlServices({ from, to, namespace }) {
 		const rows = await psqlJson(st.pg.url, `
 			WITH s AS (SELECT * FROM spans WHERE start_time >= ${lit(from)}::timestamptz AND start_time < ${lit(to)}::timestamptz),
-			r AS (SELECT *, CASE WHEN rpc_system = 'grpc' THEN coalesce(rpc_grpc_status_code <> 0, false)
-					ELSE coalesce(http_status_code >= 500, false) END AS is_error
+			r AS (SELECT *, ${SQL_FAILED} AS is_error, ${SQL_CLIENT_ERROR} AS is_client_error
 				FROM s WHERE kind = 2 AND (rpc_system = 'grpc' OR http_method IS NOT NULL)),
 			ns AS (SELECT DISTINCT ON (service_name) service_name, coalesce(service_namespace, k8s_namespace_name) AS namespace
 				FROM s WHERE coalesce(service_namespace, k8s_namespace_name) IS NOT NULL
 				ORDER BY service_name, start_time DESC, start_nanos DESC)
 			SELECT coalesce(json_agg(x ORDER BY x.requests DESC, x.service), '[]') FROM (
 				SELECT a.service_name AS service, ns.namespace, a.sources, a.last_seen_us,
-					coalesce(q.requests, 0) AS requests, coalesce(q.errors, 0) AS errors, q.p95_ms
+					coalesce(q.requests, 0) AS requests, coalesce(q.errors, 0) AS errors,
+					coalesce(q.client_errors, 0) AS client_errors, q.p95_ms
 				FROM (SELECT service_name, array_agg(DISTINCT source ORDER BY source) AS sources,
 						(extract(epoch FROM max(start_time)) * 1e6)::bigint AS last_seen_us FROM s GROUP BY 1) a
 				LEFT JOIN ns USING (service_name)
 				LEFT JOIN (SELECT DISTINCT ON (service_name) * FROM (
 						SELECT service_name, source, count(*) AS requests, count(*) FILTER (WHERE is_error) AS errors,
+							count(*) FILTER (WHERE is_client_error) AS client_errors,
 							percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p95_ms
 						FROM r GROUP BY 1, 2) per_source
 					ORDER BY service_name, requests DESC, source) q USING (service_name)) x`);
@@ -660,13 +676,15 @@ describe('list_services', () => {
 				assert.equal(v.p95_ms, null, `${at}: p95_ms without requests`);
 			} else {
 				close(v.error_rate_pct, (100 * w.errors) / w.requests, `${at}: error_rate_pct`);
+				assert.equal(v.errors, Number(w.errors), `${at}: errors`);
+				assert.equal(v.client_errors, Number(w.client_errors), `${at}: client_errors`);
 				close(v.p95_ms, w.p95_ms, `${at}: p95_ms`, { rel: rollup ? 0.005 : 1e-6 });
 			}
 			assert.equal(Date.parse(v.last_seen), Math.floor(Number(w.last_seen_us) / 1000), `${at}: last_seen ${v.last_seen}`);
 		}
 		// the text: one table row per service listed
-		const t = mdTable(text, /\|\s*Service\s*\|\s*Namespace\s*\|\s*Sources\s*\|\s*Req\/s\s*\|\s*Errors\s*\|\s*P95\s*\|\s*Last seen\s*\|/);
-		assert.ok(t || sc.services.length === 0, `${what}: no table Service | Namespace | Sources | Req/s | Errors | P95 | Last seen in:\n${text.slice(0, 800)}`);
+		const t = mdTable(text, /\|\s*Service\s*\|\s*Namespace\s*\|\s*Sources\s*\|\s*Req\/s\s*\|\s*Errors\s*\|\s*Client errors\s*\|\s*P95\s*\|\s*Health\s*\|\s*Last seen\s*\|/);
+		assert.ok(t || sc.services.length === 0, `${what}: no table Service | Namespace | Sources | Req/s | Errors | Client errors | P95 | Health | Last seen in:\n${text.slice(0, 800)}`);
 		assert.equal(t?.rows.length ?? 0, sc.services.length, `${what}: table rows`);
 		for (const [i, v] of sc.services.entries()) {
 			const row = t.rows[i];
@@ -676,7 +694,17 @@ describe('list_services', () => {
 			const lt = /^<\s*([\d.]+)$/.exec(row[3]);
 			if (lt) assert.ok(v.request_rate_per_s > 0 && v.request_rate_per_s < Number(lt[1]), `${v.service}: Req/s ${row[3]}, value ${v.request_rate_per_s}`);
 			else if (v.requests > 0) rendered(row[3], v.request_rate_per_s, `${v.service}: Req/s`);
-			if (v.error_rate_pct !== null) rendered(row[4], v.error_rate_pct, `${v.service}: Errors`);
+			if (v.error_rate_pct !== null) {
+				rendered(row[4].split(' ')[0], v.error_rate_pct, `${v.service}: Errors`);
+				rendered(row[5].split(' ')[0], v.client_error_rate_pct, `${v.service}: Client errors`);
+			}
+			// Kiali's request health at its default tolerances, by hand
+			const ep = v.requests ? (100 * v.errors) / v.requests : 0, cp = v.requests ? (100 * v.client_errors) / v.requests : 0;
+			const health = !v.requests ? 'NA'
+				: ep >= 10 || cp >= 20 ? 'UNHEALTHY'
+					: ep > 0 || cp >= 10 ? 'DEGRADED' : 'HEALTHY';
+			assert.equal(v.health, health, `${v.service}: health (${v.errors} errors, ${v.client_errors} client errors in ${v.requests})`);
+			assert.equal(row[7], health === 'NA' ? '–' : health, `${v.service}: Health cell`);
 		}
 		if (sc.not_shown > 0) assert.match(text, new RegExp(`${sc.not_shown.toLocaleString('en-US')} more|${sc.not_shown} more`), `${what}: no "N more"`);
 		return { sc, text, want };

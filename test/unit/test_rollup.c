@@ -734,6 +734,7 @@ struct shape {
 	const char *protocol, *k1, *k2;
 	int status;
 	bool is_error;
+	bool is_client_error; /* since 0013: 4xx, non-error gRPC codes */
 };
 
 #define SRV  2
@@ -755,7 +756,18 @@ static const struct shape shapes[] = {
 	{"pay", EBPF, SRV, 0, "GET", NULL, NULL, 500, NULL, NULL, NULL, -1,
 	 NULL, NULL, NULL, "http", "", "GET", 500, true},
 	{"pay", OTLP, SRV, 0, "GET", "/pay", NULL, 499, NULL, NULL, NULL, -1,
-	 NULL, NULL, NULL, "http", "/pay", "GET", 499, false},
+	 NULL, NULL, NULL, "http", "/pay", "GET", 499, false, true},
+	/* OpenTelemetry's rule (0013): a server's 404 is a client error, a
+	 * 200 with span status ERROR an error, UNAUTHENTICATED a client
+	 * error, INTERNAL an error */
+	{"pay", OTLP, SRV, 0, "GET", "/pay", NULL, 404, NULL, NULL, NULL, -1,
+	 NULL, NULL, NULL, "http", "/pay", "GET", 404, false, true},
+	{"pay", OTLP, SRV, 2, "GET", "/ok", NULL, 200, NULL, NULL, NULL, -1,
+	 NULL, NULL, NULL, "http", "/ok", "GET", 200, true},
+	{"auth", OTLP, SRV, 0, NULL, NULL, NULL, -1, "grpc", "a.Auth", "Login",
+	 16, NULL, NULL, NULL, "grpc", "a.Auth/Login", "", 16, false, true},
+	{"auth", EBPF, SRV, 0, NULL, NULL, NULL, -1, "grpc", "a.Auth", "Login",
+	 13, NULL, NULL, NULL, "grpc", "a.Auth/Login", "", 13, true},
 	/* gRPC with an HTTP method too: gRPC only */
 	{"pay", OTLP, SRV, 0, "POST", "/x", NULL, 200, "grpc", "pkg.Pay",
 	 "Charge", 0, NULL, NULL, NULL, "grpc", "pkg.Pay/Charge", "", 0, false},
@@ -784,6 +796,17 @@ static const struct shape shapes[] = {
 };
 /* clang-format on */
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* Shapes that are calls (span_calls.protocol not NULL). */
+static int
+call_shapes(void)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < N_SHAPES; i++)
+		n += shapes[i].protocol != NULL;
+	return n;
+}
 
 /* The spans written so far, per shape, for the expected aggregates. */
 struct written {
@@ -1022,7 +1045,8 @@ test_view(void **state)
 	write_spans(c, &w, hour_ago(3), 3, -1, &seed);
 	if (pg_query(c,
 		     "SELECT DISTINCT get_byte(trace_id, 0), protocol, k1, k2, "
-		     "status, is_error FROM span_calls ORDER BY 1",
+		     "status, is_error, is_client_error FROM span_calls "
+		     "ORDER BY 1",
 		     0, NULL, &res, &perr) != STATUS_OK)
 		fail_msg("%s", perr.detail);
 	/* one distinct row per shape: nothing depends on the duration */
@@ -1032,8 +1056,11 @@ test_view(void **state)
 
 		assert_int_equal(num(PQgetvalue(res, i, 0)), i);
 		if (sh->protocol == NULL) {
-			for (int col = 1; col <= 5; col++)
+			for (int col = 1; col <= 4; col++)
 				assert_true(PQgetisnull(res, i, col));
+			/* not calls: judged as spans (none of them failed) */
+			assert_string_equal(PQgetvalue(res, i, 5), "f");
+			assert_string_equal(PQgetvalue(res, i, 6), "f");
 			continue;
 		}
 		assert_string_equal(PQgetvalue(res, i, 1), sh->protocol);
@@ -1042,6 +1069,8 @@ test_view(void **state)
 		assert_int_equal(num(PQgetvalue(res, i, 4)), sh->status);
 		assert_string_equal(PQgetvalue(res, i, 5),
 				    sh->is_error ? "t" : "f");
+		assert_string_equal(PQgetvalue(res, i, 6),
+				    sh->is_client_error ? "t" : "f");
 	}
 	PQclear(res);
 	written_free(&w);
@@ -1085,6 +1114,23 @@ test_refresh_and_late_spans(void **state)
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_dirty"),
 			 0);
 	check_rollup(c, &w, p);
+	/* rollup rows judged by sextant_call_outcome count the errors and
+	 * client errors the raw spans have, per service */
+	assert_int_equal(
+		sql_ll(c,
+		       "SELECT count(*) FROM (SELECT service_name, "
+		       "sextant_call_outcome(protocol, status, span_error) "
+		       "AS o, sum(requests) AS n FROM span_rollup GROUP BY 1, "
+		       "2) r FULL JOIN (SELECT service_name, outcome AS o, "
+		       "count(*) AS n FROM span_calls WHERE protocol IS NOT "
+		       "NULL GROUP BY 1, 2) s USING (service_name, o) WHERE "
+		       "r.n IS DISTINCT FROM s.n"),
+		0);
+	assert_int_equal(sql_ll(c, "SELECT count(DISTINCT (service_name, "
+				   "outcome)) FROM span_calls WHERE protocol "
+				   "IS NOT NULL"),
+			 6); /* pay: ok, errors, client errors; auth: errors,
+			      * client errors; cart: ok */
 	/* the rows summed give what percentile_cont gives on the raw spans */
 	if (pg_query(c,
 		     "SELECT buckets::text, counts::text FROM span_rollup "
@@ -1125,7 +1171,7 @@ test_refresh_and_late_spans(void **state)
 			 1);
 	refresh(c, 0, 0, 2); /* young: not yet, the old rows stay */
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup"),
-			 150 * 11);
+			 150 * call_shapes());
 	/* a settled mark beside a young one: still held back, both kept */
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO span_rollup_dirty VALUES (to_timestamp(%lld), 5)",
@@ -1138,24 +1184,13 @@ test_refresh_and_late_spans(void **state)
 	age_dirty(c);
 	refresh(c, 0, 2, 0);
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup"),
-			 150 * 11 + 45);
+			 150 * call_shapes() + 45);
 	check_rollup(c, &w, p);
 	/* a refresh with nothing to do */
 	refresh(c, 0, 0, 0);
 	check_rollup(c, &w, p);
 	written_free(&w);
 	pg_release(c);
-}
-
-/* Shapes that are calls (span_calls.protocol not NULL). */
-static int
-call_shapes(void)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < N_SHAPES; i++)
-		n += shapes[i].protocol != NULL;
-	return n;
 }
 
 /*
@@ -1694,13 +1729,16 @@ test_migration_marks_existing(void **state)
 	assert_int_equal(PQstatus(m), CONNECTION_OK);
 	assert_int_equal(migrate_apply(m, &opts, &applied, err, sizeof(err)),
 			 STATUS_OK);
-	/* back to the store as 0004 left it */
-	res = PQexec(m,
-		     "DROP VIEW span_calls; "
-		     "DROP TABLE span_rollup, span_rollup_dirty, "
-		     "span_rollup_minute, span_rollup_minute_dirty; "
-		     "DROP FUNCTION sextant_duration_bucket(bigint); "
-		     "DELETE FROM schema_migrations WHERE version IN (5, 8)");
+	/* back to the store as 0004 left it (and 0012: 0013 builds on
+	 * 0005 and 0008, so it is applied again after them) */
+	res = PQexec(m, "DROP VIEW span_calls; "
+			"DROP TABLE span_rollup, span_rollup_dirty, "
+			"span_rollup_minute, span_rollup_minute_dirty; "
+			"DROP FUNCTION sextant_duration_bucket(bigint); "
+			"DROP FUNCTION sextant_call_outcome(text, integer, "
+			"boolean); "
+			"DELETE FROM schema_migrations WHERE version IN (5, 8, "
+			"13)");
 	assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
 	PQclear(res);
 	/* spans in three past hours (one in the DEFAULT partition, two
@@ -1722,7 +1760,7 @@ test_migration_marks_existing(void **state)
 	PQclear(res);
 	assert_int_equal(migrate_apply(m, &opts, &applied, err, sizeof(err)),
 			 STATUS_OK);
-	assert_int_equal(applied, 2);
+	assert_int_equal(applied, 3);
 	res = PQexec(m, "SELECT count(*), count(DISTINCT period), max(slot) "
 			"FROM span_rollup_dirty");
 	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);

@@ -374,7 +374,8 @@ static char messages[8][16];
 
 /*
  * Traces 1..6: 8 OTLP spans each, "shop" and "cart" alternating, one
- * error and one ok span per trace, durations 1..4 ms (many equal); trace
+ * span with status error and one ok per trace, one failed by its gRPC code
+ * and one by its HTTP status (an error, or a client error), durations 1..4 ms (many equal); trace
  * 3's spans all start at the same nanosecond.  Sessions: 1 and 2 in
  * "sess-1", 4 in "sess-2".  Trace 2's first 4 spans were seen by eBPF
  * too (as "shop-ebpf", 1 ms longer).  Trace 7: 5 eBPF-only spans.  Trace
@@ -394,6 +395,16 @@ add_data(void)
 
 			s->name = span_names[j];
 			s->status_code = j == 7 ? 2 : j == 6 ? 1 : 0;
+			/* failed by their codes (sextant_span_outcome): a
+			 * server's 503 (odd traces) is an error, its 404 (even)
+			 * a client error; a client's UNAUTHENTICATED an error */
+			if (j == 5) {
+				s->kind = 2; /* SERVER */
+				s->http_status = t % 2 ? 503 : 404;
+			} else if (j == 4) {
+				s->kind = 3; /* CLIENT */
+				s->grpc_status = 16;
+			}
 			s->status_message = j == 7 ? messages[t] : NULL;
 			s->session_id = t <= 2	 ? "sess-1"
 					: t == 4 ? "sess-2"
@@ -584,7 +595,7 @@ test_bad_arguments(void **state)
 			 STATUS_INVALID);
 	assert_int_equal(spanlist_count_send(c, &f, &err), STATUS_INVALID);
 	f.has_range = false;
-	f.status = 3;
+	f.status = SPANLIST_STATUS_CLIENT_ERROR + 1;
 	assert_int_equal(spanlist_page_send(c, &f, NULL, 10, &err),
 			 STATUS_INVALID);
 	f.status = 0;
@@ -620,7 +631,10 @@ struct page_case {
 };
 
 #define ANY_DUR .min_duration_ns = -1
-#define BY_DUR	.order = SPANLIST_ORDER_DURATION
+#define OUTCOME                                                                \
+	"sextant_span_outcome(kind, status_code, http_status_code, "           \
+	"rpc_grpc_status_code)"
+#define BY_DUR .order = SPANLIST_ORDER_DURATION
 
 static const struct page_case page_cases[] = {
 	/* 48 + 5 eBPF-only + 6 GenAI; the 4 eBPF twins and 4 old left out */
@@ -640,15 +654,21 @@ static const struct page_case page_cases[] = {
 	{"errors",
 	 {.status = SPANLIST_STATUS_ERROR, ANY_DUR},
 	 true,
-	 "status_code = 2",
+	 OUTCOME " = 1",
 	 {1, 4, 0},
-	 7},
+	 16},
+	{"client errors",
+	 {.status = SPANLIST_STATUS_CLIENT_ERROR, ANY_DUR},
+	 true,
+	 OUTCOME " = 2",
+	 {2, 0},
+	 3},
 	{"not errors by duration",
 	 {.status = SPANLIST_STATUS_OK, ANY_DUR, BY_DUR},
 	 true,
-	 "status_code <> 2",
+	 OUTCOME " = 0",
 	 {9, 200},
-	 52},
+	 40},
 	{"at least 3 ms",
 	 {.min_duration_ns = 3000000},
 	 true,

@@ -9,7 +9,7 @@
 // is computed here from the model_pricing rows (tooltest.mjs costOf).
 
 import { psqlJson } from './pgjson.mjs';
-import { costOf, lit } from './tooltest.mjs';
+import { SQL_FAILED, costOf, lit } from './tooltest.mjs';
 
 export const LLM_OPS = ['chat', 'text_completion', 'generate_content', 'embeddings'];
 
@@ -19,7 +19,8 @@ export const LLM_OPS = ['chat', 'text_completion', 'generate_content', 'embeddin
 function callsCtes(scope) {
 	return `WITH RECURSIVE
 		s0 AS (SELECT DISTINCT ON (trace_id, span_id) trace_id, span_id, parent_span_id, source, start_time,
-				sextant_unix_nano(start_time, start_nanos) AS start_ns, duration_ns, status_code,
+				sextant_unix_nano(start_time, start_nanos) AS start_ns, duration_ns,
+				CASE WHEN ${SQL_FAILED} THEN 2 ELSE status_code END AS status_code, -- failed: ERROR
 				service_name, session_id, name, status_message, gen_ai_operation AS op,
 				nullif(gen_ai_provider, '') AS provider,
 				coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, '')) AS model,

@@ -39,6 +39,23 @@ export function rng(seed) {
 }
 
 // SQL literals.
+// OpenTelemetry's rule for a failed span, written out for the tests'
+// own SQL (the gateway has it as sextant_span_outcome): span status
+// ERROR; a gRPC code decides before an HTTP status: on a SERVER span only
+// UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and
+// DATA_LOSS are errors and every other non-OK code a client error, on
+// other spans every non-OK code is an error; HTTP: 5xx errors, 4xx client
+// errors on a SERVER span and errors on others.  Over a row of spans.
+const SERVER_GRPC_ERRORS = '(2, 4, 12, 13, 14, 15)';
+export const SQL_FAILED = `(status_code = 2 OR CASE
+	WHEN rpc_grpc_status_code > 0 THEN kind <> 2 OR rpc_grpc_status_code IN ${SERVER_GRPC_ERRORS}
+	WHEN rpc_grpc_status_code = 0 THEN false
+	ELSE coalesce(http_status_code >= 500 OR (kind <> 2 AND http_status_code >= 400), false) END)`;
+export const SQL_CLIENT_ERROR = `(status_code <> 2 AND kind = 2 AND CASE
+	WHEN rpc_grpc_status_code > 0 THEN rpc_grpc_status_code NOT IN ${SERVER_GRPC_ERRORS}
+	WHEN rpc_grpc_status_code = 0 THEN false
+	ELSE coalesce(http_status_code BETWEEN 400 AND 499, false) END)`;
+
 export const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
 export const hexLit = (h) => {
 	assert.match(h, /^[0-9a-f]+$/);
