@@ -218,8 +218,8 @@ services_args(struct services_call *x, const json_t *args, json_t **result)
 		}
 		x->limit = (size_t)json_integer_value(lim);
 	}
-	if (tool_time_range(args, "24h", 0, x->now, &x->tr, err, sizeof(err)) !=
-	    STATUS_OK) {
+	if (tool_time_range(args, "24h", TOOL_RANGE_FROM_TO, x->now, &x->tr,
+			    err, sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}

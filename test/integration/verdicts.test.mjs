@@ -1,24 +1,58 @@
 // verdicts.test.mjs - scenario tests for the verdicts an on-call engineer
 // reads first: each scenario is put in through the OTLP receiver with one
-// known cause, and the tools must name it (issue 18).  Here: a downstream
-// database as the true bottleneck of a slow request.
+// known cause, and the tools must name it (issue 18): a downstream
+// database as the true bottleneck of a slow request; errors judged by
+// OpenTelemetry's rule (failed logins are client errors, a 200 with span
+// status ERROR an error, a client's 404 an error), the same in
+// list_services, query_metrics and query_spans, over raw spans and over
+// settled rollups; one error in 5,000 calls; health verdicts.
 
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
-import { KIND, newId, span } from './lib/otlpjson.mjs';
-import { MIN_MS, MS, ResBatch, callTool, startStack } from './lib/tooltest.mjs';
+import { KIND, STATUS, newId, span } from './lib/otlpjson.mjs';
+import { psql } from './lib/pg.mjs';
+import { CONFORMANCE_CONFIG, runSextant } from './lib/server.mjs';
+import { HOUR_MS, MIN_MS, MS, ResBatch, callTool, startStack } from './lib/tooltest.mjs';
 
 const NOW_MS = Date.now();
 const ago = (ms) => BigInt(NOW_MS - Math.round(ms)) * MS;
 const batch = new ResBatch();
 
-function sp(service, t, t0, { id = newId(8), parent, name, kind = KIND.INTERNAL, at = 0, dur, attributes }) {
-	batch.add(service, 'otlp', span({
+function sp(service, t, t0, { id = newId(8), parent, name, kind = KIND.INTERNAL, at = 0, dur, attributes, status, source = 'otlp' }) {
+	batch.add(service, source, span({
 		traceId: t, spanId: id, parentSpanId: parent, name, kind,
-		startNs: t0 + BigInt(Math.round(at * 1e6)), durNs: BigInt(Math.round(dur * 1e6)), attributes,
+		startNs: t0 + BigInt(Math.round(at * 1e6)), durNs: BigInt(Math.round(dur * 1e6)), attributes, status,
 	}));
 	return id;
+}
+const httpSrv = (route, code) => ({ 'http.request.method': 'GET', 'http.route': route, 'http.response.status_code': code });
+const grpcSrv = (method, code) => ({ 'rpc.system': 'grpc', 'rpc.service': 'v.Auth', 'rpc.method': method, 'rpc.grpc.status_code': code });
+
+// v-auth (gRPC, eBPF): 300 logins over the last 40 minutes and again three
+// hours ago (rolled up): 30 UNAUTHENTICATED (a client error: failed
+// logins), 3 INTERNAL (errors).
+// v-web (HTTP, OTLP): 200 GETs the same way: 20 answered 404 (client
+// errors), 4 answered 503 (errors), 2 answered 200 with span status ERROR
+// (errors); and a CLIENT span answered 404 (the client's call failed: an
+// error of the span, not a request).
+// v-rare: one 500 in 5,000 GETs.
+const WINDOWS = [{ base: 2 * MIN_MS, name: 'raw' }, { base: 3 * HOUR_MS, name: 'rolled up' }];
+for (const { base } of WINDOWS) {
+	for (let i = 0; i < 300; i++) {
+		const code = i < 30 ? 16 : i < 33 ? 13 : 0;
+		sp('v-auth', newId(16), ago(base + (i % 38) * MIN_MS + i * 7), { name: 'v.Auth/Login', kind: KIND.SERVER, dur: 40 + (i % 9), attributes: grpcSrv('Login', code), source: 'ebpf' });
+	}
+	for (let i = 0; i < 200; i++) {
+		const code = i < 20 ? 404 : i < 24 ? 503 : 200;
+		const status = i >= 24 && i < 26 ? { code: STATUS.ERROR, message: 'template failed' } : undefined;
+		const t = newId(16);
+		const r = sp('v-web', t, ago(base + (i % 38) * MIN_MS + i * 11), { name: 'GET /page', kind: KIND.SERVER, dur: 10 + (i % 7), attributes: httpSrv('/page', code), status });
+		if (i === 0) sp('v-web', t, ago(base + i * 11), { parent: r, name: 'GET', kind: KIND.CLIENT, at: 1, dur: 3, attributes: { 'http.request.method': 'GET', 'server.address': 'cdn.example', 'http.response.status_code': 404 } });
+	}
+}
+for (let i = 0; i < 5000; i++) {
+	sp('v-rare', newId(16), ago(2 * MIN_MS + (i % 38) * MIN_MS + i), { name: 'GET /busy', kind: KIND.SERVER, dur: 5 + (i % 3), attributes: httpSrv('/busy', i === 77 ? 500 : 200) });
 }
 
 // shop: checkout (120 ms) calls payments over HTTP; payments spends 85 ms
@@ -45,6 +79,13 @@ for (let i = 0; i < 20; i++) {
 
 let st;
 const call = (name, args, opts) => callTool(st.mcp, name, args, opts);
+
+// Each window's range for the tools: the last 45 minutes (raw spans, and
+// minute rollups once settled), and 2.5 to 3.8 hours ago after the rollup
+// refresh (hour and minute rows).
+const rangeOf = (w) => (w.name === 'raw'
+	? { time_range: '45m' }
+	: { from: new Date(NOW_MS - 4 * HOUR_MS).toISOString(), to: new Date(NOW_MS - 2.5 * HOUR_MS).toISOString() });
 
 before(async () => {
 	st = await startStack({ name: 'verdicts', post: (url) => batch.post(url) });
@@ -73,5 +114,77 @@ describe('a downstream database is the bottleneck', () => {
 		// asked about payments, the same SELECT is in payments itself
 		const p = await call('query_traces', { service: 'v-payments', time_range: '1h' });
 		assert.match(p.text, /is v-payments: SELECT orders \(self time 85ms, 70\.8% of its request\), in v-payments itself/);
+	});
+});
+
+describe('errors by OpenTelemetry\'s rule, the same in every tool', () => {
+	before(async () => {
+		// the older window settled into rollups: marks aged, the
+		// janitor's refresh run
+		await psql(st.pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
+		const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: st.pg.url } });
+		assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+		assert.ok(Number(await psql(st.pg.url, "SELECT count(*) FROM span_rollup WHERE service_name IN ('v-auth', 'v-web')")) > 0, 'no hour rolled up');
+	});
+
+	for (const w of WINDOWS) {
+		test(`failed logins are client errors, INTERNAL an error (${w.name})`, async () => {
+			const { text, sc } = await call('query_metrics', { service: 'v-auth', ...rangeOf(w) });
+			if (w.name !== 'raw') assert.equal(sc.rollup, true, 'served by rollups');
+			const row = sc.grpc.find((r) => r.method === 'v.Auth/Login');
+			assert.equal(row.requests, 300);
+			assert.equal(row.errors, 3);
+			assert.equal(row.client_errors, 30);
+			assert.deepEqual(row.error_codes, [{ code: 'INTERNAL', count: 3 }]);
+			assert.deepEqual(row.client_error_codes, [{ code: 'UNAUTHENTICATED', count: 30 }]);
+			assert.match(text, /Method: v\.Auth\/Login, Requests: 300, [^\n]*, Errors: 1\.0% \(INTERNAL ×3\); client errors: 10\.0% \(UNAUTHENTICATED ×30\)$/m, text);
+			assert.match(text, /most client errors gRPC v\.Auth\/Login: 30 client errors in 300 calls \(10\.0%, mostly UNAUTHENTICATED\)/, text);
+			// list_services agrees, and judges: 1% errors and 10% client
+			// errors: DEGRADED (any error, and client errors at 10%)
+			const ls = await call('list_services', { ...rangeOf(w) });
+			const svc = ls.sc.services.find((v) => v.service === 'v-auth');
+			assert.equal(svc.requests, 300);
+			assert.equal(svc.errors, 3);
+			assert.equal(svc.client_errors, 30);
+			assert.equal(svc.health, 'DEGRADED');
+			// query_spans finds exactly these
+			const e = await call('query_spans', { service_name: 'v-auth', status: 'error', limit: 1, ...rangeOf(w) });
+			assert.equal(e.sc.total, 3);
+			assert.match(e.text, /\| error INTERNAL \|/);
+			const c = await call('query_spans', { service_name: 'v-auth', status: 'client_error', limit: 1, ...rangeOf(w) });
+			assert.equal(c.sc.total, 30);
+			assert.match(c.text, /\| client error UNAUTHENTICATED \|/);
+		});
+
+		test(`404s are client errors, 503s and a 200 with status ERROR errors (${w.name})`, async () => {
+			const { text, sc } = await call('query_metrics', { service: 'v-web', ...rangeOf(w) });
+			const row = sc.http.find((r) => r.route === '/page');
+			assert.equal(row.requests, 200);
+			assert.equal(row.errors, 6);
+			assert.equal(row.client_errors, 20);
+			assert.deepEqual(row.error_codes, [{ code: '503', count: 4 }, { code: '200 with status ERROR', count: 2 }]);
+			assert.match(text, /Route: \/page \(GET\), Requests: 200, [^\n]*, Errors: 3\.0% \(503 ×4, 200 with status ERROR ×2\); client errors: 10\.0% \(404 ×20\)$/m, text);
+			const ls = await call('list_services', { ...rangeOf(w) });
+			const svc = ls.sc.services.find((v) => v.service === 'v-web');
+			assert.equal(svc.errors, 6);
+			assert.equal(svc.client_errors, 20);
+			assert.equal(svc.health, 'DEGRADED');
+			assert.match(ls.text, /DEGRADED: [^\n]*v-web \(errors 3\.0% \(503 ×4, 200 with status ERROR ×2\), client errors 10\.0% \(404 ×20\)\)/, ls.text);
+			// the span that is not a request: the client's 404 failed
+			const e = await call('query_spans', { service_name: 'v-web', status: 'error', limit: 20, ...rangeOf(w) });
+			assert.equal(e.sc.total, 7, '4 × 503, 2 × ERROR, the client 404');
+			assert.ok(e.sc.spans.some((x) => x.name === 'GET' && x.http_status_code === 404 && x.outcome === 'error'));
+		});
+	}
+
+	test('one error in 5,000 calls keeps its two digits and degrades the service', async () => {
+		const { text, sc } = await call('query_metrics', { service: 'v-rare', time_range: '45m' });
+		const row = sc.http[0];
+		assert.equal(row.requests, 5000);
+		assert.equal(row.errors, 1);
+		assert.match(text, /Errors: 0\.020% \(500 ×1\)$/m, text);
+		assert.doesNotMatch(text, /Errors: 0(\.0+)?%/);
+		const ls = await call('list_services', { time_range: '45m' });
+		assert.equal(ls.sc.services.find((v) => v.service === 'v-rare').health, 'DEGRADED');
 	});
 });
