@@ -91,6 +91,34 @@ merge_group_key(const struct merge_metric_group *g, int part)
 	return r->key[part];
 }
 
+/* |x - y| <= tol */
+static bool
+near(double x, double y, double tol)
+{
+	return fabs(x - y) <= tol;
+}
+
+bool
+merge_rows_agree(const struct merge_metric_row *a,
+		 const struct merge_metric_row *b)
+{
+	double ra = (double)a->requests, rb = (double)b->requests;
+	double most = fmax(ra, rb);
+	double ea = a->error_rate_pct * ra / 100,
+	       eb = b->error_rate_pct * rb / 100;
+
+	return near(ra, rb,
+		    fmax(MERGE_AGREE_CALLS, MERGE_AGREE_SHARE * most)) &&
+	       near(ea, eb,
+		    fmax(MERGE_AGREE_CALLS, MERGE_AGREE_SHARE * most)) &&
+	       near(a->p50_ms, b->p50_ms,
+		    fmax(MERGE_AGREE_MS,
+			 MERGE_AGREE_LATENCY * fmax(a->p50_ms, b->p50_ms))) &&
+	       near(a->p95_ms, b->p95_ms,
+		    fmax(MERGE_AGREE_MS,
+			 MERGE_AGREE_LATENCY * fmax(a->p95_ms, b->p95_ms)));
+}
+
 static double
 group_worst(const struct merge_metric_group *g, bool errors)
 {

@@ -81,6 +81,23 @@ int merge_metrics(const struct merge_metric_row *rows, size_t n,
  */
 double merge_pct(double part, double whole);
 
+/*
+ * Whether two sources' rows of one key saw the same calls, so that one row
+ * can stand for both: requests within MERGE_AGREE_CALLS or
+ * MERGE_AGREE_SHARE of the larger count, errors within the same, P50 and
+ * P95 within MERGE_AGREE_MS or MERGE_AGREE_LATENCY of the larger.  eBPF
+ * times a call at the socket and an SDK inside the process, so their
+ * durations differ by the time in between (microseconds to a millisecond or
+ * so); a sampling SDK or a probe that misses calls shows as counts apart,
+ * and those rows are kept apart.
+ */
+#define MERGE_AGREE_CALLS   1.0	 /* calls */
+#define MERGE_AGREE_SHARE   0.01 /* of the larger count */
+#define MERGE_AGREE_MS	    1.0	 /* ms */
+#define MERGE_AGREE_LATENCY 0.10 /* of the larger percentile */
+bool merge_rows_agree(const struct merge_metric_row *a,
+		      const struct merge_metric_row *b);
+
 /* A group's total requests over its sources, and its key part (or NULL). */
 uint64_t merge_group_requests(const struct merge_metric_group *g);
 const char *merge_group_key(const struct merge_metric_group *g, int part);

@@ -66,8 +66,9 @@ spanquery_protocol_parse(const char *name)
 #define RAW_WHERE " service_name = $1 AND source = $2" FILTERS
 
 /*
- * Per key: requests, errors, client errors, the counts of the status codes
- * that were not ok ("status:span_error:outcome:n,..."), and percentiles.
+ * Per key, and per protocol (k1 and k2 NULL, after the keys): requests,
+ * errors, client errors, the counts of the status codes that were not ok
+ * ("status:span_error:outcome:n,..."), and percentiles.
  */
 static const char metrics_exact_sql[] =
 	"WITH s AS (SELECT protocol, k1, k2, status, span_error, outcome, "
@@ -77,13 +78,14 @@ static const char metrics_exact_sql[] =
 	"(SELECT protocol, k1, k2, count(*) AS n, count(*) FILTER (WHERE "
 	"outcome = 1) AS e, count(*) FILTER (WHERE outcome = 2) AS ce, "
 	"percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
-	"(ORDER BY duration_ns) AS pct FROM s GROUP BY 1, 2, 3) p "
-	"LEFT JOIN (SELECT protocol, k1, k2, string_agg(status || ':' || "
-	"span_error::int || ':' || outcome || ':' || n, ',') AS codes FROM "
-	"(SELECT protocol, k1, k2, status, span_error, outcome, count(*) AS n "
-	"FROM s WHERE outcome <> 0 GROUP BY 1, 2, 3, 4, 5, 6) x "
-	"GROUP BY 1, 2, 3) c USING (protocol, k1, k2) "
-	"ORDER BY 1, 2, 3 LIMIT 2001";
+	"(ORDER BY duration_ns) AS pct FROM s GROUP BY GROUPING SETS ((1, 2, "
+	"3), (1))) p LEFT JOIN (SELECT protocol, k1, k2, string_agg(status || "
+	"':' || span_error::int || ':' || outcome || ':' || n, ',') AS codes "
+	"FROM (SELECT protocol, k1, k2, status, span_error, outcome, count(*) "
+	"AS n FROM s WHERE outcome <> 0 GROUP BY 1, 2, 3, 4, 5, 6) x "
+	"GROUP BY GROUPING SETS ((1, 2, 3), (1))) c ON c.protocol = p.protocol "
+	"AND c.k1 IS NOT DISTINCT FROM p.k1 AND c.k2 IS NOT DISTINCT FROM p.k2 "
+	"ORDER BY p.k1 IS NOT NULL, 1, 2, 3 LIMIT 2004";
 
 /*
  * Each part of the range from the finest source that is up to date
@@ -328,16 +330,17 @@ exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 	int n = PQntuples(res);
 
 	for (int i = 0; i < n; i++) {
-		struct spanquery_row *r;
+		struct spanquery_tally t = {.n = 0};
+		bool total = PQgetisnull(res, i, 1);
+		struct spanquery_row *r, tr;
 		double pct[3];
 
-		if (m->n == SPANQUERY_MAX_KEYS) {
+		if (!total && m->n == SPANQUERY_MAX_KEYS) {
 			m->truncated = true;
-			break;
+			continue;
 		}
-		struct spanquery_tally t = {.n = 0};
-
-		r = &m->rows[m->n];
+		r = total ? &tr : &m->rows[m->n];
+		memset(r, 0, sizeof(*r));
 		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
 		r->k1 = PQgetvalue(res, i, 1);
 		r->k2 = PQgetvalue(res, i, 2);
@@ -355,7 +358,12 @@ exact_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 		r->p50_ms = pct[0] / 1e6;
 		r->p95_ms = pct[1] / 1e6;
 		r->p99_ms = pct[2] / 1e6;
-		m->n++;
+		if (!total) {
+			m->n++;
+			continue;
+		}
+		r->k1 = r->k2 = "";
+		m->total[r->protocol] = *r;
 	}
 	return STATUS_OK;
 }
@@ -370,24 +378,43 @@ same_key(PGresult *res, int a, int b)
 	return true;
 }
 
-/* Rows of one key are adjacent (ORDER BY 1, 2, 3): sum their histograms. */
+/* A row's requests and percentiles from its histogram. */
+static void
+hist_row(const struct rollup_hist *h, struct spanquery_row *r)
+{
+	r->requests = (uint64_t)rollup_hist_count(h);
+	if (r->requests == 0)
+		return;
+	r->p50_ms = rollup_hist_quantile(h, 0.50) / 1e6;
+	r->p95_ms = rollup_hist_quantile(h, 0.95) / 1e6;
+	r->p99_ms = rollup_hist_quantile(h, 0.99) / 1e6;
+}
+
+/* Rows of one key are adjacent (ORDER BY 1, 2, 3): sum their histograms;
+ * the totals per protocol sum them all. */
 static int
 rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 {
 	int n = PQntuples(res), rc = STATUS_OK;
-	struct rollup_hist *h = NULL;
-	struct spanquery_tally *t = malloc(sizeof(*t));
+	struct rollup_hist *h = NULL, *ph[SPANQUERY_PROTOCOLS] = {NULL};
+	/* per key, then per protocol ([1 + p]) */
+	struct spanquery_tally *t = calloc(1 + SPANQUERY_PROTOCOLS, sizeof(*t));
+	struct spanquery_row scratch;
 
 	if (t == NULL)
 		return STATUS_NOMEM;
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		if ((ph[p] = rollup_hist_new()) == NULL) {
+			rc = STATUS_NOMEM;
+			goto out;
+		}
 	for (int i = 0, j; i < n; i = j) {
 		struct spanquery_row *r;
 
-		if (m->n == SPANQUERY_MAX_KEYS) {
+		/* past the keys kept, rows still count in the totals */
+		if (m->n == SPANQUERY_MAX_KEYS)
 			m->truncated = true;
-			break;
-		}
-		r = &m->rows[m->n];
+		r = m->n < SPANQUERY_MAX_KEYS ? &m->rows[m->n] : &scratch;
 		memset(r, 0, sizeof(*r));
 		r->protocol = spanquery_protocol_parse(PQgetvalue(res, i, 0));
 		r->k1 = PQgetvalue(res, i, 1);
@@ -415,22 +442,36 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 			    (strcmp(se, "t") != 0 && strcmp(se, "f") != 0) ||
 			    rollup_hist_add_text(h, PQgetvalue(res, j, 6),
 						 PQgetvalue(res, j, 7)) !=
-				    STATUS_OK)
+				    STATUS_OK ||
+			    rollup_hist_add_text(
+				    ph[r->protocol], PQgetvalue(res, j, 6),
+				    PQgetvalue(res, j, 7)) != STATUS_OK)
 				goto bad;
 			got = (uint64_t)(rollup_hist_count(h) - before);
 			if (outcome == SPANQUERY_ERROR)
 				r->errors += got;
 			else if (outcome == SPANQUERY_CLIENT_ERROR)
 				r->client_errors += got;
-			spanquery_tally_add(t, r->protocol, (int)status,
+			spanquery_tally_add(&t[0], r->protocol, (int)status,
 					    se[0] == 't', (int)outcome, got);
+			spanquery_tally_add(&t[1 + r->protocol], r->protocol,
+					    (int)status, se[0] == 't',
+					    (int)outcome, got);
 		}
-		spanquery_tally_top(t, r->codes);
-		r->requests = (uint64_t)rollup_hist_count(h);
-		r->p50_ms = rollup_hist_quantile(h, 0.50) / 1e6;
-		r->p95_ms = rollup_hist_quantile(h, 0.95) / 1e6;
-		r->p99_ms = rollup_hist_quantile(h, 0.99) / 1e6;
-		m->n++;
+		spanquery_tally_top(&t[0], r->codes);
+		hist_row(h, r);
+		m->total[r->protocol].errors += r->errors;
+		m->total[r->protocol].client_errors += r->client_errors;
+		if (r != &scratch)
+			m->n++;
+	}
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		struct spanquery_row *tr = &m->total[p];
+
+		tr->protocol = p;
+		tr->k1 = tr->k2 = "";
+		spanquery_tally_top(&t[1 + p], tr->codes);
+		hist_row(ph[p], tr);
 	}
 	goto out;
 bad:
@@ -438,6 +479,8 @@ bad:
 	rc = STATUS_IO;
 out:
 	rollup_hist_free(h);
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		rollup_hist_free(ph[p]);
 	free(t);
 	return rc;
 }
@@ -463,6 +506,10 @@ spanquery_metrics_recv(struct pg_conn *c, bool rollup,
 		goto fail;
 	}
 	m->rollup = rollup;
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		m->total[p].protocol = p;
+		m->total[p].k1 = m->total[p].k2 = "";
+	}
 	priv->res = res;
 	m->priv_ = priv;
 	priv = NULL;

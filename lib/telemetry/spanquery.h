@@ -111,6 +111,10 @@ struct spanquery_metrics {
 	bool rollup;	/* histogram path (rollup rows and bucketed raw
 			 * spans): percentiles within 0.5% */
 	bool truncated; /* more than SPANQUERY_MAX_KEYS keys */
+	/* the whole service per protocol: every key's calls together, with
+	 * percentiles over all their durations (k1, k2 ""; requests 0 when
+	 * the protocol has none) */
+	struct spanquery_row total[SPANQUERY_PROTOCOLS];
 	void *priv_;
 };
 

@@ -14,8 +14,10 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/timerange.h"
+#include "conf/config.h"
 #include "otlp/otlp.h"
 #include "pg/pg.h"
+#include "telemetry/health.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
 #include "telemetry/spanquery.h"
@@ -537,4 +539,19 @@ tool_codes_json(const struct spanquery_code *codes)
 		}
 	}
 	return a;
+}
+
+struct health_tolerances
+tool_health_tolerances(struct call *call)
+{
+	const struct config *cfg = call_config(call);
+	struct health_tolerances t = health_defaults;
+
+	if (cfg != NULL) {
+		t.error_degraded = cfg->health.error_degraded;
+		t.error_unhealthy = cfg->health.error_unhealthy;
+		t.client_error_degraded = cfg->health.client_error_degraded;
+		t.client_error_unhealthy = cfg->health.client_error_unhealthy;
+	}
+	return t;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "telemetry/health.h"
 
 struct buf;
 struct call;
@@ -253,6 +254,9 @@ int tool_errors_text(struct buf *b, uint64_t requests, uint64_t errors,
  * codes (NULL: none). */
 int tool_rate_codes(struct buf *b, uint64_t part, uint64_t whole, double pct,
 		    const struct spanquery_code *codes) WUR;
+/* The [health] tolerances of the gateway's configuration (Kiali's
+ * defaults without one). */
+struct health_tolerances tool_health_tolerances(struct call *call);
 /* The top codes as JSON: [{"code": "503", "count": 14}, ...]. */
 json_t *tool_codes_json(const struct spanquery_code *codes);
 

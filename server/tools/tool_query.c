@@ -198,15 +198,41 @@ key_short(struct buf *b, const struct spanquery_row *q)
 	}
 }
 
+/* The request health of a span source's row (Prometheus rows have no
+ * client errors: not judged). */
+static enum health_status
+row_health(const struct health_tolerances *t, const struct merge_metric_row *r)
+{
+	const struct spanquery_row *q = r->user;
+
+	if (r->source == MERGE_SOURCE_PROMETHEUS)
+		return HEALTH_NA;
+	return health_judge(t, q->requests, q->errors, q->client_errors);
+}
+
+/*
+ * "Route: /pay (POST), Requests: 1,100, P50: ..., Errors: ...", and
+ * ": DEGRADED" when the row is not healthy.  ebpf: the eBPF row of an
+ * [eBPF+OTLP] row (r is its OTLP row): both counts are shown.
+ */
 static int
-metric_line(struct buf *b, const struct merge_metric_row *r)
+metric_line(struct buf *b, const struct merge_metric_row *r,
+	    const struct merge_metric_row *ebpf,
+	    const struct health_tolerances *t)
 {
 	const struct spanquery_row *q = r->user;
 	bool prom = r->source == MERGE_SOURCE_PROMETHEUS;
-	char n[32], p50[24], p95[24], p99[24];
+	enum health_status h = row_health(t, r);
+	char n[64], p50[24], p95[24], p99[24];
 	int rc;
 
 	render_count(q->requests, n, sizeof(n));
+	if (ebpf != NULL && ebpf->requests != q->requests) {
+		char e[32];
+
+		render_count(ebpf->requests, e, sizeof(e));
+		snprintf(n + strlen(n), sizeof(n) - strlen(n), " (eBPF %s)", e);
+	}
 	render_ms(q->p50_ms, p50, sizeof(p50));
 	render_ms(q->p95_ms, p95, sizeof(p95));
 	render_ms(q->p99_ms, p99, sizeof(p99));
@@ -217,6 +243,9 @@ metric_line(struct buf *b, const struct merge_metric_row *r)
 				   prom ? error_pct(r) : -1,
 				   prom ? NULL : q->codes[0],
 				   prom ? NULL : q->codes[1])) != STATUS_OK)
+		return rc;
+	if (h >= HEALTH_DEGRADED &&
+	    (rc = buf_printf(b, ": %s", health_name(h))) != STATUS_OK)
 		return rc;
 	return buf_puts(b, "\n");
 }
@@ -306,10 +335,10 @@ client_errors_counted(struct buf *b, const struct merge_metric_row *r)
 /*
  * "Analysis:" names the worst error rate (and, when another key has more
  * errors, the most errors: a rare failure of a busy route outweighs one
- * failed call of a quiet one), the slowest key (P95), and keys
- * on which the two sources disagree by much (requests off by more than
- * 10 %, or P95 by more than 25 % and 1 ms): usually one side is sampling,
- * or instrumenting a different hop.
+ * failed call of a quiet one), the key with most client errors (the
+ * callers' mistakes, apart), the slowest key (P95), and keys on which the
+ * two sources disagree (merge_rows_agree: those keep a row per source):
+ * usually one side is sampling, or instrumenting a different hop.
  */
 static int
 analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
@@ -382,15 +411,8 @@ analysis(struct buf *b, const struct merge_metric_group *g, size_t ng)
 	for (size_t i = 0; i < ng && rc == STATUS_OK; i++) {
 		const struct merge_metric_row *e = g[i].row[MERGE_SOURCE_EBPF];
 		const struct merge_metric_row *o = g[i].row[MERGE_SOURCE_OTLP];
-		double rq, lat;
 
-		if (e == NULL || o == NULL)
-			continue;
-		rq = fabs((double)e->requests - (double)o->requests) /
-		     fmax((double)e->requests, (double)o->requests);
-		lat = fabs(e->p95_ms - o->p95_ms);
-		if (rq <= 0.10 &&
-		    (lat <= 1 || lat / fmax(e->p95_ms, o->p95_ms) <= 0.25))
+		if (e == NULL || o == NULL || merge_rows_agree(e, o))
 			continue;
 		if (disagree++ >= 3)
 			continue;
@@ -484,6 +506,9 @@ struct metrics_state {
 	struct merge_metric_group *groups;
 	struct redact_kept own;
 	struct buf b;
+	int total_src[SPANQUERY_PROTOCOLS]; /* the whole-service line's */
+	bool has_total[SPANQUERY_PROTOCOLS];
+	bool any_merged; /* an [eBPF+OTLP] section was written */
 };
 
 static int
@@ -692,42 +717,132 @@ metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
 	return STATUS_OK;
 }
 
+/*
+ * "HTTP, whole service [OTLP]: 2,526 requests (0.70/s), P50 2.9ms, P95
+ * 65ms, P99 90ms, Errors: 0.28% (502 ×7); client errors: 2.5% (404 ×43):
+ * DEGRADED": every row of protocol p together, from the span source that
+ * saw the most of them (a call both saw is one call, not two).
+ */
+static int
+whole_service_line(struct metrics_state *x, int p)
+{
+	const struct spanquery_row *tot = NULL;
+	struct health_tolerances t = tool_health_tolerances(x->call);
+	double secs = (double)(x->tr.to_ms - x->tr.from_ms) / 1000.0;
+	char n[32], rate[32], p50[24], p95[24], p99[24];
+	enum health_status h;
+	int src = 0, rc;
+
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (x->m[i] != NULL && x->m[i]->total[p].requests > 0 &&
+		    (tot == NULL ||
+		     x->m[i]->total[p].requests > tot->requests)) {
+			tot = &x->m[i]->total[p];
+			src = i;
+		}
+	if (tot == NULL)
+		return STATUS_OK;
+	x->total_src[p] = src;
+	x->has_total[p] = true;
+	render_count(tot->requests, n, sizeof(n));
+	render_ms(tot->p50_ms, p50, sizeof(p50));
+	render_ms(tot->p95_ms, p95, sizeof(p95));
+	render_ms(tot->p99_ms, p99, sizeof(p99));
+	if ((double)tot->requests / secs >= 1)
+		snprintf(rate, sizeof(rate), "%.1f/s",
+			 (double)tot->requests / secs);
+	else
+		snprintf(rate, sizeof(rate), "%.2f/min",
+			 60.0 * (double)tot->requests / secs);
+	h = health_judge(&t, tot->requests, tot->errors, tot->client_errors);
+	rc = buf_printf(&x->b,
+			"\n%s, whole service [%s]: %s requests (%s), "
+			"P50 %s, P95 %s, P99 %s, ",
+			proto_titles[p], tool_sources[src].label, n, rate, p50,
+			p95, p99);
+	if (rc == STATUS_OK)
+		rc = tool_errors_text(&x->b, tot->requests, tot->errors,
+				      tot->client_errors, -1, tot->codes[0],
+				      tot->codes[1]);
+	if (rc == STATUS_OK)
+		rc = buf_printf(&x->b, ": %s\n", health_name(h));
+	return rc;
+}
+
 /* Text: one section per protocol and source, keys by traffic, as many
  * lines as fit; then the analysis and the notes.  A line, the analysis or
  * a note that does not fit the budget is cut where it failed (tool_fit)
  * and the text goes on. */
+/* Group j's eBPF and OTLP rows agree (merge_rows_agree): one
+ * [eBPF+OTLP] row stands for both. */
+static bool
+group_merged(const struct merge_metric_group *g)
+{
+	const struct merge_metric_row *e = g->row[MERGE_SOURCE_EBPF],
+				      *o = g->row[MERGE_SOURCE_OTLP];
+
+	return e != NULL && o != NULL && merge_rows_agree(e, o);
+}
+
+/* The lines of protocol p: section "[eBPF+OTLP]" (merged: true) or one
+ * source's (merged: false, source i) rows, keys by traffic. */
+static void
+metrics_section(struct metrics_state *x, int p, int i, bool merged,
+		const struct health_tolerances *t)
+{
+	struct buf *b = &x->b;
+	bool header = false;
+
+	for (size_t j = 0; j < x->ng && !x->truncated; j++) {
+		const struct merge_metric_group *g = &x->groups[j];
+		const struct merge_metric_row *r =
+			merged ? g->row[MERGE_SOURCE_OTLP]
+			       : g->row[tool_sources[i].merge];
+
+		if (r == NULL ||
+		    ((const struct spanquery_row *)r->user)->protocol != p ||
+		    (r->source != MERGE_SOURCE_PROMETHEUS &&
+		     group_merged(g) != merged))
+			continue;
+		if (!header) {
+			buf_printf(b, "\n%s Metrics [%s]:\n", proto_titles[p],
+				   merged ? "eBPF+OTLP"
+					  : tool_sources[i].label);
+			tool_fit(b);
+			header = true;
+			x->any_merged |= merged;
+		}
+		if (b->len + TAIL_ROOM > b->max ||
+		    metric_line(b, r, merged ? g->row[MERGE_SOURCE_EBPF] : NULL,
+				t) != STATUS_OK) {
+			tool_fit(b);
+			x->truncated = true;
+		}
+	}
+}
+
 static void
 metrics_text(struct metrics_state *x)
 {
+	struct health_tolerances t = tool_health_tolerances(x->call);
 	struct buf *b = &x->b;
 
-	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
-		for (int i = 0; i < TOOL_SRCS; i++) {
-			bool header = false;
-
-			for (size_t j = 0; j < x->ng; j++) {
-				const struct merge_metric_row *r =
-					x->groups[j].row[tool_sources[i].merge];
-
-				if (r == NULL ||
-				    ((const struct spanquery_row *)r->user)
-						    ->protocol != p)
-					continue;
-				if (!header) {
-					buf_printf(b, "\n%s Metrics [%s]:\n",
-						   proto_titles[p],
-						   tool_sources[i].label);
-					tool_fit(b);
-					header = true;
-				}
-				if (b->len + TAIL_ROOM > b->max ||
-				    metric_line(b, r) != STATUS_OK) {
-					tool_fit(b);
-					x->truncated = true;
-					break;
-				}
-			}
+	for (int p = 0; p < SPANQUERY_PROTOCOLS && !x->truncated; p++) {
+		if (whole_service_line(x, p) != STATUS_OK) {
+			tool_fit(b);
+			x->truncated = true;
 		}
+		metrics_section(x, p, 0, true, &t);
+		for (int i = 0; i < TOOL_SRCS; i++)
+			metrics_section(x, p, i, false, &t);
+	}
+	if (x->any_merged) {
+		buf_puts(b, "\n[eBPF+OTLP] rows: both sources saw the same "
+			    "calls (counts and errors within 1%, P50 and P95 "
+			    "within 10% or 1 ms): OTLP's numbers, eBPF's count "
+			    "when it differs\n");
+		tool_fit(b);
+	}
 	if (x->ng > 0 && analysis(b, x->groups, x->ng) != STATUS_OK) {
 		tool_fit(b);
 		x->truncated = true;
@@ -752,7 +867,8 @@ metrics_text(struct metrics_state *x)
 static int
 metrics_result(struct metrics_state *x, json_t **result)
 {
-	json_t *sc, *arr[SPANQUERY_PROTOCOLS] = {NULL};
+	struct health_tolerances t = tool_health_tolerances(x->call);
+	json_t *sc, *tot, *arr[SPANQUERY_PROTOCOLS] = {NULL};
 
 	sc = json_pack("{s:s, s:o, s:{}, s:b}", "service", x->f.service,
 		       "time_range", tool_range_json(&x->tr), "sources",
@@ -774,13 +890,53 @@ metrics_result(struct metrics_state *x, json_t **result)
 			const struct merge_metric_row *r =
 				x->groups[j].row[tool_sources[i].merge];
 
-			if (r != NULL)
-				json_array_append_new(
-					arr[((const struct spanquery_row *)
-						     r->user)
-						    ->protocol],
-					metric_json(r));
+			json_t *o;
+
+			if (r == NULL)
+				continue;
+			o = metric_json(r);
+			if (o != NULL && r->source != MERGE_SOURCE_PROMETHEUS &&
+			    (json_object_set_new(o, "merged",
+						 json_boolean(group_merged(
+							 &x->groups[j]))) ||
+			     json_object_set_new(
+				     o, "health",
+				     json_string(health_name(
+					     row_health(&t, r)))))) {
+				json_decref(o);
+				o = NULL;
+			}
+			json_array_append_new(
+				arr[((const struct spanquery_row *)r->user)
+					    ->protocol],
+				o);
 		}
+	if ((tot = json_object()) == NULL ||
+	    json_object_set_new(sc, "service_totals", tot) != 0)
+		goto nomem;
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		const struct spanquery_row *q;
+		json_t *o;
+
+		if (!x->has_total[p])
+			continue;
+		q = &x->m[x->total_src[p]]->total[p];
+		o = json_pack(
+			"{s:s, s:I, s:f, s:f, s:f, s:I, s:I, s:o, s:o, "
+			"s:s}",
+			"source", tool_sources[x->total_src[p]].name,
+			"requests", (json_int_t)q->requests, "p50_ms",
+			q->p50_ms, "p95_ms", q->p95_ms, "p99_ms", q->p99_ms,
+			"errors", (json_int_t)q->errors, "client_errors",
+			(json_int_t)q->client_errors, "error_codes",
+			tool_codes_json(q->codes[0]), "client_error_codes",
+			tool_codes_json(q->codes[1]), "health",
+			health_name(health_judge(&t, q->requests, q->errors,
+						 q->client_errors)));
+		if (o == NULL ||
+		    json_object_set_new(tot, spanquery_protocol_name(p), o))
+			goto nomem;
+	}
 	return tool_result_buf(&x->b, sc, result);
 nomem:
 	json_decref(sc);

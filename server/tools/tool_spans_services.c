@@ -17,7 +17,6 @@
 #include "base/redact.h"
 #include "base/timerange.h"
 #include "pg/pg.h"
-#include "conf/config.h"
 #include "telemetry/health.h"
 #include "telemetry/merge.h"
 #include "telemetry/render.h"
@@ -41,22 +40,6 @@ shown_ns(const struct redact *r, const char *ns, char **owned)
 {
 	*owned = ns != NULL ? redact_text(r, ns) : NULL;
 	return *owned != NULL ? *owned : ns;
-}
-
-/* The [health] tolerances of the configuration. */
-static struct health_tolerances
-tolerances(struct call *call)
-{
-	const struct config *cfg = call_config(call);
-	struct health_tolerances t = health_defaults;
-
-	if (cfg != NULL) {
-		t.error_degraded = cfg->health.error_degraded;
-		t.error_unhealthy = cfg->health.error_unhealthy;
-		t.client_error_degraded = cfg->health.client_error_degraded;
-		t.client_error_unhealthy = cfg->health.client_error_unhealthy;
-	}
-	return t;
 }
 
 static enum health_status
@@ -556,7 +539,7 @@ list_services(struct call *call, const json_t *args, json_t **result)
 	*result = NULL;
 	buf_init(&x.b, x.budget + 4096);
 	buf_init(&x.t, x.budget + 4096);
-	x.tol = tolerances(call);
+	x.tol = tool_health_tolerances(call);
 	if ((rc = services_args(&x, args, result)) != STATUS_OK ||
 	    *result != NULL)
 		goto out;

@@ -286,7 +286,7 @@ const hexLit = (h) => {
 // of the others alone, but with protocol auto only the protocols the
 // filters name are reported (the tool's description).  Rows: {protocol,
 // source, k1, k2, requests, p50_ms, p95_ms, p99_ms, error_rate_pct}.
-async function sqlMetrics(url, { service, source, from, to, protocol, filters = {} }) {
+async function sqlMetrics(url, { service, source, from, to, protocol, filters = {}, totals = false }) {
 	const where = [];
 	// protocol auto means every protocol, or those the filters name
 	const named = [];
@@ -347,8 +347,9 @@ async function sqlMetrics(url, { service, source, from, to, protocol, filters = 
 				count(*) FILTER (WHERE is_error) AS errors,
 				count(*) FILTER (WHERE is_client_error) AS client_errors
 			FROM k ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-			GROUP BY protocol, source, k1, k2) r`);
-	return JSON.parse(out);
+			GROUP BY GROUPING SETS ((protocol, source, k1, k2), (protocol, source))) r`);
+	// k1 null: the whole service per protocol (only when totals)
+	return JSON.parse(out).filter((r) => totals || r.k1 !== null);
 }
 
 // The traces with a span of service in [from, to), most recent first (by
@@ -470,7 +471,7 @@ async function sqlBoth(args, sc, sources = ['ebpf', 'otlp']) {
 	const rows = [];
 	for (const source of sources) {
 		rows.push(...await sqlMetrics(pg.url, {
-			service: args.service, source, from: sc.time_range.from, to: sc.time_range.to, protocol: args.protocol, filters: args,
+			service: args.service, source, from: sc.time_range.from, to: sc.time_range.to, protocol: args.protocol, filters: args, totals: true,
 		}));
 	}
 	return rows;
@@ -482,8 +483,26 @@ async function metricsMatchSql(args, { tool = 'query_metrics', sources = ['ebpf'
 	const { text, sc } = await call(tool, args);
 	assert.equal(sc.service, args.service);
 	assert.ok(!Number.isNaN(Date.parse(sc.time_range?.from)) && !Number.isNaN(Date.parse(sc.time_range?.to)), `time_range: ${JSON.stringify(sc.time_range)}`);
-	const want = await sqlBoth(args, sc, sources);
+	const all = await sqlBoth(args, sc, sources);
+	const want = all.filter((w) => w.k1 !== null);
 	for (const p of ['http', 'grpc', 'sql']) assertRows(p, sc[p], want, { rollup: sc.rollup === true, what: `${tool}(${JSON.stringify(args)})` });
+	// the whole-service line: every call of the protocol, from the source
+	// that saw the most (eBPF on a tie)
+	for (const p of ['http', 'grpc', 'sql']) {
+		const tots = all.filter((w) => w.k1 === null && w.protocol === p).sort((a, b) => b.requests - a.requests || (a.source < b.source ? -1 : 1));
+		const got = sc.service_totals?.[p];
+		const at = `${tool}(${JSON.stringify(args)}) whole service ${p}`;
+		if (!tots.length) {
+			assert.equal(got, undefined, `${at}: none expected`);
+			continue;
+		}
+		assert.equal(got?.source, tots[0].source, `${at}: source`);
+		assert.equal(got.requests, tots[0].requests, `${at}: requests`);
+		assert.equal(got.errors, tots[0].errors, `${at}: errors`);
+		assert.equal(got.client_errors, tots[0].client_errors, `${at}: client_errors`);
+		const rel = sc.rollup ? 0.005 * (1 + 1e-6) : 1e-6;
+		for (const q of ['p50_ms', 'p95_ms', 'p99_ms']) close(got[q], tots[0][q], `${at}: ${q}`, rel);
+	}
 	for (const source of sources) {
 		const has = want.some((w) => w.source === source);
 		assert.equal(sc.sources?.[source], has ? 'ok' : 'no_data', `sources.${source} (${JSON.stringify(sc.sources)})`);
@@ -500,8 +519,8 @@ function rendered(textNum, value, what) {
 	assert.ok(Math.abs(Number(s) - value) <= tol, `${what}: printed ${textNum}, value ${value}`);
 }
 
-const HTTP_LINE = /^\s*Route: (.*) \(([A-Z]*)\), Requests: ([\d,]+), P50: ([\d.,]+)ms, P95: ([\d.,]+)ms, P99: ([\d.,]+)ms, Errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?(?:; client errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?)?\s*$/;
-const SECTION = /^\s*(HTTP|gRPC|SQL) Metrics \[(eBPF|OTLP)\]:\s*$/i;
+const HTTP_LINE = /^\s*Route: (.*) \(([A-Z]*)\), Requests: ([\d,]+)(?: \(eBPF [\d,]+\))?, P50: ([\d.,]+)ms, P95: ([\d.,]+)ms, P99: ([\d.,]+)ms, Errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?(?:; client errors: ([\d.]+)%(?: \((?:[\w ]+ ×[\d,]+(?:, )?)+\))?)?(?:: (DEGRADED|UNHEALTHY))?\s*$/;
+const SECTION = /^\s*(HTTP|gRPC|SQL) Metrics \[(eBPF|OTLP|eBPF\+OTLP)\]:\s*$/i;
 const SOURCE_TAG = { ebpf: 'eBPF', otlp: 'OTLP' };
 
 // Sections of a query_metrics text: {"HTTP eBPF": [lines]}, and the text
@@ -671,14 +690,24 @@ describe('query_metrics', () => {
 	test('text: one section per protocol and source, HTTP lines as documented, Analysis names the worst error rate and the slowest route', async () => {
 		const { text, sc } = await call('query_metrics', { service: 'payment-service' });
 		const { sections: secs, analysis } = sections(text);
+		// a section per source for the rows the sources disagree on, one
+		// [eBPF+OTLP] section (OTLP's rows) for those they agree on
 		const expected = [];
-		for (const p of ['http', 'grpc', 'sql']) for (const s of ['ebpf', 'otlp']) if (sc[p].some((r) => r.source === s)) expected.push(`${p.toUpperCase()} ${s}`);
+		const inSection = (p, s) => sc[p].filter((r) => (s === 'ebpf+otlp' ? r.source === 'otlp' && r.merged : r.source === s && !r.merged));
+		for (const p of ['http', 'grpc', 'sql']) for (const s of ['ebpf+otlp', 'ebpf', 'otlp']) if (inSection(p, s).length) expected.push(`${p.toUpperCase()} ${s}`);
 		assert.deepEqual(Object.keys(secs).sort(), expected.sort(), `sections of:\n${text}`);
 		assert.match(text, /^\s*HTTP Metrics \[eBPF\]:\s*$/m);
 		assert.match(text, /^\s*HTTP Metrics \[OTLP\]:\s*$/m);
-		for (const s of ['ebpf', 'otlp']) {
+		for (const p of ['http', 'grpc', 'sql']) {
+			for (const r of sc[p].filter((x) => x.merged)) {
+				const twin = sc[p].find((y) => y !== r && y.merged && KEY_FIELDS[p].every((f) => y[f] === r[f]));
+				assert.ok(twin && twin.source !== r.source, `${p} ${JSON.stringify(r)}: merged without its twin`);
+			}
+		}
+		for (const s of ['ebpf', 'otlp', 'ebpf+otlp']) {
+			if (!secs[`HTTP ${s}`]) continue;
 			const lines = secs[`HTTP ${s}`].filter((l) => /Route:/.test(l));
-			const rows = sc.http.filter((r) => r.source === s);
+			const rows = inSection('http', s);
 			assert.equal(lines.length, rows.length, `HTTP [${SOURCE_TAG[s]}] lines:\n${lines.join('\n')}`);
 			for (const line of lines) {
 				const m = HTTP_LINE.exec(line);
@@ -697,9 +726,9 @@ describe('query_metrics', () => {
 			}
 		}
 		for (const [p, field] of [['grpc', 'method'], ['sql', 'operation']]) {
-			for (const s of ['ebpf', 'otlp']) {
+			for (const s of ['ebpf', 'otlp', 'ebpf+otlp']) {
 				const lines = secs[`${p.toUpperCase()} ${s}`];
-				for (const row of sc[p].filter((r) => r.source === s)) {
+				for (const row of inSection(p, s)) {
 					const line = lines.find((l) => l.includes(row[field]) && (p !== 'sql' || l.includes(row.table)));
 					assert.ok(line, `${p} [${s}] ${row[field]}: no line in:\n${lines.join('\n')}`);
 					const m = /Requests: ([\d,]+)/.exec(line);
@@ -847,8 +876,12 @@ describe('query_metrics', () => {
 		const busy = sc.http.find((r) => r.route === '/api/busy');
 		close(busy.error_rate_pct, (100 * 2) / 4061, 'busy error_rate_pct');
 		// each rate with its codes
-		assert.match(text, /Route: \/api\/busy \(GET\), Requests: 4,061, [^\n]*, Errors: 0\.049% \(503 ×2\)$/m, text);
-		assert.match(text, /Route: \/api\/quiet \(GET\), Requests: 3, [^\n]*, Errors: 33\.3% \(500 ×1\)$/m, text);
+		assert.match(text, /Route: \/api\/busy \(GET\), Requests: 4,061, [^\n]*, Errors: 0\.049% \(503 ×2\): DEGRADED$/m, text);
+		assert.match(text, /Route: \/api\/quiet \(GET\), Requests: 3, [^\n]*, Errors: 33\.3% \(500 ×1\): UNHEALTHY$/m, text);
+		// the whole service: both routes' calls together
+		assert.match(text, /^HTTP, whole service \[OTLP\]: 4,064 requests \([\d.]+\/min\), P50 [^\n]*, Errors: 0\.074% \(503 ×2, 500 ×1\): DEGRADED$/m, text);
+		assert.equal(sc.service_totals.http.requests, 4064);
+		assert.equal(sc.service_totals.http.errors, 3);
 		assert.deepEqual(busy.error_codes, [{ code: '503', count: 2 }]);
 		const { analysis } = sections(text);
 		assert.match(analysis, /highest error rate GET \/api\/quiet: 1 error in 3 calls \(33\.3%\) \[OTLP\]; most errors GET \/api\/busy: 2 errors in 4,061 calls \(0\.049%\) \[OTLP\]/, analysis);

@@ -77,6 +77,21 @@ for (let i = 0; i < 20; i++) {
 		attributes: { 'http.request.method': 'POST', 'http.route': '/checkout', 'http.response.status_code': 200 } });
 }
 
+// v-dual: 100 GET /same seen by eBPF and OTLP alike (eBPF's durations
+// 0.05 ms longer, at the socket); 100 GET /sampled that an SDK sampling
+// one in two saw 50 of.
+for (let i = 0; i < 100; i++) {
+	const t0 = ago(3 * MIN_MS + i * 300);
+	const id = newId(8), t = newId(16);
+	for (const source of ['ebpf', 'otlp']) {
+		sp('v-dual', t, t0, { id, name: 'GET /same', kind: KIND.SERVER, dur: 10 + (i % 10) + (source === 'ebpf' ? 0.05 : 0), attributes: httpSrv('/same', 200), source });
+	}
+	const t2 = newId(16), id2 = newId(8);
+	for (const source of i % 2 ? ['ebpf', 'otlp'] : ['ebpf']) {
+		sp('v-dual', t2, t0, { id: id2, name: 'GET /sampled', kind: KIND.SERVER, dur: 20 + (i % 10), attributes: httpSrv('/sampled', 200), source });
+	}
+}
+
 let st;
 const call = (name, args, opts) => callTool(st.mcp, name, args, opts);
 
@@ -137,7 +152,7 @@ describe('errors by OpenTelemetry\'s rule, the same in every tool', () => {
 			assert.equal(row.client_errors, 30);
 			assert.deepEqual(row.error_codes, [{ code: 'INTERNAL', count: 3 }]);
 			assert.deepEqual(row.client_error_codes, [{ code: 'UNAUTHENTICATED', count: 30 }]);
-			assert.match(text, /Method: v\.Auth\/Login, Requests: 300, [^\n]*, Errors: 1\.0% \(INTERNAL ×3\); client errors: 10\.0% \(UNAUTHENTICATED ×30\)$/m, text);
+			assert.match(text, /Method: v\.Auth\/Login, Requests: 300, [^\n]*, Errors: 1\.0% \(INTERNAL ×3\); client errors: 10\.0% \(UNAUTHENTICATED ×30\): DEGRADED$/m, text);
 			assert.match(text, /most client errors gRPC v\.Auth\/Login: 30 client errors in 300 calls \(10\.0%, mostly UNAUTHENTICATED\)/, text);
 			// list_services agrees, and judges: 1% errors and 10% client
 			// errors: DEGRADED (any error, and client errors at 10%)
@@ -163,7 +178,7 @@ describe('errors by OpenTelemetry\'s rule, the same in every tool', () => {
 			assert.equal(row.errors, 6);
 			assert.equal(row.client_errors, 20);
 			assert.deepEqual(row.error_codes, [{ code: '503', count: 4 }, { code: '200 with status ERROR', count: 2 }]);
-			assert.match(text, /Route: \/page \(GET\), Requests: 200, [^\n]*, Errors: 3\.0% \(503 ×4, 200 with status ERROR ×2\); client errors: 10\.0% \(404 ×20\)$/m, text);
+			assert.match(text, /Route: \/page \(GET\), Requests: 200, [^\n]*, Errors: 3\.0% \(503 ×4, 200 with status ERROR ×2\); client errors: 10\.0% \(404 ×20\): DEGRADED$/m, text);
 			const ls = await call('list_services', { ...rangeOf(w) });
 			const svc = ls.sc.services.find((v) => v.service === 'v-web');
 			assert.equal(svc.errors, 6);
@@ -182,9 +197,26 @@ describe('errors by OpenTelemetry\'s rule, the same in every tool', () => {
 		const row = sc.http[0];
 		assert.equal(row.requests, 5000);
 		assert.equal(row.errors, 1);
-		assert.match(text, /Errors: 0\.020% \(500 ×1\)$/m, text);
+		assert.match(text, /Errors: 0\.020% \(500 ×1\): DEGRADED$/m, text);
 		assert.doesNotMatch(text, /Errors: 0(\.0+)?%/);
 		const ls = await call('list_services', { time_range: '45m' });
 		assert.equal(ls.sc.services.find((v) => v.service === 'v-rare').health, 'DEGRADED');
+	});
+});
+
+describe('one table when the sources agree', () => {
+	test('identical eBPF and OTLP rows are one [eBPF+OTLP] row; disagreeing ones stay apart and Analysis names them', async () => {
+		const { text, sc } = await call('query_metrics', { service: 'v-dual', time_range: '45m' });
+		assert.match(text, /^HTTP Metrics \[eBPF\+OTLP\]:\nRoute: \/same \(GET\), Requests: 100, /m, text);
+		assert.match(text, /^HTTP Metrics \[eBPF\]:\nRoute: \/sampled \(GET\), Requests: 100, /m, text);
+		assert.match(text, /^HTTP Metrics \[OTLP\]:\nRoute: \/sampled \(GET\), Requests: 50, /m, text);
+		assert.equal((text.match(/Route: \/same/g) ?? []).length, 1, 'the agreeing route is printed once');
+		assert.match(text, /sources disagree on GET \/sampled \(eBPF 100 req, [^)]*vs OTLP 50 req/, text);
+		// the whole service counts each call once: eBPF's 200
+		assert.match(text, /^HTTP, whole service \[eBPF\]: 200 requests /m, text);
+		// structured content keeps both sources, the pair marked
+		const same = sc.http.filter((r) => r.route === '/same');
+		assert.deepEqual(same.map((r) => [r.source, r.requests, r.merged]).sort(), [['ebpf', 100, true], ['otlp', 100, true]]);
+		assert.ok(sc.http.filter((r) => r.route === '/sampled').every((r) => r.merged === false));
 	});
 });

@@ -748,11 +748,65 @@ test_pct(void **state)
 	assert_true(merge_pct(1, 4) == 25);
 }
 
+/* eBPF and OTLP rows of one key: one row when they agree, at and around
+ * each tolerance of merge_rows_agree */
+static void
+test_rows_agree(void **state)
+{
+	const struct merge_metric_row base = {.requests = 1000,
+					      .p50_ms = 20,
+					      .p95_ms = 80,
+					      .error_rate_pct = 2};
+	const struct {
+		const char *what;
+		uint64_t requests;
+		double p50, p95, err_pct;
+		bool agree;
+	} cases[] = {
+		{"identical", 1000, 20, 80, 2, true},
+		{"10 calls fewer: 1%", 990, 20, 80, 2, true},
+		{"11 calls fewer", 989, 20, 80, 2, false},
+		{"10 errors more: 1% of the calls", 1000, 20, 80, 3, true},
+		{"11 errors more", 1000, 20, 80, 3.1, false},
+		{"P95 10% lower", 1000, 20, 72, 2, true},
+		{"P95 11% lower", 1000, 20, 71.1, 2, false},
+		{"P50 1 ms apart (over 10% of 5 ms)", 1000, 21, 80, 2, true},
+		{"P50 2 ms apart", 1000, 22.3, 80, 2, false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct merge_metric_row b = base;
+
+		b.requests = cases[i].requests;
+		b.p50_ms = cases[i].p50;
+		b.p95_ms = cases[i].p95;
+		b.error_rate_pct = cases[i].err_pct;
+		if (merge_rows_agree(&base, &b) != cases[i].agree ||
+		    merge_rows_agree(&b, &base) != cases[i].agree)
+			fail_msg("%s: agree should be %d", cases[i].what,
+				 cases[i].agree);
+	}
+	/* small counts: one call apart still agrees, two do not */
+	{
+		struct merge_metric_row x = {.requests = 3,
+					     .p50_ms = 1,
+					     .p95_ms = 2},
+					y = x;
+
+		y.requests = 4;
+		assert_true(merge_rows_agree(&x, &y));
+		y.requests = 5;
+		assert_false(merge_rows_agree(&x, &y));
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pct),
+		cmocka_unit_test(test_rows_agree),
 		cmocka_unit_test(test_tree_cases),
 		cmocka_unit_test(test_self_times),
 		cmocka_unit_test(test_demo_checkout),
