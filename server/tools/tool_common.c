@@ -555,3 +555,41 @@ tool_health_tolerances(struct call *call)
 	}
 	return t;
 }
+
+void
+tool_change_text(const struct tool_figures *now,
+		 const struct tool_figures *base, char *out, size_t cap,
+		 json_t *o)
+{
+	char rq[RENDER_PCT_MAX], er[RENDER_PCT_MAX], p95[RENDER_PCT_MAX];
+	double drq, der, dp95;
+
+	if (now->requests == 0 && (base == NULL || base->requests == 0)) {
+		snprintf(out, cap, "–"); /* no requests then or now */
+		return;
+	}
+	if (base == NULL || base->requests == 0) {
+		snprintf(out, cap, "new");
+		if (o != NULL)
+			json_object_set_new(o, "new", json_true());
+		return;
+	}
+	drq = 100.0 * ((double)now->requests - (double)base->requests) /
+	      (double)base->requests;
+	der = (now->requests > 0
+		       ? merge_pct((double)now->errors, (double)now->requests)
+		       : 0) -
+	      merge_pct((double)base->errors, (double)base->requests);
+	dp95 = now->requests > 0 && base->p95_ms > 0
+		       ? 100.0 * (now->p95_ms - base->p95_ms) / base->p95_ms
+		       : 0;
+	render_change(drq, "%", rq, sizeof(rq));
+	render_change(der, " pp", er, sizeof(er));
+	render_change(dp95, "%", p95, sizeof(p95));
+	snprintf(out, cap, "requests %s, errors %s, P95 %s", rq, er, p95);
+	if (o != NULL) {
+		json_object_set_new(o, "requests_change_pct", json_real(drq));
+		json_object_set_new(o, "error_rate_change_pp", json_real(der));
+		json_object_set_new(o, "p95_change_pct", json_real(dp95));
+	}
+}

@@ -254,6 +254,20 @@ int tool_errors_text(struct buf *b, uint64_t requests, uint64_t errors,
  * codes (NULL: none). */
 int tool_rate_codes(struct buf *b, uint64_t part, uint64_t whole, double pct,
 		    const struct spanquery_code *codes) WUR;
+/*
+ * "requests +12%, errors +0.50 pp, P95 +240%" (cap bytes into out): figures
+ * against the same figures over a baseline of the same length (compare_to);
+ * "new" when the baseline had no requests.  The changes also into o (may
+ * be NULL): requests_change_pct, error_rate_change_pp, p95_change_pct.
+ */
+struct tool_figures {
+	uint64_t requests, errors;
+	double p95_ms;
+};
+void tool_change_text(const struct tool_figures *now,
+		      const struct tool_figures *base, char *out, size_t cap,
+		      json_t *o);
+
 /* The [health] tolerances of the gateway's configuration (Kiali's
  * defaults without one). */
 struct health_tolerances tool_health_tolerances(struct call *call);

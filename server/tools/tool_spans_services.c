@@ -81,8 +81,11 @@ health_why(struct buf *b, const struct health_tolerances *t,
 static int
 add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	double range_s, const struct redact *r,
-	const struct health_tolerances *t)
+	const struct health_tolerances *t, bool compare,
+	const struct servicequery_service *base)
 {
+	char change[160];
+	json_t *ch = compare ? json_object() : NULL;
 	char rate[32], errs[160], cerrs[160], p95[32],
 		seen[TIMERANGE_FORMAT_MAX], seen_ms[TIMERANGE_FORMAT_MAX],
 		*owned = NULL;
@@ -125,12 +128,22 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	/* whole seconds in text, milliseconds in the structured row */
 	timerange_format(s->last_seen_us / 1000000 * 1000, seen, sizeof(seen));
 	timerange_format(s->last_seen_us / 1000, seen_ms, sizeof(seen_ms));
+	if (compare)
+		tool_change_text(
+			&(struct tool_figures){s->requests, s->errors,
+					       s->p95_ms},
+			base != NULL ? &(struct tool_figures){base->requests,
+							      base->errors,
+							      base->p95_ms}
+				     : NULL,
+			change, sizeof(change), ch);
 	rc = render_md_row(b,
-			   (const char *const[NCOLS]){
+			   (const char *const[NCOLS + 1]){
 				   s->service, ns != NULL ? ns : "–", srcs,
 				   rate, errs, cerrs, p95,
-				   h == HEALTH_NA ? "–" : health_name(h), seen},
-			   NCOLS);
+				   h == HEALTH_NA ? "–" : health_name(h), seen,
+				   change},
+			   NCOLS + compare);
 	if (rc != STATUS_OK)
 		goto out;
 	if (sa == NULL ||
@@ -158,9 +171,26 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 		      "error_codes", tool_codes_json(s->codes[0]),
 		      "client_error_codes", tool_codes_json(s->codes[1]),
 		      "health", health_name(h));
+	if (o != NULL && compare &&
+	    (json_object_set_new(
+		     o, "baseline",
+		     base != NULL && base->requests > 0
+			     ? json_pack("{s:I, s:I, s:f, s:f}", "requests",
+					 (json_int_t)base->requests, "errors",
+					 (json_int_t)base->errors,
+					 "error_rate_pct",
+					 merge_pct((double)base->errors,
+						   (double)base->requests),
+					 "p95_ms", base->p95_ms)
+			     : json_null()) ||
+	     json_object_set(o, "change", ch))) {
+		json_decref(o);
+		o = NULL;
+	}
 	rc = o != NULL && json_array_append_new(arr, o) == 0 ? STATUS_OK
 							     : STATUS_NOMEM;
 out:
+	json_decref(ch);
 	json_decref(sa);
 	free(owned);
 	return rc;
@@ -177,7 +207,13 @@ struct services_call {
 	char ns_hint[320];   /* "did you mean ..." when none matched */
 	char *nsowned;	     /* as shown, when redacted */
 	struct servicequery_result *r;
-	json_t *arr; /* the rows shown, structured */
+	bool compare;			  /* compare_to given */
+	const char *compare_to;		  /* as given */
+	struct timerange btr;		  /* the baseline range */
+	struct servicequery_result *base; /* its services */
+	const struct servicequery_service **base_by_name;
+	char change_head[64]; /* "vs the range before" */
+	json_t *arr;	      /* the rows shown, structured */
 	struct health_tolerances tol;
 	size_t nhealth[HEALTH_UNHEALTHY + 1]; /* services by verdict */
 	size_t shown;			      /* how many */
@@ -206,6 +242,19 @@ services_args(struct services_call *x, const json_t *args, json_t **result)
 		*result = tool_result_error("%s", err);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
+	x->compare_to = tool_arg_str(args, "compare_to");
+	if (x->compare_to != NULL &&
+	    timerange_baseline(&x->tr, x->compare_to, &x->btr, err,
+			       sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	x->compare = x->compare_to != NULL;
+	if (x->compare)
+		snprintf(x->change_head, sizeof(x->change_head), "vs %s",
+			 x->btr.to_ms == x->tr.from_ms
+				 ? "the range before"
+				 : "the same range shifted back");
 	return STATUS_OK;
 }
 
@@ -273,6 +322,42 @@ services_ns_fallback(struct services_call *x, struct pg_conn *c,
 	return STATUS_OK;
 }
 
+static int
+by_service_name(const void *a, const void *b)
+{
+	return strcmp(
+		(*(const struct servicequery_service *const *)a)->service,
+		(*(const struct servicequery_service *const *)b)->service);
+}
+
+/* The baseline's services by name, for base_of. */
+static int
+base_index(struct services_call *x)
+{
+	x->base_by_name = calloc(x->base->n + 1, sizeof(*x->base_by_name));
+	if (x->base_by_name == NULL)
+		return STATUS_NOMEM;
+	for (size_t i = 0; i < x->base->n; i++)
+		x->base_by_name[i] = &x->base->services[i];
+	qsort(x->base_by_name, x->base->n, sizeof(*x->base_by_name),
+	      by_service_name);
+	return STATUS_OK;
+}
+
+/* Service name in the baseline, or NULL. */
+static const struct servicequery_service *
+base_of(const struct services_call *x, const char *name)
+{
+	struct servicequery_service key = {.service = name};
+	const struct servicequery_service *kp = &key, *const * hit;
+
+	if (x->base_by_name == NULL)
+		return NULL;
+	hit = bsearch(&kp, x->base_by_name, x->base->n,
+		      sizeof(*x->base_by_name), by_service_name);
+	return hit != NULL ? *hit : NULL;
+}
+
 /* Fetch: the services, on a connection held for the one statement;
  * *result is the answer when the store fails. */
 static int
@@ -295,6 +380,16 @@ services_fetch(struct services_call *x, json_t **result)
 		rc = servicequery_list(c, &f, x->now, &x->r, &perr);
 		if (rc == STATUS_OK && x->r->n == 0 && x->ns != NULL)
 			rc = services_ns_fallback(x, c, &perr);
+		if (rc == STATUS_OK && x->compare) {
+			struct servicequery_filter bf = {
+				.from_ms = x->btr.from_ms,
+				.to_ms = x->btr.to_ms,
+				.ns = x->ns_case != NULL ? x->ns_case : x->ns};
+
+			rc = servicequery_list(c, &bf, x->now, &x->base, &perr);
+			if (rc == STATUS_OK)
+				rc = base_index(x);
+		}
 		pg_release(c);
 	}
 	if (rc != STATUS_OK)
@@ -318,18 +413,22 @@ services_table(struct services_call *x)
 	if (x->r->n == 0)
 		return STATUS_OK;
 	if (render_md_row(&x->t,
-			  (const char *const[NCOLS]){
+			  (const char *const[NCOLS + 1]){
 				  "Service", "Namespace", "Sources", "Req/s",
 				  "Errors", "Client errors", "P95", "Health",
-				  "Last seen"},
-			  NCOLS) != STATUS_OK ||
-	    render_md_rule(&x->t, NCOLS) != STATUS_OK)
+				  "Last seen", x->change_head},
+			  NCOLS + x->compare) != STATUS_OK ||
+	    render_md_rule(&x->t, NCOLS + x->compare) != STATUS_OK)
 		return STATUS_NOMEM;
 	for (; x->shown < want; x->shown++) {
 		size_t mark = x->t.len;
 
-		rc = add_row(&x->t, x->arr, &x->r->services[x->shown], range_s,
-			     red, &x->tol);
+		rc = add_row(
+			&x->t, x->arr, &x->r->services[x->shown], range_s, red,
+			&x->tol, x->compare,
+			x->compare
+				? base_of(x, x->r->services[x->shown].service)
+				: NULL);
 		if (rc == STATUS_NOMEM)
 			return rc;
 		if (rc == STATUS_OK &&
@@ -428,6 +527,45 @@ health_summary(struct services_call *x)
 	free(bad);
 }
 
+/* "Baseline: 2026-11-27T10:00:00Z .. 2026-11-27T11:00:00Z (compare_to
+ * "1d"); gone since (requests then, none now): a, b." */
+static void
+baseline_notes(struct services_call *x)
+{
+	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+	struct buf *b = &x->b;
+	size_t gone = 0;
+
+	timerange_format(x->btr.from_ms, from, sizeof(from));
+	timerange_format(x->btr.to_ms, to, sizeof(to));
+	buf_printf(b,
+		   "\nBaseline: %s .. %s (compare_to \"%s\"): changes are "
+		   "requests in %%, error rate in percentage points, P95 in "
+		   "%%",
+		   from, to, x->compare_to);
+	for (size_t i = 0; i < x->base->n; i++) {
+		const struct servicequery_service *s = &x->base->services[i];
+		const struct servicequery_service *now = NULL;
+
+		for (size_t j = 0; j < x->r->n && now == NULL; j++)
+			if (strcmp(x->r->services[j].service, s->service) == 0)
+				now = &x->r->services[j];
+		if (s->requests == 0 || (now != NULL && now->requests > 0))
+			continue;
+		if (gone < 10)
+			buf_printf(b, "%s%s",
+				   gone == 0 ? "; requests then, none "
+					       "now: "
+					     : ", ",
+				   s->service);
+		gone++;
+	}
+	if (gone > 10)
+		buf_printf(b, " and %zu more", gone - 10);
+	buf_puts(b, ".\n");
+	tool_fit(b);
+}
+
 /* Text: the heading, the table, and what was left out and why.  The
  * table is fitted to the budget and the lines around it are short: b,
  * budget + 4096, holds them all, and the one check is services_result's. */
@@ -475,6 +613,8 @@ services_text(struct services_call *x)
 			   ns);
 	health_summary(x);
 	buf_append(b, x->t.data, x->t.len);
+	if (x->compare)
+		baseline_notes(x);
 	if (x->shown < r->n)
 		buf_printf(b, "\n%zu more service%s not shown: %s.\n",
 			   r->n - x->shown, r->n - x->shown == 1 ? "" : "s",
@@ -524,6 +664,11 @@ services_result(struct services_call *x, json_t **result)
 		       (json_int_t)x->nhealth[HEALTH_NA]);
 	if (sc == NULL)
 		return STATUS_NOMEM;
+	if (x->compare && json_object_set_new(sc, "baseline",
+					      tool_range_json(&x->btr)) != 0) {
+		json_decref(sc);
+		return STATUS_NOMEM;
+	}
 	return tool_result_buf(&x->b, sc, result);
 }
 
@@ -552,6 +697,8 @@ list_services(struct call *call, const json_t *args, json_t **result)
 out:
 	json_decref(x.arr);
 	servicequery_free(x.r);
+	servicequery_free(x.base);
+	free(x.base_by_name);
 	free(x.nsowned);
 	buf_free(&x.t);
 	buf_free(&x.b);

@@ -92,6 +92,13 @@ for (let i = 0; i < 100; i++) {
 	}
 }
 
+// Baselines: v-base served 100 calls of 10 ms 35-55 minutes ago and 200 of
+// 20 ms in the last 25 minutes; v-new only lately, v-gone only before.
+for (let i = 0; i < 100; i++) sp('v-base', newId(16), ago(35 * MIN_MS + i * 12000), { name: 'GET /b', kind: KIND.SERVER, dur: 10, attributes: httpSrv('/b', 200) });
+for (let i = 0; i < 200; i++) sp('v-base', newId(16), ago(3 * MIN_MS + i * 6000), { name: 'GET /b', kind: KIND.SERVER, dur: 20, attributes: httpSrv('/b', i < 4 ? 500 : 200) });
+for (let i = 0; i < 10; i++) sp('v-new', newId(16), ago(5 * MIN_MS + i * 1000), { name: 'GET /n', kind: KIND.SERVER, dur: 5, attributes: httpSrv('/n', 200) });
+for (let i = 0; i < 10; i++) sp('v-gone', newId(16), ago(40 * MIN_MS + i * 1000), { name: 'GET /g', kind: KIND.SERVER, dur: 5, attributes: httpSrv('/g', 200) });
+
 let st;
 const call = (name, args, opts) => callTool(st.mcp, name, args, opts);
 
@@ -218,5 +225,26 @@ describe('one table when the sources agree', () => {
 		const same = sc.http.filter((r) => r.route === '/same');
 		assert.deepEqual(same.map((r) => [r.source, r.requests, r.merged]).sort(), [['ebpf', 100, true], ['otlp', 100, true]]);
 		assert.ok(sc.http.filter((r) => r.route === '/sampled').every((r) => r.merged === false));
+	});
+});
+
+describe('baselines', () => {
+	test('list_services compare_to previous: each service\'s change, new ones, and those gone', async () => {
+		const { text, sc } = await call('list_services', { time_range: '30m', compare_to: 'previous', limit: 1000 });
+		assert.equal(Date.parse(sc.baseline.to), Date.parse(sc.time_range.from), 'the baseline ends where the range starts');
+		assert.equal(Date.parse(sc.baseline.to) - Date.parse(sc.baseline.from), 30 * MIN_MS);
+		const b = sc.services.find((v) => v.service === 'v-base');
+		assert.equal(b.requests, 200);
+		assert.equal(b.baseline.requests, 100);
+		assert.equal(b.change.requests_change_pct, 100);
+		assert.ok(Math.abs(b.change.error_rate_change_pp - 2) < 1e-9, `errors +2 pp: ${b.change.error_rate_change_pp}`);
+		assert.ok(Math.abs(b.change.p95_change_pct - 100) < 2, `P95 doubled: ${b.change.p95_change_pct}`);
+		assert.match(text, /\| v-base \|[^\n]*\| requests \+100%, errors \+2\.0 pp, P95 \+(99|100|101)(\.\d)?% \|$/m, text);
+		const n = sc.services.find((v) => v.service === 'v-new');
+		assert.equal(n.change.new, true);
+		assert.match(text, /\| v-new \|[^\n]*\| new \|$/m);
+		assert.match(text, /requests then, none now: [^\n]*v-gone/, text);
+		const bad = await call('list_services', { compare_to: 'last tuesday' }, { expectError: true });
+		assert.match(bad.text, /compare_to "last tuesday" is not understood: use "previous"/);
 	});
 });
