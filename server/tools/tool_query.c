@@ -218,7 +218,8 @@ row_health(const struct health_tolerances *t, const struct merge_metric_row *r)
 static int
 metric_line(struct buf *b, const struct merge_metric_row *r,
 	    const struct merge_metric_row *ebpf,
-	    const struct health_tolerances *t)
+	    const struct health_tolerances *t, bool compare,
+	    const struct spanquery_row *base)
 {
 	const struct spanquery_row *q = r->user;
 	bool prom = r->source == MERGE_SOURCE_PROMETHEUS;
@@ -244,6 +245,21 @@ metric_line(struct buf *b, const struct merge_metric_row *r,
 				   prom ? NULL : q->codes[0],
 				   prom ? NULL : q->codes[1])) != STATUS_OK)
 		return rc;
+	if (compare && !prom) {
+		char change[160];
+
+		tool_change_text(
+			&(struct tool_figures){q->requests, q->errors,
+					       q->p95_ms},
+			base != NULL ? &(struct tool_figures){base->requests,
+							      base->errors,
+							      base->p95_ms}
+				     : NULL,
+			change, sizeof(change), NULL);
+		if ((rc = buf_printf(b, "; vs baseline: %s", change)) !=
+		    STATUS_OK)
+			return rc;
+	}
 	if (h >= HEALTH_DEGRADED &&
 	    (rc = buf_printf(b, ": %s", health_name(h))) != STATUS_OK)
 		return rc;
@@ -509,6 +525,13 @@ struct metrics_state {
 	int total_src[SPANQUERY_PROTOCOLS]; /* the whole-service line's */
 	bool has_total[SPANQUERY_PROTOCOLS];
 	bool any_merged; /* an [eBPF+OTLP] section was written */
+	/* compare_to: the baseline range, its filter and rows */
+	const char *compare_to;
+	struct timerange btr;
+	struct spanquery_filter bf;
+	bool brollup[TOOL_SPAN_SRCS];
+	struct spanquery_metrics *mb[TOOL_SPAN_SRCS];
+	char bstatus[TOOL_SRCS][TOOL_STATUS_MAX];
 };
 
 static int
@@ -528,6 +551,40 @@ metrics_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 	return spanquery_metrics_recv(c, x->rollup[i], &x->m[i], pe);
 }
 
+/* The same statements over the baseline range (compare_to). */
+static int
+baseline_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_state *x = arg;
+
+	return spanquery_metrics_send(c, tool_sources[i].name, &x->bf, x->now,
+				      &x->brollup[i], pe);
+}
+
+static int
+baseline_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_state *x = arg;
+
+	return spanquery_metrics_recv(c, x->brollup[i], &x->mb[i], pe);
+}
+
+/* Source i's baseline row of q's key (NULL: none, or no baseline). */
+static const struct spanquery_row *
+baseline_row(const struct metrics_state *x, int i,
+	     const struct spanquery_row *q)
+{
+	const struct spanquery_metrics *m =
+		i >= 0 && i < TOOL_SPAN_SRCS ? x->mb[i] : NULL;
+
+	for (size_t j = 0; m != NULL && j < m->n; j++)
+		if (m->rows[j].protocol == q->protocol &&
+		    strcmp(m->rows[j].k1, q->k1) == 0 &&
+		    strcmp(m->rows[j].k2, q->k2) == 0)
+			return &m->rows[j];
+	return NULL;
+}
+
 /* Arguments: the filter, the range, and the sources to ask; *result is
  * the answer when they are bad. */
 static int
@@ -544,6 +601,17 @@ metrics_args(struct metrics_state *x, const json_t *args, json_t **result)
 	}
 	x->f.from_ms = x->tr.from_ms;
 	x->f.to_ms = x->tr.to_ms;
+	x->compare_to = tool_arg_str(args, "compare_to");
+	if (x->compare_to != NULL) {
+		if (timerange_baseline(&x->tr, x->compare_to, &x->btr, err,
+				       sizeof(err)) != STATUS_OK) {
+			*result = tool_result_error("%s", err);
+			return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+		}
+		x->bf = x->f;
+		x->bf.from_ms = x->btr.from_ms;
+		x->bf.to_ms = x->btr.to_ms;
+	}
 	x->sources = x->req->sources & ~(1u << TOOL_SRC_PROM);
 	if (x->req->sources & (1u << TOOL_SRC_PROM))
 		x->g = instances_for_service(call_instances(x->call),
@@ -608,6 +676,16 @@ metrics_fetch(struct metrics_state *x, json_t **result)
 		x->nrows += m->n;
 		x->any_rollup |= m->rollup && m->n > 0;
 		x->truncated |= m->truncated;
+	}
+	if (x->compare_to != NULL) {
+		/* the baseline: the span sources that answered, again */
+		round.send = baseline_send;
+		round.recv = baseline_recv;
+		round.status = x->bstatus;
+		round.mask = x->sources & ((1u << TOOL_SPAN_SRCS) - 1);
+		(void)call_progress(x->call, 2, 4, "querying the baseline");
+		if ((rc = tool_round_run(&round)) != STATUS_OK)
+			return rc;
 	}
 	return STATUS_OK;
 }
@@ -764,6 +842,21 @@ whole_service_line(struct metrics_state *x, int p)
 		rc = tool_errors_text(&x->b, tot->requests, tot->errors,
 				      tot->client_errors, -1, tot->codes[0],
 				      tot->codes[1]);
+	if (rc == STATUS_OK && x->compare_to != NULL) {
+		const struct spanquery_row *bt =
+			x->mb[src] != NULL ? &x->mb[src]->total[p] : NULL;
+		char change[160];
+
+		tool_change_text(
+			&(struct tool_figures){tot->requests, tot->errors,
+					       tot->p95_ms},
+			bt != NULL
+				? &(struct tool_figures){bt->requests,
+							 bt->errors, bt->p95_ms}
+				: NULL,
+			change, sizeof(change), NULL);
+		rc = buf_printf(&x->b, "; vs baseline: %s", change);
+	}
 	if (rc == STATUS_OK)
 		rc = buf_printf(&x->b, ": %s\n", health_name(h));
 	return rc;
@@ -814,11 +907,90 @@ metrics_section(struct metrics_state *x, int p, int i, bool merged,
 		}
 		if (b->len + TAIL_ROOM > b->max ||
 		    metric_line(b, r, merged ? g->row[MERGE_SOURCE_EBPF] : NULL,
-				t) != STATUS_OK) {
+				t, x->compare_to != NULL,
+				baseline_row(x, tool_source_of_merge(r->source),
+					     r->user)) != STATUS_OK) {
 			tool_fit(b);
 			x->truncated = true;
 		}
 	}
+}
+
+/*
+ * "Baseline (2026-11-27T10:00:00Z .. 11:00:00Z, compare_to \"1d\"): P95
+ * of POST /checkout +240% (20ms, now 68ms); errors of GET /pay +2.0 pp":
+ * the largest latency and error-rate rises over the span rows that had
+ * calls in both ranges.
+ */
+static void
+baseline_text(struct metrics_state *x)
+{
+	const struct merge_metric_row *slow = NULL, *bad = NULL;
+	const struct spanquery_row *slow_b = NULL, *bad_b = NULL;
+	double dslow = 0, dbad = 0;
+	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+	struct buf *b = &x->b;
+
+	for (size_t j = 0; j < x->nrows; j++) {
+		const struct merge_metric_row *r = &x->rows[j];
+		const struct spanquery_row *q = r->user, *bq;
+		double d;
+
+		if (r->source == MERGE_SOURCE_PROMETHEUS ||
+		    (bq = baseline_row(x, tool_source_of_merge(r->source),
+				       q)) == NULL ||
+		    bq->requests == 0 || q->requests == 0)
+			continue;
+		d = bq->p95_ms > 0 ? 100 * (q->p95_ms - bq->p95_ms) / bq->p95_ms
+				   : 0;
+		if (d > dslow) {
+			dslow = d;
+			slow = r;
+			slow_b = bq;
+		}
+		d = merge_pct((double)q->errors, (double)q->requests) -
+		    merge_pct((double)bq->errors, (double)bq->requests);
+		if (d > dbad) {
+			dbad = d;
+			bad = r;
+			bad_b = bq;
+		}
+	}
+	timerange_format(x->btr.from_ms, from, sizeof(from));
+	timerange_format(x->btr.to_ms, to, sizeof(to));
+	buf_printf(b, "\nBaseline %s .. %s (compare_to \"%s\"): ", from, to,
+		   x->compare_to);
+	if (slow != NULL) {
+		char ch[RENDER_PCT_MAX], was[24], now[24];
+
+		render_change(dslow, "%", ch, sizeof(ch));
+		render_ms(slow_b->p95_ms, was, sizeof(was));
+		render_ms(slow->p95_ms, now, sizeof(now));
+		buf_puts(b, "largest P95 rise ");
+		(void)key_short(b, slow->user);
+		buf_printf(
+			b, " %s (%s, now %s) [%s]", ch, was, now,
+			tool_sources[tool_source_of_merge(slow->source)].label);
+	}
+	if (bad != NULL) {
+		char ch[RENDER_PCT_MAX], was[RENDER_PCT_MAX],
+			now[RENDER_PCT_MAX];
+		const struct spanquery_row *q = bad->user;
+
+		render_change(dbad, " pp", ch, sizeof(ch));
+		render_pct(bad_b->errors, bad_b->requests, was, sizeof(was));
+		render_pct(q->errors, q->requests, now, sizeof(now));
+		buf_puts(b, slow != NULL ? "; largest error-rate rise "
+					 : "largest error-rate rise ");
+		(void)key_short(b, q);
+		buf_printf(
+			b, " %s (%s, now %s) [%s]", ch, was, now,
+			tool_sources[tool_source_of_merge(bad->source)].label);
+	}
+	if (slow == NULL && bad == NULL)
+		buf_puts(b, "no key is slower or fails more than then");
+	buf_puts(b, "\n");
+	tool_fit(b);
 }
 
 static void
@@ -843,6 +1015,8 @@ metrics_text(struct metrics_state *x)
 			    "when it differs\n");
 		tool_fit(b);
 	}
+	if (x->compare_to != NULL && x->ng > 0)
+		baseline_text(x);
 	if (x->ng > 0 && analysis(b, x->groups, x->ng) != STATUS_OK) {
 		tool_fit(b);
 		x->truncated = true;
@@ -861,6 +1035,39 @@ metrics_text(struct metrics_state *x)
 			    "read them here)\n");
 		tool_fit(b);
 	}
+}
+
+/* A row's "baseline" (its figures then, or null) and "change". */
+static int
+baseline_json(const struct metrics_state *x, const struct merge_metric_row *r,
+	      json_t *o)
+{
+	const struct spanquery_row *q = r->user,
+				   *bq = baseline_row(
+					   x, tool_source_of_merge(r->source),
+					   q);
+	json_t *ch = json_object();
+	char text[160];
+
+	if (ch == NULL)
+		return STATUS_NOMEM;
+	tool_change_text(
+		&(struct tool_figures){q->requests, q->errors, q->p95_ms},
+		bq != NULL ? &(struct tool_figures){bq->requests, bq->errors,
+						    bq->p95_ms}
+			   : NULL,
+		text, sizeof(text), ch);
+	if (json_object_set_new(o, "change", ch) ||
+	    json_object_set_new(
+		    o, "baseline",
+		    bq != NULL && bq->requests > 0
+			    ? json_pack("{s:I, s:I, s:f, s:f}", "requests",
+					(json_int_t)bq->requests, "errors",
+					(json_int_t)bq->errors, "p50_ms",
+					bq->p50_ms, "p95_ms", bq->p95_ms)
+			    : json_null()))
+		return STATUS_NOMEM;
+	return STATUS_OK;
 }
 
 /* Structured content: every row, by protocol, in the text's order. */
@@ -895,6 +1102,12 @@ metrics_result(struct metrics_state *x, json_t **result)
 			if (r == NULL)
 				continue;
 			o = metric_json(r);
+			if (o != NULL && x->compare_to != NULL &&
+			    r->source != MERGE_SOURCE_PROMETHEUS &&
+			    baseline_json(x, r, o) != STATUS_OK) {
+				json_decref(o);
+				o = NULL;
+			}
 			if (o != NULL && r->source != MERGE_SOURCE_PROMETHEUS &&
 			    (json_object_set_new(o, "merged",
 						 json_boolean(group_merged(
@@ -913,6 +1126,9 @@ metrics_result(struct metrics_state *x, json_t **result)
 		}
 	if ((tot = json_object()) == NULL ||
 	    json_object_set_new(sc, "service_totals", tot) != 0)
+		goto nomem;
+	if (x->compare_to != NULL &&
+	    json_object_set_new(sc, "baseline", tool_range_json(&x->btr)) != 0)
 		goto nomem;
 	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
 		const struct spanquery_row *q;
@@ -968,8 +1184,10 @@ metrics_call(struct call *call, const json_t *args, json_t **result,
 out:
 	tool_conns_put(&x.k);
 	redact_kept_free(&x.own);
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 		spanquery_metrics_free(x.m[i]);
+		spanquery_metrics_free(x.mb[i]);
+	}
 	promcalls_free(x.pres);
 	free(x.prow);
 	free(x.rows);

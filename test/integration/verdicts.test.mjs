@@ -244,6 +244,16 @@ describe('baselines', () => {
 		assert.equal(n.change.new, true);
 		assert.match(text, /\| v-new \|[^\n]*\| new \|$/m);
 		assert.match(text, /requests then, none now: [^\n]*v-gone/, text);
+		// query_metrics: the row, the whole service and the rise named
+		const q = await call('query_metrics', { service: 'v-base', time_range: '30m', compare_to: 'previous' });
+		const row = q.sc.http[0];
+		assert.equal(row.baseline.requests, 100);
+		assert.equal(row.change.requests_change_pct, 100);
+		assert.match(q.text, /^Route: \/b \(GET\), Requests: 200, [^\n]*; vs baseline: requests \+100%, errors \+2\.0 pp, P95 \+(99|100|101)(\.\d)?%: DEGRADED$/m, q.text);
+		assert.match(q.text, /^HTTP, whole service \[OTLP\]: 200 requests [^\n]*; vs baseline: requests \+100%/m, q.text);
+		assert.match(q.text, /^Baseline [^\n]*\(compare_to "previous"\): largest P95 rise GET \/b \+(99|100|101)(\.\d)?% \(10ms, now 20ms\) \[OTLP\]; largest error-rate rise GET \/b \+2\.0 pp \(0%, now 2\.0%\)/m, q.text);
+		const qb = await call('query_metrics', { service: 'v-base', compare_to: '-' }, { expectError: true });
+		assert.match(qb.text, /compare_to "-" is not understood/);
 		const bad = await call('list_services', { compare_to: 'last tuesday' }, { expectError: true });
 		assert.match(bad.text, /compare_to "last tuesday" is not understood: use "previous"/);
 	});
