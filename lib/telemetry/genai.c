@@ -26,33 +26,29 @@
 /*
  * g: the GenAI spans of a statement's scope (alias s), one per span id.
  * G_PRED is spelled as the predicate of spans_genai_idx
- * (migrations/0006_genai_index.sql) so that the planner can use it, and
- * G_COLS reads only columns that index holds.
+ * (migrations/0006_genai_index.sql, 0014) so that the planner can use it,
+ * and G_COLS reads only columns that index holds.  family: the model
+ * without its date suffix (sextant_model_family, 0014); failed: the one
+ * rule of a failed span (sextant_span_outcome, 0012).
  */
+#define FAILED                                                                 \
+	"sextant_span_outcome(s.kind, s.status_code, s.http_status_code, "     \
+	"s.rpc_grpc_status_code) = 1 AS failed"
 #define G_PRED                                                                 \
 	"(s.gen_ai_operation IN " LLM_OPS " OR s.gen_ai_input_tokens IS NOT "  \
 	"NULL OR s.gen_ai_output_tokens IS NOT NULL)"
-/*
- * A span's status as the tools judge it: ERROR (2) when it failed by
- * sextant_span_outcome (migration 0012: span status ERROR, HTTP 5xx, a 4xx
- * on a client span such as an LLM call, a failed gRPC call), else its own
- * status; a server's client error (a 404 it answered) is not a failure.
- */
-#define FAILED_STATUS(a)                                                       \
-	"CASE WHEN sextant_span_outcome(" a ".kind, " a ".status_code, " a     \
-	".http_status_code, " a ".rpc_grpc_status_code) = 1 THEN 2::smallint " \
-	"ELSE " a ".status_code END"
 #define G_COLS                                                                 \
-	"s.trace_id, s.span_id, s.start_time, s.duration_ns, " FAILED_STATUS(  \
-		"s") " AS status_code, "                                       \
-		     "s.service_name, s.session_id, "                          \
-		     "nullif(s.gen_ai_provider, '') AS provider, "             \
-		     "coalesce(nullif(s.gen_ai_response_model, ''), "          \
-		     "nullif(s.gen_ai_request_model, '')) AS model, "          \
-		     "coalesce(s.gen_ai_operation IN " LLM_OPS                 \
-		     ", false) AS llm, "                                       \
-		     "s.gen_ai_input_tokens AS tin, s.gen_ai_output_tokens "   \
-		     "AS tout"
+	"s.trace_id, s.span_id, s.start_time, s.duration_ns, s.status_code, "  \
+	"s.service_name, s.session_id, "                                       \
+	"nullif(s.gen_ai_provider, '') AS provider, "                          \
+	"coalesce(nullif(s.gen_ai_response_model, ''), "                       \
+	"nullif(s.gen_ai_request_model, '')) AS model, "                       \
+	"sextant_model_family(coalesce(nullif(s.gen_ai_response_model, ''), "  \
+	"nullif(s.gen_ai_request_model, ''))) AS family, "                     \
+	"coalesce(s.gen_ai_operation IN " LLM_OPS ", false) AS llm, "          \
+	"s.gen_ai_input_tokens AS tin, s.gen_ai_output_tokens AS "             \
+	"tout, " FAILED
+
 /* an eBPF copy counts only when there is no OTLP copy of the span */
 #define G_DEDUP                                                                \
 	" AND (s.source = 'otlp' OR NOT EXISTS (SELECT 1 FROM spans o "        \
@@ -111,21 +107,35 @@
 	"WHERE g.llm OR (g.trace_id, g.span_id) NOT IN "                       \
 	"(SELECT rt, rs FROM covered))"
 
+/*
+ * snap: per (provider, family), the exact models of its calls other than
+ * the family name, '\n'-separated (DISTINCT first: a hash, not a sort of
+ * every call).  where: more conditions on calls.
+ */
+#define SNAP_CTE(where)                                                        \
+	"snap AS (SELECT provider, family, string_agg(model, E'\\n' "          \
+	"ORDER BY model) AS snapshots FROM (SELECT DISTINCT provider, "        \
+	"family, model FROM calls WHERE model <> family" where ") x "          \
+	"GROUP BY provider, family)"
+#define SNAP_JOIN(m)                                                           \
+	" LEFT JOIN snap ON " m ".provider IS NOT DISTINCT FROM "              \
+	"snap.provider AND " m ".family IS NOT DISTINCT FROM snap.family"
+
 /* The statistics of a group of calls: STATS_NCOLS columns, then the two
  * percentiles (PCT_COLS). */
 #define UNPRICED "cost IS NULL AND (tin IS NOT NULL OR tout IS NOT NULL)"
 #define STATS_COLS                                                             \
-	"count(*) AS calls, count(*) FILTER (WHERE status_code = 2) AS "       \
-	"errors, coalesce(sum(tin), 0) AS tin, coalesce(sum(tout), 0) AS "     \
-	"tout, coalesce(sum(cost), 0) AS cost, count(cost) AS priced, "        \
+	"count(*) AS calls, count(*) FILTER (WHERE failed) AS errors, "        \
+	"coalesce(sum(tin), 0) AS tin, coalesce(sum(tout), 0) AS tout, "       \
+	"coalesce(sum(cost), 0) AS cost, count(cost) AS priced, "              \
 	"count(*) FILTER (WHERE " UNPRICED ") AS unpriced, "                   \
 	"string_agg(DISTINCT coalesce(model, ''), E'\\n' ORDER BY "            \
 	"coalesce(model, '')) FILTER (WHERE " UNPRICED ") AS unpriced_models"
 /* The same without the list of unpriced models (a sort per group). */
 #define STATS_COLS_SHORT                                                       \
-	"count(*) AS calls, count(*) FILTER (WHERE status_code = 2) AS "       \
-	"errors, coalesce(sum(tin), 0) AS tin, coalesce(sum(tout), 0) AS "     \
-	"tout, coalesce(sum(cost), 0) AS cost, count(cost) AS priced, "        \
+	"count(*) AS calls, count(*) FILTER (WHERE failed) AS errors, "        \
+	"coalesce(sum(tin), 0) AS tin, coalesce(sum(tout), 0) AS tout, "       \
+	"coalesce(sum(cost), 0) AS cost, count(cost) AS priced, "              \
 	"count(*) FILTER (WHERE " UNPRICED ") AS unpriced, "                   \
 	"NULL::text AS unpriced_models"
 #define STATS_NAMES                                                            \
@@ -272,31 +282,34 @@ query(struct pg_conn *c, const char *sql, int n, const char *const *v,
 static const char session_spans_sql[] =
 	"WITH " SESSION_TRACES " SELECT encode(s.trace_id, 'hex'), "
 	"encode(s.span_id, 'hex'), encode(s.parent_span_id, 'hex'), "
-	"sextant_unix_nano(s.start_time, s.start_nanos), "
-	"s.duration_ns, " FAILED_STATUS(
-		"s") ", s.source, s.service_name, s.name, "
-		     "s.status_message, "
-		     "(SELECT count(DISTINCT trace_id) FROM spans WHERE "
-		     "session_id = $1 "
-		     "AND start_time >= $2::timestamptz AND start_time < "
-		     "$3::timestamptz) "
-		     "FROM spans s WHERE " SESSION_SCOPE
-		     " ORDER BY s.start_time, s.trace_id, s.span_id LIMIT $5";
+	"sextant_unix_nano(s.start_time, s.start_nanos), s.duration_ns, "
+	"s.status_code, s.source, s.service_name, s.name, s.status_message, "
+	"(SELECT count(DISTINCT trace_id) FROM spans WHERE session_id = $1 "
+	"AND start_time >= $2::timestamptz AND start_time < "
+	"$3::timestamptz), " FAILED " "
+	"FROM spans s WHERE " SESSION_SCOPE
+	" ORDER BY s.start_time, s.trace_id, s.span_id LIMIT $5";
 
-/* The session's calls: the total (kind 3) then by model, most expensive
- * first ($5: GENAI_MAX_GROUPS + 1 rows). */
-static const char session_models_sql[] = SESSION_CALLS
-	" SELECT GROUPING(provider, model), provider, model, " STATS_COLS
-	", " PCT_COLS " FROM calls GROUP BY GROUPING SETS ((), "
-	"(provider, model)) ORDER BY 1 DESC, sum(cost) DESC NULLS LAST, "
-	"count(*) DESC, provider, model LIMIT $5";
+/* The session's calls: the total (kind 1) then by model family, most
+ * expensive first ($5: GENAI_MAX_GROUPS + 1 rows), with its snapshots. */
+static const char session_models_sql[] = SESSION_CALLS ", " SNAP_CTE(
+	"") ", m AS (SELECT GROUPING(provider, family) AS gs, "
+	    "provider, family, sum(cost) AS rank_cost, " STATS_COLS
+	    ", " PCT_COLS
+	    " FROM calls GROUP BY GROUPING SETS ((), (provider, family))) "
+	    "SELECT gs, m.provider, m.family, " STATS_NAMES ", p50, p95, "
+	    "snapshots FROM m" SNAP_JOIN(
+		    "m") " ORDER BY gs DESC, rank_cost DESC "
+			 "NULLS LAST, calls DESC, m.provider, m.family LIMIT "
+			 "$5";
 
 /* The slowest calls (kind 0) and the most expensive priced ones (1),
  * $5 (GENAI_TOP) of each. */
 #define CALL_COLS                                                              \
 	"encode(trace_id, 'hex'), encode(span_id, 'hex'), "                    \
 	"sextant_unix_nano(start_time, start_nanos), duration_ns, "            \
-	"status_code, service_name, name, provider, model, tin, tout, cost"
+	"status_code, service_name, name, provider, model, tin, tout, cost, "  \
+	"failed"
 static const char session_top_sql[] = SESSION_CALLS
 	" (SELECT 0, " CALL_COLS " FROM calls ORDER BY "
 	"duration_ns DESC, start_time, span_id LIMIT $5) UNION ALL "
@@ -309,6 +322,7 @@ struct srow {
 	const char *service, *name, *message;
 	uint64_t start_ns, duration_ns;
 	int status;
+	bool failed; /* sextant_span_outcome 1 */
 };
 
 struct session_priv {
@@ -398,6 +412,7 @@ session_spans(PGresult *res, struct genai_session *g, struct session_priv *p,
 		s->start_ns = (uint64_t)start;
 		s->duration_ns = (uint64_t)dur;
 		s->status = (int)status;
+		s->failed = strcmp(PQgetvalue(res, i, 11), "t") == 0;
 		m->has_parent = !PQgetisnull(res, i, 2);
 		m->start_ns = s->start_ns;
 		m->end_ns = s->start_ns + s->duration_ns;
@@ -440,7 +455,7 @@ session_spans(PGresult *res, struct genai_session *g, struct session_priv *p,
 		for (size_t i = 0; i < tr->n_nodes; i++) {
 			const struct merge_node *node = &tr->nodes[i];
 			const struct srow *s = node->span->user;
-			bool bad = s->status == 2;
+			bool bad = s->failed;
 
 			g->spans++;
 			sv[nsv].name = s->service;
@@ -518,6 +533,7 @@ session_models(PGresult *res, struct genai_session *g, struct pg_error *err)
 			break;
 		g->models[g->n_models].provider = col(res, i, 1);
 		g->models[g->n_models].model = col(res, i, 2);
+		g->models[g->n_models].snapshots = col(res, i, 13);
 		g->models[g->n_models++].s = st;
 	}
 	return STATUS_OK;
@@ -550,6 +566,7 @@ session_top(PGresult *res, struct genai_session *g, struct pg_error *err)
 		c.duration_ns = (uint64_t)dur;
 		c.status = (int)status;
 		c.priced = cost != NULL;
+		c.failed = strcmp(PQgetvalue(res, i, 13), "t") == 0;
 		if (kind == 0 && g->n_slowest < GENAI_TOP)
 			g->slowest[g->n_slowest++] = c;
 		else if (kind == 1 && g->n_costliest < GENAI_TOP)
@@ -713,10 +730,11 @@ genai_recent_free(struct genai_recent_list *l)
 
 /*
  * $1 the previous period's start, $2 the range's start, $3 its end,
- * $4 service, $5 model, $6 GENAI_MAX_GROUPS, $7 GENAI_TOP.  Rows: kind
- * (0 total, 1 by model, 2 by service, 3 the previous period's total,
- * 4 top sessions), provider, model, service, session, STATS_COLS, p50,
- * p95, rows of that kind in all, rank.
+ * $4 service, $5 model (exact, or a family), $6 GENAI_MAX_GROUPS,
+ * $7 GENAI_TOP.  Rows: kind (0 total, 1 by model family, 2 by service,
+ * 3 the previous period's total, 4 the most expensive sessions, 5 the
+ * least expensive), provider, family, service, session, STATS_COLS, p50,
+ * p95, rows of that kind in all, rank, the family's snapshots.
  */
 static const char usage_sql[] =
 	"WITH RECURSIVE g AS MATERIALIZED (SELECT " G_COLS
@@ -725,36 +743,69 @@ static const char usage_sql[] =
 	"AND s.start_time < $3::timestamptz AND " G_PRED
 	" AND ($4::text IS NULL OR s.service_name = $4) "
 	"AND ($5::text IS NULL OR s.gen_ai_response_model = $5 "
-	"OR s.gen_ai_request_model = $5)" G_DEDUP ")" CALLS_CTES
-	", agg AS (SELECT GROUPING(provider, model, service_name) AS gs, "
-	"provider, model, service_name, sum(cost) AS rank_cost, " STATS_COLS
+	"OR s.gen_ai_request_model = $5 OR sextant_model_family("
+	"coalesce(nullif(s.gen_ai_response_model, ''), "
+	"nullif(s.gen_ai_request_model, ''))) = $5)" G_DEDUP ")" CALLS_CTES
+	", agg AS (SELECT GROUPING(provider, family, service_name) AS gs, "
+	"provider, family, service_name, sum(cost) AS rank_cost, " STATS_COLS
 	", " PCT_COLS " FROM calls WHERE cur GROUP BY GROUPING SETS ((), "
-	"(provider, model), (service_name))), "
-	/* the top sessions first, then their unpriced models: one sort per
-	 * group for the list is too dear over thousands of sessions */
-	"top AS (SELECT session_id, min(service_name) AS "
-	"service, " STATS_COLS_SHORT
-	", count(*) OVER () AS n, row_number() OVER (ORDER "
-	"BY sum(cost) DESC NULLS LAST, count(*) DESC, session_id) AS rn "
-	"FROM calls WHERE cur AND session_id IS NOT NULL GROUP BY session_id "
-	"ORDER BY rn LIMIT $7), "
-	"um AS (SELECT session_id, string_agg(DISTINCT coalesce(model, ''), "
-	"E'\\n' ORDER BY coalesce(model, '')) AS models FROM calls WHERE cur "
-	"AND session_id IN (SELECT session_id FROM top) AND " UNPRICED
-	" GROUP BY session_id) "
-	"SELECT * FROM (SELECT CASE gs WHEN 7 THEN 0 WHEN 1 THEN 1 ELSE 2 END "
-	"AS kind, provider, model, service_name, NULL::text AS "
-	"session_id, " STATS_NAMES
-	", p50, p95, count(*) OVER (PARTITION BY gs) AS n, "
-	"row_number() OVER (PARTITION BY gs ORDER BY rank_cost DESC NULLS "
-	"LAST, calls DESC, provider, model, service_name) AS rn FROM agg) a "
-	"WHERE rn <= $6 "
-	"UNION ALL SELECT 3, NULL, NULL, NULL, NULL, " STATS_COLS
-	", NULL::float8, NULL::float8, 1, 1 FROM calls WHERE NOT cur "
-	"UNION ALL SELECT 4, NULL, NULL, t.service, t.session_id, t.calls, "
-	"t.errors, t.tin, t.tout, t.cost, t.priced, t.unpriced, um.models, "
-	"NULL::float8, NULL::float8, t.n, t.rn FROM top t LEFT JOIN um "
-	"USING (session_id) ORDER BY 1, 17";
+	"(provider, family), (service_name))), " SNAP_CTE(
+		" AND cur") ", "
+			    /* sessions ranked by cost both ways, then the unpriced models of
+	 * those kept: one sort per group for the list is too dear over
+	 * thousands of sessions */
+			    "ranked AS (SELECT session_id, min(service_name) "
+			    "AS "
+			    "service, " STATS_COLS_SHORT
+			    ", count(*) OVER () AS n, row_number() OVER (ORDER "
+			    "BY sum(cost) DESC NULLS LAST, count(*) DESC, "
+			    "session_id) AS rd, "
+			    "row_number() OVER (ORDER BY sum(cost) NULLS LAST, "
+			    "count(*), "
+			    "session_id) AS ra FROM calls WHERE cur AND "
+			    "session_id IS NOT NULL "
+			    "GROUP BY session_id), "
+			    "top AS MATERIALIZED (SELECT * FROM ranked WHERE "
+			    "rd <= $7 OR "
+			    "ra <= $7), "
+			    "um AS (SELECT session_id, string_agg(DISTINCT "
+			    "coalesce(model, ''), "
+			    "E'\\n' ORDER BY coalesce(model, '')) AS models "
+			    "FROM calls WHERE cur "
+			    "AND session_id IN (SELECT session_id FROM top) "
+			    "AND " UNPRICED " GROUP BY session_id) "
+			    "SELECT * FROM (SELECT CASE gs WHEN 7 THEN 0 WHEN "
+			    "1 THEN 1 ELSE 2 END "
+			    "AS kind, a.provider, a.family, service_name, "
+			    "NULL::text AS "
+			    "session_id, " STATS_NAMES
+			    ", p50, p95, count(*) OVER (PARTITION BY gs) AS n, "
+			    "row_number() OVER (PARTITION BY gs ORDER BY "
+			    "rank_cost DESC NULLS "
+			    "LAST, calls DESC, a.provider, a.family, "
+			    "service_name) AS rn, "
+			    "CASE gs WHEN 1 THEN snap.snapshots END AS "
+			    "snapshots "
+			    "FROM agg a" SNAP_JOIN(
+				    "a") ") a WHERE rn <= $6 "
+					 "UNION ALL SELECT 3, NULL, NULL, "
+					 "NULL, NULL, " STATS_COLS
+					 ", NULL::float8, NULL::float8, 1, 1, "
+					 "NULL FROM calls WHERE NOT cur "
+					 "UNION ALL SELECT k.kind, NULL, NULL, "
+					 "t.service, t.session_id, "
+					 "t.calls, t.errors, t.tin, t.tout, "
+					 "t.cost, t.priced, t.unpriced, "
+					 "um.models, NULL::float8, "
+					 "NULL::float8, t.n, CASE k.kind WHEN "
+					 "4 THEN "
+					 "t.rd ELSE t.ra END, NULL FROM top t "
+					 "CROSS JOIN (VALUES (4), (5)) "
+					 "k(kind) LEFT JOIN um USING "
+					 "(session_id) WHERE CASE k.kind WHEN "
+					 "4 "
+					 "THEN t.rd ELSE t.ra END <= $7 ORDER "
+					 "BY 1, 17";
 
 int
 genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
@@ -790,6 +841,8 @@ genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
 	    (u->services = calloc((size_t)n + 1, sizeof(*u->services))) ==
 		    NULL ||
 	    (u->sessions = calloc((size_t)n + 1, sizeof(*u->sessions))) ==
+		    NULL ||
+	    (u->cheapest = calloc((size_t)n + 1, sizeof(*u->cheapest))) ==
 		    NULL) {
 		rc = nomem(err);
 		goto fail;
@@ -804,6 +857,7 @@ genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
 		gr.model = col(res, i, 2);
 		gr.service = col(res, i, 3);
 		gr.session_id = col(res, i, 4);
+		gr.snapshots = col(res, i, 17);
 		if (pg_text_i64(PQgetvalue(res, i, 0), &kind) ||
 		    parse_stats(res, i, 5, true, &gr.s) ||
 		    pg_text_i64(PQgetvalue(res, i, 15), &total) || total < 0) {
@@ -821,8 +875,12 @@ genai_usage_get(struct pg_conn *c, const struct genai_filter *f,
 			u->services_total = (size_t)total;
 			break;
 		case 3: u->previous = gr.s; break;
-		default:
+		case 4:
 			u->sessions[u->n_sessions++] = gr;
+			u->sessions_total = (size_t)total;
+			break;
+		default:
+			u->cheapest[u->n_cheapest++] = gr;
 			u->sessions_total = (size_t)total;
 			break;
 		}
@@ -843,6 +901,7 @@ genai_usage_free(struct genai_usage *u)
 	free(u->models);
 	free(u->services);
 	free(u->sessions);
+	free(u->cheapest);
 	free(u);
 }
 

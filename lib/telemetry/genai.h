@@ -14,7 +14,14 @@
  *   hour before the span's start to one day after it.
  * - A span seen by both eBPF and OTLP counts once (the OTLP copy).
  * - Model: gen_ai.response.model, else gen_ai.request.model (an empty
- *   string counts as absent).
+ *   string counts as absent): a failed call that names only the model it
+ *   asked for belongs to that model.  Rows by model are by family, the
+ *   model without its date suffix (sextant_model_family,
+ *   migrations/0014_genai_models.sql: gpt-4o-2024-08-06 under gpt-4o,
+ *   claude-3-5-sonnet-20241022 and -latest under claude-3-5-sonnet), with
+ *   the exact names seen as its snapshots.
+ * - Failed: sextant_span_outcome(...) = 1 (migrations/0012), the one rule
+ *   of a failed span; a GenAI call is a CLIENT span, so HTTP 4xx counts.
  * - Cost: input and output tokens times the model_pricing row in effect at
  *   the span's start (sextant_model_price: the longest model-name match,
  *   same provider first, latest effective_from), i.e. what
@@ -56,7 +63,7 @@
 /* Counts of a set of calls. */
 struct genai_stats {
 	uint64_t calls;
-	uint64_t errors; /* status ERROR */
+	uint64_t errors; /* failed (sextant_span_outcome 1) */
 	uint64_t input_tokens, output_tokens;
 	double cost_usd;   /* over the priced calls */
 	uint64_t priced;   /* calls with a price (cost_usd covers these) */
@@ -69,8 +76,12 @@ struct genai_stats {
 
 /* One row by model, by service or by session (the other keys NULL). */
 struct genai_group {
-	const char *provider;	/* by model; NULL when the spans had none */
-	const char *model;	/* by model; NULL when the spans had none */
+	const char *provider; /* by model; NULL when the spans had none */
+	const char
+		*model; /* by model: the family; NULL when the spans had none */
+	/* by model: the family's exact models other than its name (dated
+	 * snapshots, "-latest"), '\n'-separated, sorted; NULL when none */
+	const char *snapshots;
 	const char *service;	/* by service; by session: its first service */
 	const char *session_id; /* by session */
 	struct genai_stats s;
@@ -85,8 +96,9 @@ struct genai_call {
 	uint64_t duration_ns;
 	int64_t input_tokens, output_tokens; /* -1 when absent */
 	bool priced;
-	double cost_usd; /* when priced */
+	double cost_usd; /* when priced, of the exact model */
 	int status;	 /* OTLP StatusCode */
+	bool failed;	 /* sextant_span_outcome 1 */
 };
 
 struct genai_span_ref {
@@ -106,7 +118,7 @@ struct genai_service {
 struct genai_session {
 	size_t traces;	      /* in the session (all, not only those read) */
 	size_t traces_read;   /* <= GENAI_MAX_TRACES */
-	size_t spans, errors; /* distinct spans read, of which status ERROR */
+	size_t spans, errors; /* distinct spans read, of which failed */
 	bool truncated;	      /* traces or spans beyond the limits */
 	uint64_t start_ns, end_ns;	/* first start, last end */
 	double avg_trace_ms;		/* mean trace duration (first start to
@@ -118,7 +130,7 @@ struct genai_session {
 	struct genai_span_ref error_spans[GENAI_MAX_ERRORS]; /* earliest */
 	size_t n_error_spans;
 	struct genai_stats total;   /* every call of the session */
-	struct genai_group *models; /* most expensive first */
+	struct genai_group *models; /* by family, most expensive first */
 	size_t n_models;
 	struct genai_call slowest[GENAI_TOP];
 	size_t n_slowest;
@@ -167,20 +179,25 @@ void genai_recent_free(struct genai_recent_list *l);
 struct genai_filter {
 	int64_t from_ms, to_ms; /* [from, to), Unix ms */
 	const char *service;	/* NULL: any */
-	const char
-		*model; /* NULL: any; matches the request or response model */
+	/* NULL: any; the request or response model, or their family */
+	const char *model;
 };
 
 struct genai_usage {
 	struct genai_stats total;    /* the range */
 	struct genai_stats previous; /* [from - (to - from), from); no
 					percentiles (NAN) */
-	struct genai_group *models;  /* most expensive first, then most calls */
+	struct genai_group *models;  /* by family, most expensive first, then
+					most calls */
 	size_t n_models, models_total;
 	struct genai_group *services;
 	size_t n_services, services_total;
 	struct genai_group *sessions; /* top GENAI_TOP by cost */
 	size_t n_sessions, sessions_total;
+	/* the GENAI_TOP least expensive, cheapest first (sessions whose
+	 * calls have no price last, as in sessions) */
+	struct genai_group *cheapest;
+	size_t n_cheapest;
 	void *priv_;
 };
 

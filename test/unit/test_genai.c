@@ -9,7 +9,10 @@
  * worked out by hand.  The data has nested agent spans (invoke_agent >
  * chat, invoke_agent > execute_tool > invoke_agent > HTTP > chat), an
  * agent reporting tokens with no chat below, unknown models, a gpt-4o
- * price change, eBPF copies of OTLP spans and a parent cycle.
+ * price change, eBPF copies of OTLP spans and a parent cycle.  Rows by
+ * model are by family (sextant_model_family, checked on a table of names)
+ * and a failed call is sextant_span_outcome's; sessions are ranked by
+ * cost both ways.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -302,23 +305,29 @@ assert_close(double got, double want, const char *what)
 	"c.trace_id = w.t AND c.span_id = w.s WHERE w.s <> w.rs AND "          \
 	"(c.gen_ai_input_tokens IS NOT NULL OR c.gen_ai_output_tokens IS NOT " \
 	"NULL)), "                                                             \
-	"calls AS (SELECT sp.*, coalesce(gen_ai_response_model, "              \
-	"gen_ai_request_model) AS m, sextant_genai_cost_usd(gen_ai_provider, " \
+	"calls AS (SELECT sp.*, sextant_model_family(coalesce("                \
+	"gen_ai_response_model, gen_ai_request_model)) AS m, "                 \
+	"coalesce(gen_ai_response_model, gen_ai_request_model) AS exact, "     \
+	"sextant_genai_cost_usd(gen_ai_provider, "                             \
 	"coalesce(gen_ai_response_model, gen_ai_request_model), "              \
 	"gen_ai_input_tokens, gen_ai_output_tokens, start_time) AS cost "      \
 	"FROM sp WHERE gen_ai_operation IN ('chat', 'text_completion', "       \
 	"'generate_content', 'embeddings') OR ((gen_ai_input_tokens IS NOT "   \
 	"NULL OR gen_ai_output_tokens IS NOT NULL) AND (trace_id, span_id) "   \
 	"NOT IN (SELECT rt, rs FROM covered))) "
+#define FAILED_SQL                                                             \
+	"sextant_span_outcome(kind, status_code, http_status_code, "           \
+	"rpc_grpc_status_code) = 1"
 #define WANT_STATS                                                             \
-	"SELECT count(*), count(*) FILTER (WHERE status_code = 2), "           \
+	"SELECT count(*), count(*) FILTER (WHERE " FAILED_SQL "), "            \
 	"coalesce(sum(gen_ai_input_tokens), 0), "                              \
 	"coalesce(sum(gen_ai_output_tokens), 0), coalesce(sum(cost), 0), "     \
 	"count(cost), count(*) FILTER (WHERE cost IS NULL AND "                \
 	"(gen_ai_input_tokens IS NOT NULL OR gen_ai_output_tokens IS NOT "     \
 	"NULL)), percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ns), "   \
 	"percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns), "          \
-	"string_agg(DISTINCT coalesce(m, ''), E'\\n') FILTER (WHERE cost IS "  \
+	"string_agg(DISTINCT coalesce(exact, ''), E'\\n') FILTER (WHERE cost " \
+	"IS "                                                                  \
 	"NULL AND (gen_ai_input_tokens IS NOT NULL OR gen_ai_output_tokens "   \
 	"IS NOT NULL)) FROM calls WHERE "
 
@@ -494,10 +503,14 @@ test_session_alpha_literals(void **state)
 			     1e6,
 		     "total cost");
 	/* the most expensive call first: the 3,000-token gpt-4o */
-	assert_int_equal(s->n_models, 6);
-	assert_string_equal(s->models[0].model, "gpt-4o-2024-08-06");
+	/* gpt-4o: the dated calls and the failed one that named only the
+	 * request model; claude-sonnet-4 likewise with its snapshot */
+	assert_int_equal(s->n_models, 5);
+	assert_string_equal(s->models[0].model, "gpt-4o");
+	assert_string_equal(s->models[0].snapshots, "gpt-4o-2024-08-06");
 	assert_string_equal(s->models[0].provider, "openai");
-	assert_int_equal(s->models[0].s.calls, 3);
+	assert_int_equal(s->models[0].s.calls, 4);
+	assert_int_equal(s->models[0].s.errors, 1);
 	assert_close(s->models[0].s.cost_usd,
 		     (1000 * 2.5 + 200 * 10 + 3000 * 2.5 + 800 * 10 + 400 * 5 +
 		      100 * 20) /
@@ -532,7 +545,7 @@ check_session(struct pg_conn *c, const char *id)
 		"WITH d AS (SELECT DISTINCT ON (trace_id, span_id) * FROM "
 		"spans WHERE " IN_SESSION " ORDER BY trace_id, span_id, "
 		"(source = 'otlp') DESC) SELECT count(*), count(*) FILTER "
-		"(WHERE status_code = 2), count(DISTINCT trace_id), "
+		"(WHERE " FAILED_SQL "), count(DISTINCT trace_id), "
 		"min(sextant_unix_nano(start_time, start_nanos)), "
 		"max(sextant_unix_nano(start_time, start_nanos) + duration_ns) "
 		"FROM d",
@@ -555,7 +568,7 @@ check_session(struct pg_conn *c, const char *id)
 		"WITH d AS (SELECT DISTINCT ON (trace_id, span_id) * FROM "
 		"spans WHERE " IN_SESSION " ORDER BY trace_id, span_id, "
 		"(source = 'otlp') DESC) SELECT service_name, count(*), "
-		"count(*) FILTER (WHERE status_code = 2) FROM d GROUP BY 1 "
+		"count(*) FILTER (WHERE " FAILED_SQL ") FROM d GROUP BY 1 "
 		"ORDER BY 2 DESC, 1",
 		1, v);
 	assert_int_equal(s->n_services, PQntuples(r));
@@ -793,7 +806,9 @@ check_usage(struct pg_conn *c, int64_t from, int64_t to, const char *service,
 #define RANGE                                                                  \
 	"start_time >= $1::timestamptz AND start_time < $2::timestamptz "      \
 	"AND ($3::text IS NULL OR service_name = $3) AND ($4::text IS NULL "   \
-	"OR gen_ai_response_model = $4 OR gen_ai_request_model = $4)"
+	"OR gen_ai_response_model = $4 OR gen_ai_request_model = $4 OR "       \
+	"sextant_model_family(coalesce(gen_ai_response_model, "                \
+	"gen_ai_request_model)) = $4)"
 	ts_text(from, a, sizeof(a));
 	ts_text(to, b, sizeof(b));
 	ts_text(from - (to - from), p, sizeof(p));
@@ -842,28 +857,40 @@ check_usage(struct pg_conn *c, int64_t from, int64_t to, const char *service,
 		check_stats(&g->s, r, true, true, g->service);
 		PQclear(r);
 	}
-	/* the top sessions, in order */
-	r = sql(c,
-		WANT_CALLS
-		"SELECT session_id, sum(cost) FROM calls WHERE " RANGE
-		" AND session_id IS NOT NULL GROUP BY 1 ORDER BY 2 "
-		"DESC NULLS LAST, count(*) DESC, 1 LIMIT 5",
-		4, v);
-	assert_int_equal(u->n_sessions, PQntuples(r));
-	for (size_t i = 0; i < u->n_sessions; i++) {
-		const struct genai_group *g = &u->sessions[i];
-		const char *sv[5] = {a, b, service, model, g->session_id};
+	/* the most and the least expensive sessions, in order */
+	for (int k = 0; k < 2; k++) {
+		const struct genai_group *list =
+			k == 0 ? u->sessions : u->cheapest;
+		size_t n = k == 0 ? u->n_sessions : u->n_cheapest;
 
-		assert_string_equal(g->session_id, PQgetvalue(r, (int)i, 0));
-		{
-			PGresult *w = want_stats(
-				c, RANGE " AND session_id = $5", 5, sv);
+		r = sql(c,
+			k == 0 ? WANT_CALLS
+				"SELECT session_id FROM calls WHERE " RANGE
+				" AND session_id IS NOT NULL GROUP BY 1 ORDER "
+				"BY "
+				"sum(cost) DESC NULLS LAST, count(*) DESC, 1 "
+				"LIMIT 5"
+			       : WANT_CALLS
+				"SELECT session_id FROM calls WHERE " RANGE
+				" AND session_id IS NOT NULL GROUP BY 1 ORDER "
+				"BY "
+				"sum(cost) NULLS LAST, count(*), 1 LIMIT 5",
+			4, v);
+		assert_int_equal(n, PQntuples(r));
+		for (size_t i = 0; i < n; i++) {
+			const struct genai_group *g = &list[i];
+			const char *sv[5] = {a, b, service, model,
+					     g->session_id};
+			PGresult *w;
 
+			assert_string_equal(g->session_id,
+					    PQgetvalue(r, (int)i, 0));
+			w = want_stats(c, RANGE " AND session_id = $5", 5, sv);
 			check_stats(&g->s, w, false, true, g->session_id);
 			PQclear(w);
 		}
+		PQclear(r);
 	}
-	PQclear(r);
 	genai_usage_free(u);
 #undef RANGE
 }
@@ -926,7 +953,9 @@ test_usage_literals(void **state)
 	assert_string_equal(u->services[0].service, "assistant");
 	assert_string_equal(u->services[1].service, "batch");
 	assert_string_equal(u->services[2].service, "loop");
-	assert_string_equal(u->models[0].model, "gpt-4o-2024-08-06");
+	assert_string_equal(u->models[0].model, "gpt-4o");
+	assert_string_equal(u->models[0].snapshots, "gpt-4o-2024-08-06");
+	assert_int_equal(u->models[0].s.errors, 1);
 	assert_close(u->models[0].s.cost_usd,
 		     (1000 * 2.5 + 200 * 10 + 3000 * 2.5 + 800 * 10 + 400 * 5 +
 		      100 * 20) /
@@ -946,12 +975,19 @@ test_usage_literals(void **state)
 	assert_string_equal(u->sessions[0].service, "assistant");
 	assert_string_equal(u->sessions[1].session_id, "sess-beta");
 	assert_int_equal(u->sessions_total, 3);
+	/* the same sessions least expensive first */
+	assert_int_equal(u->n_cheapest, 3);
+	assert_string_equal(u->cheapest[1].session_id, "sess-beta");
+	assert_string_equal(u->cheapest[2].session_id, "sess-alpha");
+	for (size_t i = 1; i < u->n_cheapest; i++)
+		assert_true(u->cheapest[i].s.cost_usd >=
+			    u->cheapest[i - 1].s.cost_usd);
 	genai_usage_free(u);
 
-	/* the model filter takes the request model too */
+	/* the model filter takes the request model and the family too */
 	u = usage(c, to - HOUR_MS, to, NULL, "gpt-4o");
 	assert_int_equal(u->total.calls, 4);
-	assert_int_equal(u->n_models, 2);
+	assert_int_equal(u->n_models, 1);
 	genai_usage_free(u);
 	u = usage(c, to - HOUR_MS, to, "nobody", NULL);
 	assert_int_equal(u->total.calls, 0);
@@ -961,6 +997,57 @@ test_usage_literals(void **state)
 	assert_int_equal(u->n_sessions, 0);
 	genai_usage_free(u);
 	genai_usage_free(NULL);
+	pg_release(c);
+}
+
+/* sextant_model_family (migrations/0014): date suffixes go, nothing else. */
+static void
+test_model_family(void **state)
+{
+	static const struct {
+		const char *model, *family;
+	} cases[] = {
+		{"gpt-4o-2024-08-06", "gpt-4o"},
+		{"gpt-4o", "gpt-4o"},
+		{"gpt-4o-mini-2024-07-18", "gpt-4o-mini"},
+		{"gpt-4o-mini", "gpt-4o-mini"},
+		{"chatgpt-4o-latest", "chatgpt-4o"},
+		{"o1-2024-12-17", "o1"},
+		{"claude-3-5-sonnet-20241022", "claude-3-5-sonnet"},
+		{"claude-3-5-sonnet-latest", "claude-3-5-sonnet"},
+		{"claude-3-5-sonnet@20241022", "claude-3-5-sonnet"},
+		{"claude-sonnet-4-20250514", "claude-sonnet-4"},
+		{"claude-3-opus-20240229", "claude-3-opus"},
+		{"mistral-large-latest", "mistral-large"},
+		{"gemini-2.0-flash-001", "gemini-2.0-flash-001"},
+		{"gemini-1.5-pro-002", "gemini-1.5-pro-002"},
+		{"gpt-4-0613", "gpt-4-0613"},
+		{"gpt-3.5-turbo", "gpt-3.5-turbo"},
+		{"llama-3-70b", "llama-3-70b"},
+		/* not a date: month 13, day 32, year 3024, 7 or 9 digits */
+		{"model-20241322", "model-20241322"},
+		{"model-2024-01-32", "model-2024-01-32"},
+		{"model-30240101", "model-30240101"},
+		{"build-2024010", "build-2024010"},
+		{"build-202401011", "build-202401011"},
+		/* one suffix only; never an empty name */
+		{"x-2024-08-06-latest", "x-2024-08-06"},
+		{"-latest", "-latest"},
+		{"20241022", "20241022"},
+		{"", ""},
+	};
+	struct pg_conn *c = conn();
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		const char *v[1] = {cases[i].model};
+		PGresult *r = sql(c, "SELECT sextant_model_family($1)", 1, v);
+
+		if (strcmp(PQgetvalue(r, 0, 0), cases[i].family) != 0)
+			fail_msg("%s: got %s, want %s", cases[i].model,
+				 PQgetvalue(r, 0, 0), cases[i].family);
+		PQclear(r);
+	}
 	pg_release(c);
 }
 
@@ -1063,6 +1150,7 @@ main(void)
 		cmocka_unit_test(test_recent_sessions),
 		cmocka_unit_test(test_usage_against_sql),
 		cmocka_unit_test(test_usage_literals),
+		cmocka_unit_test(test_model_family),
 		cmocka_unit_test(test_usage_bad_range),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_session_truncated),

@@ -1,0 +1,36 @@
+-- 0014_genai_models.sql - GenAI calls grouped as users think of them, and
+-- failed by the one rule (0012):
+--
+-- sextant_model_family(model): the model without a date suffix, so that
+-- dated snapshots and "-latest" aliases group under their family:
+-- gpt-4o-2024-08-06 -> gpt-4o, gpt-4o-mini-2024-07-18 -> gpt-4o-mini,
+-- claude-3-5-sonnet-20241022 and claude-3-5-sonnet-latest ->
+-- claude-3-5-sonnet, claude-3-5-sonnet@20241022 (Vertex AI) likewise.
+-- Suffixes: -latest, -YYYY-MM-DD, -YYYYMMDD, @YYYYMMDD, with a real month
+-- and day in a year 19xx or 20xx (an 8-digit build number is not a date).
+-- One suffix only; a name that would be left empty is kept whole.  The
+-- one definition: lib/telemetry/genai.c groups by it.
+--
+-- spans_genai_idx again, covering the columns sextant_span_outcome reads
+-- (kind, http_status_code, rpc_grpc_status_code), so that analyze_genai
+-- stays an index-only scan now that a call fails by that rule.
+CREATE FUNCTION sextant_model_family(model text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT coalesce(nullif(regexp_replace(model,
+		'(-latest|-(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])'
+		'|[-@](19|20)[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01]))$',
+		''), ''), model)
+$$;
+
+DROP INDEX spans_genai_idx;
+CREATE INDEX spans_genai_idx ON spans (start_time)
+	INCLUDE (trace_id, span_id, source, duration_ns, status_code, kind,
+		 http_status_code, rpc_grpc_status_code,
+		 service_name, session_id, gen_ai_provider, gen_ai_operation,
+		 gen_ai_request_model, gen_ai_response_model,
+		 gen_ai_input_tokens, gen_ai_output_tokens)
+	WHERE gen_ai_operation IN ('chat', 'text_completion',
+				   'generate_content', 'embeddings')
+	   OR gen_ai_input_tokens IS NOT NULL
+	   OR gen_ai_output_tokens IS NOT NULL;
