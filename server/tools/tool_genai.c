@@ -283,23 +283,34 @@ cost_text(struct out *o, const struct genai_stats *s, bool model_row,
 	}
 }
 
-/* Calls, tokens, cost (priced calls), error rate, percentiles. */
+/* A '\n'-separated list of model names (NULL: none) as a JSON array of
+ * redacted strings. */
 static json_t *
-stats_json(struct out *o, const struct genai_stats *s)
+name_array(struct out *o, const char *list)
 {
-	json_t *models = json_array(), *v;
+	json_t *a = json_array();
 
-	for (const char *p = s->unpriced_models;
-	     models != NULL && p != NULL && *p != '\0';) {
+	for (const char *p = list; a != NULL && p != NULL && *p != '\0';) {
 		const char *nl = strchr(p, '\n');
 		size_t l = nl != NULL ? (size_t)(nl - p) : strlen(p);
 		char name[256];
 
 		snprintf(name, sizeof(name), "%.*s", (int)l, p);
-		if (json_array_append_new(models, red_json(o, name)) != 0)
+		if (json_array_append_new(a, red_json(o, name)) != 0)
 			buf_set_error(&o->b, STATUS_NOMEM);
 		p = nl != NULL ? nl + 1 : p + l;
 	}
+	if (a == NULL)
+		buf_set_error(&o->b, STATUS_NOMEM);
+	return a != NULL ? a : json_array();
+}
+
+/* Calls, tokens, cost (priced calls), error rate, percentiles. */
+static json_t *
+stats_json(struct out *o, const struct genai_stats *s)
+{
+	json_t *v;
+
 	v = json_pack("{s:I, s:I, s:f, s:I, s:I, s:o, s:b, s:I, s:I, s:o, "
 		      "s:o, s:o}",
 		      "calls", (json_int_t)s->calls, "errors",
@@ -312,7 +323,7 @@ stats_json(struct out *o, const struct genai_stats *s)
 		      "cost_complete", s->unpriced == 0, "priced_calls",
 		      (json_int_t)s->priced, "unpriced_calls",
 		      (json_int_t)s->unpriced, "unpriced_models",
-		      models != NULL ? models : json_array(), "p50_ms",
+		      name_array(o, s->unpriced_models), "p50_ms",
 		      num_or_null(s->p50_ms), "p95_ms", num_or_null(s->p95_ms));
 	if (v == NULL)
 		buf_set_error(&o->b, STATUS_NOMEM);
@@ -368,6 +379,11 @@ call_json(struct out *o, const struct genai_call *c)
 				      : json_null(),
 		"cost_usd", c->priced ? json_real(c->cost_usd) : json_null(),
 		"status", otlp_status_name(c->status));
+	if (v != NULL &&
+	    json_object_set_new(v, "failed", json_boolean(c->failed)) != 0) {
+		json_decref(v);
+		v = NULL;
+	}
 	if (v == NULL)
 		buf_set_error(&o->b, STATUS_NOMEM);
 	return v;
@@ -412,7 +428,8 @@ call_row(struct out *o, const struct genai_call *c)
 	cells[4] = dur;
 	cells[5] = tok;
 	cells[6] = cost;
-	cells[7] = otlp_status_name(c->status);
+	/* failed by the one rule (an HTTP 429 with status unset too) */
+	cells[7] = otlp_status_name(c->failed ? 2 : c->status);
 	return tool_md_row(&o->b, cells, NCALL_COLS);
 }
 
@@ -445,6 +462,111 @@ finish(struct out *o, json_t *sc, json_t **result)
 	if (sc == NULL)
 		return STATUS_NOMEM;
 	return tool_result_buf(&o->b, sc, result);
+}
+
+/* ---- sessions by cost ---------------------------------------------------- */
+
+/* Sessions listed by cost: most expensive first, least expensive first,
+ * or both lists (the order argument). */
+enum sess_order {
+	SESS_DESC = 1,
+	SESS_ASC = 2,
+	SESS_BOTH = SESS_DESC | SESS_ASC,
+};
+
+/* order (default dflt) into *out; false with err set for another value. */
+static bool
+sess_order_arg(const json_t *args, enum sess_order dflt, enum sess_order *out,
+	       char *err, size_t cap)
+{
+	const char *v = tool_arg_str(args, "order");
+
+	*out = dflt;
+	if (v == NULL)
+		return true;
+	if (strcmp(v, "cost_desc") == 0)
+		*out = SESS_DESC;
+	else if (strcmp(v, "cost_asc") == 0)
+		*out = SESS_ASC;
+	else if (strcmp(v, "both") == 0)
+		*out = SESS_BOTH;
+	else {
+		snprintf(err, cap,
+			 "order \"%.40s\" is not known: use cost_desc (most "
+			 "expensive sessions first), cost_asc or both",
+			 v);
+		return false;
+	}
+	return true;
+}
+
+static void
+sessions_table(struct out *o, const char *title, const struct genai_group *list,
+	       size_t n, size_t total)
+{
+	static const char *const cols[] = {"Session", "Service", "Calls",
+					   "Tokens (in/out)", "Cost"};
+	struct cells c;
+
+	if (n == 0 || !section_room(o, title))
+		return;
+	out_printf(o, "\n### %s (%zu of %zu)\n", title, n, total);
+	if (tool_md_row(&o->b, cols, 5) != STATUS_OK ||
+	    tool_md_rule(&o->b, 5) != STATUS_OK)
+		return;
+	for (size_t i = 0; i < n && room(o); i++) {
+		const struct genai_group *g = &list[i];
+		char tok[80];
+		const char *cells[5];
+
+		stats_cells(o, &g->s, false, NULL, &c);
+		snprintf(tok, sizeof(tok), "%s / %s", c.in, c.out);
+		cells[0] = red_text(o, g->session_id);
+		cells[1] = red_text(o, g->service);
+		cells[2] = c.calls;
+		cells[3] = tok;
+		cells[4] = c.cost;
+		if (tool_md_row(&o->b, cells, 5) != STATUS_OK)
+			return;
+	}
+}
+
+static void
+sessions_text(struct out *o, const struct genai_usage *u, enum sess_order order)
+{
+	if (order & SESS_DESC)
+		sessions_table(o, "Top sessions by cost", u->sessions,
+			       u->n_sessions, u->sessions_total);
+	if (order & SESS_ASC)
+		sessions_table(o, "Least expensive sessions", u->cheapest,
+			       u->n_cheapest, u->sessions_total);
+}
+
+static json_t *
+groups_json(struct out *o, const struct genai_group *g, size_t n,
+	    const char *key)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a != NULL && i < n; i++) {
+		json_t *s = stats_json(o, &g[i].s);
+		int bad = s == NULL;
+
+		if (!bad && strcmp(key, "service") == 0)
+			bad = json_object_set_new(s, "service",
+						  red_json(o, g[i].service));
+		else if (!bad)
+			bad = json_object_set_new(
+				      s, "session_id",
+				      red_json(o, g[i].session_id)) ||
+			      json_object_set_new(s, "service",
+						  red_json(o, g[i].service));
+		if (bad || json_array_append_new(a, s) != 0)
+			buf_set_error(&o->b, STATUS_NOMEM);
+	}
+	if (a == NULL)
+		buf_set_error(&o->b, STATUS_NOMEM);
+	return a;
 }
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -539,6 +661,8 @@ models_json(struct out *o, const struct genai_group *g, size_t n)
 					red_json(o, g[i].provider)) != 0 ||
 		    json_object_set_new(s, "model", red_json(o, g[i].model)) !=
 			    0 ||
+		    json_object_set_new(s, "snapshots",
+					name_array(o, g[i].snapshots)) != 0 ||
 		    json_array_append_new(a, s) != 0)
 			buf_set_error(&o->b, STATUS_NOMEM);
 	}
@@ -609,17 +733,28 @@ static const char *const model_cols[] = {
 };
 #define NMODEL_COLS (sizeof(model_cols) / sizeof(model_cols[0]))
 
+/* A row by model family, its snapshots named ("gpt-4o (snapshot
+ * gpt-4o-2024-08-06)"), or the total row (g NULL). */
 static int
-model_row(struct out *o, const char *model, const char *provider,
-	  const struct genai_stats *s, bool is_model)
+model_row(struct out *o, const struct genai_group *g,
+	  const struct genai_stats *s)
 {
+	const char *model = g != NULL ? g->model : NULL;
+	const char *provider = g != NULL ? g->provider : NULL;
+	char name[640], snaps[400];
 	struct cells c;
 	const char *cells[NMODEL_COLS];
 
-	stats_cells(o, s, is_model, model, &c);
-	cells[0] = is_model
-			   ? (model != NULL ? red_text(o, model) : "(no model)")
-			   : "**All**";
+	stats_cells(o, s, g != NULL, model, &c);
+	snprintf(name, sizeof(name), "%s",
+		 model != NULL ? red_text(o, model) : "(no model)");
+	if (g != NULL && g->snapshots != NULL) {
+		model_list(o, g->snapshots, snaps, sizeof(snaps));
+		snprintf(name + strlen(name), sizeof(name) - strlen(name),
+			 " (snapshot%s %s)",
+			 strchr(g->snapshots, '\n') != NULL ? "s" : "", snaps);
+	}
+	cells[0] = g != NULL ? name : "**All**";
 	cells[1] = provider != NULL ? red_text(o, provider) : "";
 	cells[2] = c.calls;
 	cells[3] = c.in;
@@ -700,13 +835,11 @@ session_text(struct out *o, const struct genai_session *s, const char *id,
 			size_t i;
 
 			for (i = 0; i < s->n_models && room(o); i++)
-				if (model_row(o, s->models[i].model,
-					      s->models[i].provider,
-					      &s->models[i].s,
-					      true) != STATUS_OK)
+				if (model_row(o, &s->models[i],
+					      &s->models[i].s) != STATUS_OK)
 					break;
 			if (s->n_models > 1 || i < s->n_models)
-				model_row(o, NULL, NULL, &s->total, false);
+				model_row(o, NULL, &s->total);
 			if (i < s->n_models)
 				out_printf(o,
 					   "(%zu more models: see "
@@ -771,6 +904,49 @@ session_open(struct call *call, const json_t *args, int64_t now,
 	return true;
 }
 
+/* get_session without a session id: the sessions of the range by cost,
+ * both ways unless order says one. */
+static int
+list_sessions(struct call *call, const json_t *args, struct pg_conn *c,
+	      struct out *o, const struct timerange *tr, const char *desc,
+	      json_t **result)
+{
+	struct genai_filter f = {.from_ms = tr->from_ms, .to_ms = tr->to_ms};
+	struct genai_usage *u = NULL;
+	enum sess_order order;
+	struct pg_error pe;
+	char err[160];
+	json_t *sc;
+	int rc;
+
+	if (!sess_order_arg(args, SESS_BOTH, &order, err, sizeof(err))) {
+		*result = tool_result_error("%s", err);
+		return STATUS_OK;
+	}
+	if ((rc = genai_usage_get(c, &f, &u, &pe)) != STATUS_OK)
+		return tool_store_failed(call, "get_session", rc, &pe, NULL,
+					 result);
+	out_printf(o, "## GenAI sessions by cost, %s\n", desc);
+	if (u->sessions_total == 0)
+		out_puts(o, "No session has GenAI calls in that range "
+			    "(a session is the session.id or "
+			    "gen_ai.conversation.id of its spans).\n");
+	sessions_text(o, u, order);
+	omitted_note(o);
+	if (u->sessions_total > 0)
+		out_puts(o, "\nCall get_session with a session_id for one "
+			    "session.\n");
+	sc = json_pack("{s:n, s:b, s:o, s:o, s:o, s:I}", "session_id", "found",
+		       0, "time_range", tool_range_json(tr), "top_sessions",
+		       groups_json(o, u->sessions, u->n_sessions, "session"),
+		       "least_expensive_sessions",
+		       groups_json(o, u->cheapest, u->n_cheapest, "session"),
+		       "sessions_total", (json_int_t)u->sessions_total);
+	rc = finish(o, sc, result);
+	genai_usage_free(u);
+	return rc;
+}
+
 static int
 get_session(struct call *call, const json_t *args, json_t **result)
 {
@@ -787,14 +963,12 @@ get_session(struct call *call, const json_t *args, json_t **result)
 
 	*result = NULL;
 	out_init(&o, call);
-	if (id == NULL) {
-		*result = tool_result_error(
-			"session_id is required: the session.id (or "
-			"gen_ai.conversation.id) of the session's spans");
-		goto out;
-	}
 	if (!session_open(call, args, now, &tr, desc, sizeof(desc), &c, result))
 		goto out;
+	if (id == NULL) {
+		rc = list_sessions(call, args, c, &o, &tr, desc, result);
+		goto out;
+	}
 	rc = genai_session_get(c, id, tr.from_ms, tr.to_ms, &s, &pe);
 	if (rc == STATUS_NOTFOUND) {
 		if ((rc = not_found(&o, c, id, &tr, desc, &recent, &pe)) !=
@@ -940,7 +1114,7 @@ static const char *const group_cols[] = {
 
 static void
 usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
-	   const char *desc, const char *pdesc)
+	   enum sess_order order, const char *desc, const char *pdesc)
 {
 	const struct genai_stats *t = &u->total;
 	struct cells c;
@@ -965,10 +1139,8 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 		if (tool_md_row(&o->b, model_cols, NMODEL_COLS) == STATUS_OK &&
 		    tool_md_rule(&o->b, NMODEL_COLS) == STATUS_OK) {
 			for (i = 0; i < u->n_models && room(o); i++)
-				if (model_row(o, u->models[i].model,
-					      u->models[i].provider,
-					      &u->models[i].s,
-					      true) != STATUS_OK)
+				if (model_row(o, &u->models[i],
+					      &u->models[i].s) != STATUS_OK)
 					break;
 			if (i < u->models_total)
 				out_printf(
@@ -1014,32 +1186,7 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 						     "are listed");
 		}
 	}
-	if (u->n_sessions > 0 && section_room(o, "top sessions")) {
-		static const char *const cols[] = {"Session", "Service",
-						   "Calls", "Tokens (in/out)",
-						   "Cost"};
-
-		out_printf(o, "\n### Top sessions by cost (%zu of %zu)\n",
-			   u->n_sessions, u->sessions_total);
-		if (tool_md_row(&o->b, cols, 5) == STATUS_OK &&
-		    tool_md_rule(&o->b, 5) == STATUS_OK)
-			for (i = 0; i < u->n_sessions && room(o); i++) {
-				const struct genai_group *g = &u->sessions[i];
-				char tok[80];
-				const char *cells[5];
-
-				stats_cells(o, &g->s, false, NULL, &c);
-				snprintf(tok, sizeof(tok), "%s / %s", c.in,
-					 c.out);
-				cells[0] = red_text(o, g->session_id);
-				cells[1] = red_text(o, g->service);
-				cells[2] = c.calls;
-				cells[3] = tok;
-				cells[4] = c.cost;
-				if (tool_md_row(&o->b, cells, 5) != STATUS_OK)
-					break;
-			}
-	}
+	sessions_text(o, u, order);
 	omitted_note(o);
 	if (t->unpriced > 0) {
 		char names[320];
@@ -1054,33 +1201,6 @@ usage_text(struct out *o, const struct genai_usage *u, const json_t *args,
 	if (t->calls > 0)
 		out_puts(o, "Tokens count once: agent spans around LLM "
 			    "calls are not counted again.\n");
-}
-
-static json_t *
-groups_json(struct out *o, const struct genai_group *g, size_t n,
-	    const char *key)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; a != NULL && i < n; i++) {
-		json_t *s = stats_json(o, &g[i].s);
-		int bad = s == NULL;
-
-		if (!bad && strcmp(key, "service") == 0)
-			bad = json_object_set_new(s, "service",
-						  red_json(o, g[i].service));
-		else if (!bad)
-			bad = json_object_set_new(
-				      s, "session_id",
-				      red_json(o, g[i].session_id)) ||
-			      json_object_set_new(s, "service",
-						  red_json(o, g[i].service));
-		if (bad || json_array_append_new(a, s) != 0)
-			buf_set_error(&o->b, STATUS_NOMEM);
-	}
-	if (a == NULL)
-		buf_set_error(&o->b, STATUS_NOMEM);
-	return a;
 }
 
 static json_t *
@@ -1111,6 +1231,14 @@ usage_json(struct out *o, const struct genai_usage *u, const json_t *args,
 		"services_total", (json_int_t)u->services_total, "top_sessions",
 		groups_json(o, u->sessions, u->n_sessions, "session"),
 		"sessions_total", (json_int_t)u->sessions_total);
+
+	if (v != NULL &&
+	    json_object_set_new(v, "least_expensive_sessions",
+				groups_json(o, u->cheapest, u->n_cheapest,
+					    "session")) != 0) {
+		json_decref(v);
+		v = NULL;
+	}
 
 	if (v == NULL)
 		buf_set_error(&o->b, STATUS_NOMEM);
@@ -1149,6 +1277,7 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	struct genai_filter f = {0};
 	struct genai_usage *u = NULL;
 	struct pg_conn *c = NULL;
+	enum sess_order order;
 	struct timerange tr, prev;
 	struct pg_error pe;
 	struct out o;
@@ -1158,7 +1287,8 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 
 	*result = NULL;
 	out_init(&o, call);
-	if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr, err,
+	if (!sess_order_arg(args, SESS_DESC, &order, err, sizeof(err)) ||
+	    tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr, err,
 			    sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;
@@ -1199,7 +1329,7 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 			     "generate_content or embeddings, or with "
 			     "gen_ai.usage token counts.\n");
 	} else {
-		usage_text(&o, u, args, desc, pdesc);
+		usage_text(&o, u, args, order, desc, pdesc);
 	}
 	rc = finish(&o, usage_json(&o, u, args, &tr, &prev), result);
 out:

@@ -247,7 +247,7 @@ function assertGroups(rows, groups, calls, pricing, key, what, { all = true } = 
 		seen.add(k);
 		const w = groups.find((g) => g[key] === k);
 		assert.ok(w, `${what}: ${key} ${k} is not in SQL`);
-		const cs = calls.filter((c) => (key === 'model' ? c.model === k : c.service === k));
+		const cs = calls.filter((c) => (key === 'model' ? c.family === k : c.service === k));
 		assertStats(row, w, cs, pricing, `${what} ${key} ${k}`);
 		if (key === 'model') assert.equal(row.provider, cs[0].provider, `${what} ${k}: provider`);
 	}
@@ -317,7 +317,7 @@ async function sessionMatchesSql(args) {
 	sc.most_expensive_calls.forEach((c, i) => assertCall(c, dear[i], pricing, `${what} most_expensive_calls[${i}]`));
 
 	// the first error spans, the bottleneck
-	const errs = spans.filter((s) => s.status_code === 2).sort((a, b) => (a.start_ns < b.start_ns ? -1 : 1)).slice(0, 3);
+	const errs = spans.filter((s) => s.failed).sort((a, b) => (a.start_ns < b.start_ns ? -1 : 1)).slice(0, 3);
 	assert.deepEqual(sc.error_spans.map((e) => e.span_id), errs.map((e) => e.span_id), `${what}: error_spans (the earliest)`);
 	sc.error_spans.forEach((e, i) => {
 		assert.equal(e.message ?? null, errs[i].status_message, `${what}: error_spans[${i}].message`);
@@ -369,10 +369,17 @@ describe('get_session', () => {
 		assert.ok(naive > sc.genai.total.input_tokens, 'the data has agent spans whose tokens would count twice');
 		assert.equal(sc.spans, 21, 'the eBPF copy of the vector-db span counts once, the span without a session id counts');
 		assert.deepEqual(sc.genai.total.unpriced_models.sort(), ['acme-llm-9', 'text-embedding-3-small']);
-		// a dated name priced as its base model
-		const dated = sc.genai.by_model.find((m) => m.model === 'gpt-4o-2024-08-06');
-		close(dated.cost_usd, (1000 * 2.5 + 200 * 10) / 1e6, 'gpt-4o-2024-08-06 at the gpt-4o price');
-		const claude = sc.genai.by_model.find((m) => m.model === 'claude-sonnet-4-20250514');
+		// a dated name grouped under its family, priced as its base model
+		const gpt = sc.genai.by_model.find((m) => m.model === 'gpt-4o');
+		assert.deepEqual(gpt.snapshots, ['gpt-4o-2024-08-06']);
+		const fam = g.calls.filter((c) => c.family === 'gpt-4o');
+		assert.ok(fam.some((c) => c.model === 'gpt-4o') && fam.some((c) => c.model === 'gpt-4o-2024-08-06'), 'calls with and without the dated model');
+		assert.equal(gpt.calls, fam.length);
+		close(gpt.cost_usd, fam.reduce((t, c) => t + callCost(pricing, c), 0), 'each call at its exact model\'s price, summed');
+		close(fam.filter((c) => c.model === 'gpt-4o-2024-08-06').reduce((t, c) => t + callCost(pricing, c), 0), (1000 * 2.5 + 200 * 10) / 1e6, 'gpt-4o-2024-08-06 at the gpt-4o price');
+		assert.ok(!sc.genai.by_model.some((m) => m.model === 'gpt-4o-2024-08-06'), 'no row of its own for the snapshot');
+		const claude = sc.genai.by_model.find((m) => m.model === 'claude-sonnet-4');
+		assert.deepEqual(claude.snapshots, ['claude-sonnet-4-20250514']);
 		close(claude.cost_usd, (2000 * 3 + 400 * 15) / 1e6, 'claude-sonnet-4-20250514 at the claude-sonnet-4 price');
 		assert.ok(g.calls.every((c) => ![A.t1].includes(c.trace_id) || c.op === 'chat'), 'no agent span of A1 is a call');
 		assert.ok(pricing.length > 0);
@@ -384,8 +391,9 @@ describe('get_session', () => {
 		assert.ok(t, `no Model table in:\n${text}`);
 		const col = (n) => t.header.findIndex((h) => new RegExp(`^${n}`, 'i').test(h));
 		for (const m of sc.genai.by_model) {
-			const row = t.rows.find((r) => r[col('Model')] === m.model);
+			const row = t.rows.find((r) => r[col('Model')].replace(/ \(snapshots? .*\)$/, '') === m.model);
 			assert.ok(row, `no row for ${m.model}`);
+			for (const snap of m.snapshots) assert.ok(row[col('Model')].includes(snap), `${m.model}: snapshot ${snap} named`);
 			assert.equal(Number(row[col('Calls')].replace(/,/g, '')), m.calls, `${m.model}: Calls`);
 			assert.equal(Number(row[col('Input')].replace(/,/g, '')), m.input_tokens, `${m.model}: Input tokens`);
 			assert.equal(Number(row[col('Output')].replace(/,/g, '')), m.output_tokens, `${m.model}: Output tokens`);
@@ -477,7 +485,6 @@ describe('get_session', () => {
 	});
 
 	test('bad arguments name the field', async () => {
-		assert.match(await callRefused(st.mcp, 'get_session', {}), /session_id/);
 		assert.match(await callRefused(st.mcp, 'get_session', { session_id: '' }), /session_id/);
 		assert.match(await callRefused(st.mcp, 'get_session', { session_id: ALPHA, time_range: 'fortnight-ish' }), /time_range/);
 	});
@@ -554,7 +561,7 @@ describe('analyze_genai', () => {
 	function sqlGroupOf(cs) {
 		return {
 			calls: cs.length,
-			errors: cs.filter((c) => c.status_code === 2).length,
+			errors: cs.filter((c) => c.failed).length,
 			input_tokens: cs.reduce((a, c) => a + Number(c.input_tokens ?? 0), 0),
 			output_tokens: cs.reduce((a, c) => a + Number(c.output_tokens ?? 0), 0),
 		};
@@ -589,7 +596,7 @@ describe('analyze_genai', () => {
 	test('filters: one service, one model (request or response model), both; 30d reaches sess-old', async () => {
 		await usageMatchesSql({ time_range: '24h', service: 'agent-runner' });
 		const m = await usageMatchesSql({ time_range: '24h', model: 'gpt-4o' });
-		assert.ok(m.sc.by_model.some((r) => r.model === 'gpt-4o-2024-08-06'), 'a call requested as gpt-4o answered by a dated model is a gpt-4o call');
+		assert.ok(m.sc.by_model.some((r) => r.model === 'gpt-4o' && r.snapshots.includes('gpt-4o-2024-08-06')), 'a call requested as gpt-4o answered by a dated model is a gpt-4o call');
 		assert.equal(m.sc.filters.model, 'gpt-4o');
 		await usageMatchesSql({ time_range: '24h', service: 'chat-api', model: 'gpt-4o' });
 		const w = await usageMatchesSql({ time_range: '30d' });

@@ -5,8 +5,11 @@
 // embeddings, or a span of another operation carrying token counts that no
 // span below it in its trace carries (an agent span around chat spans is
 // not counted again); one row per span id (the OTLP copy when eBPF saw it
-// too); the model is the response model, else the request model; the cost
-// is computed here from the model_pricing rows (tooltest.mjs costOf).
+// too); the model is the response model, else the request model, and rows
+// by model are by its family (sextant_model_family, checked by
+// test_genai); a call or span failed by sextant_span_outcome; the cost is
+// computed here from the model_pricing rows (tooltest.mjs costOf), per
+// exact model.
 
 import { psqlJson } from './pgjson.mjs';
 import { SQL_FAILED, costOf, lit } from './tooltest.mjs';
@@ -24,6 +27,8 @@ function callsCtes(scope) {
 				service_name, session_id, name, status_message, gen_ai_operation AS op,
 				nullif(gen_ai_provider, '') AS provider,
 				coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, '')) AS model,
+				sextant_model_family(coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, ''))) AS family,
+				sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) = 1 AS failed,
 				gen_ai_request_model AS req_model, gen_ai_response_model AS resp_model,
 				gen_ai_input_tokens AS tin, gen_ai_output_tokens AS tout,
 				(gen_ai_input_tokens IS NOT NULL OR gen_ai_output_tokens IS NOT NULL) AS has_tok
@@ -41,14 +46,14 @@ function callsCtes(scope) {
 const rangeSql = (from, to) => `start_time >= ${lit(from)}::timestamptz AND start_time < ${lit(to)}::timestamptz`;
 
 // Stats of a group of calls (SQL columns), percentiles with percentile_cont.
-const STATS = `count(*) AS calls, count(*) FILTER (WHERE status_code = 2) AS errors,
+const STATS = `count(*) AS calls, count(*) FILTER (WHERE failed) AS errors,
 	coalesce(sum(tin), 0) AS input_tokens, coalesce(sum(tout), 0) AS output_tokens,
 	percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p50_ms,
 	percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) / 1e6::float8 AS p95_ms,
 	avg(duration_ns) / 1e6::float8 AS avg_ms`;
 
 const CALL_COLS = `encode(trace_id, 'hex') AS trace_id, encode(span_id, 'hex') AS span_id, service_name AS service,
-	session_id, name, provider, model, op, tin AS input_tokens, tout AS output_tokens, status_code,
+	session_id, name, provider, model, family, op, tin AS input_tokens, tout AS output_tokens, status_code, failed,
 	start_ns::text AS start_ns, duration_ns / 1e6::float8 AS duration_ms`;
 
 // The calls of a scope and their stats by model, service and session, and
@@ -60,7 +65,7 @@ async function genaiSql(url, scope, callScope = 'true') {
 		SELECT json_build_object(
 			'calls', (SELECT coalesce(json_agg(x ORDER BY x.start_ns, x.span_id), '[]') FROM (SELECT ${CALL_COLS} FROM c) x),
 			'total', (SELECT row_to_json(x) FROM (SELECT ${STATS} FROM c) x),
-			'by_model', (SELECT coalesce(json_agg(x), '[]') FROM (SELECT model, ${STATS} FROM c GROUP BY model) x),
+			'by_model', (SELECT coalesce(json_agg(x), '[]') FROM (SELECT family AS model, ${STATS} FROM c GROUP BY family) x),
 			'by_service', (SELECT coalesce(json_agg(x), '[]') FROM (SELECT service_name AS service, ${STATS} FROM c GROUP BY service_name) x))`);
 	for (const c of j.calls) {
 		c.start_ms = Number(BigInt(c.start_ns) / 1000000n);
@@ -74,7 +79,7 @@ export async function sqlUsage(url, { from, to, service, model }) {
 	const range = rangeSql(from, to);
 	const filters = [range];
 	if (service) filters.push(`service_name = ${lit(service)}`);
-	if (model) filters.push(`(req_model = ${lit(model)} OR resp_model = ${lit(model)})`);
+	if (model) filters.push(`(req_model = ${lit(model)} OR resp_model = ${lit(model)} OR family = ${lit(model)})`);
 	return genaiSql(url, `trace_id IN (SELECT trace_id FROM spans WHERE ${range})`, filters.join(' AND '));
 }
 
@@ -93,7 +98,7 @@ const sessionTraces = (sessionId, from, to) =>
 export async function sqlSessionSpans(url, sessionId, { from, to }) {
 	const rows = await psqlJson(url, `${callsCtes(sessionTraces(sessionId, from, to))}
 		SELECT coalesce(json_agg(x), '[]') FROM (SELECT encode(trace_id, 'hex') AS trace_id, encode(span_id, 'hex') AS span_id,
-			encode(parent_span_id, 'hex') AS parent_span_id, service_name AS service, name, status_code, status_message,
+			encode(parent_span_id, 'hex') AS parent_span_id, service_name AS service, name, status_code, failed, status_message,
 			source, start_ns::text AS start_ns, duration_ns::text AS duration_ns FROM s0) x`);
 	for (const r of rows) {
 		r.start_ns = BigInt(r.start_ns);
@@ -119,7 +124,7 @@ export function sessionSummary(spans) {
 	for (const s of spans) {
 		const v = services.get(s.service) ?? { name: s.service, spans: 0, errors: 0 };
 		v.spans++;
-		if (s.status_code === 2) v.errors++;
+		if (s.failed) v.errors++;
 		services.set(s.service, v);
 	}
 	const kids = new Map();
@@ -135,8 +140,8 @@ export function sessionSummary(spans) {
 	return {
 		traces: traces.size,
 		spans: spans.length,
-		errors: spans.filter((s) => s.status_code === 2).length,
-		error_rate_pct: (100 * spans.filter((s) => s.status_code === 2).length) / spans.length,
+		errors: spans.filter((s) => s.failed).length,
+		error_rate_pct: (100 * spans.filter((s) => s.failed).length) / spans.length,
 		start_ns: start,
 		end_ns: end,
 		duration_ms: Number(end - start) / 1e6,
