@@ -184,6 +184,39 @@ const OLD = 'sess-old';
 	gspan('chat-api', t, t0, { parent: r, name: 'chat gpt-4o', kind: KIND.CLIENT, at: 5, dur: 400, session: OLD, g: chat('openai', 'gpt-4o', 100, 10) });
 }
 
+// helpdesk-llm, 50-52 h ago (before the 24 h and the day before it): 1,295 gpt-4o calls answered by the dated
+// gpt-4o-2024-08-06 and 26 failed ones that name only the request model
+// (20 with HTTP 429 and no span status: a CLIENT span's 4xx fails it; 6
+// with status ERROR), 40 gpt-4o-mini calls answered by
+// gpt-4o-mini-2024-07-18; in ten sessions hd-00..hd-09 whose tokens grow
+// with their number, so hd-00 is the least expensive.
+const HD = { service: 'helpdesk-llm', ok: 1295, failed: 26, mini: 40, sessions: 10, cost: 0, miniCost: 0 };
+{
+	const n = HD.ok + HD.failed + HD.mini;
+	for (let i = 0; i < n; i++) {
+		const k = i % HD.sessions;
+		const t0 = ago(50 * HOUR_MS + (i / n) * 2 * HOUR_MS);
+		const session = `hd-${String(k).padStart(2, '0')}`;
+		const tin = 100 * (k + 1);
+		const tout = 10 * (k + 1);
+		let g;
+		let status;
+		let attributes = {};
+		if (i < HD.ok) {
+			g = chat('openai', 'gpt-4o', tin, tout, { resp: 'gpt-4o-2024-08-06' });
+			HD.cost += (tin * 2.5 + tout * 10) / 1e6;
+		} else if (i < HD.ok + HD.failed) {
+			g = { op: 'chat', provider: 'openai', model: 'gpt-4o' };
+			if (i < HD.ok + 20) attributes = { 'http.response.status_code': 429 };
+			else status = { code: STATUS.ERROR, message: 'upstream error' };
+		} else {
+			g = chat('openai', 'gpt-4o-mini', tin, tout, { resp: 'gpt-4o-mini-2024-07-18' });
+			HD.miniCost += (tin * 0.15 + tout * 0.6) / 1e6;
+		}
+		gspan(HD.service, newId(16), t0, { name: 'chat gpt-4o', kind: KIND.CLIENT, dur: 300 + (i % 97), session, g, status, attributes });
+	}
+}
+
 // ---- set-up ----------------------------------------------------------------------
 
 let st;
@@ -613,6 +646,70 @@ describe('analyze_genai', () => {
 	test('bad arguments name the field', async () => {
 		assert.match(await callRefused(st.mcp, 'analyze_genai', { time_range: 'fortnight-ish' }), /time_range/);
 		assert.match(await callRefused(st.mcp, 'analyze_genai', { from: 'yesterday-ish' }), /from/);
+	});
+});
+
+describe('models as users think of them', () => {
+	const range = () => ({ from: new Date(NOW_MS - 52 * HOUR_MS - MIN_MS).toISOString(), to: new Date(NOW_MS - 50 * HOUR_MS + MIN_MS).toISOString(), service: HD.service });
+
+	test('a failed call naming only its request model and the dated successes: one gpt-4o row, 26 of 1,321 failed (2.0%), the snapshot named, cost per exact model', async () => {
+		const { text, sc } = await call('analyze_genai', range());
+		assert.deepEqual(sc.by_model.map((m) => m.model), ['gpt-4o', 'gpt-4o-mini'], 'snapshots and request-only calls in their family, gpt-4o-mini apart');
+		const [gpt, mini] = sc.by_model;
+		assert.equal(gpt.calls, 1321);
+		assert.equal(gpt.errors, 26, 'the 20 HTTP 429s without a span status fail too');
+		close(gpt.error_rate_pct, (100 * 26) / 1321, 'error rate');
+		assert.deepEqual(gpt.snapshots, ['gpt-4o-2024-08-06']);
+		assert.deepEqual(mini.snapshots, ['gpt-4o-mini-2024-07-18']);
+		assert.equal(mini.errors, 0);
+		close(gpt.cost_usd, HD.cost, 'gpt-4o: each call at its exact model\'s price', { rel: 1e-9 });
+		close(mini.cost_usd, HD.miniCost, 'gpt-4o-mini priced as itself, not as gpt-4o', { rel: 1e-9 });
+		assert.equal(sc.total.errors, 26);
+		const t = mdTable(text, /\|\s*Model\s*\|/);
+		const row = t.rows.find((r) => r[0].startsWith('gpt-4o (snapshot gpt-4o-2024-08-06)'));
+		assert.ok(row, `no gpt-4o row naming its snapshot in:\n${text}`);
+		assert.equal(row[t.header.indexOf('Calls')], '1,321');
+		assert.equal(row[t.header.indexOf('Error rate')], '2.0%');
+		assert.ok(!t.rows.some((r) => r[0].startsWith('gpt-4o-2024-08-06')), 'no row of its own for the snapshot');
+		assert.ok(t.rows.some((r) => r[0].startsWith('gpt-4o-mini (snapshot gpt-4o-mini-2024-07-18)')));
+		// the family filter takes the dated calls and the request-only ones
+		const f = await call('analyze_genai', { ...range(), model: 'gpt-4o' });
+		assert.equal(f.sc.total.calls, 1321);
+		assert.equal(f.sc.total.errors, 26);
+	});
+
+	test('sessions least expensive first (order cost_asc), both ways on request', async () => {
+		const asc = await call('analyze_genai', { ...range(), order: 'cost_asc' });
+		const ids = asc.sc.least_expensive_sessions.map((x) => x.session_id);
+		assert.deepEqual(ids, ['hd-00', 'hd-01', 'hd-02', 'hd-03', 'hd-04']);
+		assert.deepEqual(asc.sc.top_sessions.map((x) => x.session_id), ['hd-09', 'hd-08', 'hd-07', 'hd-06', 'hd-05']);
+		const t = mdTable(asc.text, /\|\s*Session\s*\|/);
+		assert.deepEqual(t.rows.map((r) => r[0]), ids, 'the text lists the cheapest first');
+		assert.match(asc.text, /### Least expensive sessions \(5 of 10\)/);
+		assert.doesNotMatch(asc.text, /Top sessions by cost/);
+		const both = await call('analyze_genai', { ...range(), order: 'both' });
+		assert.match(both.text, /### Top sessions by cost \(5 of 10\)[^]*### Least expensive sessions \(5 of 10\)/);
+		const dflt = await call('analyze_genai', range());
+		assert.doesNotMatch(dflt.text, /Least expensive/, 'most expensive only by default');
+		assert.match(await callRefused(st.mcp, 'analyze_genai', { ...range(), order: 'cheapest' }), /order/);
+	});
+
+	test('get_session without a session_id: the sessions of the range by cost, most and least expensive, as SQL ranks them', async () => {
+		const { text, sc } = await call('get_session', {});
+		const pricing = await loadPricing(st.pg.url);
+		const cur = await sqlUsage(st.pg.url, sc.time_range);
+		const by = new Map();
+		for (const c of cur.calls.filter((x) => x.session_id)) by.set(c.session_id, [...(by.get(c.session_id) ?? []), c]);
+		assert.equal(sc.sessions_total, by.size);
+		const ranked = [...by.entries()].map(([id, cs]) => ({ id, n: cs.length, cost: costSum(pricing, cs) })).filter((x) => x.cost.priced > 0);
+		const desc = [...ranked].sort((a, b) => b.cost.cost - a.cost.cost || b.n - a.n).slice(0, 5).map((x) => x.id);
+		const asc = [...ranked].sort((a, b) => a.cost.cost - b.cost.cost || a.n - b.n).slice(0, 5).map((x) => x.id);
+		assert.deepEqual(sc.top_sessions.map((x) => x.session_id), desc);
+		assert.deepEqual(sc.least_expensive_sessions.map((x) => x.session_id), asc);
+		assert.match(text, /### Top sessions by cost[^]*### Least expensive sessions/);
+		const one = await call('get_session', { order: 'cost_asc' });
+		assert.doesNotMatch(one.text, /Top sessions by cost/);
+		assert.deepEqual(one.sc.least_expensive_sessions.map((x) => x.session_id), asc);
 	});
 });
 
