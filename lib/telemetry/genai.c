@@ -27,9 +27,9 @@
  * g: the GenAI spans of a statement's scope (alias s), one per span id.
  * G_PRED is spelled as the predicate of spans_genai_idx
  * (migrations/0006_genai_index.sql, 0014) so that the planner can use it,
- * and G_COLS reads only columns that index holds.  family: the model
- * without its date suffix (sextant_model_family, 0014); failed: the one
- * rule of a failed span (sextant_span_outcome, 0012).
+ * and G_COLS reads only columns that index holds.  family: the call's
+ * model family (sextant_genai_family, 0014); failed: the one rule of a
+ * failed span (sextant_span_outcome, 0012).
  */
 #define FAILED                                                                 \
 	"sextant_span_outcome(s.kind, s.status_code, s.http_status_code, "     \
@@ -43,8 +43,8 @@
 	"nullif(s.gen_ai_provider, '') AS provider, "                          \
 	"coalesce(nullif(s.gen_ai_response_model, ''), "                       \
 	"nullif(s.gen_ai_request_model, '')) AS model, "                       \
-	"sextant_model_family(coalesce(nullif(s.gen_ai_response_model, ''), "  \
-	"nullif(s.gen_ai_request_model, ''))) AS family, "                     \
+	"sextant_genai_family(s.gen_ai_request_model, "                        \
+	"s.gen_ai_response_model) AS family, "                                 \
 	"coalesce(s.gen_ai_operation IN " LLM_OPS ", false) AS llm, "          \
 	"s.gen_ai_input_tokens AS tin, s.gen_ai_output_tokens AS "             \
 	"tout, " FAILED
@@ -743,9 +743,9 @@ static const char usage_sql[] =
 	"AND s.start_time < $3::timestamptz AND " G_PRED
 	" AND ($4::text IS NULL OR s.service_name = $4) "
 	"AND ($5::text IS NULL OR s.gen_ai_response_model = $5 "
-	"OR s.gen_ai_request_model = $5 OR sextant_model_family("
-	"coalesce(nullif(s.gen_ai_response_model, ''), "
-	"nullif(s.gen_ai_request_model, ''))) = $5)" G_DEDUP ")" CALLS_CTES
+	"OR s.gen_ai_request_model = $5 OR sextant_genai_family("
+	"s.gen_ai_request_model, s.gen_ai_response_model) = $5)" G_DEDUP
+	")" CALLS_CTES
 	", agg AS (SELECT GROUPING(provider, family, service_name) AS gs, "
 	"provider, family, service_name, sum(cost) AS rank_cost, " STATS_COLS
 	", " PCT_COLS " FROM calls WHERE cur GROUP BY GROUPING SETS ((), "

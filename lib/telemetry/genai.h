@@ -15,11 +15,12 @@
  * - A span seen by both eBPF and OTLP counts once (the OTLP copy).
  * - Model: gen_ai.response.model, else gen_ai.request.model (an empty
  *   string counts as absent): a failed call that names only the model it
- *   asked for belongs to that model.  Rows by model are by family, the
- *   model without its date suffix (sextant_model_family,
- *   migrations/0014_genai_models.sql: gpt-4o-2024-08-06 under gpt-4o,
- *   claude-3-5-sonnet-20241022 and -latest under claude-3-5-sonnet), with
- *   the exact names seen as its snapshots.
+ *   asked for belongs to that model.  Rows by model are by family
+ *   (sextant_genai_family, migrations/0014_genai_models.sql: the model
+ *   without its date suffix, gpt-4o-2024-08-06 under gpt-4o,
+ *   claude-3-5-sonnet-20241022 and -latest under claude-3-5-sonnet; a
+ *   numbered version of the model asked for under it, gemini-2.0-flash-001
+ *   under gemini-2.0-flash), with the exact names seen as its snapshots.
  * - Failed: sextant_span_outcome(...) = 1 (migrations/0012), the one rule
  *   of a failed span; a GenAI call is a CLIENT span, so HTTP 4xx counts.
  * - Cost: input and output tokens times the model_pricing row in effect at

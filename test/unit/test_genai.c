@@ -10,7 +10,7 @@
  * chat, invoke_agent > execute_tool > invoke_agent > HTTP > chat), an
  * agent reporting tokens with no chat below, unknown models, a gpt-4o
  * price change, eBPF copies of OTLP spans and a parent cycle.  Rows by
- * model are by family (sextant_model_family, checked on a table of names)
+ * model are by family (sextant_genai_family, checked on a table of names)
  * and a failed call is sextant_span_outcome's; sessions are ranked by
  * cost both ways.
  */
@@ -305,8 +305,8 @@ assert_close(double got, double want, const char *what)
 	"c.trace_id = w.t AND c.span_id = w.s WHERE w.s <> w.rs AND "          \
 	"(c.gen_ai_input_tokens IS NOT NULL OR c.gen_ai_output_tokens IS NOT " \
 	"NULL)), "                                                             \
-	"calls AS (SELECT sp.*, sextant_model_family(coalesce("                \
-	"gen_ai_response_model, gen_ai_request_model)) AS m, "                 \
+	"calls AS (SELECT sp.*, sextant_genai_family(gen_ai_request_model, "   \
+	"gen_ai_response_model) AS m, "                                        \
 	"coalesce(gen_ai_response_model, gen_ai_request_model) AS exact, "     \
 	"sextant_genai_cost_usd(gen_ai_provider, "                             \
 	"coalesce(gen_ai_response_model, gen_ai_request_model), "              \
@@ -807,8 +807,8 @@ check_usage(struct pg_conn *c, int64_t from, int64_t to, const char *service,
 	"start_time >= $1::timestamptz AND start_time < $2::timestamptz "      \
 	"AND ($3::text IS NULL OR service_name = $3) AND ($4::text IS NULL "   \
 	"OR gen_ai_response_model = $4 OR gen_ai_request_model = $4 OR "       \
-	"sextant_model_family(coalesce(gen_ai_response_model, "                \
-	"gen_ai_request_model)) = $4)"
+	"sextant_genai_family(gen_ai_request_model, gen_ai_response_model) "   \
+	"= $4)"
 	ts_text(from, a, sizeof(a));
 	ts_text(to, b, sizeof(b));
 	ts_text(from - (to - from), p, sizeof(p));
@@ -1000,7 +1000,9 @@ test_usage_literals(void **state)
 	pg_release(c);
 }
 
-/* sextant_model_family (migrations/0014): date suffixes go, nothing else. */
+/* sextant_model_family (migrations/0014): date suffixes go, nothing else;
+ * sextant_genai_family: a call's family from its request and response
+ * models. */
 static void
 test_model_family(void **state)
 {
@@ -1036,6 +1038,30 @@ test_model_family(void **state)
 		{"20241022", "20241022"},
 		{"", ""},
 	};
+	static const struct {
+		const char *request, *response, *family;
+	} calls[] = {
+		/* failed: only the request model */
+		{"gpt-4o", NULL, "gpt-4o"},
+		{"gpt-4o", "", "gpt-4o"},
+		{"gpt-4o", "gpt-4o-2024-08-06", "gpt-4o"},
+		{NULL, "gpt-4o-2024-08-06", "gpt-4o"},
+		{"gpt-4o-2024-08-06", "gpt-4o-2024-08-06", "gpt-4o"},
+		{"gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-4o-mini"},
+		/* a fallback to another model is that model */
+		{"gpt-4o", "gpt-4o-mini-2024-07-18", "gpt-4o-mini"},
+		{"gpt-4o", "claude-3-5-sonnet-20241022", "claude-3-5-sonnet"},
+		/* a numbered version of the model asked for */
+		{"gemini-2.0-flash", "gemini-2.0-flash-001",
+		 "gemini-2.0-flash"},
+		{NULL, "gemini-2.0-flash-001", "gemini-2.0-flash-001"},
+		{"gemini-2.0-flash", "gemini-2.0-flash-lite-001",
+		 "gemini-2.0-flash-lite-001"},
+		{"claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022",
+		 "claude-3-5-sonnet"},
+		{NULL, NULL, "(null)"},
+		{"", "", "(null)"},
+	};
 	struct pg_conn *c = conn();
 
 	(void)state;
@@ -1046,6 +1072,20 @@ test_model_family(void **state)
 		if (strcmp(PQgetvalue(r, 0, 0), cases[i].family) != 0)
 			fail_msg("%s: got %s, want %s", cases[i].model,
 				 PQgetvalue(r, 0, 0), cases[i].family);
+		PQclear(r);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(calls); i++) {
+		const char *v[2] = {calls[i].request, calls[i].response};
+		PGresult *r =
+			sql(c, "SELECT sextant_genai_family($1, $2)", 2, v);
+		const char *got =
+			PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0);
+
+		if (strcmp(got, calls[i].family) != 0)
+			fail_msg("%s -> %s: got %s, want %s",
+				 calls[i].request ? calls[i].request : "-",
+				 calls[i].response ? calls[i].response : "-",
+				 got, calls[i].family);
 		PQclear(r);
 	}
 	pg_release(c);

@@ -6,7 +6,7 @@
 // span below it in its trace carries (an agent span around chat spans is
 // not counted again); one row per span id (the OTLP copy when eBPF saw it
 // too); the model is the response model, else the request model, and rows
-// by model are by its family (sextant_model_family, checked by
+// by model are by its family (sextant_genai_family, checked by
 // test_genai); a call or span failed by sextant_span_outcome; the cost is
 // computed here from the model_pricing rows (tooltest.mjs costOf), per
 // exact model.
@@ -27,7 +27,7 @@ function callsCtes(scope) {
 				service_name, session_id, name, status_message, gen_ai_operation AS op,
 				nullif(gen_ai_provider, '') AS provider,
 				coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, '')) AS model,
-				sextant_model_family(coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, ''))) AS family,
+				sextant_genai_family(gen_ai_request_model, gen_ai_response_model) AS family,
 				sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) = 1 AS failed,
 				gen_ai_request_model AS req_model, gen_ai_response_model AS resp_model,
 				gen_ai_input_tokens AS tin, gen_ai_output_tokens AS tout,
