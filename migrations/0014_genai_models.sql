@@ -18,11 +18,8 @@
 -- to the family asked for; otherwise the response model's family.  Only a
 -- number counts as a version, so gpt-4o asked and gpt-4o-mini-2024-07-18
 -- answered (a router's fallback) stays gpt-4o-mini.  Empty strings count
--- as absent.
---
--- spans_genai_idx again, covering the columns sextant_span_outcome reads
--- (kind, http_status_code, rpc_grpc_status_code), so that analyze_genai
--- stays an index-only scan now that a call fails by that rule.
+-- as absent.  (0013 made spans_genai_idx cover what sextant_span_outcome
+-- reads, so analyze_genai stays an index-only scan.)
 CREATE FUNCTION sextant_model_family(model text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -48,15 +45,3 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 		ELSE sextant_model_family(response_model)
 	END
 $$;
-
-DROP INDEX spans_genai_idx;
-CREATE INDEX spans_genai_idx ON spans (start_time)
-	INCLUDE (trace_id, span_id, source, duration_ns, status_code, kind,
-		 http_status_code, rpc_grpc_status_code,
-		 service_name, session_id, gen_ai_provider, gen_ai_operation,
-		 gen_ai_request_model, gen_ai_response_model,
-		 gen_ai_input_tokens, gen_ai_output_tokens)
-	WHERE gen_ai_operation IN ('chat', 'text_completion',
-				   'generate_content', 'embeddings')
-	   OR gen_ai_input_tokens IS NOT NULL
-	   OR gen_ai_output_tokens IS NOT NULL;

@@ -7,7 +7,7 @@
 // not counted again); one row per span id (the OTLP copy when eBPF saw it
 // too); the model is the response model, else the request model, and rows
 // by model are by its family (sextant_genai_family, checked by
-// test_genai); a call or span failed by sextant_span_outcome; the cost is
+// test_genai); a call or span failed by OpenTelemetry's rule (SQL_FAILED); the cost is
 // computed here from the model_pricing rows (tooltest.mjs costOf), per
 // exact model.
 
@@ -23,12 +23,12 @@ function callsCtes(scope) {
 	return `WITH RECURSIVE
 		s0 AS (SELECT DISTINCT ON (trace_id, span_id) trace_id, span_id, parent_span_id, source, start_time,
 				sextant_unix_nano(start_time, start_nanos) AS start_ns, duration_ns,
-				CASE WHEN ${SQL_FAILED} THEN 2 ELSE status_code END AS status_code, -- failed: ERROR
+				status_code,
 				service_name, session_id, name, status_message, gen_ai_operation AS op,
 				nullif(gen_ai_provider, '') AS provider,
 				coalesce(nullif(gen_ai_response_model, ''), nullif(gen_ai_request_model, '')) AS model,
 				sextant_genai_family(gen_ai_request_model, gen_ai_response_model) AS family,
-				sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) = 1 AS failed,
+				${SQL_FAILED} AS failed, -- the rule written out (tooltest.mjs)
 				gen_ai_request_model AS req_model, gen_ai_response_model AS resp_model,
 				gen_ai_input_tokens AS tin, gen_ai_output_tokens AS tout,
 				(gen_ai_input_tokens IS NOT NULL OR gen_ai_output_tokens IS NOT NULL) AS has_tok
