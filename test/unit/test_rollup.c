@@ -27,6 +27,9 @@
 #include "pg/pg.h"
 #include "pgtest.h"
 #include "telemetry/rollup.h"
+#include "telemetry/spanquery.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct pgtest_cluster cluster;
 static struct pg_pool *pool;
@@ -1808,6 +1811,169 @@ test_migration_marks_existing(void **state)
 	pg_pool_free(mp);
 }
 
+/* ---- outcomes: a property over random spans ----------------------------- */
+
+/*
+ * The OpenTelemetry rule for a failed span, written out again in C, as
+ * the oracle sextant_span_outcome (0012) and sextant_call_outcome (0013)
+ * are checked against: 0 ok, 1 error, 2 client error.
+ */
+static int
+oracle_outcome(int kind, int status_code, int http, int grpc)
+{
+	static const int server_errors[] = {2, 4, 12, 13, 14, 15};
+
+	if (status_code == 2)
+		return 1;
+	if (grpc > 0) {
+		if (kind != 2)
+			return 1;
+		for (size_t i = 0; i < ARRAY_LEN(server_errors); i++)
+			if (grpc == server_errors[i])
+				return 1;
+		return 2;
+	}
+	if (grpc == 0)
+		return 0;
+	if (http >= 500)
+		return 1;
+	if (http >= 400)
+		return kind == 2 ? 2 : 1;
+	return 0;
+}
+
+/*
+ * 3,000 spans of random kinds, protocols, statuses and codes in one past
+ * hour, rolled up: per (service, protocol, outcome) the rollup rows judged
+ * by sextant_call_outcome, the raw calls of span_calls and the C oracle
+ * agree, and every span's outcome (calls or not) is the oracle's.
+ */
+static void
+test_outcome_property(void **state)
+{
+	static const char *const services[] = {"p-a", "p-b", "p-c"};
+	static const int https[] = {-1,	 200, 201, 302, 400, 401,
+				    404, 429, 499, 500, 502, 503};
+	const size_t n = 3000;
+	struct pg_conn *c = conn();
+	uint64_t seed = 0x5eed0018;
+	int64_t p = hour_ago(5);
+	struct otlp_span *s = calloc(n, sizeof(*s));
+	/* [service][protocol][outcome] by the oracle; protocol 3: no call */
+	int64_t want[3][4][3] = {{{0}}};
+	struct otlp_batch b = {.spans = s, .n_spans = n};
+	struct pg_error perr;
+	int64_t inserted = 0;
+	PGresult *res = NULL;
+
+	(void)state;
+	print_message("outcome property: seed %#llx\n",
+		      (unsigned long long)seed);
+	assert_non_null(s);
+	clear_store(c);
+	for (size_t i = 0; i < n; i++) {
+		struct otlp_span *x = &s[i];
+		uint32_t id = (uint32_t)i + 1;
+		int svc = (int)(rnd(&seed) % 3), shape = (int)(rnd(&seed) % 6);
+		int proto = 3;
+
+		x->trace_id[0] = 0x77;
+		memcpy(x->trace_id + 4, &id, sizeof(id));
+		memcpy(x->span_id, &id, sizeof(id));
+		x->service_name = services[svc];
+		x->source =
+			rnd(&seed) % 2 ? OTLP_SOURCE_OTLP : OTLP_SOURCE_EBPF;
+		x->name = "op";
+		x->status_code =
+			(int)(rnd(&seed) % 8 == 0 ? 2 : rnd(&seed) % 2);
+		x->start_unix_nano = (uint64_t)p * 1000000000ull +
+				     rnd(&seed) % 3599000000000ull;
+		x->end_unix_nano = x->start_unix_nano + 1000000;
+		x->http_status = x->grpc_status = -1;
+		x->input_tokens = x->output_tokens = -1;
+		switch (shape) {
+		case 0: /* HTTP server */
+		case 1: /* HTTP client */
+			x->kind = shape == 0 ? 2 : 3;
+			x->http_method = "GET";
+			x->http_route = "/r";
+			x->http_status = https[rnd(&seed) % ARRAY_LEN(https)];
+			proto = shape == 0 ? SPANQUERY_HTTP : 3;
+			break;
+		case 2: /* gRPC server */
+		case 3: /* gRPC client */
+			x->kind = shape == 2 ? 2 : 3;
+			x->rpc_system = "grpc";
+			x->rpc_service = "p.S";
+			x->rpc_method = "M";
+			x->grpc_status = (int)(rnd(&seed) % 18) - 1;
+			proto = shape == 2 ? SPANQUERY_GRPC : 3;
+			break;
+		case 4: /* database client */
+			x->kind = 3;
+			x->db_system = "postgresql";
+			x->db_operation = "SELECT";
+			proto = SPANQUERY_SQL;
+			break;
+		default: /* internal */ x->kind = 1; break;
+		}
+		want[svc][proto]
+		    [oracle_outcome(x->kind, x->status_code, x->http_status,
+				    x->grpc_status)]++;
+	}
+	if (store_write_spans(c, &b, &inserted, &perr) != STATUS_OK)
+		fail_msg("store_write_spans: %s", perr.detail);
+	assert_int_equal(inserted, (int64_t)n);
+	free(s);
+	age_dirty(c);
+	refresh(c, 0, 2, 0);
+	for (int part = 0; part < 2; part++) {
+		if (pg_query(
+			    c,
+			    part == 0
+				    ? "SELECT service_name, protocol, "
+				      "sextant_call_outcome(protocol, status, "
+				      "span_error), sum(requests) FROM "
+				      "span_rollup GROUP BY 1, 2, 3"
+				    : "SELECT service_name, coalesce(protocol, "
+				      "'none'), outcome, count(*) FROM "
+				      "span_calls GROUP BY 1, 2, 3",
+			    0, NULL, &res, &perr) != STATUS_OK)
+			fail_msg("%s", perr.detail);
+		int64_t got[3][4][3] = {{{0}}};
+
+		for (int i = 0; i < PQntuples(res); i++) {
+			int svc = PQgetvalue(res, i, 0)[2] - 'a';
+			int proto =
+				spanquery_protocol_parse(PQgetvalue(res, i, 1));
+
+			got[svc][proto < 0 ? 3 : proto]
+			   [num(PQgetvalue(res, i, 2))] +=
+				num(PQgetvalue(res, i, 3));
+		}
+		PQclear(res);
+		for (int v = 0; v < 3; v++)
+			for (int q = 0; q < (part == 0 ? 3 : 4); q++)
+				for (int o = 0; o < 3; o++)
+					if (got[v][q][o] != want[v][q][o])
+						fail_msg(
+							"%s: %s protocol %d "
+							"outcome %d: %lld, "
+							"oracle %lld",
+							part == 0 ? "rollup"
+								  : "raw",
+							services[v], q, o,
+							(long long)got[v][q][o],
+							(long long)
+								want[v][q][o]);
+	}
+	/* every outcome occurs: the property is not vacuous */
+	for (int o = 0; o < 3; o++)
+		assert_true(want[0][SPANQUERY_HTTP][o] > 0 &&
+			    want[0][SPANQUERY_GRPC][o] > 0);
+	pg_release(c);
+}
+
 int
 main(void)
 {
@@ -1834,6 +2000,7 @@ main(void)
 		cmocka_unit_test(test_fenced_refresh),
 		cmocka_unit_test(test_analyze_changed),
 		cmocka_unit_test(test_migration_marks_existing),
+		cmocka_unit_test(test_outcome_property),
 	};
 	int failed = cmocka_run_group_tests_name("rollup", pure, NULL, NULL);
 
