@@ -1011,6 +1011,27 @@ pointquery_metric_free(struct pointquery_metric *m)
 	free(m);
 }
 
+void
+pointquery_series_stats(const struct pointquery_series *s,
+			struct pointquery_stats *out)
+{
+	double sum = 0;
+
+	out->min = out->max = out->mean = out->last = NAN;
+	if (s->n == 0)
+		return;
+	out->min = out->max = s->v[0];
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i] < out->min)
+			out->min = s->v[i];
+		if (s->v[i] > out->max)
+			out->max = s->v[i];
+		sum += s->v[i];
+	}
+	out->mean = sum / (double)s->n;
+	out->last = s->v[s->n - 1];
+}
+
 /* ---- names ------------------------------------------------------------- */
 
 /* Loose index scans: one index probe per distinct value instead of a read
@@ -1080,4 +1101,109 @@ pointquery_names_free(struct pointquery_names *nm)
 	PQclear(nm->priv_);
 	free(nm->names);
 	free(nm);
+}
+
+/* ---- listing ----------------------------------------------------------- */
+
+/*
+ * n: every name (of $1) by a loose index scan; r: those with a point in
+ * [$3, $4) containing $2, the newest such point found backwards on the
+ * (name, time) index, counted before the limit $5; then the series of the
+ * listed names, over the newest $6 seconds of their points in the range.
+ */
+static const char list_sql[] =
+	"WITH RECURSIVE n(name) AS (SELECT min(name) FROM metric_points "
+	"WHERE ($1::text IS NULL OR service_name = $1) "
+	"UNION ALL SELECT (SELECT min(name) FROM metric_points "
+	"WHERE name > n.name AND ($1::text IS NULL OR service_name = $1)) "
+	"FROM n WHERE n.name IS NOT NULL), "
+	"r AS (SELECT n.name, l.kind, l.unit, l.time, "
+	"count(*) OVER () AS total FROM (SELECT name FROM n "
+	"WHERE name IS NOT NULL LIMIT 10000) n CROSS JOIN LATERAL "
+	"(SELECT kind, unit, time FROM metric_points WHERE name = n.name "
+	"AND ($1::text IS NULL OR service_name = $1) "
+	"AND time >= to_timestamp($3::float8 / 1000) "
+	"AND time < to_timestamp($4::float8 / 1000) "
+	"ORDER BY time DESC LIMIT 1) l "
+	"WHERE $2::text IS NULL OR strpos(lower(n.name), lower($2)) > 0 "
+	"ORDER BY n.name LIMIT $5::int) "
+	"SELECT r.name, r.kind, coalesce(r.unit, ''), "
+	"floor(extract(epoch FROM r.time) * 1000)::bigint, r.total, "
+	"s.series FROM r CROSS JOIN LATERAL (SELECT count(*) AS series "
+	"FROM (SELECT 1 FROM metric_points WHERE name = r.name "
+	"AND ($1::text IS NULL OR service_name = $1) "
+	"AND time >= greatest(to_timestamp($3::float8 / 1000), "
+	"r.time - $6::int * interval '1 second') AND time <= r.time "
+	"GROUP BY service_name, scope_name, attributes, "
+	"resource_attributes) x) s ORDER BY r.name";
+
+int
+pointquery_list(struct pg_conn *c, const struct pointquery_list_req *r,
+		struct pointquery_list **out, struct pg_error *err)
+{
+	struct pointquery_list *l = NULL;
+	PGresult *res = NULL;
+	char from[24], to[24], lim[24], win[24];
+	const char *v[6] = {r->service, r->match, from, to, lim, win};
+	int rc, n;
+
+	*out = NULL;
+	if (r->to_ms <= r->from_ms)
+		return pg_error_set(err, STATUS_INVALID,
+				    "time_range is empty: give a range");
+	if (r->limit < 1 || r->limit > POINTQUERY_LIST_MAX)
+		return pg_error_set(
+			err, STATUS_INVALID,
+			"limit must be 1 to %d: use a smaller limit",
+			POINTQUERY_LIST_MAX);
+	snprintf(from, sizeof(from), "%" PRId64, r->from_ms);
+	snprintf(to, sizeof(to), "%" PRId64, r->to_ms);
+	snprintf(lim, sizeof(lim), "%zu", r->limit);
+	snprintf(win, sizeof(win), "%d", POINTQUERY_SERIES_WINDOW_S);
+	if ((rc = pg_query(c, list_sql, 6, v, &res, err)) != STATUS_OK)
+		return rc;
+	n = PQntuples(res);
+	l = calloc(1, sizeof(*l));
+	if (l == NULL ||
+	    (l->metrics = calloc((size_t)n + 1, sizeof(*l->metrics))) == NULL) {
+		rc = nomem(err);
+		goto fail;
+	}
+	l->priv_ = res;
+	for (int i = 0; i < n; i++) {
+		struct pointquery_listed *m = &l->metrics[i];
+		int64_t total;
+
+		m->name = PQgetvalue(res, i, 0);
+		m->kind = PQgetvalue(res, i, 1);
+		m->unit = PQgetvalue(res, i, 2);
+		if (pg_text_i64(PQgetvalue(res, i, 3), &m->last_ms) !=
+			    STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 4), &total) != STATUS_OK ||
+		    pg_text_i64(PQgetvalue(res, i, 5), &m->series) !=
+			    STATUS_OK ||
+		    total < n) {
+			rc = pg_bad_row(err, "metric listing row");
+			goto fail;
+		}
+		l->total = (size_t)total;
+	}
+	l->n = (size_t)n;
+	*out = l;
+	return STATUS_OK;
+fail:
+	if (l == NULL || l->priv_ == NULL)
+		PQclear(res);
+	pointquery_list_free(l);
+	return rc;
+}
+
+void
+pointquery_list_free(struct pointquery_list *l)
+{
+	if (l == NULL)
+		return;
+	PQclear(l->priv_);
+	free(l->metrics);
+	free(l);
 }

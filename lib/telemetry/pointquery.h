@@ -170,6 +170,14 @@ struct pointquery_hist {
 int pointquery_quantile(const struct pointquery_hist *h, size_t n, double q,
 			double *out) WUR;
 
+/* Statistics of a series' values (the steps shown): min, max, mean of
+ * the n values and the last one; all NaN when n is 0.  Pure. */
+struct pointquery_stats {
+	double min, max, mean, last;
+};
+void pointquery_series_stats(const struct pointquery_series *s,
+			     struct pointquery_stats *out);
+
 /* ---- names ----------------------------------------------------------- */
 
 /* distinct names read for suggestions at most (a loose index scan) */
@@ -192,5 +200,52 @@ int pointquery_metric_names(struct pg_conn *c, const char *service,
 int pointquery_metric_services(struct pg_conn *c, struct pointquery_names **out,
 			       struct pg_error *err) WUR;
 void pointquery_names_free(struct pointquery_names *n);
+
+/* ---- listing --------------------------------------------------------- */
+
+/* names listed per answer at most: a page of a catalogue stays readable */
+#define POINTQUERY_LIST_MAX 500
+/* Series are counted over the newest hour of a metric's points in the
+ * range: an hour holds every series a live exporter reports, and the
+ * count reads that hour's points only (about 50 ms for 40 names of 8
+ * series each a minute), not a day's. */
+#define POINTQUERY_SERIES_WINDOW_S 3600
+
+struct pointquery_list_req {
+	const char *service;	/* NULL: every service */
+	const char *match;	/* NULL: every name; else names containing it,
+				ignoring case */
+	int64_t from_ms, to_ms; /* [from_ms, to_ms), Unix ms */
+	size_t limit;		/* 1..POINTQUERY_LIST_MAX */
+};
+
+struct pointquery_listed {
+	const char *name;
+	const char *kind; /* of the newest point in the range */
+	const char *unit; /* "" when none */
+	int64_t last_ms;  /* time of the newest point in the range */
+	/* distinct series (service, resource, scope, attributes) in
+	 * [max(from, last - POINTQUERY_SERIES_WINDOW_S), last] */
+	int64_t series;
+};
+
+struct pointquery_list {
+	struct pointquery_listed *metrics; /* by name; n of total */
+	size_t n;
+	size_t total; /* names with points in the range that match */
+	void *priv_;
+};
+
+/*
+ * The metric names with points in [from, to) (of service, containing
+ * match), sorted by name, the first limit of them with kind, unit, newest
+ * point and series count.  Names are found by a loose index scan (one
+ * probe per distinct name, at most POINTQUERY_MAX_NAMES).  *out: caller
+ * frees with pointquery_list_free.  STATUS_INVALID for a bad request, else
+ * lib/pg errors.
+ */
+int pointquery_list(struct pg_conn *c, const struct pointquery_list_req *r,
+		    struct pointquery_list **out, struct pg_error *err) WUR;
+void pointquery_list_free(struct pointquery_list *l);
 
 #endif

@@ -193,6 +193,27 @@ test_quantile(void **state)
 	}
 }
 
+static void
+test_series_stats(void **state)
+{
+	int64_t t[] = {0, 60000, 120000, 180000};
+	double v[] = {3, -1.5, 10, 2};
+	struct pointquery_series s = {.n = 4, .t_ms = t, .v = v};
+	struct pointquery_stats st;
+
+	(void)state;
+	pointquery_series_stats(&s, &st);
+	assert_true(st.min == -1.5 && st.max == 10 && st.mean == 3.375 &&
+		    st.last == 2);
+	s.n = 1;
+	pointquery_series_stats(&s, &st);
+	assert_true(st.min == 3 && st.max == 3 && st.mean == 3 && st.last == 3);
+	s.n = 0;
+	pointquery_series_stats(&s, &st);
+	assert_true(isnan(st.min) && isnan(st.max) && isnan(st.mean) &&
+		    isnan(st.last));
+}
+
 /* ---- against PostgreSQL ------------------------------------------------ */
 
 static struct pgtest_cluster cluster;
@@ -687,6 +708,96 @@ test_unknown_and_names(void **state)
 	pointquery_names_free(nm);
 }
 
+static struct pointquery_list *
+list(const char *service, const char *match, int64_t from_s, int64_t to_s,
+     size_t limit)
+{
+	struct pointquery_list_req r = {.service = service,
+					.match = match,
+					.from_ms = base_ms + from_s * 1000,
+					.to_ms = base_ms + to_s * 1000,
+					.limit = limit};
+	struct pointquery_list *l = NULL;
+	struct pg_error perr;
+
+	if (pointquery_list(conn, &r, &l, &perr) != STATUS_OK)
+		fail_msg("list: %s", perr.detail);
+	return l;
+}
+
+static void
+check_listed(const struct pointquery_list *l, size_t i, const char *name,
+	     const char *kind, const char *unit, int64_t last_s, int64_t series)
+{
+	const struct pointquery_listed *m;
+
+	assert_true(i < l->n);
+	m = &l->metrics[i];
+	assert_string_equal(m->name, name);
+	assert_string_equal(m->kind, kind);
+	assert_string_equal(m->unit, unit);
+	assert_int_equal(m->last_ms, base_ms + last_s * 1000);
+	assert_int_equal(m->series, series);
+}
+
+/* after test_series_bound ("many" has 101 series at 5 s) and
+ * test_unknown_and_names (which counts the services) */
+static void
+test_list(void **state)
+{
+	struct otlp_point w[2] = {
+		{.type = OTLP_POINT_GAUGE,
+		 .name = "window.probe",
+		 .service_name = "batch",
+		 .time_unix_nano = ns_at(-4000),
+		 .value = 1,
+		 .attributes_json = "{\"host\":\"x\"}"},
+		{.type = OTLP_POINT_GAUGE,
+		 .name = "window.probe",
+		 .service_name = "batch",
+		 .time_unix_nano = ns_at(0),
+		 .value = 2,
+		 .attributes_json = "{\"host\":\"y\"}"},
+	};
+	struct pointquery_list_req bad = {.from_ms = 0, .to_ms = 1000};
+	struct pointquery_list *l;
+	struct pg_error perr;
+
+	(void)state;
+	l = list(NULL, NULL, 0, 180, 100);
+	assert_int_equal(l->n, 4);
+	assert_int_equal(l->total, 4);
+	check_listed(l, 0, "cpu.usage", "gauge", "1", 170, 2);
+	check_listed(l, 1, "http.duration", "histogram", "s", 90, 1);
+	check_listed(l, 2, "http.requests", "sum", "{request}", 150, 2);
+	check_listed(l, 3, "many", "gauge", "", 5, POINTQUERY_MAX_SERIES + 1);
+	pointquery_list_free(l);
+	/* the newest point in the range, not the newest of all */
+	l = list(NULL, "HTTP.", 0, 100, 1);
+	assert_int_equal(l->n, 1);
+	assert_int_equal(l->total, 2);
+	check_listed(l, 0, "http.duration", "histogram", "s", 90, 1);
+	pointquery_list_free(l);
+	l = list("nobody", NULL, 0, 180, 10);
+	assert_int_equal(l->n + l->total, 0);
+	pointquery_list_free(l);
+	/* series are those of the newest hour: host x is older */
+	write_points(w, 2);
+	l = list("batch", NULL, -5000, 180, 10);
+	assert_int_equal(l->total, 1);
+	check_listed(l, 0, "window.probe", "gauge", "", 0, 1);
+	pointquery_list_free(l);
+	l = list("batch", NULL, -5000, -3000, 10);
+	check_listed(l, 0, "window.probe", "gauge", "", -4000, 1);
+	pointquery_list_free(l);
+	bad.limit = POINTQUERY_LIST_MAX + 1;
+	l = (void *)1;
+	assert_int_equal(pointquery_list(conn, &bad, &l, &perr),
+			 STATUS_INVALID);
+	assert_null(l);
+	assert_non_null(strstr(perr.client, "limit"));
+}
+
 static void
 test_series_bound(void **state)
 {
@@ -970,6 +1081,7 @@ main(void)
 		cmocka_unit_test(test_step),
 		cmocka_unit_test(test_agg_names),
 		cmocka_unit_test(test_quantile),
+		cmocka_unit_test(test_series_stats),
 	};
 	const struct CMUnitTest db[] = {
 		cmocka_unit_test_setup(test_gauge, db_setup),
@@ -980,6 +1092,7 @@ main(void)
 		cmocka_unit_test(test_not_applicable),
 		cmocka_unit_test(test_series_bound),
 		cmocka_unit_test(test_unknown_and_names),
+		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_spans),
 		cmocka_unit_test(test_span_fields),
