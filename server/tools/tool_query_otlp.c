@@ -220,6 +220,9 @@ unknown_metric(struct pg_conn *c, const char *name, const char *service,
 	 * longer one too: one tool_fit serves both */
 	if (what == service)
 		buf_puts(&b, " (or leave service out)");
+	else
+		buf_puts(&b, ". Call query_telemetry_metrics without a name "
+			     "to list the metric names");
 	tool_fit(&b);
 	if ((rc = buf_error(&b)) != STATUS_OK)
 		goto out;
@@ -277,6 +280,7 @@ series_json(const struct pointquery_metric *m, const char *const *keys,
 	for (size_t i = 0; arr != NULL && i < m->n_series; i++) {
 		const struct pointquery_series *s = &m->series[i];
 		json_t *pts = json_array(), *one;
+		struct pointquery_stats st;
 
 		for (size_t k = 0; pts != NULL && k < s->n; k++) {
 			char t[TIMERANGE_FORMAT_MAX];
@@ -289,11 +293,15 @@ series_json(const struct pointquery_metric *m, const char *const *keys,
 				pts = NULL;
 			}
 		}
-		one = pts != NULL ? json_pack("{s:o*, s:o}", "labels",
-					      labels_json(s, keys, nk, r),
-					      "points", pts)
-				  : NULL;
-		if (one == NULL || json_object_size(one) != 2 ||
+		pointquery_series_stats(s, &st);
+		one = pts != NULL
+			      ? json_pack("{s:o*, s:o, s:{s:f, s:f, s:f, s:f}}",
+					  "labels", labels_json(s, keys, nk, r),
+					  "points", pts, "stats", "min", st.min,
+					  "max", st.max, "mean", st.mean,
+					  "last", st.last)
+			      : NULL;
+		if (one == NULL || json_object_size(one) != 3 ||
 		    json_array_append_new(arr, one) != 0) {
 			json_decref(one);
 			json_decref(arr);
@@ -301,6 +309,67 @@ series_json(const struct pointquery_metric *m, const char *const *keys,
 		}
 	}
 	return arr;
+}
+
+/* Text kept free after each series or row for the closing lines. */
+#define CLOSING_ROOM 256
+
+/*
+ * Whether the piece (a series, a row) written to b since mark leaves
+ * CLOSING_ROOM; if not it is taken back.  Out of memory stays in b: the
+ * call fails.
+ */
+static bool
+piece_kept(struct buf *b, size_t mark)
+{
+	if (buf_error(b) == STATUS_NOMEM)
+		return false;
+	if (buf_error(b) == STATUS_OK && b->len + CLOSING_ROOM <= b->max)
+		return true;
+	buf_rollback(b, mark);
+	return false;
+}
+
+/* The unit of the values shown: the metric's, per second for a rate,
+ * none for counts and for "1"; UCUM annotations lose their braces
+ * ("{order}/s" reads "order/s"). */
+static void
+value_unit(const struct pointquery_metric *m, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (m->agg == POINTQUERY_AGG_COUNT)
+		return;
+	if (strcmp(m->unit, "1") != 0)
+		for (const char *p = m->unit; *p != '\0' && n + 1 < cap; p++)
+			if (*p != '{' && *p != '}')
+				buf[n++] = *p;
+	buf[n] = '\0';
+	if (m->agg == POINTQUERY_AGG_RATE)
+		snprintf(buf + n, cap - n, "/s");
+}
+
+/* "  min 0.46 s, max 1.8 s, mean 1.13 s, last 1.8 s" for series s. */
+static void
+stats_text(struct buf *b, const struct pointquery_series *s, const char *unit)
+{
+	struct pointquery_stats st;
+	const double *v[] = {&st.min, &st.max, &st.mean, &st.last};
+	static const char *const what[] = {"min", "max", "mean", "last"};
+
+	pointquery_series_stats(s, &st);
+	if (s->n == 0)
+		return;
+	for (size_t i = 0; i < 4; i++) {
+		char x[40];
+
+		format_value(*v[i], x, sizeof(x));
+		buf_printf(b, "%s%s %s%s%s", i == 0 ? "  " : ", ", what[i], x,
+			   unit[0] != '\0' ? " " : "", unit);
+	}
+	buf_puts(b, "\n");
+	tool_fit(b);
 }
 
 /*
@@ -314,9 +383,11 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 	    size_t nk, int64_t from_ms, int64_t to_ms, int64_t step_s,
 	    const char *rdesc, const struct redact *r)
 {
-	char step[32], latest[TIMERANGE_FORMAT_MAX];
+	char step[32], latest[TIMERANGE_FORMAT_MAX], vunit[64];
 	bool date = (from_ms / 86400000) != ((to_ms - 1) / 86400000);
 	size_t shown = 0;
+
+	value_unit(m, vunit, sizeof(vunit));
 
 	if (step_s % 3600 == 0)
 		snprintf(step, sizeof(step), "%" PRId64 "h", step_s / 3600);
@@ -376,6 +447,7 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 			buf_puts(b, "\n");
 		}
 		tool_fit(b);
+		stats_text(b, s, vunit);
 		for (size_t k = 0; k < s->n; k++) {
 			char t[32], v[40];
 
@@ -385,12 +457,9 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 			if (buf_printf(b, "  %s  %s\n", t, v) != STATUS_OK)
 				break;
 		}
-		/* leave room for the closing line (a point that did not fit
-		 * left less) */
-		if (b->len + 256 > b->max) {
-			buf_rollback(b, mark);
+		/* a point that did not fit left less room */
+		if (!piece_kept(b, mark))
 			break;
-		}
 		shown++;
 	}
 	if (shown < m->n_series) {
@@ -408,6 +477,182 @@ metric_text(struct buf *b, const json_t *args, const char *name,
 			   POINTQUERY_MAX_SERIES, POINTQUERY_MAX_CELLS);
 		tool_fit(b);
 	}
+}
+
+/*
+ * The answer to a query_telemetry_metrics store call that failed with rc:
+ * a bad request's or an inapplicable aggregation's message (lib's
+ * err->client names the field), else tool_store_failed's.
+ */
+static int
+metrics_failed(struct call *call, int rc, struct pg_error *perr,
+	       json_t **result)
+{
+	if (rc == STATUS_UNSUPPORTED || rc == STATUS_INVALID) {
+		*result = tool_result_error("%s", perr->client);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	return tool_store_failed(call, "query_telemetry_metrics", rc, perr,
+				 FILTER_HINT, result);
+}
+
+/* names listed when the call gives no limit */
+#define LIST_DEFAULT 100
+
+static const char *const list_filter_keys[] = {"service", "match"};
+
+/* The listing's text: a header, a table of names, a note on the rest. */
+static void
+list_text(struct buf *b, const json_t *args, const struct pointquery_list *l,
+	  int64_t from_ms, int64_t to_ms, const char *rdesc)
+{
+	size_t shown = 0;
+
+	if (l->total == 0) {
+		buf_printf(b, "No metric points found in %s", rdesc);
+		tool_fit(b);
+		describe_filters(b, args, list_filter_keys,
+				 sizeof(list_filter_keys) /
+					 sizeof(list_filter_keys[0]));
+		buf_puts(b, ": widen time_range or change the filters.\n");
+		tool_fit(b);
+		return;
+	}
+	buf_printf(b, "Metrics with points in %s", rdesc);
+	tool_fit(b);
+	describe_filters(b, args, list_filter_keys,
+			 sizeof(list_filter_keys) /
+				 sizeof(list_filter_keys[0]));
+	buf_printf(b, ": %zu\n", l->total);
+	if (to_ms - from_ms > (int64_t)POINTQUERY_SERIES_WINDOW_S * 1000)
+		buf_puts(b, "(series: those seen in each metric's newest hour "
+			    "of points)\n");
+	buf_puts(b, "\n| name | type | unit | series | last seen |\n"
+		    "|---|---|---|---|---|\n");
+	tool_fit(b);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct pointquery_listed *m = &l->metrics[i];
+		char last[TIMERANGE_FORMAT_MAX];
+		size_t mark = b->len;
+
+		timerange_format(m->last_ms, last, sizeof(last));
+		buf_printf(b, "| %s | %s | %s | %" PRId64 " | %s |\n", m->name,
+			   m->kind, m->unit, m->series, last);
+		if (!piece_kept(b, mark))
+			break;
+		shown++;
+	}
+	if (shown < l->total) {
+		buf_printf(b,
+			   "\n%zu more not shown%s: narrow with match or "
+			   "service, or raise limit (at most %d).\n",
+			   l->total - shown,
+			   shown < l->n ? " here (the listed ones are in the "
+					  "structured content)"
+					: "",
+			   POINTQUERY_LIST_MAX);
+		tool_fit(b);
+	}
+	buf_puts(b, "\nGive name for a metric's points over time.\n");
+	tool_fit(b);
+}
+
+static json_t *
+list_json(const struct pointquery_list *l)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr != NULL && i < l->n; i++) {
+		const struct pointquery_listed *m = &l->metrics[i];
+		char last[TIMERANGE_FORMAT_MAX];
+
+		timerange_format(m->last_ms, last, sizeof(last));
+		if (json_array_append_new(
+			    arr,
+			    json_pack("{s:s, s:s, s:s, s:I, s:s}", "name",
+				      m->name, "kind", m->kind, "unit", m->unit,
+				      "series", (json_int_t)m->series,
+				      "last_seen", last)) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+/* query_telemetry_metrics without a name: the metric names in the range. */
+static int
+list_metrics(struct call *call, const json_t *args, json_t **result)
+{
+	static const char *const point_args[] = {"aggregation", "step",
+						 "group_by", "attributes"};
+	const json_t *lim = json_object_get(args, "limit");
+	struct pointquery_list_req r = {.limit = LIST_DEFAULT};
+	struct pointquery_list *l = NULL;
+	struct pg_conn *c = NULL;
+	struct pg_error perr;
+	struct timerange tr;
+	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX];
+	json_t *sc = NULL, *arr;
+	struct buf b;
+	int64_t now = clock_wall_ms();
+	int rc;
+
+	buf_init(&b, call_text_budget(call));
+	for (size_t i = 0; i < sizeof(point_args) / sizeof(point_args[0]); i++)
+		if (json_object_get(args, point_args[i]) != NULL) {
+			*result = tool_result_error(
+				"%s needs name: give a metric name, or "
+				"leave %s out to list the metric names",
+				point_args[i], point_args[i]);
+			goto done;
+		}
+	if (lim != NULL) {
+		json_int_t n = json_integer_value(lim);
+
+		if (!json_is_integer(lim) || n < 1 || n > POINTQUERY_LIST_MAX) {
+			*result = tool_result_error(
+				"limit must be an integer from 1 to %d",
+				POINTQUERY_LIST_MAX);
+			goto done;
+		}
+		r.limit = (size_t)n;
+	}
+	if (tool_time_range(args, "1h", TOOL_RANGE_FROM_TO, now, &tr, err,
+			    sizeof(err)) != STATUS_OK) {
+		*result = tool_result_error("%s", err);
+		goto done;
+	}
+	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
+		goto out;
+	r.service = tool_arg_str(args, "service");
+	r.match = tool_arg_str(args, "match");
+	r.from_ms = tr.from_ms;
+	r.to_ms = tr.to_ms;
+	rc = pointquery_list(c, &r, &l, &perr);
+	if (rc != STATUS_OK) {
+		rc = metrics_failed(call, rc, &perr, result);
+		goto out;
+	}
+	pg_release(c);
+	c = NULL;
+	timerange_describe(&tr, now, rdesc, sizeof(rdesc));
+	list_text(&b, args, l, tr.from_ms, tr.to_ms, rdesc);
+	arr = list_json(l);
+	sc = arr != NULL ? json_pack("{s:o, s:o, s:I, s:b}", "time_range",
+				     tool_range_json(&tr), "metrics", arr,
+				     "total", (json_int_t)l->total, "truncated",
+				     l->n < l->total)
+			 : NULL;
+	rc = sc != NULL ? tool_result_buf(&b, sc, result) : STATUS_NOMEM;
+	goto out;
+done:
+	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;
+out:
+	pg_release(c);
+	pointquery_list_free(l);
+	buf_free(&b);
+	return rc;
 }
 
 static int
@@ -432,10 +677,11 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 
 	*result = NULL;
 	buf_init(&b, call_text_budget(call));
-	if (name == NULL) {
+	if (name == NULL)
+		return list_metrics(call, args, result);
+	if (json_object_get(args, "match") != NULL) {
 		*result = tool_result_error(
-			"name is required: the metric name, e.g. "
-			"\"http.server.request.duration\"");
+			"match lists names: leave it out when name is given");
 		goto done;
 	}
 	if (agg_s != NULL && (agg = pointquery_agg_parse(agg_s)) <= 0) {
@@ -486,20 +732,12 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	r.group_by = keys;
 	r.n_group_by = nk;
 	rc = pointquery_metrics(c, &r, &m, &perr);
-	if (rc == STATUS_NOTFOUND) {
-		rc = unknown_metric(c, name, service, result, &perr);
-		if (rc != STATUS_OK)
-			rc = tool_store_failed(call, "query_telemetry_metrics",
-					       rc, &perr, FILTER_HINT, result);
+	/* an unknown name: the answer suggests close ones */
+	if (rc == STATUS_NOTFOUND &&
+	    (rc = unknown_metric(c, name, service, result, &perr)) == STATUS_OK)
 		goto out;
-	}
-	if (rc == STATUS_UNSUPPORTED || rc == STATUS_INVALID) {
-		*result = tool_result_error("%s", perr.client);
-		goto done;
-	}
 	if (rc != STATUS_OK) {
-		rc = tool_store_failed(call, "query_telemetry_metrics", rc,
-				       &perr, FILTER_HINT, result);
+		rc = metrics_failed(call, rc, &perr, result);
 		goto out;
 	}
 	pg_release(c);
@@ -527,11 +765,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 			sc = NULL;
 		}
 	}
-	if (sc == NULL) {
-		rc = STATUS_NOMEM;
-		goto out;
-	}
-	rc = tool_result_buf(&b, sc, result);
+	rc = sc != NULL ? tool_result_buf(&b, sc, result) : STATUS_NOMEM;
 	goto out;
 done:
 	rc = *result != NULL ? STATUS_OK : STATUS_NOMEM;

@@ -240,6 +240,77 @@ test('unknown metrics name the closest ones; bad arguments name the field', asyn
 	assert.match(many.text, /more than 1000: use a step of at least/);
 });
 
+test('without a name: the metric names in the range with type, unit, series and last seen', async () => {
+	const range = { from: RANGE.from, to: RANGE.to };
+	const all = await call('query_telemetry_metrics', range);
+	// queue.depth: hosts a and b; the others one series each; the newest
+	// points in the range are at 170 s, 150 s and 60 s
+	assert.deepEqual(all.sc.metrics, [
+		{ name: 'http.server.request.duration', kind: 'histogram', unit: 's', series: 1, last_seen: iso(60).replace('.000Z', 'Z') },
+		{ name: 'orders.created', kind: 'sum', unit: '{order}', series: 1, last_seen: iso(150).replace('.000Z', 'Z') },
+		{ name: 'queue.depth', kind: 'gauge', unit: '1', series: 2, last_seen: iso(170).replace('.000Z', 'Z') },
+	]);
+	assert.equal(all.sc.total, 3);
+	assert.equal(all.sc.truncated, false);
+	assert.ok(!('name' in all.sc));
+	assert.match(all.text, /\| queue\.depth \| gauge \| 1 \| 2 \| /);
+	assert.match(all.text, /\| orders\.created \| sum \| \{order\} \| 1 \| /);
+	// a range holding only the points before BASE: orders.created's -30 s
+	const before = await call('query_telemetry_metrics', { from: iso(-60), to: iso(-1) });
+	assert.deepEqual(before.sc.metrics.map((m) => [m.name, m.series, m.last_seen]), [
+		['http.server.request.duration', 1, iso(-30).replace('.000Z', 'Z')],
+		['orders.created', 1, iso(-30).replace('.000Z', 'Z')],
+	]);
+	const match = await call('query_telemetry_metrics', { match: 'ORDERS', service: 'shop', ...range });
+	assert.deepEqual(match.sc.metrics.map((m) => m.name), ['orders.created']);
+	const lim = await call('query_telemetry_metrics', { limit: 2, ...range });
+	assert.deepEqual(lim.sc.metrics.map((m) => m.name), ['http.server.request.duration', 'orders.created']);
+	assert.equal(lim.sc.total, 3);
+	assert.equal(lim.sc.truncated, true);
+	assert.match(lim.text, /1 more not shown: narrow with match or service, or raise limit/);
+	const none = await call('query_telemetry_metrics', { service: 'nobody', ...range });
+	assert.deepEqual(none.sc.metrics, []);
+	assert.match(none.text, /No metric points found .*service=nobody/);
+	const bad = await call('query_telemetry_metrics', { aggregation: 'avg' }, { expectError: true });
+	assert.match(bad.text, /aggregation needs name/);
+	const both = await call('query_telemetry_metrics', { name: 'queue.depth', match: 'queue' }, { expectError: true });
+	assert.match(both.text, /match lists names/);
+});
+
+test('point queries give min, max, mean and last per series, with units', async () => {
+	// per-minute averages: host a 2.5, 8.5, 14.5; host b 105, 117, 129
+	const g = await call('query_telemetry_metrics', { name: 'queue.depth', group_by: ['host'], ...RANGE });
+	const stats = Object.fromEntries(g.sc.series.map((s) => [s.labels.host, s.stats]));
+	assert.deepEqual(stats, { a: { min: 2.5, max: 14.5, mean: 8.5, last: 14.5 }, b: { min: 105, max: 129, mean: 117, last: 129 } });
+	assert.match(g.text, /\[host=a\]\n {2}min 2\.5, max 14\.5, mean 8\.5, last 14\.5\n/);
+	// p95 0.46 s then 1.8 s
+	const h = await call('query_telemetry_metrics', { name: 'http.server.request.duration', ...RANGE });
+	const hs = h.sc.series[0].stats;
+	close(hs.min, 0.46, 'min');
+	close(hs.max, 1.8, 'max');
+	close(hs.mean, 1.13, 'mean');
+	close(hs.last, 1.8, 'last');
+	assert.match(h.text, /min 0\.46 s, max 1\.8 s, mean 1\.13 s, last 1\.8 s/);
+	// rates 1.5, 70/60 and 2 orders per second
+	const c = await call('query_telemetry_metrics', { name: 'orders.created', ...RANGE });
+	const cs = c.sc.series[0].stats;
+	close(cs.min, 70 / 60, 'rate min');
+	close(cs.mean, (1.5 + 70 / 60 + 2) / 3, 'rate mean');
+	assert.deepEqual([cs.max, cs.last], [2, 2]);
+	assert.match(c.text, /min 1\.16667 order\/s, max 2 order\/s, mean 1\.55556 order\/s, last 2 order\/s/);
+	// counts carry no unit
+	const n = await call('query_telemetry_metrics', { name: 'http.server.request.duration', aggregation: 'count', ...RANGE });
+	assert.match(n.text, /min 20, max 20, mean 20, last 20\n/);
+});
+
+test('a misspelt metric name suggests the right one, ignoring case, and points to the listing', async () => {
+	for (const name of ['queue.dpeth', 'Queue.Depth', 'QUEUE_DEPTH']) {
+		const r = await call('query_telemetry_metrics', { name }, { expectError: true });
+		assert.match(r.text, new RegExp(`^unknown metric "${name}": did you mean "queue\\.depth"`), name);
+		assert.match(r.text, /Call query_telemetry_metrics without a name to list the metric names/, name);
+	}
+});
+
 test('span search: OTLP only, every filter, limits', async () => {
 	const want = (await psql(pg.url, `SELECT string_agg(encode(span_id, 'hex'), ',' ORDER BY start_time DESC)
 		FROM spans WHERE source = 'otlp' AND service_name = 'shop'`)).split(',');
