@@ -1,6 +1,7 @@
 /*
  * tool_query_otlp.c - the "query" set's plumbing tools over raw OTLP data:
- * query_telemetry_metrics (metric points per step and attribute group) and
+ * query_telemetry_metrics (metric points per step and attribute group, or
+ * without a name the metric names of the range) and
  * query_telemetry_spans (a search of OTLP spans).  Arguments are checked
  * here, the queries live in lib/telemetry/pointquery and spansearch, the text and structured
  * answers are built here.
