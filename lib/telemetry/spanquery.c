@@ -636,13 +636,24 @@ static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
  */
 #define SPAN_COLS                                                              \
 	"trace_id, span_id, parent_span_id, start_time, start_nanos, "         \
-	"duration_ns, kind, status_code, service_name, name, status_message"
+	"duration_ns, kind, status_code, service_name, name, "                 \
+	"status_message, " SPAN_LINK
+/*
+ * The span id of the span's first link into its own trace (the one merge
+ * can place it under), NULL when it has none: links is NULL for most
+ * spans, and the CASE keeps the path query off them.  The receiver writes
+ * ids as lower-case hex (lib/otlp links_json), as encode gives them.
+ */
+#define SPAN_LINK                                                              \
+	"CASE WHEN links IS NOT NULL THEN decode(jsonb_path_query_first("      \
+	"links, '$[*] ? (@.trace_id == $t).span_id', jsonb_build_object('t', " \
+	"encode(trace_id, 'hex'))) #>> '{}', 'hex') END"
 #define SPAN_ORDER " ORDER BY trace_id, start_time LIMIT 50001"
 #define RECENT_SQL(where)                                                      \
 	WALK_IDS(where)                                                        \
 	"SELECT trace_id, NULL, NULL, start_time, "                            \
 	"more::int::smallint, NULL, NULL, NULL, NULL, NULL, "                  \
-	"NULL FROM t UNION ALL (SELECT " SPAN_COLS                             \
+	"NULL, NULL::bytea FROM t UNION ALL (SELECT " SPAN_COLS                \
 	" FROM spans WHERE trace_id = ANY (ARRAY(SELECT "                      \
 	"trace_id FROM t)) AND source = $4::text LIMIT 50001)"
 
@@ -654,7 +665,7 @@ static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
 /*
  * Every source at once, for one service: the walk over (service_name,
  * start_time), and every span of the traces it found with its source as a
- * twelfth column: the work of the per-source statements done once, in one
+ * thirteenth column: the work of the per-source statements done once, in one
  * round trip (bench/RESULTS.md).  No source filter: the table holds the
  * span sources only (CHECK), and "source = ANY" could lead the planner to
  * the (service_name, source, start_time) index, out of start order.  Any
@@ -669,7 +680,7 @@ static const struct pg_stmt recent_all = {
 	"spanquery_recent_all",
 	WALK_IDS(WALK_ALL_SVC) "SELECT trace_id, NULL, NULL, start_time, "
 			       "more::int::smallint, NULL, NULL, NULL, NULL, "
-			       "NULL, NULL, NULL FROM t UNION ALL "
+			       "NULL, NULL, NULL::bytea, NULL FROM t UNION ALL "
 			       "(SELECT " SPAN_COLS
 			       ", source FROM spans WHERE trace_id = ANY "
 			       "(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)",
@@ -924,11 +935,15 @@ span_row(const PGresult *res, int i, struct spanquery_span *sp,
 	sp->name = PQgetvalue(res, i, 9);
 	sp->status_message =
 		PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10);
+	/* a link id of another length (an empty one) places nothing */
+	sp->has_link = bin_value(res, i, 11, 8, &pid);
+	if (sp->has_link)
+		memcpy(sp->link_span_id, pid, 8);
 	sp->source = NULL;
-	if (PQnfields(res) > 11) {
-		if (PQgetisnull(res, i, 11))
+	if (PQnfields(res) > 12) {
+		if (PQgetisnull(res, i, 12))
 			return pg_bad_row(err, "span row");
-		sp->source = PQgetvalue(res, i, 11);
+		sp->source = PQgetvalue(res, i, 12);
 	}
 	return STATUS_OK;
 }
@@ -1103,6 +1118,223 @@ spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 		*more = false;
 	}
 	return rc;
+}
+
+/* ---- the details of a few spans ---------------------------------------- */
+
+/*
+ * $1 trace ids, $2 span ids (hex), $3 sources, $4 whether to read the
+ * attributes: one probe of the primary key per span (LATERAL), so the
+ * cost is that of the few spans asked, whatever the traces hold.
+ */
+#define DETAIL_CUT(v, n) "left(" v ", " #n ")"
+static const struct pg_stmt details_stmt = {
+	"spanquery_details",
+	"SELECT k.i, p.http_status_code, p.rpc_grpc_status_code, " DETAIL_CUT(
+		"coalesce(p.attributes->>'peer.service', "
+		"p.attributes->>'server.address' || coalesce(':' || "
+		"(p.attributes->>'server.port'), ''))",
+		160) ", " DETAIL_CUT("p.db_system",
+				     160) ", " DETAIL_CUT("p.db_table",
+							  160) ", " DETAIL_CUT("x.e->>'exception.type'",
+									       160) ", " DETAIL_CUT("x.e->>'exception.message'",
+												    320) ", CASE WHEN k.a THEN (SELECT coalesce(jsonb_object_agg(key, CASE "
+													 "WHEN length(value::text) <= 160 THEN value ELSE to_jsonb(left(CASE "
+													 "jsonb_typeof(value) WHEN 'string' THEN value #>> '{}' ELSE "
+													 "value::text END, 160) || '…') END), '{}') FROM (SELECT key, value "
+													 "FROM jsonb_each(p.attributes) ORDER BY key LIMIT 40) a)::text END "
+													 "FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) WITH "
+													 "ORDINALITY AS k(t, s, src, a, i) CROSS JOIN LATERAL (SELECT "
+													 "http_status_code, rpc_grpc_status_code, db_system, db_table, "
+													 "attributes, events FROM spans WHERE trace_id = decode(k.t, 'hex') "
+													 "AND span_id = decode(k.s, 'hex') AND source = k.src LIMIT 1) p "
+													 "CROSS JOIN LATERAL (SELECT CASE WHEN p.events IS NOT NULL THEN "
+													 "jsonb_path_query_first(p.events, "
+													 "'$[*] ? (@.name == \"exception\").attributes') END AS e) x",
+	4, false, false};
+
+/* A text[] (or bool[]) literal of n items, each at most 32 characters
+ * that need no quoting; b is big enough for SPANQUERY_MAX_DETAILS. */
+static void
+text_array(char *b, size_t cap, size_t n,
+	   const char *(*item)(size_t, void *, char *), void *arg)
+{
+	size_t len = 0;
+	char one[40];
+
+	b[len++] = '{';
+	for (size_t i = 0; i < n && len + 40 < cap; i++) {
+		const char *v = item(i, arg, one);
+		size_t l = strlen(v);
+
+		if (i > 0)
+			b[len++] = ',';
+		memcpy(b + len, v, l);
+		len += l;
+	}
+	b[len++] = '}';
+	b[len] = '\0';
+}
+
+static const char *
+key_trace(size_t i, void *arg, char *one)
+{
+	hex_encode(((const struct spanquery_detail_key *)arg)[i].trace_id, 16,
+		   one);
+	return one;
+}
+
+static const char *
+key_span(size_t i, void *arg, char *one)
+{
+	hex_encode(((const struct spanquery_detail_key *)arg)[i].span_id, 8,
+		   one);
+	return one;
+}
+
+static const char *
+key_source(size_t i, void *arg, char *one)
+{
+	const char *s = ((const struct spanquery_detail_key *)arg)[i].source;
+
+	(void)one;
+	return strcmp(s, "ebpf") == 0 ? "ebpf" : "otlp";
+}
+
+static const char *
+key_attrs(size_t i, void *arg, char *one)
+{
+	(void)one;
+	return ((const struct spanquery_detail_key *)arg)[i].with_attributes
+		       ? "t"
+		       : "f";
+}
+
+int
+spanquery_details_send(struct pg_conn *c,
+		       const struct spanquery_detail_key *keys, size_t n,
+		       struct pg_error *err)
+{
+	/* 33 bytes per trace id, the longest item */
+	static const size_t cap = SPANQUERY_MAX_DETAILS * 34 + 3;
+	char t[SPANQUERY_MAX_DETAILS * 34 + 3],
+		s[SPANQUERY_MAX_DETAILS * 34 + 3],
+		src[SPANQUERY_MAX_DETAILS * 34 + 3],
+		a[SPANQUERY_MAX_DETAILS * 34 + 3];
+	const char *v[4] = {t, s, src, a};
+	void *arg = (void *)keys;
+
+	if (n > SPANQUERY_MAX_DETAILS)
+		return trace_filter_error(err, "too many spans asked at once");
+	text_array(t, cap, n, key_trace, arg);
+	text_array(s, cap, n, key_span, arg);
+	text_array(src, cap, n, key_source, arg);
+	text_array(a, cap, n, key_attrs, arg);
+	return pg_send_prepared(c, &details_stmt, v, err);
+}
+
+struct details_priv {
+	PGresult *res;
+};
+
+static const char *
+opt_value(const PGresult *res, int i, int col)
+{
+	return PQgetisnull(res, i, col) ? NULL : PQgetvalue(res, i, col);
+}
+
+/* An int column, -1 when NULL; false when it is not an int. */
+static bool
+opt_int(const PGresult *res, int i, int col, int *out)
+{
+	int64_t v;
+
+	*out = -1;
+	if (PQgetisnull(res, i, col))
+		return true;
+	if (pg_text_i64(PQgetvalue(res, i, col), &v) != STATUS_OK ||
+	    v < INT_MIN || v > INT_MAX)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+int
+spanquery_details_recv(struct pg_conn *c, size_t n,
+		       struct spanquery_details **out, struct pg_error *err)
+{
+	struct spanquery_details *d = NULL;
+	struct details_priv *priv = NULL;
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pg_result(c, &res, err)) != STATUS_OK)
+		return rc;
+	d = calloc(1, sizeof(*d));
+	priv = calloc(1, sizeof(*priv));
+	if (d == NULL || priv == NULL ||
+	    (d->v = calloc(n + 1, sizeof(*d->v))) == NULL) {
+		rc = STATUS_NOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct spanquery_detail *x;
+		int64_t k;
+
+		if (pg_text_i64(PQgetvalue(res, i, 0), &k) != STATUS_OK ||
+		    k < 1 || (uint64_t)k > n) {
+			rc = pg_bad_row(err, "span details");
+			goto fail;
+		}
+		x = &d->v[k - 1];
+		if (!opt_int(res, i, 1, &x->http_status) ||
+		    !opt_int(res, i, 2, &x->grpc_code)) {
+			rc = pg_bad_row(err, "span details");
+			goto fail;
+		}
+		x->found = true;
+		x->peer = opt_value(res, i, 3);
+		x->db_system = opt_value(res, i, 4);
+		x->db_table = opt_value(res, i, 5);
+		x->exception_type = opt_value(res, i, 6);
+		x->exception_message = opt_value(res, i, 7);
+		x->attributes = opt_value(res, i, 8);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!d->v[i].found)
+			d->v[i].http_status = d->v[i].grpc_code = -1;
+	d->n = n;
+	priv->res = res;
+	d->priv_ = priv;
+	*out = d;
+	return STATUS_OK;
+fail:
+	if (rc == STATUS_NOMEM) {
+		snprintf(err->client, sizeof(err->client), "out of memory");
+		err->detail[0] = err->sqlstate[0] = '\0';
+	}
+	if (d != NULL)
+		free(d->v);
+	free(d);
+	free(priv);
+	PQclear(res);
+	return rc;
+}
+
+void
+spanquery_details_free(struct spanquery_details *d)
+{
+	struct details_priv *priv;
+
+	if (d == NULL)
+		return;
+	priv = d->priv_;
+	if (priv != NULL)
+		PQclear(priv->res);
+	free(priv);
+	free(d->v);
+	free(d);
 }
 
 /* ---- services ----------------------------------------------------------- */

@@ -191,6 +191,9 @@ struct spanquery_span {
 	const char *service;
 	const char *name;
 	const char *status_message; /* NULL when none */
+	/* the span's first link into its own trace (links column) */
+	uint8_t link_span_id[8];
+	bool has_link;
 	/* the row's source when spanquery_recent_send was asked for every
 	 * source at once; NULL from the per-source statements */
 	const char *source;
@@ -243,6 +246,60 @@ int spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 			  int64_t *keys, size_t *n, bool *more,
 			  struct spanquery_spans **out,
 			  struct pg_error *err) WUR;
+
+/* ---- the details of a few spans ---------------------------------------- */
+
+/*
+ * What explains a failed or slow span, read for the few spans a tool
+ * shows rather than for every span fetched (attributes and events are
+ * jsonb of any size): its codes, the remote peer, the first "exception"
+ * event, and on request its attributes.  Every string is bounded in SQL:
+ * peer and exception type SPANQUERY_DETAIL_TEXT characters, the message
+ * twice that, attributes SPANQUERY_DETAIL_ATTRS keys (by name) with
+ * values longer than SPANQUERY_DETAIL_VALUE characters cut and ending
+ * in "…".
+ */
+#define SPANQUERY_MAX_DETAILS  64
+#define SPANQUERY_DETAIL_TEXT  160
+#define SPANQUERY_DETAIL_ATTRS 40
+#define SPANQUERY_DETAIL_VALUE 160
+
+struct spanquery_detail_key {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+	const char *source;   /* "ebpf" | "otlp" */
+	bool with_attributes; /* also read its attributes */
+};
+
+struct spanquery_detail {
+	bool found;
+	int http_status; /* -1 when none */
+	int grpc_code;	 /* -1 when none */
+	/* peer.service, else server.address[:server.port]; NULL when none */
+	const char *peer;
+	const char *db_system, *db_table; /* NULL when none */
+	const char *exception_type, *exception_message;
+	/* a JSON object (text), NULL unless asked for */
+	const char *attributes;
+};
+
+struct spanquery_details {
+	struct spanquery_detail *v; /* v[i] for keys[i] */
+	size_t n;
+	void *priv_;
+};
+
+/* Sends the read of keys[0..n) (n at most SPANQUERY_MAX_DETAILS, else
+ * STATUS_INVALID); _recv gives their details in the same order, not found
+ * where the store has no such span.  *out: caller frees with
+ * spanquery_details_free; NULL on failure. */
+int spanquery_details_send(struct pg_conn *c,
+			   const struct spanquery_detail_key *keys, size_t n,
+			   struct pg_error *err) WUR;
+int spanquery_details_recv(struct pg_conn *c, size_t n,
+			   struct spanquery_details **out,
+			   struct pg_error *err) WUR;
+void spanquery_details_free(struct spanquery_details *d);
 
 /* ---- services ---------------------------------------------------------- */
 

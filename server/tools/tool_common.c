@@ -448,7 +448,8 @@ tool_merge_span(struct merge_span *m, const struct spanquery_span *x,
 	m->end_ns = x->start_ns + x->duration_ns;
 	m->source = source;
 	m->kind = x->kind;
-	m->has_link = false; /* links are not read from the store yet */
+	memcpy(m->link_span_id, x->link_span_id, 8);
+	m->has_link = x->has_link;
 	m->user = x;
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -2057,6 +2058,190 @@ test_spans_bounds(void **state)
 	pg_release(c);
 }
 
+/* ---- links and details --------------------------------------------------- */
+
+/*
+ * A trace of its own: a request (…01), a span with no parent linked to it
+ * (…02, its first link into another trace), one linked only elsewhere
+ * (…03), and a failed client call with an exception event and 50
+ * attributes, one of them long (…04).
+ */
+static void
+add_detail_trace(struct pg_conn *c)
+{
+	PQclear(sql(
+		c,
+		"INSERT INTO spans (start_time, duration_ns, trace_id, "
+		"span_id, "
+		"parent_span_id, kind, status_code, source, name, "
+		"service_name, "
+		"http_status_code, rpc_grpc_status_code, db_system, db_table, "
+		"attributes, events, links) VALUES "
+		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
+		"'\\x00000000000000d1', NULL, 2, 0, 'otlp', 'POST /a', 'det', "
+		"200, NULL, NULL, NULL, '{}', NULL, NULL), "
+		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
+		"'\\x00000000000000d2', NULL, 1, 0, 'otlp', 'job', 'det', "
+		"NULL, "
+		"NULL, NULL, NULL, '{}', NULL, '[{\"trace_id\": "
+		"\"aa000000000000000000000000000001\", \"span_id\": "
+		"\"00000000000000aa\", \"attributes\": {}}, {\"trace_id\": "
+		"\"d0d0000000000000000000000000dd01\", \"span_id\": "
+		"\"00000000000000d1\", \"attributes\": {}}]'), "
+		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
+		"'\\x00000000000000d3', NULL, 1, 0, 'otlp', 'other', 'det', "
+		"NULL, "
+		"NULL, NULL, NULL, '{}', NULL, '[{\"trace_id\": "
+		"\"aa000000000000000000000000000001\", \"span_id\": "
+		"\"00000000000000aa\", \"attributes\": {}}]'), "
+		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
+		"'\\x00000000000000d4', '\\x00000000000000d1', 3, 2, 'otlp', "
+		"'SELECT', 'det', NULL, 14, 'postgresql', 'orders', "
+		"(SELECT jsonb_object_agg('k' || lpad(i::text, 2, '0'), i) "
+		"FROM "
+		"generate_series(1, 49) i) || "
+		"jsonb_build_object('peer.service', "
+		"'orders-db', 'server.address', 'db1', 'long', repeat('x', "
+		"500)), "
+		"'[{\"name\": \"retry\", \"attributes\": {}}, {\"name\": "
+		"\"exception\", \"attributes\": {\"exception.type\": "
+		"\"IOError\", "
+		"\"exception.message\": \"reset by peer\"}}]', NULL) "
+		"ON CONFLICT DO NOTHING",
+		0, NULL));
+}
+
+static void
+test_links(void **state)
+{
+	static const uint8_t id[1][16] = {{0xd0, 0xd0, [14] = 0xdd, [15] = 1}};
+	struct spanquery_spans *s = NULL;
+	struct pg_conn *c = conn();
+	struct pg_error err;
+
+	(void)state;
+	add_detail_trace(c);
+	assert_int_equal(spanquery_spans_send(c, "otlp", id, 1, &err),
+			 STATUS_OK);
+	assert_int_equal(spanquery_spans_recv(c, &s, &err), STATUS_OK);
+	assert_int_equal(s->n, 4);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct spanquery_span *x = &s->spans[i];
+
+		/* the link into its own trace, not the first one */
+		assert_int_equal(x->has_link, x->span_id[7] == 0xd2);
+		if (x->has_link) {
+			assert_int_equal(x->link_span_id[7], 0xd1);
+			assert_int_equal(x->link_span_id[0], 0);
+		}
+	}
+	spanquery_spans_free(s);
+	PQclear(sql(c, "DELETE FROM spans WHERE service_name = 'det'", 0,
+		    NULL)); /* test_services lists every service */
+	pg_release(c);
+}
+
+static void
+test_details(void **state)
+{
+	struct spanquery_detail_key keys[3] = {
+		{.trace_id = {0xd0, 0xd0, [14] = 0xdd, [15] = 1},
+		 .span_id = {[7] = 0xd4},
+		 .source = "otlp",
+		 .with_attributes = true},
+		{.trace_id = {0xd0, 0xd0, [14] = 0xdd, [15] = 1},
+		 .span_id = {[7] = 0xd1},
+		 .source = "otlp"},
+		/* the same span from the other source: not in the store */
+		{.trace_id = {0xd0, 0xd0, [14] = 0xdd, [15] = 1},
+		 .span_id = {[7] = 0xd1},
+		 .source = "ebpf"},
+	};
+	static struct spanquery_detail_key many[SPANQUERY_MAX_DETAILS + 1];
+	struct spanquery_details *d = NULL;
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	const struct spanquery_detail *x;
+	json_t *attrs;
+
+	(void)state;
+	add_detail_trace(c);
+	assert_int_equal(spanquery_details_send(c, keys, 3, &err), STATUS_OK);
+	assert_int_equal(spanquery_details_recv(c, 3, &d, &err), STATUS_OK);
+	assert_int_equal(d->n, 3);
+	x = &d->v[0];
+	assert_true(x->found);
+	assert_int_equal(x->http_status, -1);
+	assert_int_equal(x->grpc_code, 14);
+	assert_string_equal(x->peer, "orders-db");
+	assert_string_equal(x->db_system, "postgresql");
+	assert_string_equal(x->db_table, "orders");
+	assert_string_equal(x->exception_type, "IOError");
+	assert_string_equal(x->exception_message, "reset by peer");
+	/* 40 keys by name, a long value cut at 160 characters and "…" */
+	attrs = json_loads(x->attributes, 0, NULL);
+	assert_non_null(attrs);
+	assert_int_equal(json_object_size(attrs), SPANQUERY_DETAIL_ATTRS);
+	assert_int_equal(json_integer_value(json_object_get(attrs, "k01")), 1);
+	assert_non_null(json_object_get(attrs, "k40"));
+	assert_null(json_object_get(attrs, "k41"));
+	json_decref(attrs);
+	x = &d->v[1];
+	assert_true(x->found);
+	assert_int_equal(x->http_status, 200);
+	assert_int_equal(x->grpc_code, -1);
+	assert_null(x->peer);
+	assert_null(x->exception_type);
+	assert_null(x->attributes); /* not asked */
+	assert_false(d->v[2].found);
+	assert_int_equal(d->v[2].http_status, -1);
+	spanquery_details_free(d);
+	spanquery_details_free(NULL);
+
+	/* long values: with "long" among the first 40 keys */
+	keys[0].with_attributes = true;
+	PQclear(sql(c,
+		    "UPDATE spans SET attributes = jsonb_build_object('long', "
+		    "repeat('é', 500), 'n', 7) WHERE span_id = "
+		    "'\\x00000000000000d4'",
+		    0, NULL));
+	assert_int_equal(spanquery_details_send(c, keys, 1, &err), STATUS_OK);
+	assert_int_equal(spanquery_details_recv(c, 1, &d, &err), STATUS_OK);
+	attrs = json_loads(d->v[0].attributes, 0, NULL);
+	assert_non_null(attrs);
+	{
+		const char *v =
+			json_string_value(json_object_get(attrs, "long"));
+
+		assert_non_null(v);
+		/* 160 two-byte characters and "…" (3 bytes) */
+		assert_int_equal(strlen(v), 2 * SPANQUERY_DETAIL_VALUE + 3);
+		assert_string_equal(v + 2 * SPANQUERY_DETAIL_VALUE, "…");
+	}
+	assert_int_equal(json_integer_value(json_object_get(attrs, "n")), 7);
+	json_decref(attrs);
+	spanquery_details_free(d);
+
+	for (size_t i = 0; i < ARRAY_LEN(many); i++)
+		many[i] = keys[1];
+	err.client[0] = '\0';
+	assert_int_equal(spanquery_details_send(
+				 c, many, SPANQUERY_MAX_DETAILS + 1, &err),
+			 STATUS_INVALID);
+	assert_true(err.client[0] != '\0');
+	assert_int_equal(
+		spanquery_details_send(c, many, SPANQUERY_MAX_DETAILS, &err),
+		STATUS_OK);
+	assert_int_equal(
+		spanquery_details_recv(c, SPANQUERY_MAX_DETAILS, &d, &err),
+		STATUS_OK);
+	assert_true(d->v[SPANQUERY_MAX_DETAILS - 1].found);
+	spanquery_details_free(d);
+	PQclear(sql(c, "DELETE FROM spans WHERE service_name = 'det'", 0,
+		    NULL));
+	pg_release(c);
+}
+
 /* ---- services ---------------------------------------------------------- */
 
 static void
@@ -2631,6 +2816,8 @@ main(void)
 		cmocka_unit_test(test_trace_ids_bad_filter),
 		cmocka_unit_test(test_spans),
 		cmocka_unit_test(test_spans_bounds),
+		cmocka_unit_test(test_links),
+		cmocka_unit_test(test_details),
 		cmocka_unit_test(test_metrics_truncated),
 		cmocka_unit_test(test_metrics_dirty_hour),
 		cmocka_unit_test(test_services),
