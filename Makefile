@@ -112,7 +112,7 @@ SERVER_SRC := server/boot/boot.c \
 	build/gen/skills.c \
 	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
 		tool_query_otlp.c tool_spans.c tool_genai.c tool_spans_services.c \
-		tool_grafana.c) \
+		tool_grafana.c tool_detail.c) \
 	$(addprefix server/conformance/,conformance_fixtures.c \
 		tool_conformance.c tool_conformance_2026.c)
 MAIN_SRC := server/main.c

@@ -30,6 +30,7 @@
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
+#include "tools/tool_detail.h"
 #include "tools/tool_query.h"
 
 /* Text kept back from the budget ([tools] max_answer_chars) for the lines
@@ -1276,12 +1277,22 @@ struct traces_req {
 	const char *note;
 };
 
-/* arg: the call's struct redact, for the status message. */
+/* What span_label draws with: the call's redaction, for the status
+ * message, and the details of the error and slow spans. */
+struct label_ctx {
+	const struct redact *r;
+	const struct tool_details *det;
+};
+
+/* "[OTLP] payments: POST /charge (250ms) ERROR 402: declined ← SLOW
+ * [server, HTTP 402, exception CardError: no funds]"; arg: a label_ctx */
 static int
 span_label(struct buf *b, const struct merge_node *node, void *arg)
 {
+	const struct label_ctx *lc = arg;
 	const struct spanquery_span *s = node->span->user;
-	char dur[24], *msg = NULL;
+	const struct spanquery_detail *x = tool_details_of(lc->det, node);
+	char dur[24], code[48], *msg = NULL;
 	int rc;
 
 	const char *parts[] = {render_source_label(node->span->source),
@@ -1305,11 +1316,12 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 	if (rc == STATUS_OK && s->status == 2) {
 		const char *m;
 
-		msg = redact_text(arg, s->status_message);
+		msg = redact_text(lc->r, s->status_message);
 		m = msg ? msg : s->status_message ? s->status_message : "";
+		tool_detail_code(x, code, sizeof(code));
 		/* 120 bytes, never half a character: the text must stay
 		 * UTF-8 for the answer to be written at all */
-		rc = buf_printf(b, " ERROR%s%.*s",
+		rc = buf_printf(b, " ERROR%s%s%.*s", code,
 				s->status_message ? ": " : "",
 				(int)utf8_prefix(m, 120), m);
 		free(msg);
@@ -1320,6 +1332,8 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 		rc = buf_puts(b, " (async)");
 	if (rc == STATUS_OK && node->slow)
 		rc = buf_puts(b, " ← SLOW");
+	if (rc == STATUS_OK)
+		rc = tool_detail_text(b, node, x);
 	return rc;
 }
 
@@ -1414,11 +1428,28 @@ jt_int(struct jtext *w, json_int_t v)
 	jsondump_integer(&w->b, v);
 }
 
+/* v as compact JSON (takes the reference; NULL is ENOMEM): for the few
+ * values built as jansson trees. */
+static void
+jt_json(struct jtext *w, json_t *v)
+{
+	char *text = v != NULL ? jsondump(v, JSON_COMPACT) : NULL;
+
+	if (text != NULL)
+		jt_raw(w, text, strlen(text));
+	else
+		buf_set_error(&w->b, STATUS_NOMEM);
+	free(text);
+	json_decref(v);
+}
+
 /* The span as {"span_id", ..., "children":[ with its children still to
  * come: keys in the order the schema lists them. */
 static void
-span_open(struct jtext *w, const struct merge_node *node)
+span_open(struct jtext *w, const struct merge_node *node,
+	  const struct tool_details *det)
 {
+	const struct spanquery_detail *x = tool_details_of(det, node);
 	const struct spanquery_span *s = node->span->user;
 	char start[TIMERANGE_FORMAT_MAX];
 	size_t slen;
@@ -1463,9 +1494,14 @@ span_open(struct jtext *w, const struct merge_node *node)
 	else
 		JT_LIT(w, ",\"critical\":false");
 	if (node->async)
-		JT_LIT(w, ",\"async\":true,\"children\":[");
+		JT_LIT(w, ",\"async\":true");
 	else
-		JT_LIT(w, ",\"async\":false,\"children\":[");
+		JT_LIT(w, ",\"async\":false");
+	if (x != NULL) {
+		JT_LIT(w, ",\"details\":");
+		jt_json(w, tool_detail_json(node, x));
+	}
+	JT_LIT(w, ",\"children\":[");
 }
 
 /*
@@ -1476,7 +1512,8 @@ span_open(struct jtext *w, const struct merge_node *node)
  * may be thousands of levels deep.
  */
 static void
-trace_write(struct jtext *w, const struct merge_trace *t)
+trace_write(struct jtext *w, const struct merge_trace *t,
+	    const struct tool_details *det)
 {
 	char start[TIMERANGE_FORMAT_MAX];
 	size_t open = 0; /* spans whose children are being written */
@@ -1509,7 +1546,7 @@ trace_write(struct jtext *w, const struct merge_trace *t)
 			buf_set_error(&w->b, STATUS_INVALID);
 			break;
 		}
-		span_open(w, node);
+		span_open(w, node, det);
 		open++;
 	}
 	for (; open > 0; open--)
@@ -1927,9 +1964,10 @@ struct traces_state {
 	struct merge_span *spans;
 	size_t nspans;
 	struct merge_result *res;
-	size_t *order;	/* of res->traces, as picked */
-	struct buf b;	/* the text */
-	struct jtext w; /* the structured content */
+	size_t *order;		 /* of res->traces, as picked */
+	struct tool_details det; /* of their error and slow spans */
+	struct buf b;		 /* the text */
+	struct jtext w;		 /* the structured content */
 };
 
 /* Arguments: the trace, or the filter and range; *result is the answer
@@ -2178,6 +2216,20 @@ traces_merge(struct traces_state *x)
 	return STATUS_OK;
 }
 
+/* Details: of each trace's deepest error span and slow spans, then of
+ * their other error spans, best trace first, while there is room
+ * (SPANQUERY_MAX_DETAILS). */
+static int
+traces_details(struct traces_state *x)
+{
+	for (int others = 0; others < 2; others++)
+		for (size_t i = 0; i < x->res->n_traces; i++)
+			(void)tool_details_pick(&x->det,
+						&x->res->traces[x->order[i]],
+						false, others == 1);
+	return tool_details_fetch(x->call, tool_conns_for(&x->k, 0), &x->det);
+}
+
 /* Text: that no trace was found, and for what; *result is the answer
  * when the service has no spans at all. */
 static int
@@ -2273,14 +2325,15 @@ traces_trees(struct traces_state *x)
 		buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
 			   i > 0 || b->len > 0 ? "\n" : "", tid, dur, start,
 			   t->span_count, t->span_count == 1 ? "" : "s");
-		rc = render_trace_tree(b, t, span_label,
-				       (void *)call_redact(x->call),
-				       room / left, NULL);
+		rc = render_trace_tree(
+			b, t, span_label,
+			&(struct label_ctx){call_redact(x->call), &x->det},
+			room / left, NULL);
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
 			return rc;
 		if (i > 0)
 			JT_LIT(&x->w, ",");
-		trace_write(&x->w, t);
+		trace_write(&x->w, t, &x->det);
 	}
 	return STATUS_OK;
 }
@@ -2344,17 +2397,8 @@ traces_close(struct traces_state *x)
 	else
 		JT_LIT(w, "},\"more_traces\":false");
 	if (x->trace_id == NULL) {
-		json_t *range = tool_range_json(&x->tr);
-		char *text =
-			range != NULL ? jsondump(range, JSON_COMPACT) : NULL;
-
 		JT_LIT(w, ",\"time_range\":");
-		if (text != NULL)
-			jt_raw(w, text, strlen(text));
-		else
-			buf_set_error(&w->b, STATUS_NOMEM);
-		free(text);
-		json_decref(range);
+		jt_json(w, tool_range_json(&x->tr));
 	}
 	JT_LIT(w, "}");
 }
@@ -2409,7 +2453,8 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 	if ((rc = traces_fetch(&x)) != STATUS_OK)
 		goto out;
 	traces_redact(&x);
-	if ((rc = traces_merge(&x)) != STATUS_OK)
+	if ((rc = traces_merge(&x)) != STATUS_OK ||
+	    (rc = traces_details(&x)) != STATUS_OK)
 		goto out;
 	if ((rc = traces_head(&x, result)) != STATUS_OK || *result != NULL)
 		goto out;
@@ -2421,6 +2466,7 @@ traces_call(struct call *call, const json_t *args, json_t **result,
 out:
 	tool_conns_put(&x.k);
 	redact_kept_free(&x.own);
+	tool_details_free(&x.det);
 	merge_result_free(x.res);
 	for (int i = 0; x.fx != NULL && i < TOOL_SPAN_SRCS; i++) {
 		spanquery_spans_free(x.fx->sp[i][0]);

@@ -26,6 +26,7 @@
 #include "telemetry/spanlist.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
+#include "tools/tool_detail.h"
 #include "tools/tool_spans.h"
 
 /* Text kept back from the budget for what follows a table or tree: the
@@ -680,6 +681,8 @@ struct trace_ctx {
 	const struct merge_trace *t;
 	/* per node: never folded (see mark_kept) */
 	bool *keep;
+	/* the details of the error and slow spans (borrowed) */
+	const struct tool_details *det;
 };
 
 static const struct spanquery_span *
@@ -688,8 +691,28 @@ row_of(const struct merge_node *n)
 	return n->span->user;
 }
 
-/* "[OTLP] checkout: GET /a (23ms) ERROR: boom ← SLOW"; " (async)" where
- * work the request did not wait for begins */
+/* " ERROR 402: card declined": the code when the details give one */
+static int
+error_text(struct buf *b, const struct spanquery_span *s,
+	   const struct spanquery_detail *x)
+{
+	char code[48];
+	int rc;
+
+	tool_detail_code(x, code, sizeof(code));
+	rc = buf_printf(b, " ERROR%s", code);
+	if (rc == STATUS_OK && s->status_message != NULL) {
+		rc = buf_puts(b, ": ");
+		if (rc == STATUS_OK)
+			rc = put_line_text(b, s->status_message, MESSAGE_MAX);
+	}
+	return rc;
+}
+
+/* "[OTLP] payments: POST /charge (23ms) ERROR 402: declined ← SLOW
+ * [server, HTTP 402, exception CardError: no funds]": the details last,
+ * only on error and slow spans; " (async)" where work the request did not
+ * wait for begins */
 static int
 trace_label(struct buf *b, const struct merge_node *node, void *arg)
 {
@@ -697,7 +720,9 @@ trace_label(struct buf *b, const struct merge_node *node, void *arg)
 	char dur[24];
 	int rc;
 
-	(void)arg;
+	const struct trace_ctx *ctx = arg;
+	const struct spanquery_detail *x = tool_details_of(ctx->det, node);
+
 	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
 	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
 	if (rc == STATUS_OK)
@@ -710,21 +735,16 @@ trace_label(struct buf *b, const struct merge_node *node, void *arg)
 		rc = buf_printf(b, " (%s)", dur);
 	if (rc == STATUS_OK && node->also_seen_by != 0)
 		rc = buf_puts(b, " (also seen by eBPF)");
-	if (rc == STATUS_OK && s->status == 2) {
-		rc = buf_puts(b, " ERROR");
-		if (rc == STATUS_OK && s->status_message != NULL) {
-			rc = buf_puts(b, ": ");
-			if (rc == STATUS_OK)
-				rc = put_line_text(b, s->status_message,
-						   MESSAGE_MAX);
-		}
-	}
+	if (rc == STATUS_OK && s->status == 2)
+		rc = error_text(b, s, x);
 	if (rc == STATUS_OK && node->orphan)
 		rc = buf_puts(b, " (parent not found)");
 	if (rc == STATUS_OK && node->async_start)
 		rc = buf_puts(b, " (async)");
 	if (rc == STATUS_OK && node->slow)
 		rc = buf_puts(b, " ← SLOW");
+	if (rc == STATUS_OK)
+		rc = tool_detail_text(b, node, x);
 	return rc;
 }
 
@@ -826,18 +846,31 @@ mark_kept(struct trace_ctx *ctx, const struct merge_trace *t)
 	return STATUS_OK;
 }
 
+/* Sets o's "details" to node's (nothing when it has none); false on
+ * ENOMEM. */
+static bool
+set_details(json_t *o, const struct tool_details *det,
+	    const struct merge_node *node)
+{
+	const struct spanquery_detail *x = tool_details_of(det, node);
+
+	return x == NULL || json_object_set_new(o, "details",
+						tool_detail_json(node, x)) == 0;
+}
+
 static json_t *
-node_json(const struct merge_trace *t, size_t i)
+node_json(const struct merge_trace *t, size_t i, const struct tool_details *det)
 {
 	const struct merge_node *node = &t->nodes[i];
 	const struct spanquery_span *s = row_of(node);
 	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
+	json_t *o;
 
 	hex_encode(s->span_id, 8, sid);
 	hex_encode(s->parent_span_id, 8, pid);
 	timerange_format((int64_t)(s->start_ns / 1000000), start,
 			 sizeof(start));
-	return json_pack(
+	o = json_pack(
 		"{s:s, s:s?, s:I, s:s, s:s, s:s, s:s, s:f, s:f, "
 		"s:s, s:o, s:b, s:b, s:b}",
 		"span_id", sid, "parent_span_id", s->has_parent ? pid : NULL,
@@ -849,13 +882,19 @@ node_json(const struct merge_trace *t, size_t i)
 		otlp_status_name(s->status), "status_message",
 		opt_string(s->status == 2 ? s->status_message : NULL), "slow",
 		node->slow, "critical", node->critical, "async", node->async);
+	if (o != NULL && !set_details(o, det, node)) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 /* A line of the drawn tree: the span, or the run it stands for. */
 static json_t *
-line_json(const struct merge_trace *t, const struct render_fold_line *l)
+line_json(const struct merge_trace *t, const struct render_fold_line *l,
+	  const struct tool_details *det)
 {
-	json_t *o = node_json(t, l->node);
+	json_t *o = node_json(t, l->node, det);
 
 	if (o == NULL)
 		return NULL;
@@ -1019,16 +1058,11 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
  * order among equally deep ones). */
 static int
 error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
-	    json_t *out)
+	    size_t deepest, const struct tool_details *det, json_t *out)
 {
-	size_t deepest = MERGE_NONE, hops = 0, *path = NULL, i;
+	size_t hops = 0, *path = NULL, i;
 	int rc;
 
-	for (i = 0; i < t->n_nodes; i++)
-		if (row_of(&t->nodes[i])->status == 2 &&
-		    (deepest == MERGE_NONE ||
-		     t->nodes[i].depth > t->nodes[deepest].depth))
-			deepest = i;
 	rc = buf_puts(b, "\n### Error chain\n");
 	if (rc != STATUS_OK)
 		return rc;
@@ -1050,20 +1084,23 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 	for (size_t h = 0; h < hops && rc == STATUS_OK; h++) {
 		const struct merge_node *node = &t->nodes[path[h]];
 		const struct spanquery_span *s = row_of(node);
+		const struct spanquery_detail *x = tool_details_of(det, node);
 		char sid[17];
-		json_t *msg;
+		json_t *msg, *hop;
 
 		hex_encode(s->span_id, 8, sid);
 		msg = opt_string(s->status == 2 ? s->status_message : NULL);
-		if (msg == NULL ||
-		    json_array_append_new(
-			    out,
-			    json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}",
-				      "span_id", sid, "service", s->service,
-				      "name", s->name, "duration_ms",
-				      (double)s->duration_ns / 1e6, "status",
-				      otlp_status_name(s->status),
-				      "status_message", msg)) != 0) {
+		hop = msg == NULL
+			      ? NULL
+			      : json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}",
+					  "span_id", sid, "service", s->service,
+					  "name", s->name, "duration_ms",
+					  (double)s->duration_ns / 1e6,
+					  "status", otlp_status_name(s->status),
+					  "status_message", msg);
+		if (hop == NULL || !set_details(hop, det, node) ||
+		    json_array_append_new(out, hop) != 0) {
+			json_decref(hop);
 			rc = STATUS_NOMEM;
 			break;
 		}
@@ -1079,21 +1116,89 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 		if (rc == STATUS_OK)
 			rc = span_ref(b, node);
 		if (rc == STATUS_OK)
-			rc = buf_printf(b, " %s",
-					s->status == 2
-						? "ERROR"
-						: otlp_status_name(s->status));
-		if (rc == STATUS_OK && s->status == 2 &&
-		    s->status_message != NULL) {
-			rc = buf_puts(b, ": ");
-			if (rc == STATUS_OK)
-				rc = put_line_text(b, s->status_message,
-						   MESSAGE_MAX);
-		}
+			rc = s->status == 2
+				     ? error_text(b, s, x)
+				     : buf_printf(b, " %s",
+						  otlp_status_name(s->status));
+		/* the cause: what the deepest error span says of itself */
+		if (rc == STATUS_OK && h == hops - 1)
+			rc = tool_detail_text(b, node, x);
 		if (rc == STATUS_OK)
 			rc = buf_puts(b, "\n");
 	}
 	free(path);
+	return rc;
+}
+
+/* The first bottleneck: the most self time on the critical path (the
+ * earliest on a tie, as bottlenecks orders them); MERGE_NONE when no
+ * span there has time of its own. */
+static size_t
+bottleneck_top(const struct merge_trace *t)
+{
+	size_t top = MERGE_NONE;
+
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].critical && t->nodes[i].self_ns > 0 &&
+		    (top == MERGE_NONE ||
+		     t->nodes[i].self_ns > t->nodes[top].self_ns))
+			top = i;
+	return top;
+}
+
+/* a span's line of "### Key attributes": its attributes take this much */
+#define KEY_ATTRS_MAX 700
+
+/*
+ * "### Key attributes": the attributes of the first bottleneck and of the
+ * deepest error span (one line when they are the same span), as read
+ * and redacted by tool_details, each line bounded.
+ */
+static int
+key_attributes(struct buf *b, const struct merge_trace *t, size_t top,
+	       size_t deepest, const struct tool_details *det, json_t *out)
+{
+	const size_t who[2] = {top, deepest};
+	static const char *const role[2] = {"bottleneck", "deepest error"};
+	int rc = buf_puts(b, "\n### Key attributes\n");
+
+	if (rc == STATUS_OK && top == MERGE_NONE && deepest == MERGE_NONE)
+		rc = buf_puts(b, "No bottleneck and no error span.\n");
+	for (int k = 0; k < 2 && rc == STATUS_OK; k++) {
+		const struct merge_node *node;
+		const json_t *attrs;
+		char sid[17];
+
+		if (who[k] == MERGE_NONE || (k == 1 && deepest == top))
+			continue;
+		node = &t->nodes[who[k]];
+		attrs = tool_details_attrs(det, node);
+		hex_encode(row_of(node)->span_id, 8, sid);
+		rc = buf_printf(b, "%s, ",
+				k == 0 && deepest == top
+					? "Bottleneck and deepest error"
+				: k == 0 ? "Bottleneck"
+					 : "Deepest error");
+		if (rc == STATUS_OK)
+			rc = span_ref(b, node);
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, ": ");
+		if (rc == STATUS_OK)
+			rc = attrs != NULL ? tool_detail_attrs_text(
+						     b, attrs, KEY_ATTRS_MAX)
+					   : buf_puts(b, "(not read)");
+		if (rc == STATUS_OK)
+			rc = buf_puts(b, "\n");
+		if (rc == STATUS_OK &&
+		    json_array_append_new(
+			    out, json_pack("{s:s, s:s, s:O?}", "role",
+					   k == 0 && deepest == top
+						   ? "bottleneck, deepest error"
+						   : role[k],
+					   "span_id", sid, "attributes",
+					   (json_t *)attrs)) != 0)
+			rc = STATUS_NOMEM;
+	}
 	return rc;
 }
 
@@ -1182,7 +1287,9 @@ struct get_call {
 	struct trace_ctx ctx;
 	struct render_fold *fold;
 	size_t n_errors, shown; /* error spans; tree lines drawn */
-	json_t *lines, *bn, *chain;
+	size_t top, deepest;	/* first bottleneck, deepest error span */
+	struct tool_details det;
+	json_t *lines, *bn, *chain, *keys;
 	struct buf b, sect[2]; /* the answer; bottlenecks, error chain */
 };
 
@@ -1321,6 +1428,19 @@ get_fold(struct get_call *x)
 	return STATUS_OK;
 }
 
+/* Details: of the first bottleneck and the deepest error span with their
+ * attributes, of the slow and the other error spans without. */
+static int
+get_details(struct get_call *x)
+{
+	x->top = bottleneck_top(x->t);
+	if (x->top != MERGE_NONE)
+		(void)tool_details_want(&x->det, &x->t->nodes[x->top], true);
+	x->deepest = tool_details_pick(&x->det, x->t, true, true);
+	x->ctx.det = &x->det;
+	return tool_details_fetch(x->call, tool_conns_for(&x->k, 0), &x->det);
+}
+
 /* Text: the "Sources:" line, spans per source (or why none). */
 static void
 get_sources_line(struct get_call *x)
@@ -1403,11 +1523,16 @@ get_body(struct get_call *x)
 
 	x->bn = json_array();
 	x->chain = json_array();
-	if (x->bn == NULL || x->chain == NULL)
+	x->keys = json_array();
+	if (x->bn == NULL || x->chain == NULL || x->keys == NULL)
 		return STATUS_NOMEM;
+	/* the key attributes close the second section: the answer ends
+	 * with them */
 	if ((rc = bottlenecks(&sect[0], x->t, x->bn)) != STATUS_OK ||
-	    (rc = error_chain(&sect[1], x->t, x->n_errors, x->chain)) !=
-		    STATUS_OK)
+	    (rc = error_chain(&sect[1], x->t, x->n_errors, x->deepest, &x->det,
+			      x->chain)) != STATUS_OK ||
+	    (rc = key_attributes(&sect[1], x->t, x->top, x->deepest, &x->det,
+				 x->keys)) != STATUS_OK)
 		return rc;
 	avail = budget > b->len + 64 ? budget - b->len - 64 : 0;
 	room = avail > sect[0].len + sect[1].len
@@ -1450,14 +1575,15 @@ get_result(struct get_call *x, json_t **result)
 		return STATUS_NOMEM;
 	for (size_t i = 0; i < x->shown; i++) {
 		if (json_array_append_new(
-			    x->lines, line_json(t, &x->fold->lines[i])) != 0)
+			    x->lines,
+			    line_json(t, &x->fold->lines[i], &x->det)) != 0)
 			return STATUS_NOMEM;
 		covered += x->fold->lines[i].end - x->fold->lines[i].node;
 	}
 	timerange_format((int64_t)(t->start_ns / 1000000), start,
 			 sizeof(start));
 	sc = json_pack("{s:s, s:b, s:I, s:f, s:s, s:o, s:I, s:I, s:I, s:O, "
-		       "s:I, s:O, s:O}",
+		       "s:I, s:O, s:O, s:O}",
 		       "trace_id", x->tid, "found", true, "span_count",
 		       (json_int_t)t->span_count, "duration_ms",
 		       (double)(t->end_ns - t->start_ns) / 1e6, "start", start,
@@ -1466,7 +1592,8 @@ get_result(struct get_call *x, json_t **result)
 		       (json_int_t)t->duplicates, "folded_spans",
 		       (json_int_t)x->fold->folded, "lines", x->lines,
 		       "spans_not_shown", (json_int_t)(t->span_count - covered),
-		       "bottlenecks", x->bn, "error_chain", x->chain);
+		       "bottlenecks", x->bn, "error_chain", x->chain,
+		       "key_attributes", x->keys);
 	if (sc == NULL)
 		return STATUS_NOMEM;
 	return tool_result_buf(&x->b, sc, result);
@@ -1500,6 +1627,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	if ((rc = get_fold(&x)) != STATUS_OK ||
+	    (rc = get_details(&x)) != STATUS_OK ||
 	    (rc = get_head(&x)) != STATUS_OK ||
 	    (rc = get_body(&x)) != STATUS_OK)
 		goto out;
@@ -1516,6 +1644,8 @@ out:
 	json_decref(x.lines);
 	json_decref(x.bn);
 	json_decref(x.chain);
+	json_decref(x.keys);
+	tool_details_free(&x.det);
 	buf_free(&x.b);
 	buf_free(&x.sect[0]);
 	buf_free(&x.sect[1]);

@@ -933,7 +933,7 @@ describe('query_traces', () => {
 		const header = new RegExp(`Trace ${T_DUP} \\(([\\d.,]+)ms, ([^)]+)\\)`).exec(text);
 		assert.ok(header, `no header line for ${T_DUP}:\n${text}`);
 		rendered(header[1], sqlTr.duration_ms, 'header duration');
-		assert.match(text, /[├└]─ \[OTLP\] trace-pay: charge card \(65(\.0+)?ms\)( \(also seen by eBPF\))? ← SLOW$/m);
+		assert.match(text, /[├└]─ \[OTLP\] trace-pay: charge card \(65(\.0+)?ms\)( \(also seen by eBPF\))? ← SLOW \[server\]$/m);
 		assert.match(text, /[├└]─ \[eBPF\] trace-lab: SELECT carts \(15(\.0+)?ms\)$/m);
 		assert.match(text, /[├└]─ \[OTLP\] trace-lab: validate cart \(5(\.0+)?ms\)$/m);
 		assert.match(text, /\[OTLP\] trace-lab: checkout handler \(100(\.0+)?ms\)/);
@@ -958,7 +958,7 @@ describe('query_traces', () => {
 			assert.equal(node(id).critical, true, `${node(id).name} is on the critical path`);
 		}
 		assert.deepEqual(flat.filter((f) => f.n.slow).map((f) => f.n.span_id), [ASYNC.co, ASYNC.score]);
-		assert.match(text, /async-fraud: fraud\.v1\.FraudService\/Score \(68(\.0+)?ms\) ← SLOW$/m);
+		assert.match(text, /async-fraud: fraud\.v1\.FraudService\/Score \(68(\.0+)?ms\) ← SLOW \[server\]$/m);
 		assert.match(text, /async-notify: orders process \(233(\.0+)?ms\) \(async\)$/m);
 		assert.match(text, /async-notify: POST \(223(\.0+)?ms\)$/m);
 		assert.match(text, /^Analysis: the largest latency contributor on the critical path is async-fraud: fraud\.v1\.FraudService\/Score \(self time 68(\.0+)?ms, [\d.]+% of its request\), downstream of async-checkout;/m);
@@ -997,7 +997,7 @@ describe('query_traces', () => {
 		assert.equal(sc.traces[0].spans[0].status, 'error');
 		const line = text.split('\n').find((l) => l.includes('status-lab: charge'));
 		assert.ok(line, text);
-		assert.match(line, / ERROR: x{119}( ← SLOW)?$/);
+		assert.match(line, / ERROR: x{119}( ← SLOW)? \[server\]$/);
 	});
 
 	test('a 1,000-level deep trace: every level, nested, in the answer', async () => {

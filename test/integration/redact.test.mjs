@@ -151,7 +151,7 @@ after(async () => {
 // span names and routes (checks on {text, sc}), so that leaving the data
 // out does not pass for redaction.
 const CALLS = [
-	['query_traces', { service: 'vault-api' }, ({ text }) => assert.match(text, /ERROR: denied for \[REDACTED\]/), ({ sc }) => {
+	['query_traces', { service: 'vault-api' }, ({ text }) => assert.match(text, /ERROR 500: denied for \[REDACTED\]/), ({ sc }) => {
 		const names = strings(sc.traces).map((x) => x.s);
 		assert.ok(names.includes(`notify ${MARK}`), 'the span named after an address is not shown as "notify [REDACTED]"');
 		assert.ok(names.includes(`chat summary for ${MARK}`));

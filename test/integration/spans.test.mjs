@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
-import { KIND, STATUS, newId, span } from './lib/otlpjson.mjs';
+import { KIND, STATUS, attrs, newId, span } from './lib/otlpjson.mjs';
 import { psql } from './lib/pg.mjs';
 import { psqlJson } from './lib/pgjson.mjs';
 import {
@@ -30,12 +30,16 @@ const random = rng(4242);
 const batch = new ResBatch();
 const NS = { shop: { 'service.namespace': 'shop' }, jobs: { 'service.namespace': 'jobs' } };
 
-// One span of trace t at t0 (BigInt ns) + at ms, lasting dur ms.
-function sp(service, source, t, t0, { id = newId(8), parent, name, kind = KIND.INTERNAL, at = 0, dur, status, attributes, resource = {} }) {
-	batch.add(service, source, span({
+// One span of trace t at t0 (BigInt ns) + at ms, lasting dur ms; events
+// and links in OTLP/JSON form.
+function sp(service, source, t, t0, { id = newId(8), parent, name, kind = KIND.INTERNAL, at = 0, dur, status, attributes, resource = {}, events, links }) {
+	const s = span({
 		traceId: t, spanId: id, parentSpanId: parent, name, kind,
 		startNs: t0 + BigInt(Math.round(at * 1e6)), durNs: BigInt(Math.round(dur * 1e6)), attributes, status,
-	}), resource);
+	});
+	if (events) s.events = events;
+	if (links) s.links = links;
+	batch.add(service, source, s, resource);
 	return id;
 }
 const http = (method, route, code) => ({ 'http.request.method': method, 'http.route': route, 'http.response.status_code': code });
@@ -154,6 +158,46 @@ const ASYNC = {};
 	ASYNC.pub = sp('async-checkout', 'otlp', T_ASYNC, t0, { parent: ASYNC.co, name: 'orders publish', kind: KIND.PRODUCER, at: 95, dur: 1 });
 	ASYNC.con = sp('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.pub, name: 'orders process', kind: KIND.CONSUMER, at: 130, dur: 233 });
 	ASYNC.post = sp('async-notify', 'otlp', T_ASYNC, t0, { parent: ASYNC.con, name: 'POST', kind: KIND.CLIENT, at: 140, dur: 223 });
+}
+
+// T_FAIL: a checkout that failed three ways below its request: payments
+// answered 402 (its server span recorded the exception), the e-mail to
+// api.sendgrid.com failed 503 (the slowest span), a gRPC call UNAVAILABLE.
+const T_FAIL = newId(16);
+const FAIL = {};
+{
+	const t0 = ago(11 * MIN_MS);
+	const err = (message) => ({ code: STATUS.ERROR, message });
+	FAIL.root = sp('fail-checkout', 'otlp', T_FAIL, t0, { name: 'POST /checkout', kind: KIND.SERVER, dur: 400, attributes: http('POST', '/checkout', 502), status: err('checkout failed') });
+	FAIL.charge = sp('fail-checkout', 'otlp', T_FAIL, t0, {
+		parent: FAIL.root, name: 'POST /charge', kind: KIND.CLIENT, at: 5, dur: 60, status: err('payment required'),
+		attributes: { ...http('POST', undefined, 402), 'server.address': 'payments.internal', 'server.port': 8080 },
+	});
+	FAIL.pay = sp('fail-payments', 'otlp', T_FAIL, t0, {
+		parent: FAIL.charge, name: 'POST /charge', kind: KIND.SERVER, at: 10, dur: 50, status: err('card declined'),
+		attributes: { ...http('POST', '/charge', 402), 'card.token': 'tok_live_4242', 'payment.amount': 129.5, 'customer.contact': 'ann@example.com' },
+		events: [{ timeUnixNano: (t0 + 40n * MS).toString(), name: 'exception', attributes: attrs({
+			'exception.type': 'CardDeclinedError', 'exception.message': 'insufficient funds for ann@example.com', 'exception.stacktrace': 'at charge (pay.js:12)',
+		}) }],
+	});
+	FAIL.mail = sp('fail-checkout', 'otlp', T_FAIL, t0, {
+		parent: FAIL.root, name: 'POST', kind: KIND.CLIENT, at: 70, dur: 300, status: err('Service Unavailable'),
+		attributes: { 'http.request.method': 'POST', 'http.response.status_code': 503, 'server.address': 'api.sendgrid.com', 'url.full': 'https://api.sendgrid.com/v3/mail/send' },
+	});
+	FAIL.grpc = sp('fail-checkout', 'otlp', T_FAIL, t0, {
+		parent: FAIL.root, name: 'inventory.Stock/Reserve', kind: KIND.CLIENT, at: 375, dur: 20, status: err('connection refused'),
+		attributes: { 'rpc.system': 'grpc', 'rpc.service': 'inventory.Stock', 'rpc.method': 'Reserve', 'rpc.grpc.status_code': 14, 'server.address': 'inventory' },
+	});
+}
+
+// T_LINK: a request, and work it started through a span link rather than
+// a parent (a batch consumer), running on after the request ended.
+const T_LINK = newId(16);
+const LINK = {};
+{
+	const t0 = ago(10 * MIN_MS);
+	LINK.req = sp('link-api', 'otlp', T_LINK, t0, { name: 'POST /orders', kind: KIND.SERVER, dur: 40 });
+	LINK.job = sp('link-worker', 'otlp', T_LINK, t0, { name: 'settle order', at: 60, dur: 150, links: [{ traceId: T_LINK, spanId: LINK.req }] });
 }
 
 // T_BIG: 10,000 spans: a root, 99 "process chunk" children with 100
@@ -579,7 +623,7 @@ describe('get_trace', () => {
 		close(sc.bottlenecks[1].self_ms, 30, 'checkout self_ms', { rel: 1e-3 });
 		assert.match(text, /^363(\.0+)?ms, 6 spans, started [^;]+; the request took 101(\.0+)?ms; /m);
 		assert.match(text, /async-notify: orders process \(233(\.0+)?ms\) \(async\)$/m);
-		assert.match(text, /async-fraud: Score \(68(\.0+)?ms\) ← SLOW$/m);
+		assert.match(text, /async-fraud: Score \(68(\.0+)?ms\) ← SLOW \[server\]$/m);
 		assert.doesNotMatch(text, /async-notify[^\n]*← SLOW/);
 		assert.match(text, /^1\. \[OTLP\] async-fraud: Score \(68(\.0+)?ms\): self time 68(\.0+)?ms, [\d.]+% of the request$/m);
 		assert.match(text, /^Background: \[OTLP\] async-notify: POST \(223(\.0+)?ms\), after the request ended \(async, via \[OTLP\] async-notify: orders process \(233(\.0+)?ms\)\)$/m);
@@ -618,6 +662,97 @@ describe('get_trace', () => {
 	test('a bad trace id names the field', async () => {
 		assert.match(await callRefused(st.mcp, 'get_trace', { trace_id: 'xyz' }), /trace_id/);
 		assert.match(await callRefused(st.mcp, 'get_trace', {}), /trace_id/);
+	});
+});
+
+describe('the details that explain a failure', () => {
+	const D = '(\\.0+)?ms';
+	const PAY = `fail-payments: POST /charge \\(50${D}\\) ERROR 402: card declined \\[server, HTTP 402, exception CardDeclinedError: insufficient funds for \\[REDACTED\\]\\]`;
+	const MAIL = `fail-checkout: POST \\(300${D}\\) ERROR 503: Service Unavailable ← SLOW \\[client → api\\.sendgrid\\.com, HTTP 503\\]`;
+	const GRPC = `fail-checkout: inventory\\.Stock/Reserve \\(20${D}\\) ERROR UNAVAILABLE: connection refused \\[client → inventory, gRPC UNAVAILABLE\\]`;
+	const CHARGE = `fail-checkout: POST /charge \\(60${D}\\) ERROR 402: payment required \\[client → payments\\.internal:8080, HTTP 402\\]`;
+	const WANT = {
+		[FAIL.pay]: { kind: 'server', http_status_code: 402, exception: { type: 'CardDeclinedError', message: 'insufficient funds for [REDACTED]' } },
+		[FAIL.mail]: { kind: 'client', http_status_code: 503, peer: 'api.sendgrid.com' },
+		[FAIL.grpc]: { kind: 'client', grpc_status_code: 14, grpc_status: 'UNAVAILABLE', peer: 'inventory' },
+		[FAIL.charge]: { kind: 'client', http_status_code: 402, peer: 'payments.internal:8080' },
+		[FAIL.root]: { kind: 'server', http_status_code: 502 },
+	};
+
+	test('get_trace: error and slow spans show kind, code, peer and exception; the chain ends with the status code; Key attributes close the answer, redacted', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_FAIL });
+		for (const re of [PAY, MAIL, GRPC, CHARGE]) assert.match(text, new RegExp(`[├└]─ \\[OTLP\\] ${re}$`, 'm'));
+		assert.match(text, new RegExp(`\\[OTLP\\] fail-checkout: POST /checkout \\(400${D}\\) ERROR 502: checkout failed \\[server, HTTP 502\\]$`, 'm'));
+		// the chain: root to payments' 402, the cause told on its last line
+		assert.deepEqual(sc.error_chain.map((e) => e.span_id), [FAIL.root, FAIL.charge, FAIL.pay]);
+		const chain = text.slice(text.indexOf('### Error chain'), text.indexOf('### Key attributes'));
+		assert.match(chain, new RegExp(`^1\\. \\[OTLP\\] fail-checkout: POST /checkout \\(400${D}\\) ERROR 502: checkout failed$`, 'm'));
+		assert.match(chain, new RegExp(`^3\\. \\[OTLP\\] ${PAY}$`, 'm'));
+		assert.deepEqual(sc.error_chain.at(-1).details, WANT[FAIL.pay]);
+		for (const [id, want] of Object.entries(WANT)) assert.deepEqual(sc.lines.find((l) => l.span_id === id).details, want, `details of ${id}`);
+		// the answer ends with the attributes of the bottleneck (the
+		// e-mail call) and of the deepest error (payments' 402)
+		const at = text.indexOf('\n### Key attributes\n');
+		assert.ok(at > text.indexOf('### Error chain'), text);
+		const keys = text.slice(at).trim().split('\n');
+		assert.equal(keys.length, 3, keys.join('\n'));
+		assert.match(keys[1], new RegExp(`^Bottleneck, \\[OTLP\\] fail-checkout: POST \\(300${D}\\): .*server\\.address=api\\.sendgrid\\.com`));
+		assert.match(keys[1], /http\.response\.status_code=503/);
+		assert.match(keys[2], new RegExp(`^Deepest error, \\[OTLP\\] fail-payments: POST /charge \\(50${D}\\): `));
+		for (const kv of ['card.token=[REDACTED]', 'customer.contact=[REDACTED]', 'payment.amount=129.5', 'http.response.status_code=402']) assert.ok(keys[2].includes(kv), `${kv} in ${keys[2]}`);
+		assert.doesNotMatch(text, /tok_live|ann@example/);
+		assert.deepEqual(sc.key_attributes.map((k) => [k.role, k.span_id]), [['bottleneck', FAIL.mail], ['deepest error', FAIL.pay]]);
+		const pay = sc.key_attributes[1].attributes;
+		assert.deepEqual([pay['card.token'], pay['customer.contact'], pay['payment.amount'], pay['http.response.status_code']], ['[REDACTED]', '[REDACTED]', 129.5, 402]);
+		assert.equal(sc.key_attributes[0].attributes['server.address'], 'api.sendgrid.com');
+	});
+
+	test('get_trace: details only on error and slow spans; a slow span that is neither error nor remote shows its kind', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_ASYNC });
+		const line = (id) => sc.lines.find((l) => l.span_id === id);
+		assert.deepEqual(line(ASYNC.score).details, { kind: 'server' });
+		for (const id of [ASYNC.gw, ASYNC.pub, ASYNC.con, ASYNC.post]) assert.equal(line(id).details, undefined, line(id).name);
+		assert.match(text, /async-fraud: Score \(68(\.0+)?ms\) ← SLOW \[server\]$/m);
+		assert.equal((text.match(/ \[(server|client|internal|producer|consumer)[\],]/g) ?? []).length, sc.lines.filter((l) => l.details).length);
+		const keys = text.slice(text.indexOf('### Key attributes'));
+		assert.match(keys, /^Bottleneck, \[OTLP\] async-fraud: Score \(68(\.0+)?ms\): \(none\)$/m);
+	});
+
+	test('query_traces: the same details on the error and slow spans, in text and structure', async () => {
+		const { sc, text } = await call('query_traces', { trace_id: T_FAIL });
+		for (const re of [PAY, MAIL, GRPC, CHARGE]) assert.match(text, new RegExp(`[├└]─ \\[OTLP\\] ${re}$`, 'm'));
+		const flat = [];
+		const walkTree = (ns) => ns.forEach((n) => { flat.push(n); walkTree(n.children ?? []); });
+		walkTree(sc.traces[0].spans);
+		for (const [id, want] of Object.entries(WANT)) assert.deepEqual(flat.find((n) => n.span_id === id).details, want, `details of ${id}`);
+		assert.doesNotMatch(text, /ann@example/);
+		const a = await call('query_traces', { trace_id: T_ASYNC });
+		const fa = [];
+		const walkA = (ns) => ns.forEach((n) => { fa.push(n); walkA(n.children ?? []); });
+		walkA(a.sc.traces[0].spans);
+		assert.deepEqual(fa.filter((n) => n.details).map((n) => n.span_id).sort(), fa.filter((n) => n.slow).map((n) => n.span_id).sort());
+	});
+
+	test('query_spans: the trace column holds the trace id\'s first 8 digits, the whole one in structured content', async () => {
+		const { sc, text } = await call('query_spans', { service_name: 'fail-payments', time_range: '1h' });
+		assert.equal(sc.spans.length, 1);
+		assert.equal(sc.spans[0].trace_id, T_FAIL);
+		const t = mdTable(text, /\|\s*Time\s*\|\s*Trace\s*\|/);
+		assert.equal(t.rows[0][1], T_FAIL.slice(0, 8));
+		assert.ok(!text.includes(T_FAIL), 'the full id stays out of the text');
+	});
+
+	test('a span started through a link (no parent) is drawn under the linked span, async, off the critical path', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_LINK });
+		const job = sc.lines.find((l) => l.span_id === LINK.job);
+		assert.deepEqual([job.depth, job.async, job.critical, job.slow], [1, true, false, false]);
+		assert.match(text, /└─ \[OTLP\] link-worker: settle order \(150(\.0+)?ms\) \(async\)$/m);
+		assert.match(text, /^Background: \[OTLP\] link-worker: settle order \(150(\.0+)?ms\), after the request ended \(async\)$/m);
+		assert.deepEqual(sc.bottlenecks.map((b) => b.span_id), [LINK.req]);
+		const q = await call('query_traces', { trace_id: T_LINK });
+		const root = q.sc.traces[0].spans;
+		assert.equal(root.length, 1, 'one root: the request');
+		assert.deepEqual(root[0].children.map((c) => [c.span_id, c.async, c.critical]), [[LINK.job, true, false]]);
 	});
 });
 

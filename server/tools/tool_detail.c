@@ -1,0 +1,334 @@
+/*
+ * tool_detail.c - the details of the failed and slow spans a trace answer
+ * explains (see tool_detail.h): which spans, one statement for them all
+ * (spanquery_details), redaction, and how text and structure show them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "otlp/otlp.h"
+#include "tools/tool_common.h"
+#include "tools/tool_detail.h"
+
+static const struct spanquery_span *
+row_of(const struct merge_node *node)
+{
+	return node->span->user;
+}
+
+static size_t
+index_of(const struct tool_details *d, const struct merge_node *node)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->node[i] == node)
+			return i;
+	return MERGE_NONE;
+}
+
+bool
+tool_details_want(struct tool_details *d, const struct merge_node *node,
+		  bool attrs)
+{
+	const struct spanquery_span *s = row_of(node);
+	size_t i = index_of(d, node);
+
+	if (i == MERGE_NONE) {
+		if (d->n == SPANQUERY_MAX_DETAILS)
+			return false;
+		i = d->n++;
+		d->node[i] = node;
+		memcpy(d->key[i].trace_id, s->trace_id, 16);
+		memcpy(d->key[i].span_id, s->span_id, 8);
+		d->key[i].source =
+			tool_sources[tool_source_of_merge(node->span->source)]
+				.name;
+	}
+	d->key[i].with_attributes |= attrs;
+	return true;
+}
+
+size_t
+tool_details_pick(struct tool_details *d, const struct merge_trace *t,
+		  bool attrs_error, bool others)
+{
+	size_t deepest = MERGE_NONE;
+
+	for (size_t i = 0; others && i < t->n_nodes; i++)
+		if (row_of(&t->nodes[i])->status == 2 &&
+		    (deepest == MERGE_NONE ||
+		     t->nodes[i].depth > t->nodes[deepest].depth))
+			deepest = i;
+	if (deepest != MERGE_NONE)
+		(void)tool_details_want(d, &t->nodes[deepest], attrs_error);
+	for (size_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].slow)
+			(void)tool_details_want(d, &t->nodes[i], false);
+	for (size_t i = 0; others && i < t->n_nodes; i++)
+		if (row_of(&t->nodes[i])->status == 2 &&
+		    !tool_details_want(d, &t->nodes[i], false))
+			break;
+	return deepest;
+}
+
+/* v as shown under key: hidden when the key is sensitive, else with the
+ * value patterns applied (a copy kept in d). */
+static const char *
+shown(struct tool_details *d, const struct redact *r, const char *key,
+      const char *v)
+{
+	if (v == NULL)
+		return NULL;
+	if (redact_key(r, key))
+		return REDACT_MARK;
+	return redact_keep(&d->kept, r, v);
+}
+
+/* Redacts what was read, as every string of a span answer is. */
+static int
+details_redact(struct tool_details *d, const struct redact *r)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct spanquery_detail *x = &d->got->v[i];
+
+		x->peer =
+			shown(d, r,
+			      redact_key(r, "peer.service") ? "peer.service"
+							    : "server.address",
+			      x->peer);
+		x->db_system = shown(d, r, "db.system", x->db_system);
+		x->db_table = shown(d, r, "db.collection.name", x->db_table);
+		x->exception_type =
+			shown(d, r, "exception.type", x->exception_type);
+		x->exception_message =
+			shown(d, r, "exception.message", x->exception_message);
+		if (x->attributes != NULL) {
+			json_t *a = json_loads(x->attributes, 0, NULL);
+
+			if (!json_is_object(a)) {
+				json_decref(a);
+				continue;
+			}
+			if (redact_json(r, a) != STATUS_OK) {
+				json_decref(a);
+				return STATUS_NOMEM;
+			}
+			d->attrs[i] = a;
+		}
+	}
+	return STATUS_OK;
+}
+
+int
+tool_details_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
+{
+	struct pg_error pe;
+	int rc;
+
+	if (d->n == 0)
+		return STATUS_OK;
+	rc = spanquery_details_send(c, d->key, d->n, &pe);
+	if (rc == STATUS_OK)
+		rc = spanquery_details_recv(c, d->n, &d->got, &pe);
+	if (rc == STATUS_CANCELLED || call_cancelled(call))
+		return STATUS_CANCELLED;
+	if (rc == STATUS_NOMEM)
+		return rc;
+	if (rc != STATUS_OK) {
+		log_warn(&(struct log_fields){.request_id =
+						      call_request_id(call),
+					      .duration_ms = -1},
+			 "span details not read, the answer goes without "
+			 "them: %s",
+			 pe.detail[0] != '\0' ? pe.detail : pe.client);
+		return STATUS_OK;
+	}
+	return details_redact(d, call_redact(call));
+}
+
+const struct spanquery_detail *
+tool_details_of(const struct tool_details *d, const struct merge_node *node)
+{
+	size_t i;
+
+	if (d == NULL || d->got == NULL ||
+	    (i = index_of(d, node)) == MERGE_NONE || !d->got->v[i].found)
+		return NULL;
+	return &d->got->v[i];
+}
+
+const json_t *
+tool_details_attrs(const struct tool_details *d, const struct merge_node *node)
+{
+	size_t i;
+
+	if (d == NULL || d->got == NULL ||
+	    (i = index_of(d, node)) == MERGE_NONE)
+		return NULL;
+	return d->attrs[i];
+}
+
+void
+tool_detail_code(const struct spanquery_detail *x, char *out, size_t cap)
+{
+	if (x != NULL && x->grpc_code > 0)
+		snprintf(out, cap, " %s", otlp_grpc_code_name(x->grpc_code));
+	else if (x != NULL && x->http_status >= 400)
+		snprintf(out, cap, " %d", x->http_status);
+	else if (cap > 0)
+		out[0] = '\0';
+}
+
+/* Appends s with control bytes as spaces, cut to max bytes at a UTF-8
+ * character boundary with "…": a detail stays on its line. */
+static void
+put_short(struct buf *b, const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++, n++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (n >= max && (c & 0xc0) != 0x80) {
+			buf_puts(b, "…");
+			return;
+		}
+		if (c < 0x20 || c == 0x7f)
+			buf_puts(b, " ");
+		else
+			buf_append(b, s, 1);
+	}
+}
+
+/* A span that calls out (client, producer, internal, unknown) has a
+ * remote peer; on a server or consumer span server.address is its own. */
+static bool
+calls_out(int kind)
+{
+	return kind != 2 && kind != 5;
+}
+
+int
+tool_detail_text(struct buf *b, const struct merge_node *node,
+		 const struct spanquery_detail *x)
+{
+	const struct spanquery_span *s = row_of(node);
+
+	if (x == NULL)
+		return STATUS_OK;
+	buf_printf(b, " [%s", otlp_kind_name(s->kind));
+	if (calls_out(s->kind) && (x->db_system != NULL || x->peer != NULL)) {
+		buf_puts(b, " → ");
+		if (x->db_system != NULL) {
+			put_short(b, x->db_system, 40);
+			if (x->db_table != NULL) {
+				buf_puts(b, " ");
+				put_short(b, x->db_table, 60);
+			}
+			if (x->peer != NULL)
+				buf_puts(b, " at ");
+		}
+		if (x->peer != NULL)
+			put_short(b, x->peer, 80);
+	}
+	if (x->grpc_code >= 0)
+		buf_printf(b, ", gRPC %s", otlp_grpc_code_name(x->grpc_code));
+	else if (x->http_status >= 0)
+		buf_printf(b, ", HTTP %d", x->http_status);
+	if (x->exception_type != NULL || x->exception_message != NULL) {
+		buf_puts(b, ", exception ");
+		if (x->exception_type != NULL)
+			put_short(b, x->exception_type, 80);
+		if (x->exception_type != NULL && x->exception_message != NULL)
+			buf_puts(b, ": ");
+		if (x->exception_message != NULL)
+			put_short(b, x->exception_message, 120);
+	}
+	return buf_puts(b, "]");
+}
+
+/* Sets key to s when s is not NULL; false on ENOMEM. */
+static bool
+set_opt(json_t *o, const char *key, const char *s)
+{
+	return s == NULL || json_object_set_new(o, key, json_string(s)) == 0;
+}
+
+json_t *
+tool_detail_json(const struct merge_node *node,
+		 const struct spanquery_detail *x)
+{
+	json_t *o =
+		json_pack("{s:s}", "kind", otlp_kind_name(row_of(node)->kind));
+	bool ok = o != NULL;
+
+	if (ok && x->http_status >= 0)
+		ok = json_object_set_new(o, "http_status_code",
+					 json_integer(x->http_status)) == 0;
+	if (ok && x->grpc_code >= 0)
+		ok = json_object_set_new(o, "grpc_status_code",
+					 json_integer(x->grpc_code)) == 0 &&
+		     set_opt(o, "grpc_status",
+			     otlp_grpc_code_name(x->grpc_code));
+	if (ok && calls_out(row_of(node)->kind))
+		ok = set_opt(o, "peer", x->peer) &&
+		     set_opt(o, "db_system", x->db_system) &&
+		     set_opt(o, "db_table", x->db_table);
+	if (ok && (x->exception_type != NULL || x->exception_message != NULL))
+		ok = json_object_set_new(o, "exception",
+					 json_pack("{s:s?, s:s?}", "type",
+						   x->exception_type, "message",
+						   x->exception_message)) == 0;
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* an attribute's value in a line: strings as they are, others as JSON */
+#define ATTR_VALUE_MAX 100
+
+int
+tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max)
+{
+	const char *key;
+	json_t *v;
+	size_t start = b->len, n = 0;
+
+	json_object_foreach((json_t *)attrs, key, v)
+	{
+		char *dump = NULL;
+		const char *text = json_string_value(v);
+
+		if (b->len - start >= max) {
+			buf_printf(b, ", … (%zu more)",
+				   json_object_size(attrs) - n);
+			break;
+		}
+		if (text == NULL)
+			text = dump =
+				json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (n++ > 0)
+			buf_puts(b, ", ");
+		put_short(b, key, 80);
+		buf_puts(b, "=");
+		put_short(b, text != NULL ? text : "?", ATTR_VALUE_MAX);
+		free(dump);
+	}
+	if (n == 0)
+		buf_puts(b, "(none)");
+	return buf_error(b);
+}
+
+void
+tool_details_free(struct tool_details *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		json_decref(d->attrs[i]);
+	spanquery_details_free(d->got);
+	redact_kept_free(&d->kept);
+	d->got = NULL;
+	d->n = 0;
+}

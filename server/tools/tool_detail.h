@@ -1,0 +1,86 @@
+/*
+ * tool_detail.h - the details that explain a failed or slow span, for the
+ * trace answers (get_trace, query_traces): its kind, HTTP status or gRPC
+ * code, remote peer and exception, and for a chosen few its attributes.
+ * Read for the spans an answer picks (lib/telemetry/spanquery's details),
+ * never for every span, and redacted as soon as they are read.
+ */
+#ifndef SEXTANT_TOOL_DETAIL_H
+#define SEXTANT_TOOL_DETAIL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/redact.h"
+#include "telemetry/merge.h"
+#include "telemetry/spanquery.h"
+#include "tools/tool.h"
+
+/* The spans picked (at most SPANQUERY_MAX_DETAILS) and, once fetched,
+ * their details.  Start from {0}; free with tool_details_free. */
+struct tool_details {
+	const struct merge_node *node[SPANQUERY_MAX_DETAILS];
+	struct spanquery_detail_key key[SPANQUERY_MAX_DETAILS];
+	json_t *attrs[SPANQUERY_MAX_DETAILS]; /* redacted; NULL: none */
+	size_t n;
+	struct spanquery_details *got; /* NULL until fetched, or failed */
+	struct redact_kept kept;
+};
+
+/*
+ * Picks node (a shown node of a merged trace whose user is a struct
+ * spanquery_span) for details, with its attributes when attrs; once only
+ * (asking again may add attrs).  False when the set is full.
+ */
+bool tool_details_want(struct tool_details *d, const struct merge_node *node,
+		       bool attrs);
+
+/*
+ * Picks the spans of t that the answer explains: the deepest error span
+ * (with attrs_error, its attributes), the slow ones, then with others the
+ * other error spans, while there is room.  Returns the deepest error
+ * span's index, MERGE_NONE when there is none.
+ */
+size_t tool_details_pick(struct tool_details *d, const struct merge_trace *t,
+			 bool attrs_error, bool others);
+
+/*
+ * Reads the details of the spans picked on c and redacts them.  Details
+ * are a help, not the answer: a failed statement leaves d->got NULL (and
+ * is logged); STATUS_CANCELLED and STATUS_NOMEM are returned.
+ */
+int tool_details_fetch(struct call *call, struct pg_conn *c,
+		       struct tool_details *d) WUR;
+
+/* The details of node, NULL when it was not picked or not found. */
+const struct spanquery_detail *tool_details_of(const struct tool_details *d,
+					       const struct merge_node *node);
+
+/* node's attributes (redacted, borrowed from d), NULL when not read. */
+const json_t *tool_details_attrs(const struct tool_details *d,
+				 const struct merge_node *node);
+
+/* " 402", " UNAVAILABLE": the code that failed the span ("" when none),
+ * for "ERROR 402". */
+void tool_detail_code(const struct spanquery_detail *x, char *out, size_t cap);
+
+/*
+ * " [client → api.sendgrid.com, HTTP 503, exception SendError: upstream
+ * down]": node's kind, the remote peer (only on spans that call out),
+ * code and exception; nothing when x is NULL.
+ */
+int tool_detail_text(struct buf *b, const struct merge_node *node,
+		     const struct spanquery_detail *x);
+
+/* The same as an object (new reference; NULL on ENOMEM). */
+json_t *tool_detail_json(const struct merge_node *node,
+			 const struct spanquery_detail *x);
+
+/* "k=v, k=v, …": attrs on one line of at most max bytes. */
+int tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max);
+
+void tool_details_free(struct tool_details *d);
+
+#endif
