@@ -636,8 +636,17 @@ static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
  */
 #define SPAN_COLS                                                              \
 	"trace_id, span_id, parent_span_id, start_time, start_nanos, "         \
-	"duration_ns, kind, status_code, service_name, name, "                 \
+	"duration_ns, kind, " SPAN_STATUS ", service_name, name, "             \
 	"status_message, " SPAN_LINK
+/*
+ * The status the trees show: ERROR (2) also for a span that failed by
+ * sextant_span_outcome without that status (an HTTP 5xx, a client's 4xx,
+ * a failed gRPC call), so that error chains and counts follow the one
+ * rule; a server's client error (a 404 it answered) is not a failure.
+ */
+#define SPAN_STATUS                                                            \
+	"CASE WHEN sextant_span_outcome(kind, status_code, http_status_code, " \
+	"rpc_grpc_status_code) = 1 THEN 2::smallint ELSE status_code END"
 /*
  * The span id of the span's first link into its own trace (the one merge
  * can place it under), NULL when it has none: links is NULL for most

@@ -187,7 +187,8 @@ struct spanquery_span {
 	uint64_t start_ns;
 	uint64_t duration_ns;
 	int kind;   /* OTLP SpanKind */
-	int status; /* OTLP StatusCode: 0 unset, 1 ok, 2 error */
+	int status; /* OTLP StatusCode: 0 unset, 1 ok, 2 error; 2 also when the
+		     * span failed by sextant_span_outcome (an HTTP 5xx) */
 	const char *service;
 	const char *name;
 	const char *status_message; /* NULL when none */

@@ -37,6 +37,7 @@ const grpcSrv = (method, code) => ({ 'rpc.system': 'grpc', 'rpc.service': 'v.Aut
 // (errors); and a CLIENT span answered 404 (the client's call failed: an
 // error of the span, not a request).
 // v-rare: one 500 in 5,000 GETs.
+let T503; // a request answered 503 without span status ERROR
 const WINDOWS = [{ base: 2 * MIN_MS, name: 'raw' }, { base: 3 * HOUR_MS, name: 'rolled up' }];
 for (const { base } of WINDOWS) {
 	for (let i = 0; i < 300; i++) {
@@ -47,6 +48,7 @@ for (const { base } of WINDOWS) {
 		const code = i < 20 ? 404 : i < 24 ? 503 : 200;
 		const status = i >= 24 && i < 26 ? { code: STATUS.ERROR, message: 'template failed' } : undefined;
 		const t = newId(16);
+		if (i === 20 && base === WINDOWS[0].base) T503 = t;
 		const r = sp('v-web', t, ago(base + (i % 38) * MIN_MS + i * 11), { name: 'GET /page', kind: KIND.SERVER, dur: 10 + (i % 7), attributes: httpSrv('/page', code), status });
 		if (i === 0) sp('v-web', t, ago(base + i * 11), { parent: r, name: 'GET', kind: KIND.CLIENT, at: 1, dur: 3, attributes: { 'http.request.method': 'GET', 'server.address': 'cdn.example', 'http.response.status_code': 404 } });
 	}
@@ -198,6 +200,12 @@ describe('errors by OpenTelemetry\'s rule, the same in every tool', () => {
 			assert.ok(e.sc.spans.some((x) => x.name === 'GET' && x.http_status_code === 404 && x.outcome === 'error'));
 		});
 	}
+
+	test('get_trace: a 503 without span status ERROR is an error span, the end of its chain', async () => {
+		const { text, sc } = await call('get_trace', { trace_id: T503 });
+		assert.equal(sc.error_spans, 1, text);
+		assert.match(text, /^### Error chain\n[^#]*v-web: GET \/page \([\d.]+ms\) ERROR 503/m, text);
+	});
 
 	test('one error in 5,000 calls keeps its two digits and degrades the service', async () => {
 		const { text, sc } = await call('query_metrics', { service: 'v-rare', time_range: '45m' });
