@@ -96,9 +96,8 @@ pointquery_step_count(int64_t from_ms, int64_t to_ms, int64_t step_s)
 	return floor_div(to_ms - 1, ms) - floor_div(from_ms, ms) + 1;
 }
 
-/* "90s", "5m", "2h", "1d": the largest unit that divides s. */
-static void
-format_step(int64_t s, char *buf, size_t cap)
+void
+pointquery_step_format(int64_t s, char *buf, size_t cap)
 {
 	if (s % 86400 == 0)
 		snprintf(buf, cap, "%" PRId64 "d", s / 86400);
@@ -110,9 +109,8 @@ format_step(int64_t s, char *buf, size_t cap)
 		snprintf(buf, cap, "%" PRId64 "s", s);
 }
 
-/* The smallest nice step giving at most max steps; 0 when none does. */
-static int64_t
-nice_step(int64_t from_ms, int64_t to_ms, int64_t max)
+int64_t
+pointquery_nice_step(int64_t from_ms, int64_t to_ms, int64_t max)
 {
 	for (size_t i = 0; i < NNICE; i++)
 		if (pointquery_step_count(from_ms, to_ms, nice_steps[i]) <= max)
@@ -121,11 +119,30 @@ nice_step(int64_t from_ms, int64_t to_ms, int64_t max)
 }
 
 int
+pointquery_step_bound(int64_t from_ms, int64_t to_ms, const char *step,
+		      int64_t step_s, int64_t max, char *err, size_t errlen)
+{
+	int64_t count = pointquery_step_count(from_ms, to_ms, step_s);
+	char hint[32];
+
+	if (count <= max)
+		return STATUS_OK;
+	pointquery_step_format(pointquery_nice_step(from_ms, to_ms, max), hint,
+			       sizeof(hint));
+	snprintf(err, errlen,
+		 "step \"%.40s\" gives %" PRId64 " points per series over "
+		 "this time range, more than %" PRId64 ": use a step of at "
+		 "least \"%s\" or a shorter time_range",
+		 step, count, max, hint);
+	return STATUS_INVALID;
+}
+
+int
 pointquery_step(int64_t from_ms, int64_t to_ms, const char *step,
 		int64_t *step_s, char *err, size_t errlen)
 {
-	int64_t n, mult, s, count, want;
-	char *end, hint[32];
+	int64_t n, mult, s;
+	char *end;
 
 	*step_s = 0;
 	if (err != NULL && errlen > 0)
@@ -135,9 +152,11 @@ pointquery_step(int64_t from_ms, int64_t to_ms, const char *step,
 		return STATUS_INVALID;
 	}
 	if (step == NULL || step[0] == '\0') {
-		s = nice_step(from_ms, to_ms, POINTQUERY_DEFAULT_STEPS);
+		s = pointquery_nice_step(from_ms, to_ms,
+					 POINTQUERY_DEFAULT_STEPS);
 		if (s == 0)
-			s = nice_step(from_ms, to_ms, POINTQUERY_MAX_STEPS);
+			s = pointquery_nice_step(from_ms, to_ms,
+						 POINTQUERY_MAX_STEPS);
 		if (s == 0) {
 			snprintf(err, errlen,
 				 "time_range is too long for any step: "
@@ -173,17 +192,9 @@ pointquery_step(int64_t from_ms, int64_t to_ms, const char *step,
 			 step, POINTQUERY_MIN_STEP_S, POINTQUERY_MIN_STEP_S);
 		return STATUS_INVALID;
 	}
-	count = pointquery_step_count(from_ms, to_ms, s);
-	if (count > POINTQUERY_MAX_STEPS) {
-		want = nice_step(from_ms, to_ms, POINTQUERY_MAX_STEPS);
-		format_step(want, hint, sizeof(hint));
-		snprintf(err, errlen,
-			 "step \"%.40s\" gives %" PRId64 " points per series "
-			 "over this time range, more than %d: use a step of "
-			 "at least \"%s\" or a shorter time_range",
-			 step, count, POINTQUERY_MAX_STEPS, hint);
+	if (pointquery_step_bound(from_ms, to_ms, step, s, POINTQUERY_MAX_STEPS,
+				  err, errlen) != STATUS_OK)
 		return STATUS_INVALID;
-	}
 	*step_s = s;
 	return STATUS_OK;
 }

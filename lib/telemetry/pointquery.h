@@ -74,6 +74,17 @@ int pointquery_step(int64_t from_ms, int64_t to_ms, const char *step,
 
 /* Number of (epoch-aligned) steps covering [from_ms, to_ms). */
 int64_t pointquery_step_count(int64_t from_ms, int64_t to_ms, int64_t step_s);
+/* The smallest of the steps listed above (10s .. 7d) giving at most max
+ * steps; 0 when none does. */
+int64_t pointquery_nice_step(int64_t from_ms, int64_t to_ms, int64_t max);
+/* "90s", "5m", "2h", "1d": the largest unit that divides s. */
+void pointquery_step_format(int64_t s, char *buf, size_t cap);
+/* STATUS_OK when step_s (given as step) makes at most max steps of
+ * [from_ms, to_ms); else STATUS_INVALID and err says so and which step to
+ * use at least. */
+int pointquery_step_bound(int64_t from_ms, int64_t to_ms, const char *step,
+			  int64_t step_s, int64_t max, char *err,
+			  size_t errlen) WUR;
 
 struct pointquery_metric_req {
 	const char *name;	     /* required: the metric name, exact */

@@ -45,25 +45,11 @@ spanquery_protocol_parse(const char *name)
 /* ---- metrics ------------------------------------------------------------ */
 
 /*
- * Parameters shared by both metrics statements:
- * $1 service, $2 source, $3 from, $4 to, $5 protocols (text[]),
- * $6 http route, $7 http method, $8 / $9 http status range,
- * $10 grpc method, $11 grpc status, $12 sql operation, $13 table;
+ * Both metrics statements bind spanquery_params' $1..$13 (SPANQUERY_WHERE);
  * the rollup statement adds $14 / $15, the whole settled hours, and
  * $16 / $17, the whole settled minutes (struct rollup_split).
- * A filter of one protocol leaves the rows of the others alone.
  */
-#define FILTERS                                                                \
-	" AND protocol = ANY ($5::text[])"                                     \
-	" AND (protocol <> 'http' OR (($6::text IS NULL OR k1 = $6)"           \
-	" AND ($7::text IS NULL OR k2 = upper($7))"                            \
-	" AND ($8::int IS NULL OR status BETWEEN $8 AND $9)))"                 \
-	" AND (protocol <> 'grpc' OR (($10::text IS NULL OR k1 = ltrim($10, "  \
-	"'/')) AND ($11::int IS NULL OR status = $11)))"                       \
-	" AND (protocol <> 'sql' OR (($12::text IS NULL OR k1 = upper($12))"   \
-	" AND ($13::text IS NULL OR k2 = $13)))"
-
-#define RAW_WHERE " service_name = $1 AND source = $2" FILTERS
+#define RAW_WHERE SPANQUERY_WHERE
 
 /*
  * Per key, and per protocol (k1 and k2 NULL, after the keys): requests,
@@ -242,51 +228,61 @@ spanquery_tally_parse(struct spanquery_tally *t, int protocol, const char *s)
 }
 
 int
-spanquery_metrics_send(struct pg_conn *c, const char *source,
-		       const struct spanquery_filter *f, int64_t now_ms,
-		       bool *rollup, struct pg_error *err)
+spanquery_params(struct spanquery_params *p, const char *source,
+		 const struct spanquery_filter *f, struct pg_error *err)
 {
-	char from[48], to[48], hfrom[48], hto[48], mfrom[48], mto[48], smin[16],
-		smax[16], gstat[16], protos[32];
-	const char *v[17];
-	struct rollup_split sp;
 	size_t len = 0;
 
-	*rollup = false;
 	if (f->service == NULL || f->from_ms >= f->to_ms) {
 		snprintf(err->client, sizeof(err->client),
 			 "a service and a non-empty time range are required");
 		err->detail[0] = err->sqlstate[0] = '\0';
 		return STATUS_INVALID;
 	}
-	protos[len++] = '{';
-	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
-		if (f->protocols != 0 && !(f->protocols & (1u << p)))
+	p->protos[len++] = '{';
+	for (int i = 0; i < SPANQUERY_PROTOCOLS; i++) {
+		if (f->protocols != 0 && !(f->protocols & (1u << i)))
 			continue;
-		len += (size_t)snprintf(protos + len, sizeof(protos) - len,
-					"%s%s", len > 1 ? "," : "",
-					protocol_names[p]);
+		len += (size_t)snprintf(p->protos + len,
+					sizeof(p->protos) - len, "%s%s",
+					len > 1 ? "," : "", protocol_names[i]);
 	}
-	snprintf(protos + len, sizeof(protos) - len, "}");
-	pg_ts_text(f->from_ms, from, sizeof(from));
-	pg_ts_text(f->to_ms, to, sizeof(to));
-	snprintf(smin, sizeof(smin), "%d", f->http_status_min);
-	snprintf(smax, sizeof(smax), "%d", f->http_status_max);
-	snprintf(gstat, sizeof(gstat), "%d", f->grpc_status);
-	v[0] = f->service;
-	v[1] = source;
-	v[2] = from;
-	v[3] = to;
-	v[4] = protos;
-	v[5] = f->http_route;
-	v[6] = f->http_method;
-	v[7] = f->http_status_min || f->http_status_max ? smin : NULL;
-	v[8] = f->http_status_min || f->http_status_max ? smax : NULL;
-	v[9] = f->grpc_method;
-	v[10] = f->grpc_status >= 0 ? gstat : NULL;
-	v[11] = f->sql_operation;
-	v[12] = f->table_name;
+	snprintf(p->protos + len, sizeof(p->protos) - len, "}");
+	pg_ts_text(f->from_ms, p->from, sizeof(p->from));
+	pg_ts_text(f->to_ms, p->to, sizeof(p->to));
+	snprintf(p->smin, sizeof(p->smin), "%d", f->http_status_min);
+	snprintf(p->smax, sizeof(p->smax), "%d", f->http_status_max);
+	snprintf(p->gstat, sizeof(p->gstat), "%d", f->grpc_status);
+	p->v[0] = f->service;
+	p->v[1] = source;
+	p->v[2] = p->from;
+	p->v[3] = p->to;
+	p->v[4] = p->protos;
+	p->v[5] = f->http_route;
+	p->v[6] = f->http_method;
+	p->v[7] = f->http_status_min || f->http_status_max ? p->smin : NULL;
+	p->v[8] = f->http_status_min || f->http_status_max ? p->smax : NULL;
+	p->v[9] = f->grpc_method;
+	p->v[10] = f->grpc_status >= 0 ? p->gstat : NULL;
+	p->v[11] = f->sql_operation;
+	p->v[12] = f->table_name;
+	return STATUS_OK;
+}
 
+int
+spanquery_metrics_send(struct pg_conn *c, const char *source,
+		       const struct spanquery_filter *f, int64_t now_ms,
+		       bool *rollup, struct pg_error *err)
+{
+	char hfrom[48], hto[48], mfrom[48], mto[48];
+	struct spanquery_params p;
+	const char **v = p.v;
+	struct rollup_split sp;
+	int rc;
+
+	*rollup = false;
+	if ((rc = spanquery_params(&p, source, f, err)) != STATUS_OK)
+		return rc;
 	/* whole settled minutes and hours inside the range (rollup.h) */
 	if (!rollup_split_range(f->from_ms, f->to_ms, now_ms, &sp))
 		return pg_send(c, metrics_exact_sql, 13, v, err);

@@ -49,6 +49,41 @@ struct spanquery_filter {
 	const char *table_name;
 };
 
+/*
+ * The bound values of a filter, shared by the statements over span_calls
+ * and the rollups (here and lib/telemetry/timeline): $1 service, $2
+ * source, $3 from, $4 to, $5 protocols (text[]), $6 http route, $7 http
+ * method, $8 / $9 http status range, $10 grpc method, $11 grpc status,
+ * $12 sql operation, $13 table.  A statement adds its own from v[13] on.
+ * v points into p: valid while p is.
+ */
+#define SPANQUERY_PARAMS     13
+#define SPANQUERY_PARAMS_MAX 20
+struct spanquery_params {
+	const char *v[SPANQUERY_PARAMS_MAX];
+	char from[48], to[48], smin[16], smax[16], gstat[16], protos[32];
+};
+/* STATUS_INVALID (err filled) without a service or with from >= to. */
+int spanquery_params(struct spanquery_params *p, const char *source,
+		     const struct spanquery_filter *f,
+		     struct pg_error *err) WUR;
+
+/*
+ * SQL: the rows (of span_calls, span_rollup or span_rollup_minute) of
+ * service $1 and source $2 that pass the filters $5..$13.  A filter of one
+ * protocol leaves the rows of the others alone.
+ */
+#define SPANQUERY_WHERE                                                        \
+	" service_name = $1 AND source = $2"                                   \
+	" AND protocol = ANY ($5::text[])"                                     \
+	" AND (protocol <> 'http' OR (($6::text IS NULL OR k1 = $6)"           \
+	" AND ($7::text IS NULL OR k2 = upper($7))"                            \
+	" AND ($8::int IS NULL OR status BETWEEN $8 AND $9)))"                 \
+	" AND (protocol <> 'grpc' OR (($10::text IS NULL OR k1 = ltrim($10, "  \
+	"'/')) AND ($11::int IS NULL OR status = $11)))"                       \
+	" AND (protocol <> 'sql' OR (($12::text IS NULL OR k1 = upper($12))"   \
+	" AND ($13::text IS NULL OR k2 = $13)))"
+
 /* The outcome of a call (sextant_call_outcome, migrations 0012-0013). */
 enum spanquery_outcome {
 	SPANQUERY_OK = 0,
