@@ -87,7 +87,8 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 # ---------------------------------------------------------------------------
 PROM_SRC := $(addprefix lib/prom/,promql.c grafana.c)
 TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
-	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c health.c)
+	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c health.c \
+	timeline.c)
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -124,7 +125,7 @@ TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.jso
 LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
 	redact seal servicequery spanlist genai promql grafana promcalls \
-	pglisten sessdb jsonload jsondump strdist health
+	pglisten sessdb jsonload jsondump strdist health timeline
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
