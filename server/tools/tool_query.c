@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -25,9 +26,11 @@
 #include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/merge.h"
+#include "telemetry/pointquery.h"
 #include "telemetry/promcalls.h"
 #include "telemetry/render.h"
 #include "telemetry/spanquery.h"
+#include "telemetry/timeline.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
 #include "tools/tool_detail.h"
@@ -533,6 +536,10 @@ struct metrics_state {
 	bool brollup[TOOL_SPAN_SRCS];
 	struct spanquery_metrics *mb[TOOL_SPAN_SRCS];
 	char bstatus[TOOL_SRCS][TOOL_STATUS_MAX];
+	/* step: the timeline's, 0 without one; per span source */
+	int64_t step_s;
+	char tl_status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX];
+	struct timeline *tl[TOOL_SPAN_SRCS];
 };
 
 static int
@@ -596,7 +603,11 @@ metrics_args(struct metrics_state *x, const json_t *args, json_t **result)
 	if (metrics_filter(args, x->req, &x->f, err, sizeof(err)) !=
 		    STATUS_OK ||
 	    tool_time_range(args, "1h", QUERY_RANGE, x->now, &x->tr, err,
-			    sizeof(err)) != STATUS_OK) {
+			    sizeof(err)) != STATUS_OK ||
+	    (tool_arg_str(args, "step") != NULL &&
+	     timeline_step(x->tr.from_ms, x->tr.to_ms,
+			   tool_arg_str(args, "step"), &x->step_s, err,
+			   sizeof(err)) != STATUS_OK)) {
 		*result = tool_result_error("%s", err);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
@@ -621,6 +632,41 @@ metrics_args(struct metrics_state *x, const json_t *args, json_t **result)
 		x->sources |= 1u << TOOL_SRC_PROM;
 	x->shown = x->sources;
 	return STATUS_OK;
+}
+
+static int
+timeline_send_one(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_state *x = arg;
+
+	return timeline_send(c, tool_sources[i].name, &x->f, x->step_s, x->now,
+			     pe);
+}
+
+static int
+timeline_recv_one(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	struct metrics_state *x = arg;
+
+	return timeline_recv(c, &x->f, x->step_s, &x->tl[i], pe);
+}
+
+/* The timelines of the span sources that had rows, once their rows are
+ * read (the same connections, a second round). */
+static int
+timeline_fetch(struct metrics_state *x)
+{
+	struct tool_round round = {.call = x->call,
+				   .k = &x->k,
+				   .status = x->tl_status,
+				   .send = timeline_send_one,
+				   .recv = timeline_recv_one,
+				   .arg = x};
+
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if ((x->sources & (1u << i)) && strcmp(x->status[i], "ok") == 0)
+			round.mask |= 1u << i;
+	return round.mask != 0 ? tool_round_run(&round) : STATUS_OK;
 }
 
 /* Fetch: the span sources' statements out, Prometheus while the store
@@ -688,7 +734,7 @@ metrics_fetch(struct metrics_state *x, json_t **result)
 		if ((rc = tool_round_run(&round)) != STATUS_OK)
 			return rc;
 	}
-	return STATUS_OK;
+	return x->step_s > 0 ? timeline_fetch(x) : STATUS_OK;
 }
 
 /* Merge: every source's rows as merge rows, grouped by key (protocol
@@ -863,6 +909,142 @@ whole_service_line(struct metrics_state *x, int p)
 	return rc;
 }
 
+/* A step's start as the timeline shows it: "2026-11-27" for steps of
+ * days, "11-27 10:05" when the range spans days, else "10:05" (UTC). */
+static void
+step_time(int64_t ms, const struct metrics_state *x, bool days, char *out,
+	  size_t cap)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, cap,
+		 x->step_s % 86400 == 0 ? "%Y-%m-%d"
+		 : days			? "%m-%d %H:%M"
+					: "%H:%M",
+		 &tm);
+}
+
+/* One series as a table, a line per step (empty steps as 0 requests);
+ * STATUS_LIMIT when the budget ended it. */
+static int
+timeline_table(struct buf *b, const struct metrics_state *x, int i, int p)
+{
+	const struct timeline *t = x->tl[i];
+	const char *hdr[] = {"time", "requests", "errors", "client errors",
+			     "P95"};
+	char from[TIMERANGE_FORMAT_MAX], step[16], cell[5][32];
+	const char *cells[5] = {cell[0], cell[1], cell[2], cell[3], cell[4]};
+	bool days = (t->first_ms / 86400000) !=
+		    (t->first_ms + ((int64_t)t->n - 1) * t->step_s * 1000) /
+			    86400000;
+
+	timerange_format(t->first_ms, from, sizeof(from));
+	pointquery_step_format(t->step_s, step, sizeof(step));
+	buf_printf(b, "\n%s timeline [%s], %s steps from %s, every key:\n",
+		   proto_titles[p], tool_sources[i].label, step, from);
+	if (tool_fit(b) != STATUS_OK || tool_md_row(b, hdr, 5) != STATUS_OK ||
+	    tool_md_rule(b, 5) != STATUS_OK)
+		return STATUS_LIMIT;
+	for (size_t k = 0; k < t->n; k++) {
+		const struct timeline_point *pt = &t->p[p][k];
+
+		step_time(t->first_ms + (int64_t)k * t->step_s * 1000, x, days,
+			  cell[0], sizeof(cell[0]));
+		render_count(pt->requests, cell[1], sizeof(cell[1]));
+		render_count(pt->errors, cell[2], sizeof(cell[2]));
+		render_count(pt->client_errors, cell[3], sizeof(cell[3]));
+		if (pt->requests > 0)
+			render_ms(pt->p95_ms, cell[4], sizeof(cell[4]));
+		else
+			snprintf(cell[4], sizeof(cell[4]), "-");
+		if (b->len + TAIL_ROOM > b->max ||
+		    tool_md_row(b, cells, 5) != STATUS_OK)
+			return STATUS_LIMIT;
+	}
+	return STATUS_OK;
+}
+
+/* Text: the timelines (step), per protocol and source. */
+static void
+timeline_text(struct metrics_state *x)
+{
+	struct buf *b = &x->b;
+
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+			if (x->tl[i] == NULL || x->tl[i]->p[p] == NULL)
+				continue;
+			if (timeline_table(b, x, i, p) != STATUS_OK) {
+				tool_fit(b);
+				x->truncated = true;
+				return;
+			}
+		}
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		if (strncmp(x->tl_status[i], "unavailable", 11) == 0) {
+			buf_printf(b, "%s timeline %s\n", tool_sources[i].label,
+				   x->tl_status[i]);
+			tool_fit(b);
+		}
+}
+
+/* Structured content: the timelines as columns per source and protocol. */
+static json_t *
+timeline_json(const struct metrics_state *x)
+{
+	char step[16], ts[TIMERANGE_FORMAT_MAX];
+	json_t *series = json_array();
+
+	pointquery_step_format(x->step_s, step, sizeof(step));
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+			const struct timeline *t = x->tl[i];
+			json_t *s, *col[5];
+
+			if (t == NULL || t->p[p] == NULL)
+				continue;
+			s = json_pack(
+				"{s:s, s:s, s:[], s:[], s:[], s:[], s:[]}",
+				"source", tool_sources[i].name, "protocol",
+				spanquery_protocol_name(p), "t", "requests",
+				"errors", "client_errors", "p95_ms");
+			if (s == NULL)
+				continue;
+			col[0] = json_object_get(s, "t");
+			col[1] = json_object_get(s, "requests");
+			col[2] = json_object_get(s, "errors");
+			col[3] = json_object_get(s, "client_errors");
+			col[4] = json_object_get(s, "p95_ms");
+			for (size_t k = 0; k < t->n; k++) {
+				const struct timeline_point *pt = &t->p[p][k];
+
+				timerange_format(
+					t->first_ms +
+						(int64_t)k * t->step_s * 1000,
+					ts, sizeof(ts));
+				json_array_append_new(col[0], json_string(ts));
+				json_array_append_new(
+					col[1],
+					json_integer((json_int_t)pt->requests));
+				json_array_append_new(
+					col[2],
+					json_integer((json_int_t)pt->errors));
+				json_array_append_new(
+					col[3],
+					json_integer(
+						(json_int_t)pt->client_errors));
+				json_array_append_new(
+					col[4], pt->requests > 0
+							? json_real(pt->p95_ms)
+							: json_null());
+			}
+			json_array_append_new(series, s);
+		}
+	return json_pack("{s:s, s:o}", "step", step, "series", series);
+}
+
 /* Text: one section per protocol and source, keys by traffic, as many
  * lines as fit; then the analysis and the notes.  A line, the analysis or
  * a note that does not fit the budget is cut where it failed (tool_fit)
@@ -1022,6 +1204,8 @@ metrics_text(struct metrics_state *x)
 		tool_fit(b);
 		x->truncated = true;
 	}
+	if (x->step_s > 0)
+		timeline_text(x);
 	if (x->pres != NULL && x->pres->n > 0) {
 		buf_puts(b, "[Prometheus] rows come from the service's "
 			    "duration histograms: requests are increase() "
@@ -1093,6 +1277,8 @@ metrics_result(struct metrics_state *x, json_t **result)
 			goto nomem;
 		json_object_set_new(sc, spanquery_protocol_name(p), arr[p]);
 	}
+	if (x->step_s > 0)
+		json_object_set_new(sc, "timeline", timeline_json(x));
 	for (size_t j = 0; j < x->ng; j++)
 		for (int i = 0; i < TOOL_SRCS; i++) {
 			const struct merge_metric_row *r =
@@ -1188,6 +1374,7 @@ out:
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 		spanquery_metrics_free(x.m[i]);
 		spanquery_metrics_free(x.mb[i]);
+		timeline_free(x.tl[i]);
 	}
 	promcalls_free(x.pres);
 	free(x.prow);

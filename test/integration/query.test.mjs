@@ -1366,6 +1366,23 @@ describe('one source failing', () => {
 	});
 });
 
+// Ages every mark (hours and minutes) so that a refresh takes them, and
+// runs the refresh the janitor runs, until no settled mark is left (the
+// gateway's janitor may hold the refresh lock for a moment).
+async function refreshRollups() {
+	const settledDirty = async () => Number(await psql(pg.url, `SELECT
+		(SELECT count(*) FROM span_rollup_minute_dirty WHERE period < now() - interval '180 seconds')
+		+ (SELECT count(*) FROM span_rollup_dirty WHERE period < now() - interval '3720 seconds')`));
+	for (let i = 0; i < 10; i++) {
+		await psql(pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
+		const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: pg.url } });
+		assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+		if ((await settledDirty()) === 0) return;
+		await sleep(500);
+	}
+	assert.fail('settled dirty marks left after 10 refreshes');
+}
+
 test('rollups: once the hours are refreshed a 24h answer says rollup and stays within 0.5% of SQL', async () => {
 	// Age the dirty marks so that a refresh takes them (it leaves marks
 	// younger than 60 s), then run the refresh the janitor runs.
@@ -1379,22 +1396,7 @@ test('rollups: once the hours are refreshed a 24h answer says rollup and stays w
 });
 
 test('minute rollups: a 1h range from minute rows within 0.5% of SQL, counts exact; a late span in a rolled-up minute counts at once and after the next refresh', async () => {
-	// Age every mark (hours and minutes) so that a refresh takes them, and
-	// run the refresh the janitor runs, until no settled mark is left (the
-	// gateway's janitor may hold the refresh lock for a moment).
-	const settledDirty = async () => Number(await psql(pg.url, `SELECT
-		(SELECT count(*) FROM span_rollup_minute_dirty WHERE period < now() - interval '180 seconds')
-		+ (SELECT count(*) FROM span_rollup_dirty WHERE period < now() - interval '3720 seconds')`));
-	const refresh = async () => {
-		for (let i = 0; i < 10; i++) {
-			await psql(pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
-			const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: pg.url } });
-			assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
-			if ((await settledDirty()) === 0) return;
-			await sleep(500);
-		}
-		assert.fail('settled dirty marks left after 10 refreshes');
-	};
+	const refresh = refreshRollups;
 	await refresh();
 	const svc = 'payment-service';
 	const minuteRows = Number(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute
@@ -1459,4 +1461,119 @@ test('minute rollups: a 1h range from minute rows within 0.5% of SQL, counts exa
 		const row = got.http.find((r) => r.source === 'ebpf' && r.route === '/api/payments' && r.method === 'GET');
 		assert.equal(row.requests, before.requests + 1, `${phase}: requests`);
 	}
+});
+
+// ---- timelines (step) ---------------------------------------------------------------
+
+// percentile_cont over ms values
+function percentileCont(xs, q) {
+	const s = [...xs].sort((a, b) => a - b);
+	const pos = q * (s.length - 1), lo = Math.floor(pos);
+	return lo + 1 < s.length ? s[lo] + (s[lo + 1] - s[lo]) * (pos - lo) : s[lo];
+}
+
+describe('query_metrics step: a timeline per protocol from the rollups and the raw edge', () => {
+	const svc = 'timeline-service';
+	const nowMs = Date.now();
+	const h0 = Math.floor(nowMs / HOUR_MS) * HOUR_MS - 2 * HOUR_MS; // a settled hour
+	const range = { from: new Date(h0).toISOString(), to: new Date(nowMs).toISOString() };
+	const sent = []; // {protocol, ms, durMs, outcome}
+	const tb = new SpanBatch();
+	const put = (protocol, ms, durMs, code) => {
+		const c = protocol === 'http' ? httpCall('GET', '/t', code, 1) : grpcCall('t.T', 'Get', code, 1);
+		const outcome = protocol === 'http' ? (code >= 500 ? 1 : code >= 400 ? 2 : 0) : [13, 2].includes(code) ? 1 : code === 16 ? 2 : 0;
+		sent.push({ protocol, ms, durMs, outcome });
+		tb.add(svc, 'otlp', span({ traceId: newId(16), spanId: newId(8), name: c.name, kind: c.kind, startNs: BigInt(ms) * MS + 11n,
+			durNs: BigInt(Math.round(durMs * 1e6)), attributes: c.attributes }));
+	};
+	// settled minutes: HTTP in the 2nd 5m step of h0 (25 calls: 3 errors,
+	// 2 client errors), gRPC in the first step of the next hour, and HTTP
+	// again 40 minutes into it; the unsettled edge: the last half minute
+	for (let i = 0; i < 25; i++) put('http', h0 + 7 * MIN_MS + 1000 * i, 5 + i * 1.7, i < 3 ? 503 : i < 5 ? 404 : 200);
+	for (let i = 0; i < 7; i++) put('grpc', h0 + HOUR_MS + 2 * MIN_MS + 500 * i, 2 + i, [13, 16, 0, 0, 0, 0, 0][i]);
+	for (let i = 0; i < 4; i++) put('http', h0 + HOUR_MS + 40 * MIN_MS + 100 * i, 30 + i, i === 0 ? 500 : 200);
+	for (let i = 0; i < 5; i++) put('http', nowMs - 20000 + 1000 * i, 50 + i, i === 4 ? 502 : 200);
+
+	before(async () => {
+		await tb.post(srv.url);
+		await refreshRollups();
+	});
+
+	// The expected series of one protocol for stepMs over range.
+	const expected = (protocol, stepMs) => {
+		const first = Math.floor(h0 / stepMs), n = Math.floor((nowMs - 1) / stepMs) - first + 1;
+		const steps = Array.from({ length: n }, () => ({ requests: 0, errors: 0, client_errors: 0, durs: [] }));
+		for (const s of sent.filter((x) => x.protocol === protocol)) {
+			const st = steps[Math.floor(s.ms / stepMs) - first];
+			st.requests++;
+			st.errors += s.outcome === 1;
+			st.client_errors += s.outcome === 2;
+			st.durs.push(s.durMs);
+		}
+		return { first, steps };
+	};
+	const check = (sc, protocol, stepMs) => {
+		const series = sc.timeline.series.filter((x) => x.protocol === protocol);
+		assert.equal(series.length, 1, `one ${protocol} series: ${JSON.stringify(sc.timeline.series.map((x) => [x.source, x.protocol]))}`);
+		const got = series[0], { first, steps } = expected(protocol, stepMs);
+		assert.equal(got.source, 'otlp');
+		assert.equal(got.t.length, steps.length);
+		assert.equal(Date.parse(got.t[0]), first * stepMs);
+		for (let k = 0; k < steps.length; k++) {
+			const w = steps[k], at = `${protocol} step ${k} (${got.t[k]})`;
+			assert.equal(Date.parse(got.t[k]), (first + k) * stepMs, at);
+			assert.deepEqual([got.requests[k], got.errors[k], got.client_errors[k]], [w.requests, w.errors, w.client_errors], at);
+			if (w.requests === 0) assert.equal(got.p95_ms[k], null, at);
+			else {
+				const want = percentileCont(w.durs, 0.95);
+				assert.ok(Math.abs(got.p95_ms[k] - want) <= want * 0.005 * (1 + 1e-6), `${at}: P95 ${got.p95_ms[k]} vs ${want}`);
+			}
+		}
+	};
+
+	test('5m steps: exact counts per step from minute rows and the raw edge, P95 within 0.5%, empty steps as 0', async () => {
+		const minuteRows = Number(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute WHERE service_name = '${svc}'`));
+		assert.ok(minuteRows >= 3, `minute rows of ${svc}: ${minuteRows}`);
+		const { text, sc } = await call('query_metrics', { service: svc, step: '5m', ...range });
+		assert.equal(sc.timeline.step, '5m');
+		check(sc, 'http', 5 * MIN_MS);
+		check(sc, 'grpc', 5 * MIN_MS);
+		// the text: a table per protocol, the step with the errors, an empty step
+		assert.match(text, /HTTP timeline \[OTLP\], 5m steps from /);
+		assert.match(text, /gRPC timeline \[OTLP\], 5m steps from /);
+		assert.match(text, /\| time \| requests \| errors \| client errors \| P95 \|/);
+		const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
+		assert.match(text, new RegExp(`\\| ${hhmm(h0 + 5 * MIN_MS)} \\| 25 \\| 3 \\| 2 \\| [0-9.]+ms \\|`));
+		assert.match(text, new RegExp(`\\| ${hhmm(h0)} \\| 0 \\| 0 \\| 0 \\| - \\|`));
+	});
+
+	test('1h steps read the hour rows: a row added to span_rollup shows in 1h steps, not in 5m ones', async () => {
+		const { sc } = await call('query_metrics', { service: svc, step: '1h', ...range });
+		check(sc, 'http', HOUR_MS);
+		check(sc, 'grpc', HOUR_MS);
+		const at = new Date(h0).toISOString();
+		await psql(pg.url, `INSERT INTO span_rollup (service_name, period, source, protocol, k1, k2, status, requests, buckets, counts)
+			VALUES ('${svc}', '${at}', 'otlp', 'http', '/made-up', 'GET', 200, 1000, '{5}', '{1000}')`);
+		try {
+			const { sc: hours } = await call('query_metrics', { service: svc, step: '1h', ...range });
+			const http = hours.timeline.series.find((x) => x.protocol === 'http');
+			assert.equal(http.requests[0], 25 + 1000, 'the hour row is read');
+			const { sc: minutes } = await call('query_metrics', { service: svc, step: '5m', ...range });
+			check(minutes, 'http', 5 * MIN_MS);
+		} finally {
+			await psql(pg.url, `DELETE FROM span_rollup WHERE k1 = '/made-up'`);
+		}
+	});
+
+	test('bad steps: a clear error naming step and what to use', async () => {
+		for (const [step, re] of [
+			['5x', /step "5x" is not understood: use whole minutes, hours or days, like "1m", "5m"/],
+			['30s', /step "30s" is not a whole number of minutes/],
+			['0m', /step "0m" is not understood/],
+			['1m', /step "1m" gives 144[01] points per series over this time range, more than 360: use a step of at least "5m" or a shorter time_range/],
+		]) {
+			const { text } = await call('query_metrics', { service: svc, step, time_range: '24h' }, { expectError: true });
+			assert.match(text, re, step);
+		}
+	});
 });
