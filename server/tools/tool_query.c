@@ -936,9 +936,10 @@ timeline_table(struct buf *b, const struct metrics_state *x, int i, int p)
 			     "P95"};
 	char from[TIMERANGE_FORMAT_MAX], step[16], cell[5][32];
 	const char *cells[5] = {cell[0], cell[1], cell[2], cell[3], cell[4]};
-	bool days = (t->first_ms / 86400000) !=
-		    (t->first_ms + ((int64_t)t->n - 1) * t->step_s * 1000) /
-			    86400000;
+	bool first, last,
+		days = (t->first_ms / 86400000) !=
+		       (t->first_ms + ((int64_t)t->n - 1) * t->step_s * 1000) /
+			       86400000;
 
 	timerange_format(t->first_ms, from, sizeof(from));
 	pointquery_step_format(t->step_s, step, sizeof(step));
@@ -963,7 +964,20 @@ timeline_table(struct buf *b, const struct metrics_state *x, int i, int p)
 		    tool_md_row(b, cells, 5) != STATUS_OK)
 			return STATUS_LIMIT;
 	}
-	return STATUS_OK;
+	/* a partial step has fewer requests: say so, lest it read as a drop */
+	first = t->first_ms < x->f.from_ms;
+	last = t->first_ms + (int64_t)t->n * t->step_s * 1000 > x->f.to_ms;
+	if (!first && !last)
+		return STATUS_OK;
+	buf_printf(b, "(%s partial: the range %s inside %s)\n",
+		   first && last ? "first and last steps"
+		   : first	 ? "first step"
+				 : "last step",
+		   first && last ? "starts and ends"
+		   : first	 ? "starts"
+				 : "ends",
+		   first && last ? "them" : "it");
+	return tool_fit(b);
 }
 
 /* Text: the timelines (step), per protocol and source. */

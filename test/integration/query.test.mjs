@@ -1545,6 +1545,8 @@ describe('query_metrics step: a timeline per protocol from the rollups and the r
 		const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
 		assert.match(text, new RegExp(`\\| ${hhmm(h0 + 5 * MIN_MS)} \\| 25 \\| 3 \\| 2 \\| [0-9.]+ms \\|`));
 		assert.match(text, new RegExp(`\\| ${hhmm(h0)} \\| 0 \\| 0 \\| 0 \\| - \\|`));
+		// the range starts on a step and ends inside one (now)
+		assert.match(text, /\(last step partial: the range ends inside it\)/);
 	});
 
 	test('1h steps read the hour rows: a row added to span_rollup shows in 1h steps, not in 5m ones', async () => {
