@@ -986,16 +986,30 @@ timeline_text(struct metrics_state *x)
 {
 	struct buf *b = &x->b;
 
-	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++)
+	/* one table per protocol, from the source that saw the most calls
+	 * (both are in the structured content): a call both saw is one */
+	for (int p = 0; p < SPANQUERY_PROTOCOLS; p++) {
+		int best = -1;
+		uint64_t most = 0;
+
 		for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
+			uint64_t n = 0;
+
 			if (x->tl[i] == NULL || x->tl[i]->p[p] == NULL)
 				continue;
-			if (timeline_table(b, x, i, p) != STATUS_OK) {
-				tool_fit(b);
-				x->truncated = true;
-				return;
+			for (size_t k = 0; k < x->tl[i]->n; k++)
+				n += x->tl[i]->p[p][k].requests;
+			if (best < 0 || n > most) {
+				best = i;
+				most = n;
 			}
 		}
+		if (best >= 0 && timeline_table(b, x, best, p) != STATUS_OK) {
+			tool_fit(b);
+			x->truncated = true;
+			return;
+		}
+	}
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (strncmp(x->tl_status[i], "unavailable", 11) == 0) {
 			buf_printf(b, "%s timeline %s\n", tool_sources[i].label,
