@@ -1499,3 +1499,101 @@ spanquery_suggest(const char *name, const char *const *names, size_t n,
 	}
 	return got;
 }
+
+/* ---- a service as people name it ---------------------------------------- */
+
+#define RESOLVE_WORDS 8
+#define RESOLVE_WORD  48
+
+/*
+ * The lowercase alphanumeric words of s, without a leading "the" and the
+ * trailing "service", "svc" or "api" (when a word remains): "The API
+ * Gateway service" -> api, gateway.  The number of words (at most
+ * RESOLVE_WORDS; longer words are cut).
+ */
+static size_t
+name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD])
+{
+	size_t n = 0;
+
+	while (*s != '\0' && n < RESOLVE_WORDS) {
+		size_t len = 0;
+
+		while (*s != '\0' && !isalnum((unsigned char)*s))
+			s++;
+		while (isalnum((unsigned char)*s)) {
+			if (len + 1 < RESOLVE_WORD)
+				w[n][len++] = (char)tolower((unsigned char)*s);
+			s++;
+		}
+		if (len == 0)
+			break;
+		w[n][len] = '\0';
+		n++;
+	}
+	if (n > 1 && strcmp(w[0], "the") == 0) {
+		memmove(w[0], w[1], (n - 1) * sizeof(w[0]));
+		n--;
+	}
+	if (n > 1 && (strcmp(w[n - 1], "service") == 0 ||
+		      strcmp(w[n - 1], "svc") == 0 ||
+		      strcmp(w[n - 1], "api") == 0))
+		n--;
+	return n;
+}
+
+static void
+words_joined(char w[RESOLVE_WORDS][RESOLVE_WORD], size_t n, char *out,
+	     size_t cap)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n && len < cap; i++)
+		len += (size_t)snprintf(out + len, cap - len, "%s", w[i]);
+}
+
+size_t
+spanquery_resolve(const char *given, const char *const *names, size_t n)
+{
+	char gw[RESOLVE_WORDS][RESOLVE_WORD], nw[RESOLVE_WORDS][RESOLVE_WORD];
+	char gj[RESOLVE_WORDS * RESOLVE_WORD], nj[RESOLVE_WORDS * RESOLVE_WORD];
+	size_t gn = name_words(given, gw), hit = SPANQUERY_NO_NAME;
+
+	if (gn == 0)
+		return SPANQUERY_NO_NAME;
+	words_joined(gw, gn, gj, sizeof(gj));
+	/* the same words, however written: "API Gateway", "apigateway" */
+	for (size_t i = 0; i < n; i++) {
+		words_joined(nw, name_words(names[i], nw), nj, sizeof(nj));
+		if (strcmp(gj, nj) != 0)
+			continue;
+		if (hit != SPANQUERY_NO_NAME)
+			return SPANQUERY_NO_NAME; /* two: ambiguous */
+		hit = i;
+	}
+	if (hit != SPANQUERY_NO_NAME)
+		return hit;
+	/* every word given is a word of one name only: "the gateway
+	 * service" -> api-gateway; words of three letters or more */
+	for (size_t i = 0; i < n; i++) {
+		size_t nn = name_words(names[i], nw), k;
+
+		for (k = 0; k < gn; k++) {
+			size_t j = 0;
+
+			if (strlen(gw[k]) < 3)
+				break;
+			while (j < nn && strcmp(gw[k], nw[j]) != 0)
+				j++;
+			if (j == nn)
+				break;
+		}
+		if (k < gn)
+			continue;
+		if (hit != SPANQUERY_NO_NAME)
+			return SPANQUERY_NO_NAME;
+		hit = i;
+	}
+	return hit;
+}

@@ -362,4 +362,17 @@ void spanquery_names_free(struct spanquery_names *n);
 size_t spanquery_suggest(const char *name, const char *const *names, size_t n,
 			 const char **out, size_t max);
 
+/*
+ * The one name of names[0..n) that given means as people write it, or
+ * SPANQUERY_NO_NAME (none, or more than one): the same words however
+ * written ("API Gateway", "api_gateway", "apigateway" for api-gateway;
+ * case, spaces, dashes and underscores ignored, a leading "the" and a
+ * trailing "service", "svc" or "api" dropped), else every word given (of
+ * three letters or more) a word of one name only ("the gateway service").
+ * Callers try the exact name first.
+ */
+#define SPANQUERY_NO_NAME ((size_t)-1)
+size_t spanquery_resolve(const char *given, const char *const *names,
+			 size_t n);
+
 #endif

@@ -4,7 +4,9 @@
  */
 #include "tools/tool_common.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -593,4 +595,91 @@ tool_change_text(const struct tool_figures *now,
 		json_object_set_new(o, "error_rate_change_pp", json_real(der));
 		json_object_set_new(o, "p95_change_pct", json_real(dp95));
 	}
+}
+
+/* The service names the gateway holds for tool_service_name. */
+static struct {
+	pthread_mutex_t mu;
+	char **v;
+	size_t n;
+	int64_t at_ms; /* when read; 0: never */
+} svc_names = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define SVC_NAMES_FRESH_MS 10000
+#define SVC_NAMES_MISS_MS  2000
+
+static bool
+svc_names_has(const char *name)
+{
+	for (size_t i = 0; i < svc_names.n; i++)
+		if (strcmp(svc_names.v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Reads the names again (under svc_names.mu); false when the store cannot
+ * be asked (the old list stays). */
+static bool
+svc_names_read(struct call *call)
+{
+	struct spanquery_names *names = NULL;
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+	char why[256], **v;
+	bool ok = false;
+
+	if (tool_conn_get(call, &c, why, sizeof(why), &err) != STATUS_OK)
+		return false;
+	if (spanquery_services(c, &names, &err) == STATUS_OK &&
+	    (v = calloc(names->n + 1, sizeof(*v))) != NULL) {
+		size_t k = 0;
+
+		while (k < names->n && (v[k] = strdup(names->names[k])) != NULL)
+			k++;
+		if (k == names->n) {
+			for (size_t i = 0; i < svc_names.n; i++)
+				free(svc_names.v[i]);
+			free(svc_names.v);
+			svc_names.v = v;
+			svc_names.n = k;
+			svc_names.at_ms = clock_mono_ms();
+			ok = true;
+		} else {
+			while (k > 0)
+				free(v[--k]);
+			free(v);
+		}
+	}
+	spanquery_names_free(names);
+	pg_release(c);
+	return ok;
+}
+
+const char *
+tool_service_name(struct call *call, const char *given, char *out, size_t cap,
+		  char *note, size_t note_cap)
+{
+	const char *res = given;
+	int64_t now = clock_mono_ms();
+	size_t k;
+
+	if (note_cap > 0)
+		note[0] = '\0';
+	if (given == NULL || call_pg(call) == NULL)
+		return given;
+	pthread_mutex_lock(&svc_names.mu);
+	if (svc_names.at_ms == 0 || now - svc_names.at_ms > SVC_NAMES_FRESH_MS ||
+	    (!svc_names_has(given) &&
+	     now - svc_names.at_ms > SVC_NAMES_MISS_MS))
+		(void)svc_names_read(call);
+	if (!svc_names_has(given) &&
+	    (k = spanquery_resolve(given, (const char *const *)svc_names.v,
+				   svc_names.n)) != SPANQUERY_NO_NAME) {
+		snprintf(out, cap, "%s", svc_names.v[k]);
+		snprintf(note, note_cap, "service: %s (from \"%s\")", out,
+			 given);
+		res = out;
+	}
+	pthread_mutex_unlock(&svc_names.mu);
+	return res;
 }

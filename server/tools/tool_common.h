@@ -268,6 +268,20 @@ void tool_change_text(const struct tool_figures *now,
 		      const struct tool_figures *base, char *out, size_t cap,
 		      json_t *o);
 
+/*
+ * The service a tool argument names, as the store names it: given itself
+ * when some span carries it, else the one service name given means as
+ * people write it (spanquery_resolve: "API Gateway", "the gateway
+ * service" for api-gateway), with note set to "service: api-gateway (from
+ * \"the gateway service\")" for the answer; else given, note "" (the tool
+ * then says "did you mean").  The names come from a list of the gateway's
+ * own, refreshed from the store at most every 10 s (and on a name it does
+ * not hold, at most every 2 s), so the common case costs no query.  The
+ * result is given, or out (cap bytes).
+ */
+const char *tool_service_name(struct call *call, const char *given, char *out,
+			      size_t cap, char *note, size_t note_cap);
+
 /* The [health] tolerances of the gateway's configuration (Kiali's
  * defaults without one). */
 struct health_tolerances tool_health_tolerances(struct call *call);

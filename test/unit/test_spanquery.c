@@ -158,6 +158,54 @@ count_names(const char *const *names, size_t cap)
 	return n;
 }
 
+/* A service as people name it: resolved only when one name fits. */
+static void
+test_resolve(void **state)
+{
+	static const char *const names[] = {
+		"api-gateway", "checkout", "payments", "payments-api",
+		"notification_service", "auth", "fraud", "cart-svc"};
+	static const struct {
+		const char *given;
+		const char *want; /* NULL: none */
+	} cases[] = {
+		{"api gateway", "api-gateway"},
+		{"API-Gateway", "api-gateway"},
+		{"apigateway", "api-gateway"},
+		{"api_gateway", "api-gateway"},
+		{"the gateway service", "api-gateway"},
+		{"gateway", "api-gateway"},
+		{"the checkout service", "checkout"},
+		{"Checkout", "checkout"},
+		{"notifications", NULL},	   /* not a word of any name */
+		{"notification", "notification_service"},
+		{"the cart", "cart-svc"},
+		{"cart service", "cart-svc"},
+		/* payments and payments-api both read "payments" */
+		{"payments", NULL},
+		{"the payments api", NULL},
+		{"pay", NULL},	 /* a prefix is no word */
+		{"the", NULL},
+		{"", NULL},
+		{"---", NULL},
+		{"fraud detection", NULL}, /* a word of no name */
+		{"au", NULL},		  /* words under three letters */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t k = spanquery_resolve(cases[i].given, names,
+					     sizeof(names) / sizeof(names[0]));
+		const char *got = k == SPANQUERY_NO_NAME ? NULL : names[k];
+
+		if ((got == NULL) != (cases[i].want == NULL) ||
+		    (got != NULL && strcmp(got, cases[i].want) != 0))
+			fail_msg("\"%s\": got %s, want %s", cases[i].given,
+				 got ? got : "none",
+				 cases[i].want ? cases[i].want : "none");
+	}
+}
+
 static void
 test_suggest_cases(void **state)
 {
@@ -2798,6 +2846,7 @@ main(void)
 	const struct CMUnitTest pure[] = {
 		cmocka_unit_test(test_protocol_names),
 		cmocka_unit_test(test_suggest_cases),
+		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_suggest_max_and_duplicates),
 		cmocka_unit_test(test_suggest_long_names),
 		cmocka_unit_test(test_suggest_short_names),
