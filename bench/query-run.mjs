@@ -1,5 +1,5 @@
 // query-run.mjs - the measuring half of bench/query.sh: query_metrics (1 h,
-// 24 h) and query_traces (1 h) through MCP, interleaved call by call with
+// 24 h, and 24 h with a timeline of 5 m steps) and query_traces (1 h) through MCP, interleaved call by call with
 // the single SQL statement that computes the same numbers from raw spans,
 // run by one long-lived psql with \timing on.  MCP through two clients on
 // one session: a plain HTTP/1.1 client (RawHttp, the targets are judged on
@@ -9,7 +9,7 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h]
 //        [--traces-sql walk|group|prepared]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
@@ -36,7 +36,7 @@ const opt = {
 	services: 'checkout,payments,api-gateway,inventory',
 	calls: 30,
 	warmup: 1,
-	kinds: 'm1h,m24h,t1h',
+	kinds: 'm1h,m24h,t1h,tl24h',
 	live: false,
 	tracesSql: 'walk',
 };
@@ -76,9 +76,10 @@ const KINDS = {
 	m1h: { tool: 'query_metrics', hours: 1, what: 'query_metrics 1h' },
 	m24h: { tool: 'query_metrics', hours: 24, what: 'query_metrics 24h' },
 	t1h: { tool: 'query_traces', hours: 1, what: 'query_traces 1h' },
+	tl24h: { tool: 'query_metrics', hours: 24, step: '5m', what: 'query_metrics 24h, step 5m' },
 };
 const kinds = opt.kinds.split(',').filter(Boolean);
-for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (m1h, m24h, t1h)`);
+for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (${Object.keys(KINDS).join(', ')})`);
 
 // ---- the SQL ---------------------------------------------------------------------
 // range: {from, to} ISO strings, or null for "the last N hours as of now()".
@@ -98,6 +99,20 @@ function metricsSql(service, hours, range) {
 		`FROM span_calls WHERE service_name = '${service}' AND protocol IS NOT NULL ` +
 		`AND start_time >= ${from} AND start_time < ${to} ` +
 		'GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4'
+	);
+}
+
+// The timeline: per source, protocol and 5 m step (epoch-aligned, as the
+// tool's), requests, errors, client errors and the exact P95.
+function timelineSql(service, hours, range) {
+	const [from, to] = sqlRange(hours, range);
+	return (
+		"SELECT source, protocol, floor(extract(epoch FROM start_time) / 300)::bigint * 300000, count(*), " +
+		'count(*) FILTER (WHERE outcome = 1), count(*) FILTER (WHERE outcome = 2), ' +
+		'percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) ' +
+		`FROM span_calls WHERE service_name = '${service}' AND protocol IS NOT NULL ` +
+		`AND start_time >= ${from} AND start_time < ${to} ` +
+		'GROUP BY 1, 2, 3 ORDER BY 1, 2, 3'
 	);
 }
 
@@ -149,13 +164,15 @@ function tracesSql(service, hours, range) {
 
 function sqlFor(kind, service, range) {
 	const k = KINDS[kind];
+	if (k.step) return timelineSql(service, k.hours, range);
 	return k.tool === 'query_metrics' ? metricsSql(service, k.hours, range) : tracesSql(service, k.hours, range);
 }
 
 function argsFor(kind, service, range) {
 	const k = KINDS[kind];
-	if (range) return { service, from: range.from, to: range.to };
-	return { service, time_range: `${k.hours}h` };
+	const step = k.step ? { step: k.step } : {};
+	if (range) return { service, from: range.from, to: range.to, ...step };
+	return { service, time_range: `${k.hours}h`, ...step };
 }
 
 // ---- psql -------------------------------------------------------------------
@@ -346,6 +363,33 @@ function checkMetrics(result, rows) {
 	return { problems, keys: rows.length, maxPctDiff: maxPct, rollup: sc.rollup === true };
 }
 
+// Compares the timeline of one query_metrics answer with the SQL rows:
+// every step's counts exact (steps without a row: 0), P95 within 0.5%.
+function checkTimeline(result, rows) {
+	const problems = [];
+	const sc = result.structuredContent ?? {};
+	const want = new Map(rows.map((r) => [[r[0], r[1], Number(r[2])].join(' '), r]));
+	let maxPct = 0;
+	let steps = 0;
+	for (const s of sc.timeline?.series ?? []) {
+		for (let i = 0; i < s.t.length; i++) {
+			const key = [s.source, s.protocol, Date.parse(s.t[i])].join(' ');
+			const w = want.get(key) ?? [0, 0, 0, '0', '0', '0', null];
+			want.delete(key);
+			steps++;
+			const got = [s.requests[i], s.errors[i], s.client_errors[i]];
+			if (got.join() !== w.slice(3, 6).map(Number).join()) problems.push(`${key}: ${got} vs SQL ${w.slice(3, 6)}`);
+			if (w[6] !== null) {
+				const p = Number(w[6]) / 1e6;
+				maxPct = Math.max(maxPct, Math.abs(p - s.p95_ms[i]) <= 0.006 ? 0 : relDiff(p, s.p95_ms[i]));
+			}
+		}
+	}
+	for (const k of want.keys()) problems.push(`SQL step without a tool step: ${k}`);
+	if (maxPct > 0.005 * (1 + 1e-6)) problems.push(`P95 differs by ${(100 * maxPct).toFixed(3)}%`);
+	return { problems, keys: steps, maxPctDiff: maxPct, rollup: sc.rollup === true };
+}
+
 function checkTraces(result, rows) {
 	const problems = [];
 	const sc = result.structuredContent ?? {};
@@ -432,7 +476,8 @@ async function main() {
 			if (m.result.isError) {
 				c.problems = [`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`];
 			} else {
-				Object.assign(c, KINDS[k].tool === 'query_metrics' ? checkMetrics(m.result, s.rows) : checkTraces(m.result, s.rows));
+				const check = KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
+				Object.assign(c, check(m.result, s.rows));
 			}
 			if (JSON.stringify(p.result) !== JSON.stringify(m.result)) c.problems.push('the plain client got another result than node:http');
 			out.checks.push(c);
