@@ -1535,9 +1535,9 @@ name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD])
 		memmove(w[0], w[1], (n - 1) * sizeof(w[0]));
 		n--;
 	}
-	if (n > 1 && (strcmp(w[n - 1], "service") == 0 ||
-		      strcmp(w[n - 1], "svc") == 0 ||
-		      strcmp(w[n - 1], "api") == 0))
+	if (n > 1 &&
+	    (strcmp(w[n - 1], "service") == 0 || strcmp(w[n - 1], "svc") == 0 ||
+	     strcmp(w[n - 1], "api") == 0))
 		n--;
 	return n;
 }

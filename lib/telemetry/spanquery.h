@@ -372,7 +372,6 @@ size_t spanquery_suggest(const char *name, const char *const *names, size_t n,
  * Callers try the exact name first.
  */
 #define SPANQUERY_NO_NAME ((size_t)-1)
-size_t spanquery_resolve(const char *given, const char *const *names,
-			 size_t n);
+size_t spanquery_resolve(const char *given, const char *const *names, size_t n);
 
 #endif

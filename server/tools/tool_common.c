@@ -668,7 +668,8 @@ tool_service_name(struct call *call, const char *given, char *out, size_t cap,
 	if (given == NULL || call_pg(call) == NULL)
 		return given;
 	pthread_mutex_lock(&svc_names.mu);
-	if (svc_names.at_ms == 0 || now - svc_names.at_ms > SVC_NAMES_FRESH_MS ||
+	if (svc_names.at_ms == 0 ||
+	    now - svc_names.at_ms > SVC_NAMES_FRESH_MS ||
 	    (!svc_names_has(given) &&
 	     now - svc_names.at_ms > SVC_NAMES_MISS_MS))
 		(void)svc_names_read(call);

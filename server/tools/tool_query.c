@@ -528,7 +528,8 @@ struct metrics_state {
 	struct buf b;
 	int total_src[SPANQUERY_PROTOCOLS]; /* the whole-service line's */
 	bool has_total[SPANQUERY_PROTOCOLS];
-	bool any_merged; /* an [eBPF+OTLP] section was written */
+	bool any_merged;	      /* an [eBPF+OTLP] section was written */
+	char svc[256], svc_note[320]; /* the service as resolved */
 	/* compare_to: the baseline range, its filter and rows */
 	const char *compare_to;
 	struct timerange btr;
@@ -613,6 +614,9 @@ metrics_args(struct metrics_state *x, const json_t *args, json_t **result)
 	}
 	x->f.from_ms = x->tr.from_ms;
 	x->f.to_ms = x->tr.to_ms;
+	x->f.service =
+		tool_service_name(x->call, x->f.service, x->svc, sizeof(x->svc),
+				  x->svc_note, sizeof(x->svc_note));
 	x->compare_to = tool_arg_str(args, "compare_to");
 	if (x->compare_to != NULL) {
 		if (timerange_baseline(&x->tr, x->compare_to, &x->btr, err,
@@ -809,6 +813,8 @@ metrics_head(struct metrics_state *x, const json_t *args, json_t **result)
 	timerange_describe(&x->tr, x->now, rdesc, sizeof(rdesc));
 	if (x->req->note != NULL)
 		buf_printf(b, "%s\n\n", x->req->note);
+	if (x->svc_note[0] != '\0')
+		buf_printf(b, "%s\n\n", x->svc_note);
 	for (int i = 0; i < TOOL_SRCS; i++)
 		if ((x->shown & (1u << i)) &&
 		    strncmp(x->status[i], "unavailable", 11) == 0) {
@@ -2161,6 +2167,7 @@ all_at_once(struct call *call, const struct tool_conns *k,
 struct traces_state {
 	struct call *call;
 	const struct traces_req *req;
+	char svc[256], svc_note[320]; /* the service as resolved */
 	int64_t now;
 	const char *trace_id; /* the one trace asked for, or NULL */
 	uint8_t one_id[16];
@@ -2215,7 +2222,9 @@ traces_args(struct traces_state *x, const json_t *args, json_t **result)
 		*result = tool_result_error("%s", err);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	x->tf.service = tool_arg_str(args, "service");
+	x->tf.service = tool_service_name(
+		x->call, tool_arg_str(args, "service"), x->svc, sizeof(x->svc),
+		x->svc_note, sizeof(x->svc_note));
 	x->tf.from_ms = x->tr.from_ms;
 	x->tf.to_ms = x->tr.to_ms;
 	x->tf.min_duration_ns = json_is_number(md)
@@ -2494,6 +2503,8 @@ traces_head(struct traces_state *x, json_t **result)
 {
 	if (x->req->note != NULL)
 		buf_printf(&x->b, "%s\n\n", x->req->note);
+	if (x->svc_note[0] != '\0')
+		buf_printf(&x->b, "%s\n\n", x->svc_note);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
 		if (strncmp(x->status[i], "unavailable", 11) == 0) {
 			buf_printf(&x->b, "%s spans %s\n",

@@ -408,6 +408,7 @@ struct list_call {
 	int64_t now;
 	size_t budget;
 	struct spans_args a;
+	char svc[256], svc_note[320]; /* service_name as resolved */
 	struct tool_conns k;
 	struct spanlist_page *page;
 	int64_t total; /* spans that match, counted exactly */
@@ -506,6 +507,8 @@ list_fit(struct list_call *x)
 	size_t used;
 	int rc;
 
+	if (x->svc_note[0] != '\0')
+		buf_printf(&x->intro, "%s\n", x->svc_note);
 	describe(&x->intro, a, x->now);
 	if (a->cur.seen > 0)
 		buf_printf(&x->intro, "Rows from #%" PRIu64 " on.\n",
@@ -649,6 +652,9 @@ query_spans(struct call *call, const json_t *args, json_t **result)
 		*result = tool_result_error("%s", err);
 		goto out;
 	}
+	x.a.f.service =
+		tool_service_name(call, x.a.f.service, x.svc, sizeof(x.svc),
+				  x.svc_note, sizeof(x.svc_note));
 	if ((rc = list_fetch(&x, result)) != STATUS_OK || *result != NULL ||
 	    (rc = list_rows(&x)) != STATUS_OK ||
 	    (rc = list_fit(&x)) != STATUS_OK)

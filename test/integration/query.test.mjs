@@ -889,7 +889,7 @@ describe('query_metrics', () => {
 	});
 
 	test('a service name that is no service: points to list_services, suggests by its words', async () => {
-		const { text } = await call('query_metrics', { service: 'the flaky service' }, { expectError: true });
+		const { text } = await call('query_metrics', { service: 'the flakey service' }, { expectError: true });
 		assert.match(text, /did you mean flaky-service\? \d+ services have spans: call list_services to see them/, text);
 		const t = await call('query_traces', { service: 'zzzz' }, { expectError: true });
 		assert.match(t.text, /has no spans in the telemetry store; \d+ services have spans: call list_services to see them/, t.text);
@@ -897,7 +897,7 @@ describe('query_metrics', () => {
 	});
 
 	test('unknown service: isError, "did you mean payment-service?"', async () => {
-		for (const name of ['payment-svc', 'payments-service']) {
+		for (const name of ['paymnet-svc', 'payments-service']) {
 			const { text } = await call('query_metrics', { service: name }, { expectError: true });
 			assert.match(text, /did you mean[^?\n]*payment-service[^?\n]*\?/, `${name}: ${text}`);
 			assert.ok(text.includes(name), `${name}: the unknown name is not quoted: ${text}`);
@@ -1095,7 +1095,7 @@ describe('query_traces', () => {
 	});
 
 	test('unknown service and a bad trace id are errors', async () => {
-		const { text } = await call('query_traces', { service: 'payment-svc' }, { expectError: true });
+		const { text } = await call('query_traces', { service: 'paymnet-svc' }, { expectError: true });
 		assert.match(text, /did you mean[^?\n]*payment-service[^?\n]*\?/);
 		// an isError result, or a JSON-RPC invalid-params error if the
 		// input schema rejects it first

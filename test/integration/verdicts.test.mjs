@@ -266,3 +266,22 @@ describe('baselines', () => {
 		assert.match(bad.text, /compare_to "last tuesday" is not understood: use "previous"/);
 	});
 });
+
+describe('a service as people name it', () => {
+	test('one obvious match resolves, and the answer says from what; none or two do not', async () => {
+		const m = await call('query_metrics', { service: 'the web service', time_range: '45m' });
+		assert.equal(m.sc.service, 'v-web');
+		assert.match(m.text, /^service: v-web \(from "the web service"\)$/m, m.text);
+		const t = await call('query_traces', { service: 'V Web', time_range: '45m', max_traces: 1 });
+		assert.match(t.text, /^service: v-web \(from "V Web"\)$/m, t.text);
+		const q = await call('query_spans', { service_name: 'V_WEB', limit: 1, time_range: '45m' });
+		assert.match(q.text, /^service: v-web \(from "V_WEB"\)$/m, q.text);
+		assert.equal(q.sc.spans[0].service, 'v-web');
+		// the exact name is taken as it is, without a note
+		const e = await call('query_metrics', { service: 'v-web', time_range: '45m' });
+		assert.doesNotMatch(e.text, /^service: /m);
+		// a word of no service, or of several: "did you mean"
+		const none = await call('query_metrics', { service: 'v-paymnets', time_range: '45m' }, { expectError: true });
+		assert.match(none.text, /did you mean v-payments\?/, none.text);
+	});
+});

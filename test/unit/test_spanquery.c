@@ -163,8 +163,8 @@ static void
 test_resolve(void **state)
 {
 	static const char *const names[] = {
-		"api-gateway", "checkout", "payments", "payments-api",
-		"notification_service", "auth", "fraud", "cart-svc"};
+		"api-gateway",		"checkout", "payments", "payments-api",
+		"notification_service", "auth",	    "fraud",	"cart-svc"};
 	static const struct {
 		const char *given;
 		const char *want; /* NULL: none */
@@ -177,19 +177,19 @@ test_resolve(void **state)
 		{"gateway", "api-gateway"},
 		{"the checkout service", "checkout"},
 		{"Checkout", "checkout"},
-		{"notifications", NULL},	   /* not a word of any name */
+		{"notifications", NULL}, /* not a word of any name */
 		{"notification", "notification_service"},
 		{"the cart", "cart-svc"},
 		{"cart service", "cart-svc"},
 		/* payments and payments-api both read "payments" */
 		{"payments", NULL},
 		{"the payments api", NULL},
-		{"pay", NULL},	 /* a prefix is no word */
+		{"pay", NULL}, /* a prefix is no word */
 		{"the", NULL},
 		{"", NULL},
 		{"---", NULL},
 		{"fraud detection", NULL}, /* a word of no name */
-		{"au", NULL},		  /* words under three letters */
+		{"au", NULL},		   /* words under three letters */
 	};
 
 	(void)state;
