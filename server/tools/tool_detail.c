@@ -214,6 +214,7 @@ tool_detail_text(struct buf *b, const struct merge_node *node,
 		 const struct spanquery_detail *x)
 {
 	const struct spanquery_span *s = row_of(node);
+	const char *msg;
 
 	if (x == NULL)
 		return STATUS_OK;
@@ -236,14 +237,19 @@ tool_detail_text(struct buf *b, const struct merge_node *node,
 		buf_printf(b, ", gRPC %s", otlp_grpc_code_name(x->grpc_code));
 	else if (x->http_status >= 0)
 		buf_printf(b, ", HTTP %d", x->http_status);
-	if (x->exception_type != NULL || x->exception_message != NULL) {
+	/* the message once: the line shows the status message already */
+	msg = x->exception_message;
+	if (msg != NULL && s->status == 2 && s->status_message != NULL &&
+	    strcmp(msg, s->status_message) == 0)
+		msg = NULL;
+	if (x->exception_type != NULL || msg != NULL) {
 		buf_puts(b, ", exception ");
 		if (x->exception_type != NULL)
 			put_short(b, x->exception_type, 80);
-		if (x->exception_type != NULL && x->exception_message != NULL)
+		if (x->exception_type != NULL && msg != NULL)
 			buf_puts(b, ": ");
-		if (x->exception_message != NULL)
-			put_short(b, x->exception_message, 120);
+		if (msg != NULL)
+			put_short(b, msg, 120);
 	}
 	return buf_puts(b, "]");
 }
