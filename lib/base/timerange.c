@@ -33,8 +33,9 @@
 
 static const char range_hint[] =
 	"use a duration like \"15m\", \"1h\", \"24h\", \"7d\", a phrase like "
-	"\"last hour\", \"past 2 days\", \"today\", \"yesterday\", or from/to "
-	"in ISO 8601 (\"2026-11-21T10:00:00Z\")";
+	"\"last hour\", \"past 2 days\", \"today\", \"yesterday\", \"since "
+	"yesterday 3pm\", \"between 10:00 and 11:30 UTC\", \"this morning\", "
+	"or from/to in ISO 8601 (\"2026-11-21T10:00:00Z\")";
 static const char time_hint[] =
 	"use ISO 8601 / RFC 3339 like \"2026-11-21T10:00:00Z\", "
 	"\"2026-11-21T10:00:00.123+02:00\", \"2026-11-21 10:00\" or "
@@ -322,6 +323,9 @@ parse_duration(const char *s, size_t n, int64_t *ms)
 	return RANGE_OK;
 }
 
+static enum range_fail parse_phrase(const char *s, size_t n, int64_t now,
+				    struct timerange *r);
+
 /* s[0..n) is trimmed and non-empty; |now| <= NOW_LIMIT. */
 static enum range_fail
 parse_range(const char *s, size_t n, int64_t now, struct timerange *r)
@@ -330,6 +334,8 @@ parse_range(const char *s, size_t n, int64_t now, struct timerange *r)
 	int64_t ms = 0;
 	enum range_fail rc;
 
+	if ((rc = parse_phrase(s, n, now, r)) != RANGE_SYNTAX)
+		return rc;
 	if (word_eq(s, n, "today")) {
 		r->from_ms = midnight;
 		r->to_ms = now;
@@ -485,6 +491,178 @@ time_err(char *err, size_t errlen, const char *field, const char *s, size_t n,
 	}
 	quote(q, s, n);
 	set_err(err, errlen, "%s \"%s\" %s: %s", field, q, what, time_hint);
+}
+
+/* ---- phrases: "since yesterday 3pm", "between 10:00 and 11:30 UTC" ----- */
+
+/* s[*i..n) past spaces */
+static void
+skip_spaces(const char *s, size_t n, size_t *i)
+{
+	while (*i < n && is_space(s[*i]))
+		(*i)++;
+}
+
+/* The word w (lowercase) at s[*i..n), followed by a space or the end:
+ * consumed. */
+static bool
+take_word(const char *s, size_t n, size_t *i, const char *w)
+{
+	size_t k = strlen(w);
+
+	if (*i + k > n || !word_eq(s + *i, k, w) ||
+	    (*i + k < n && !is_space(s[*i + k])))
+		return false;
+	*i += k;
+	skip_spaces(s, n, i);
+	return true;
+}
+
+/*
+ * A time of day at s[*i..n) into *ms (since midnight): "15:00",
+ * "15:00:30", "3pm", "3 pm", "3:30pm", "12am", "noon", "midnight".
+ */
+static bool
+take_clock(const char *s, size_t n, size_t *i, int64_t *ms)
+{
+	size_t j = *i;
+	int h = 0, m = 0, sec = 0, nd = 0;
+
+	if (take_word(s, n, i, "noon")) {
+		*ms = 12 * MS_PER_H;
+		return true;
+	}
+	if (take_word(s, n, i, "midnight")) {
+		*ms = 0;
+		return true;
+	}
+	while (j < n && is_digit(s[j]) && nd < 2) {
+		h = h * 10 + (s[j++] - '0');
+		nd++;
+	}
+	if (nd == 0)
+		return false;
+	if (j < n && s[j] == ':') {
+		j++;
+		if (!digits(s, n, &j, 2, &m) || m > 59)
+			return false;
+		if (j < n && s[j] == ':' &&
+		    (j++, !digits(s, n, &j, 2, &sec) || sec > 59))
+			return false;
+	}
+	while (j < n && is_space(s[j]))
+		j++;
+	if (j + 2 <= n &&
+	    (word_eq(s + j, 2, "am") || word_eq(s + j, 2, "pm")) &&
+	    (j + 2 == n || is_space(s[j + 2]))) {
+		if (h < 1 || h > 12)
+			return false;
+		h = h % 12 + (lower(s[j]) == 'p' ? 12 : 0);
+		j += 2;
+	} else if (nd == 1 && j == *i + 1) {
+		return false; /* a bare number is no time of day */
+	} else if (h > 23) {
+		return false;
+	}
+	*i = j;
+	skip_spaces(s, n, i);
+	*ms = h * MS_PER_H + m * MS_PER_MIN + sec * MS_PER_S;
+	return true;
+}
+
+/*
+ * A point in time at s[*i..n): [today | yesterday | YYYY-MM-DD] [at] a
+ * time of day ("yesterday 3pm", "10:00", "2026-11-27 at 09:30"), a day
+ * alone (its midnight), or "now"; then an optional "UTC" (times are UTC).
+ */
+static bool
+take_point(const char *s, size_t n, size_t *i, int64_t now, int64_t *ms)
+{
+	int64_t midnight = floor_div(now, MS_PER_DAY, NULL) * MS_PER_DAY;
+	int64_t day = midnight, clock = 0;
+	bool has_day = false;
+	size_t j = *i;
+
+	if (take_word(s, n, i, "now")) {
+		*ms = now;
+		goto zone;
+	}
+	if (take_word(s, n, i, "today")) {
+		has_day = true;
+	} else if (take_word(s, n, i, "yesterday")) {
+		day = midnight - MS_PER_DAY;
+		has_day = true;
+	} else if (n - *i >= 10 && is_digit(s[*i]) && s[*i + 4] == '-') {
+		int64_t d;
+
+		if (parse_time(s + *i, 10, now, &d) != TIME_OK)
+			return false;
+		day = d;
+		*i += 10;
+		skip_spaces(s, n, i);
+		has_day = true;
+	}
+	(void)take_word(s, n, i, "at");
+	if (!take_clock(s, n, i, &clock)) {
+		if (!has_day) {
+			*i = j;
+			return false;
+		}
+		clock = 0;
+	}
+	*ms = day + clock;
+zone:
+	(void)take_word(s, n, i, "utc");
+	return true;
+}
+
+/*
+ * "since <point>" (to now), "between <point> and <point>", "from <point>
+ * to <point>", and "this morning" (06:00-12:00 UTC), "this afternoon"
+ * (12:00-18:00), "this evening" (18:00-24:00), each cut at now.
+ * RANGE_SYNTAX when s is none of these (parse_range goes on).
+ */
+static enum range_fail
+parse_phrase(const char *s, size_t n, int64_t now, struct timerange *r)
+{
+	static const struct {
+		const char *name;
+		int from_h, to_h;
+	} parts[] = {
+		{"morning", 6, 12}, {"afternoon", 12, 18}, {"evening", 18, 24}};
+	int64_t midnight = floor_div(now, MS_PER_DAY, NULL) * MS_PER_DAY;
+	size_t i = 0;
+
+	if (take_word(s, n, &i, "this")) {
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+			if (word_eq(s + i, n - i, parts[k].name)) {
+				r->from_ms =
+					midnight + parts[k].from_h * MS_PER_H;
+				r->to_ms = midnight + parts[k].to_h * MS_PER_H;
+				if (r->to_ms > now)
+					r->to_ms = now;
+				return r->from_ms < r->to_ms ? RANGE_OK
+							     : RANGE_ZERO;
+			}
+		return RANGE_SYNTAX;
+	}
+	if (take_word(s, n, &i, "since")) {
+		if (!take_point(s, n, &i, now, &r->from_ms) || i != n)
+			return RANGE_SYNTAX;
+		r->to_ms = now;
+	} else if (take_word(s, n, &i, "between") ||
+		   take_word(s, n, &i, "from")) {
+		if (!take_point(s, n, &i, now, &r->from_ms) ||
+		    !(take_word(s, n, &i, "and") ||
+		      take_word(s, n, &i, "to")) ||
+		    !take_point(s, n, &i, now, &r->to_ms) || i != n)
+			return RANGE_SYNTAX;
+	} else {
+		return RANGE_SYNTAX;
+	}
+	if (r->to_ms - r->from_ms > TIMERANGE_MAX_MS)
+		return RANGE_TOO_LONG;
+	return r->from_ms < r->to_ms ? RANGE_OK : RANGE_ZERO;
 }
 
 /* ---- public ------------------------------------------------------------ */

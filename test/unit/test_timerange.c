@@ -22,8 +22,9 @@
 
 #define RANGE_HINT                                                             \
 	"use a duration like \"15m\", \"1h\", \"24h\", \"7d\", a phrase like " \
-	"\"last hour\", \"past 2 days\", \"today\", \"yesterday\", or "        \
-	"from/to in ISO 8601 (\"2026-11-21T10:00:00Z\")"
+	"\"last hour\", \"past 2 days\", \"today\", \"yesterday\", \"since "   \
+	"yesterday 3pm\", \"between 10:00 and 11:30 UTC\", \"this "            \
+	"morning\", or from/to in ISO 8601 (\"2026-11-21T10:00:00Z\")"
 #define TIME_HINT                                                              \
 	"use ISO 8601 / RFC 3339 like \"2026-11-21T10:00:00Z\", "              \
 	"\"2026-11-21T10:00:00.123+02:00\", \"2026-11-21 10:00\" or "          \
@@ -449,8 +450,9 @@ test_exact_messages(void **state)
 		err, "time_range \"soon\" is not understood: use a duration "
 		     "like \"15m\", \"1h\", \"24h\", \"7d\", a phrase like "
 		     "\"last hour\", \"past 2 days\", \"today\", "
-		     "\"yesterday\", or from/to in ISO 8601 "
-		     "(\"2026-11-21T10:00:00Z\")");
+		     "\"yesterday\", \"since yesterday 3pm\", \"between "
+		     "10:00 and 11:30 UTC\", \"this morning\", or from/to in "
+		     "ISO 8601 (\"2026-11-21T10:00:00Z\")");
 
 	assert_int_equal(timerange_parse(NULL, "2026-02-30", NULL, t, &r, err,
 					 sizeof(err)),
@@ -790,6 +792,74 @@ test_describe_parsed_and_bounds(void **state)
 	assert_string_equal(buf, "last 1h");
 }
 
+/* an ISO time before now() as Unix ms, through timerange_parse's from */
+static int64_t
+iso_ms(const char *iso)
+{
+	struct timerange r;
+
+	assert_int_equal(timerange_parse(NULL, iso, NULL, now(), &r, NULL, 0),
+			 STATUS_OK);
+	return r.from_ms;
+}
+
+/* people's time phrases, at 2026-11-21T10:30:15.250Z */
+static void
+test_phrases(void **state)
+{
+	const struct {
+		const char *in;
+		const char *from, *to; /* NULL to: now; NULL from: refused */
+	} cases[] = {
+		{"since yesterday 3pm", "2026-11-20T15:00:00Z", NULL},
+		{"Since Yesterday at 15:00 UTC", "2026-11-20T15:00:00Z", NULL},
+		{"since 10:00", "2026-11-21T10:00:00Z", NULL},
+		{"since 9:05:30am", "2026-11-21T09:05:30Z", NULL},
+		{"since today", "2026-11-21T00:00:00Z", NULL},
+		{"since 2026-11-19 noon", "2026-11-19T12:00:00Z", NULL},
+		{"between 10:00 and 10:15 UTC", "2026-11-21T10:00:00Z",
+		 "2026-11-21T10:15:00Z"},
+		{"from yesterday 9am to yesterday 5 pm", "2026-11-20T09:00:00Z",
+		 "2026-11-20T17:00:00Z"},
+		{"between 2026-11-19 and 2026-11-20", "2026-11-19T00:00:00Z",
+		 "2026-11-20T00:00:00Z"},
+		{"between yesterday midnight and now", "2026-11-20T00:00:00Z",
+		 NULL},
+		{"this morning", "2026-11-21T06:00:00Z", NULL},
+		{"last 90 minutes", "2026-11-21T09:00:15.250Z", NULL},
+		{"this afternoon", NULL, NULL}, /* not yet: empty */
+		{"since 3", NULL, NULL},	/* a bare number */
+		{"since 25:00", NULL, NULL},
+		{"since 13pm", NULL, NULL},
+		{"between 11:00 and 10:00", NULL, NULL},
+		{"between 10:00", NULL, NULL},
+		{"since yesterday 3pm please", NULL, NULL},
+		{"this week", NULL, NULL},
+	};
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct timerange r;
+		int rc = timerange_parse(cases[i].in, NULL, NULL, now(), &r,
+					 err, sizeof(err));
+
+		if (cases[i].from == NULL) {
+			if (rc != STATUS_INVALID ||
+			    strstr(err, "time_range \"") != err)
+				fail_msg("\"%s\": rc %d [%lld, %lld) %s",
+					 cases[i].in, rc, (long long)r.from_ms,
+					 (long long)r.to_ms, err);
+			continue;
+		}
+		if (rc != STATUS_OK || r.from_ms != iso_ms(cases[i].from) ||
+		    r.to_ms != (cases[i].to ? iso_ms(cases[i].to) : now()))
+			fail_msg("\"%s\": rc %d [%lld, %lld) %s", cases[i].in,
+				 rc, (long long)r.from_ms, (long long)r.to_ms,
+				 err);
+	}
+}
+
 /* compare_to: the range before, or shifted back by a duration */
 static void
 test_baseline(void **state)
@@ -871,6 +941,7 @@ main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_describe_parsed_and_bounds),
 		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_phrases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
