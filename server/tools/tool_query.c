@@ -81,11 +81,25 @@ metrics_filter(const json_t *args, const struct metrics_req *req,
 		return STATUS_INVALID;
 	}
 	if (range != NULL) {
+		/* people's words for the classes */
+		static const struct {
+			const char *word, *cls;
+		} words[] = {{"errors", "5xx"},
+			     {"server errors", "5xx"},
+			     {"client errors", "4xx"},
+			     {"success", "2xx"},
+			     {"redirects", "3xx"}};
+
+		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (strcasecmp(range, words[i].word) == 0)
+				range = words[i].cls;
 		if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
 		    strcasecmp(range + 1, "xx") != 0) {
 			snprintf(err, len,
 				 "status_code_range must be one of \"2xx\", "
-				 "\"3xx\", \"4xx\", \"5xx\"");
+				 "\"3xx\", \"4xx\", \"5xx\", \"success\", "
+				 "\"client errors\", \"server errors\" "
+				 "(\"errors\")");
 			return STATUS_INVALID;
 		}
 		f->http_status_min = (range[0] - '0') * 100;

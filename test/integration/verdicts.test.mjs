@@ -280,6 +280,11 @@ describe('a service as people name it', () => {
 		// the exact name is taken as it is, without a note
 		const e = await call('query_metrics', { service: 'v-web', time_range: '45m' });
 		assert.doesNotMatch(e.text, /^service: /m);
+		// status classes in words
+		const ce = await call('query_metrics', { service: 'v-web', time_range: '45m', status_code_range: 'client errors' });
+		assert.equal(ce.sc.http.find((r) => r.route === '/page').requests, 20);
+		const se = await call('query_metrics', { service: 'v-web', time_range: '45m', status_code_range: 'server errors' });
+		assert.equal(se.sc.http.find((r) => r.route === '/page').requests, 4);
 		// a word of no service, or of several: "did you mean"
 		const none = await call('query_metrics', { service: 'v-paymnets', time_range: '45m' }, { expectError: true });
 		assert.match(none.text, /did you mean v-payments\?/, none.text);
