@@ -605,8 +605,7 @@ static struct {
 	int64_t at_ms; /* when read; 0: never */
 } svc_names = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-#define SVC_NAMES_FRESH_MS 10000
-#define SVC_NAMES_MISS_MS  2000
+#define SVC_NAMES_MISS_MS 2000
 
 static bool
 svc_names_has(const char *name)
@@ -668,10 +667,10 @@ tool_service_name(struct call *call, const char *given, char *out, size_t cap,
 	if (given == NULL || call_pg(call) == NULL)
 		return given;
 	pthread_mutex_lock(&svc_names.mu);
-	if (svc_names.at_ms == 0 ||
-	    now - svc_names.at_ms > SVC_NAMES_FRESH_MS ||
-	    (!svc_names_has(given) &&
-	     now - svc_names.at_ms > SVC_NAMES_MISS_MS))
+	/* a name the list holds is taken as it is, however old the list
+	 * (it may only lack newer names): no query on the common path */
+	if (!svc_names_has(given) &&
+	    (svc_names.at_ms == 0 || now - svc_names.at_ms > SVC_NAMES_MISS_MS))
 		(void)svc_names_read(call);
 	if (!svc_names_has(given) &&
 	    (k = spanquery_resolve(given, (const char *const *)svc_names.v,

@@ -275,9 +275,9 @@ void tool_change_text(const struct tool_figures *now,
  * service" for api-gateway), with note set to "service: api-gateway (from
  * \"the gateway service\")" for the answer; else given, note "" (the tool
  * then says "did you mean").  The names come from a list of the gateway's
- * own, refreshed from the store at most every 10 s (and on a name it does
- * not hold, at most every 2 s), so the common case costs no query.  The
- * result is given, or out (cap bytes).
+ * own, read again from the store only for a name it does not hold (at most
+ * every 2 s), so an exact name costs no query.  The result is given, or
+ * out (cap bytes).
  */
 const char *tool_service_name(struct call *call, const char *given, char *out,
 			      size_t cap, char *note, size_t note_cap);
