@@ -97,10 +97,49 @@ static const struct resource_def status_resource = {
 	.read = read_status,
 };
 
+/* sextant://docs/definitions: the definitions the short tool descriptions
+ * name (error rate, percentiles, rollups, sources, GenAI tokens and cost),
+ * kept once as a file of the investigate skill and served under this
+ * name too. */
+static int
+read_definitions(const char *uri, void *arg, json_t **contents)
+{
+	struct server *srv = arg;
+	json_t *c = NULL;
+	int rc;
+
+	*contents = NULL;
+	rc = catalog_read(srv->catalog, DEFINITIONS_SKILL_URI, &c);
+	if (rc != STATUS_OK)
+		return rc;
+	if (json_object_set_new(json_array_get(c, 0), "uri",
+				json_string(uri)) != 0) {
+		json_decref(c);
+		return STATUS_NOMEM;
+	}
+	*contents = c;
+	return STATUS_OK;
+}
+
+static const struct resource_def definitions_resource = {
+	.uri = GATEWAY_DEFINITIONS_URI,
+	.name = "definitions",
+	.title = "Sextant definitions",
+	.description = "What the numbers mean: sources, error rate, "
+		       "percentiles, rollups, traces, GenAI tokens and cost",
+	.mime_type = "text/markdown",
+	.read = read_definitions,
+};
+
 int
 gateway_register_catalog(struct server *srv)
 {
-	return catalog_add_resource(srv->catalog, &status_resource, srv);
+	int rc = catalog_add_resource(srv->catalog, &status_resource, srv);
+
+	if (rc == STATUS_OK)
+		rc = catalog_add_resource(srv->catalog, &definitions_resource,
+					  srv);
+	return rc;
 }
 
 /* tool.h's view of it, for get_server_status. */

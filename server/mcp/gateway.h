@@ -14,6 +14,9 @@
 struct server;
 
 #define GATEWAY_STATUS_URI "sextant://server/status"
+/* The definitions tool descriptions name, and the skill file it serves. */
+#define GATEWAY_DEFINITIONS_URI "sextant://docs/definitions"
+#define DEFINITIONS_SKILL_URI	"skill://sextant/investigate/definitions.md"
 
 /* The gateway's state as structured content (new reference; NULL: out of
  * memory), with the uptime when with_uptime, and its text rendering in
