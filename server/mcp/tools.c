@@ -123,6 +123,11 @@ tool_enabled(const struct tool_def *d, const struct config *cfg)
 		return false;
 	if (strcmp(d->set, "conformance") == 0)
 		return cfg->conformance.enabled;
+	/* a tool whose only source is a metrics instance is listed with one
+	 * (instances need a restart; a reload that adds one lists the tool,
+	 * which answers "not configured" until then) */
+	if (strcmp(d->set, "grafana") == 0 && cfg->instances.n == 0)
+		return false;
 	/* old names stay callable (tools_find) but are listed on request */
 	if (strcmp(d->set, "deprecated") == 0)
 		set_on = cfg->tools.deprecated_aliases;
