@@ -109,7 +109,8 @@ SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/http/,http.c ingest.c) \
 	$(addprefix server/transport/,transport.c legacy_sse.c stdio_mcp.c) \
 	$(addprefix server/mcp/,rpc.c dispatch.c reqmeta.c session.c \
-		sessstore.c tasks.c call.c tools.c catalog.c skills.c gateway.c) \
+		sessstore.c tasks.c call.c tools.c catalog.c skills.c gateway.c \
+		prompts.c) \
 	build/gen/skills.c \
 	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
 		tool_query_otlp.c tool_spans.c tool_genai.c tool_spans_services.c \

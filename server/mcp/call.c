@@ -62,6 +62,7 @@ struct call {
 	struct task *task;	 /* call_become_task's, or NULL */
 	char *sc_text;		 /* call_structured_text's, or NULL */
 	size_t sc_len;
+	char *read_uri;	   /* call_start_read's: answer as resources/read */
 	struct call *next; /* s->calls */
 };
 
@@ -101,6 +102,7 @@ call_free(struct call *c)
 	json_decref(c->args);
 	json_decref(c->reject);
 	free(c->sc_text);
+	free(c->read_uri);
 	json_decref(c->input_responses);
 	json_decref(c->state_in);
 	json_decref(c->state_out);
@@ -431,6 +433,38 @@ call_state_set(struct call *c, json_t *state)
 	c->state_out = state;
 }
 
+/* A resources/read answered by a tool: its text as the resource's
+ * contents, its error result as "resource not found" with the text (the
+ * model learns what exists), like the dispatcher's own reads. */
+static json_t *
+read_response(struct call *c, json_t *result)
+{
+	const char *text = json_string_value(json_object_get(
+		json_array_get(json_object_get(result, "content"), 0), "text"));
+	json_t *res;
+
+	if (text == NULL)
+		text = "";
+	if (json_is_true(json_object_get(result, "isError"))) {
+		res = rpc_error(c->id,
+				c->s->stateless ? RPC_INVALID_PARAMS
+						: RPC_RESOURCE_NOT_FOUND,
+				text, json_pack("{s:s}", "uri", c->read_uri));
+		json_decref(result);
+		return res;
+	}
+	res = json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", c->read_uri,
+			"mimeType", "text/markdown", "text", text);
+	json_decref(result);
+	if (res != NULL && c->s->stateless) {
+		/* telemetry changes: read again every time */
+		json_object_set_new(res, "resultType", json_string("complete"));
+		json_object_set_new(res, "ttlMs", json_integer(0));
+		json_object_set_new(res, "cacheScope", json_string("private"));
+	}
+	return rpc_result(c->id, res);
+}
+
 static void
 call_run(struct pool_job *job)
 {
@@ -473,6 +507,11 @@ call_run(struct pool_job *job)
 
 	switch (outcome) {
 	case OUT_OK:
+		if (c->read_uri != NULL) {
+			response = read_response(c, result);
+			result = NULL;
+			break;
+		}
 		if (c->sc_text != NULL && !structured_as_text(c, result))
 			result = structured_value(c, result);
 		result = check_output(c, result);
@@ -571,17 +610,19 @@ call_reject(struct call *c, int code, json_t *data, const char *message)
 	return STATUS_INVALID;
 }
 
+static int call_begin(struct call *c, struct server *srv, struct session *s,
+		      struct exchange *ex, const json_t *id,
+		      const json_t *progress_token, const struct tool_def *tool,
+		      json_t *args);
+
 int
 call_start(struct server *srv, struct session *s, struct exchange *ex,
 	   const json_t *id, const json_t *progress_token,
 	   const struct tool_def *tool, json_t *args,
 	   const json_t *input_responses, json_t *state)
 {
-	struct call *c;
-	pthread_condattr_t attr;
-	int rc;
+	struct call *c = calloc(1, sizeof(*c));
 
-	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		json_decref(args);
 		json_decref(state);
@@ -590,6 +631,33 @@ call_start(struct server *srv, struct session *s, struct exchange *ex,
 	c->state_in = state;
 	if (json_is_object(input_responses))
 		c->input_responses = json_deep_copy(input_responses);
+	return call_begin(c, srv, s, ex, id, progress_token, tool, args);
+}
+
+int
+call_start_read(struct server *srv, struct session *s, struct exchange *ex,
+		const json_t *id, const struct tool_def *tool, json_t *args,
+		const char *uri)
+{
+	struct call *c = calloc(1, sizeof(*c));
+
+	if (c == NULL || (c->read_uri = strdup(uri)) == NULL) {
+		free(c);
+		json_decref(args);
+		return STATUS_NOMEM;
+	}
+	return call_begin(c, srv, s, ex, id, NULL, tool, args);
+}
+
+/* The rest of a start: c (taken, freed on failure) and args (stolen). */
+static int
+call_begin(struct call *c, struct server *srv, struct session *s,
+	   struct exchange *ex, const json_t *id, const json_t *progress_token,
+	   const struct tool_def *tool, json_t *args)
+{
+	pthread_condattr_t attr;
+	int rc;
+
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &attr);

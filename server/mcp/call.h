@@ -35,6 +35,17 @@ int call_start(struct server *srv, struct session *s, struct exchange *ex,
 	       const struct tool_def *tool, json_t *args,
 	       const json_t *input_responses, json_t *state) WUR;
 
+/*
+ * Starts a resources/read served by a tool (sextant://traces/{id} by
+ * get_trace...): as call_start, but the answer is {contents: [{uri,
+ * mimeType "text/markdown", text}]} with the tool's text, and an error
+ * result is a "resource not found" error carrying that text.  uri is
+ * copied.
+ */
+int call_start_read(struct server *srv, struct session *s, struct exchange *ex,
+		    const json_t *id, const struct tool_def *tool, json_t *args,
+		    const char *uri) WUR;
+
 /* The scope a tools/call's request state is sealed for (lib/base/seal): the
  * method and the tool, so that state cannot move to another tool. */
 void call_state_scope(const char *tool, char *buf, size_t cap);

@@ -24,6 +24,7 @@
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "mcp/sessstore.h"
+#include "mcp/prompts.h"
 #include "mcp/skills.h"
 #include "mcp/tasks.h"
 #include "mcp/tools.h"
@@ -829,7 +830,7 @@ do_complete(struct rq *r)
 	const char *aname = json_string_value(json_object_get(arg, "name"));
 	const char *avalue = json_string_value(json_object_get(arg, "value"));
 	json_t *values = NULL;
-	size_t total;
+	size_t total = 0;
 
 	if (type == NULL || aname == NULL || avalue == NULL)
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
@@ -850,7 +851,15 @@ do_complete(struct rq *r)
 		if (d->complete != NULL &&
 		    d->complete(aname, avalue, &values) != STATUS_OK)
 			values = NULL;
-	} else if (strcmp(type, "ref/resource") != 0) {
+		else if (d->complete == NULL &&
+			 prompts_complete(r->srv, aname, avalue, &values,
+					  &total) != STATUS_OK)
+			values = NULL;
+	} else if (strcmp(type, "ref/resource") == 0) {
+		if (prompts_complete(r->srv, aname, avalue, &values, &total) !=
+		    STATUS_OK)
+			values = NULL;
+	} else {
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 			       "ref.type must be \"ref/prompt\" or "
 			       "\"ref/resource\"");
@@ -859,10 +868,12 @@ do_complete(struct rq *r)
 		values = json_array();
 	while (json_array_size(values) > 100)
 		json_array_remove(values, json_array_size(values) - 1);
-	total = json_array_size(values);
+	if (total < json_array_size(values))
+		total = json_array_size(values);
 	/* "o" steals values, on failure too. */
 	return json_pack("{s:{s:o, s:I, s:b}}", "completion", "values", values,
-			 "total", (json_int_t)total, "hasMore", 0);
+			 "total", (json_int_t)total, "hasMore",
+			 total > json_array_size(values));
 }
 
 /* tools/list answers with the pre-serialized page: no JSON encoding of
@@ -944,6 +955,78 @@ round_params(struct rq *r, const char *tool, const json_t **responses,
 	return false;
 }
 
+/* The tool registry in force now, referenced (tools_unref). */
+static struct tools *
+live_tools(struct rq *r)
+{
+	struct tools *t;
+
+	server_live_rdlock(r->srv);
+	t = r->srv->tools;
+	tools_ref(t);
+	server_live_unlock(r->srv);
+	return t;
+}
+
+/* After call_start or call_start_read: answered, or the error (but
+ * STATUS_FULL, which the transport answers with 503). */
+static void
+call_started(struct rq *r, int rc, bool *answered)
+{
+	if (rc == STATUS_OK)
+		*answered = true;
+	else if (rc != STATUS_FULL)
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL,
+			"the server is shutting down: retry on another "
+			"instance");
+}
+
+/* resources/read of a template a tool serves (prompts_read_tool): the
+ * tool's job, answered as a read.  *answered false and STATUS_NOTFOUND
+ * when the uri is not one of those (the catalog reads it). */
+static int
+do_read_call(struct rq *r, bool *answered)
+{
+	const char *uri = json_string_value(json_object_get(r->params, "uri"));
+	const char *name;
+	const struct tool_def *tool;
+	struct jsonschema_error verr;
+	struct tools *t;
+	json_t *args = NULL;
+	int rc;
+
+	*answered = false;
+	if (uri == NULL ||
+	    (rc = prompts_read_tool(uri, &name, &args)) == STATUS_NOTFOUND)
+		return STATUS_NOTFOUND;
+	if (rc != STATUS_OK) {
+		rq_fail(r, RPC_INTERNAL_ERROR, NULL, "out of memory");
+		return rc;
+	}
+	t = live_tools(r);
+	tool = tools_find(t, name);
+	if (tool == NULL ||
+	    jsonschema_apply_defaults(tool->input, args) != STATUS_OK ||
+	    jsonschema_validate(tool->input, args, &verr) != STATUS_OK) {
+		rq_fail(r,
+			r->s->stateless ? RPC_INVALID_PARAMS
+					: RPC_RESOURCE_NOT_FOUND,
+			json_pack("{s:s}", "uri", uri),
+			"resource not found: %s (%s)", uri,
+			tool == NULL ? "its tool is not offered here"
+				     : "not a valid name or id");
+		rc = STATUS_INVALID;
+		goto out;
+	}
+	rc = call_start_read(r->srv, r->s, r->ex, r->id, tool, args, uri);
+	args = NULL; /* taken */
+	call_started(r, rc, answered);
+out:
+	json_decref(args);
+	tools_unref(t);
+	return rc;
+}
+
 /* tools/call: checks, validation, then a job.  STATUS_FULL: not sent. */
 static int
 do_tools_call(struct rq *r, bool *answered)
@@ -966,10 +1049,7 @@ do_tools_call(struct rq *r, bool *answered)
 			"\"arguments\" must be an object");
 		return STATUS_INVALID;
 	}
-	server_live_rdlock(r->srv);
-	t = r->srv->tools;
-	tools_ref(t);
-	server_live_unlock(r->srv);
+	t = live_tools(r);
 	tool = tools_find(t, name);
 	if (tool == NULL) {
 		rq_fail(r, RPC_INVALID_PARAMS, NULL,
@@ -1011,12 +1091,7 @@ do_tools_call(struct rq *r, bool *answered)
 			json_object_get(meta, "progressToken"), tool, targs,
 			responses, state);
 	targs = NULL; /* call_start took it, and state */
-	if (rc == STATUS_OK)
-		*answered = true;
-	else if (rc != STATUS_FULL)
-		rq_fail(r, RPC_INTERNAL_ERROR, NULL,
-			"the server is shutting down: retry on another "
-			"instance");
+	call_started(r, rc, answered);
 out:
 	json_decref(targs);
 	tools_unref(t);
@@ -1175,6 +1250,16 @@ dispatch_message(struct server *srv, struct session *s, struct exchange *ex,
 			return rc == STATUS_FULL ? STATUS_FULL : STATUS_OK;
 		goto error;
 	}
+	if (strcmp(r.method, "resources/read") == 0) {
+		bool answered;
+
+		rc = do_read_call(&r, &answered);
+		if (rc == STATUS_FULL || answered)
+			return rc == STATUS_FULL ? STATUS_FULL : STATUS_OK;
+		if (rc != STATUS_NOTFOUND)
+			goto error;
+		rc = STATUS_OK;
+	}
 	if (strcmp(r.method, "subscriptions/listen") == 0 && s->stateless) {
 		if (do_listen(&r) == STATUS_OK)
 			return STATUS_OK;
@@ -1254,6 +1339,7 @@ dispatch_initialize(struct server *srv, const json_t *msg, json_t **response,
 	const char *version;
 	struct session *s = NULL;
 	json_t *result, *sinfo;
+	char *instructions;
 	int rc;
 
 	*response = NULL;
@@ -1292,10 +1378,13 @@ dispatch_initialize(struct server *srv, const json_t *msg, json_t **response,
 			json_string("MCP gateway for observability: metrics, "
 				    "traces and LLM usage from eBPF, "
 				    "OpenTelemetry and Prometheus"));
+	instructions = prompts_instructions(srv, SERVER_INSTRUCTIONS);
 	result = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", version,
 			   "capabilities", server_capabilities(version),
 			   "serverInfo", sinfo, "instructions",
-			   SERVER_INSTRUCTIONS);
+			   instructions != NULL ? instructions
+						: SERVER_INSTRUCTIONS);
+	free(instructions);
 	*response = rpc_result(id, result);
 	if (*response == NULL) {
 		session_delete(srv->sessions, s->id);

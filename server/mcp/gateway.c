@@ -15,6 +15,7 @@
 #include "core/server.h"
 #include "mcp/call.h"
 #include "mcp/catalog.h"
+#include "mcp/prompts.h"
 #include "mcp/session.h"
 #include "mcp/tools.h"
 #include "prom/grafana.h"
@@ -139,7 +140,7 @@ gateway_register_catalog(struct server *srv)
 	if (rc == STATUS_OK)
 		rc = catalog_add_resource(srv->catalog, &definitions_resource,
 					  srv);
-	return rc;
+	return rc == STATUS_OK ? prompts_register_catalog(srv) : rc;
 }
 
 /* tool.h's view of it, for get_server_status. */
