@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { KIND, newId, span } from './lib/otlpjson.mjs';
+import { ACCEPT_BOTH, request } from './lib/http.mjs';
 import { MIN_MS, MS, ResBatch, callTool, connect, sleep, startStack } from './lib/tooltest.mjs';
 
 const NOW_MS = Date.now();
@@ -203,4 +204,22 @@ test('resources/templates/list and resources/read on each template', async () =>
 		assert.equal(e.code, -32002, String(e));
 		return true;
 	});
+});
+
+test('a 2026-07-28 request reads a template the same way, marked not cacheable', async () => {
+	const uri = `sextant://traces/${traceIds[1]}`;
+	const r = await request(st.srv.mcpUrl, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'resources/read', 'mcp-name': uri },
+		body: JSON.stringify({
+			jsonrpc: '2.0', id: 7, method: 'resources/read',
+			params: { uri, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+		}),
+	});
+	assert.equal(r.status, 200, r.text);
+	const msg = r.json ?? JSON.parse(r.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join(''));
+	assert.equal(msg.id, 7);
+	assert.equal(msg.result.resultType, 'complete');
+	assert.equal(msg.result.ttlMs, 0);
+	assert.equal(msg.result.contents[0].text, (await callTool(st.mcp, 'get_trace', { trace_id: traceIds[1] })).text);
 });
