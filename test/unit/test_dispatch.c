@@ -1418,8 +1418,8 @@ test_resources_list(void **state)
 	resp = request(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 			  "\"resources/list\"}");
 	arr = json_object_get(result_of(resp), "resources");
-	/* the three fixtures, then the skill (test_skills) */
-	assert_int_equal(json_array_size(arr), 4);
+	/* the three fixtures, then the skill's files (test_skills) */
+	assert_int_equal(json_array_size(arr), 5);
 	assert_json(json_array_get(arr, 0),
 		    "{\"uri\":\"test://static-text\",\"name\":\"static-text\","
 		    "\"title\":\"Static Text Resource\",\"description\":\"A "
@@ -1879,7 +1879,8 @@ test_skills(void **state)
 	assert_true(strlen(json_string_value(
 			    json_object_get(fm, "description"))) > 20);
 	res = json_object_get(entry, "resources");
-	assert_int_equal(json_array_size(res), 1);
+	/* SKILL.md and definitions.md (sextant://docs/definitions) */
+	assert_int_equal(json_array_size(res), 2);
 	assert_string_equal(json_string_value(json_object_get(
 				    json_array_get(res, 0), "uri")),
 			    SKILL_URI);
@@ -2025,8 +2026,9 @@ test_pagination(void **state)
 	all = collect_pages(s, "resources/list", "resources", "uri", &pages);
 	assert_json(all, "[\"test://static-text\",\"test://static-binary\","
 			 "\"test://watched-resource\","
-			 "\"skill://sextant/investigate/SKILL.md\"]");
-	assert_int_equal(pages, 2);
+			 "\"skill://sextant/investigate/SKILL.md\","
+			 "\"skill://sextant/investigate/definitions.md\"]");
+	assert_int_equal(pages, 3);
 	json_decref(all);
 	all = collect_pages(s, "prompts/list", "prompts", "name", &pages);
 	assert_json(all,
