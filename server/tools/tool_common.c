@@ -616,42 +616,39 @@ svc_names_has(const char *name)
 	return false;
 }
 
-/* Reads the names again (under svc_names.mu); false when the store cannot
- * be asked (the old list stays). */
-static bool
+/* Reads the names again, without the lock (a query may wait for a
+ * connection), and puts them in place under it; the old list stays when
+ * the store cannot be asked. */
+static void
 svc_names_read(struct call *call)
 {
 	struct spanquery_names *names = NULL;
 	struct pg_conn *c = NULL;
 	struct pg_error err;
-	char why[256], **v;
-	bool ok = false;
+	char why[256], **v = NULL, **old = NULL;
+	size_t k = 0, nold = 0;
 
 	if (tool_conn_get(call, &c, why, sizeof(why), &err) != STATUS_OK)
-		return false;
+		return;
 	if (spanquery_services(c, &names, &err) == STATUS_OK &&
-	    (v = calloc(names->n + 1, sizeof(*v))) != NULL) {
-		size_t k = 0;
-
+	    (v = calloc(names->n + 1, sizeof(*v))) != NULL)
 		while (k < names->n && (v[k] = strdup(names->names[k])) != NULL)
 			k++;
-		if (k == names->n) {
-			for (size_t i = 0; i < svc_names.n; i++)
-				free(svc_names.v[i]);
-			free(svc_names.v);
-			svc_names.v = v;
-			svc_names.n = k;
-			svc_names.at_ms = clock_mono_ms();
-			ok = true;
-		} else {
-			while (k > 0)
-				free(v[--k]);
-			free(v);
-		}
-	}
-	spanquery_names_free(names);
 	pg_release(c);
-	return ok;
+	if (v != NULL && k == names->n) {
+		pthread_mutex_lock(&svc_names.mu);
+		old = svc_names.v;
+		nold = svc_names.n;
+		svc_names.v = v;
+		svc_names.n = k;
+		pthread_mutex_unlock(&svc_names.mu);
+		v = old;
+		k = nold;
+	}
+	while (v != NULL && k > 0)
+		free(v[--k]);
+	free(v);
+	spanquery_names_free(names);
 }
 
 const char *
@@ -660,18 +657,27 @@ tool_service_name(struct call *call, const char *given, char *out, size_t cap,
 {
 	const char *res = given;
 	int64_t now = clock_mono_ms();
+	bool read = false;
 	size_t k;
 
 	if (note_cap > 0)
 		note[0] = '\0';
 	if (given == NULL || call_pg(call) == NULL)
 		return given;
-	pthread_mutex_lock(&svc_names.mu);
 	/* a name the list holds is taken as it is, however old the list
-	 * (it may only lack newer names): no query on the common path */
+	 * (it may only lack newer names): no query on the common path; a
+	 * miss reads the names again, one caller per SVC_NAMES_MISS_MS */
+	pthread_mutex_lock(&svc_names.mu);
 	if (!svc_names_has(given) &&
-	    (svc_names.at_ms == 0 || now - svc_names.at_ms > SVC_NAMES_MISS_MS))
-		(void)svc_names_read(call);
+	    (svc_names.at_ms == 0 ||
+	     now - svc_names.at_ms > SVC_NAMES_MISS_MS)) {
+		svc_names.at_ms = now;
+		read = true;
+	}
+	pthread_mutex_unlock(&svc_names.mu);
+	if (read)
+		svc_names_read(call);
+	pthread_mutex_lock(&svc_names.mu);
 	if (!svc_names_has(given) &&
 	    (k = spanquery_resolve(given, (const char *const *)svc_names.v,
 				   svc_names.n)) != SPANQUERY_NO_NAME) {
