@@ -308,7 +308,7 @@ describe('cursor pagination (server.list_page_size = 4)', () => {
 		assert.equal(prompts.items.length, 5);
 		assert.equal(prompts.pages, 2);
 		const res = await all(s, 'resources/list', 'resources');
-		assert.equal(res.items.length, 4); // 3 fixtures + skill://sextant/investigate/SKILL.md
+		assert.equal(res.items.length, 5); // 3 fixtures + the investigate skill's SKILL.md and definitions.md
 	});
 
 	test('an invalid cursor is -32602', async () => {
