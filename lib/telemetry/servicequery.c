@@ -8,7 +8,6 @@
 #include "telemetry/servicequery.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,11 +276,10 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 	for (int i = 0; i < PQntuples(res); i++) {
 		struct servicequery_service *s = find(r, PQgetvalue(res, i, 0));
 		int proto = spanquery_protocol_parse(PQgetvalue(res, i, 2));
-		const char *se = PQgetvalue(res, i, 4);
 		size_t k;
 		int64_t before, got;
-		long status, outcome;
-		char *end, *end2;
+		int status, outcome;
+		bool se;
 
 		if (s == NULL)
 			continue;
@@ -293,12 +291,10 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 			goto out;
 		}
 		before = rollup_hist_count(h[k]);
-		errno = 0;
-		status = strtol(PQgetvalue(res, i, 3), &end, 10);
-		outcome = strtol(PQgetvalue(res, i, 5), &end2, 10);
-		if (proto < 0 || errno != 0 || *end != '\0' || *end2 != '\0' ||
-		    status < INT_MIN || status > INT_MAX ||
-		    (strcmp(se, "t") != 0 && strcmp(se, "f") != 0) ||
+		if (proto < 0 ||
+		    !spanquery_outcome_cols(
+			    PQgetvalue(res, i, 3), PQgetvalue(res, i, 4),
+			    PQgetvalue(res, i, 5), &status, &se, &outcome) ||
 		    rollup_hist_add_text(h[k], PQgetvalue(res, i, 6),
 					 PQgetvalue(res, i, 7)) != STATUS_OK) {
 			pg_bad_row(err, "rollup row");
@@ -314,8 +310,8 @@ rollup_rows(PGresult *res, struct servicequery_result *r, struct pg_error *err)
 			rc = STATUS_NOMEM;
 			goto out;
 		}
-		spanquery_tally_add(t[k], proto, (int)status, se[0] == 't',
-				    (int)outcome, (uint64_t)got);
+		spanquery_tally_add(t[k], proto, status, se, outcome,
+				    (uint64_t)got);
 	}
 	for (size_t k = 0; k < 2 * r->n; k++) {
 		struct servicequery_service *s = &r->services[k / 2];

@@ -202,6 +202,26 @@ spanquery_tally_top(const struct spanquery_tally *t,
 	}
 }
 
+bool
+spanquery_outcome_cols(const char *status, const char *span_error,
+		       const char *outcome, int *st, bool *se, int *oc)
+{
+	char *end, *end2;
+	long v, o;
+
+	errno = 0;
+	v = strtol(status, &end, 10);
+	o = strtol(outcome, &end2, 10);
+	if (errno != 0 || end == status || *end != '\0' || end2 == outcome ||
+	    *end2 != '\0' || v < INT_MIN || v > INT_MAX || o < 0 || o > 2 ||
+	    (strcmp(span_error, "t") != 0 && strcmp(span_error, "f") != 0))
+		return false;
+	*st = (int)v;
+	*se = span_error[0] == 't';
+	*oc = (int)o;
+	return true;
+}
+
 int
 spanquery_tally_parse(struct spanquery_tally *t, int protocol, const char *s)
 {
@@ -425,17 +445,14 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 		t->n = 0;
 		for (j = i; j < n && same_key(res, i, j); j++) {
 			int64_t before = rollup_hist_count(h);
-			const char *se = PQgetvalue(res, j, 4);
-			char *end, *end2;
-			long status, outcome;
+			int status, outcome;
+			bool se;
 			uint64_t got;
 
-			errno = 0;
-			status = strtol(PQgetvalue(res, j, 3), &end, 10);
-			outcome = strtol(PQgetvalue(res, j, 5), &end2, 10);
-			if (errno != 0 || *end != '\0' || *end2 != '\0' ||
-			    status < INT_MIN || status > INT_MAX ||
-			    (strcmp(se, "t") != 0 && strcmp(se, "f") != 0) ||
+			if (!spanquery_outcome_cols(PQgetvalue(res, j, 3),
+						    PQgetvalue(res, j, 4),
+						    PQgetvalue(res, j, 5),
+						    &status, &se, &outcome) ||
 			    rollup_hist_add_text(h, PQgetvalue(res, j, 6),
 						 PQgetvalue(res, j, 7)) !=
 				    STATUS_OK ||
@@ -448,11 +465,10 @@ rollup_rows(PGresult *res, struct spanquery_metrics *m, struct pg_error *err)
 				r->errors += got;
 			else if (outcome == SPANQUERY_CLIENT_ERROR)
 				r->client_errors += got;
-			spanquery_tally_add(&t[0], r->protocol, (int)status,
-					    se[0] == 't', (int)outcome, got);
+			spanquery_tally_add(&t[0], r->protocol, status, se,
+					    outcome, got);
 			spanquery_tally_add(&t[1 + r->protocol], r->protocol,
-					    (int)status, se[0] == 't',
-					    (int)outcome, got);
+					    status, se, outcome, got);
 		}
 		spanquery_tally_top(&t[0], r->codes);
 		hist_row(h, r);

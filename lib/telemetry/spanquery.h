@@ -133,6 +133,13 @@ struct spanquery_tally {
 };
 void spanquery_tally_add(struct spanquery_tally *t, int protocol, int status,
 			 bool span_error, int outcome, uint64_t n);
+/*
+ * The (status, span_error, outcome) columns of a rollup or bucketed row as
+ * text (integer, "t"/"f", integer): false when one is not that.
+ */
+bool spanquery_outcome_cols(const char *status, const char *span_error,
+			    const char *outcome, int *st, bool *se, int *oc);
+
 /* Adds "status:span_error:outcome:n,..." (SQL string_agg) of protocol to t:
  * STATUS_INVALID on anything else ("" adds nothing). */
 int spanquery_tally_parse(struct spanquery_tally *t, int protocol,
