@@ -330,31 +330,33 @@ by_service_name(const void *a, const void *b)
 		(*(const struct servicequery_service *const *)b)->service);
 }
 
-/* The baseline's services by name, for base_of. */
+/* r's services by name (*out, r->n of them; free it), for by_name. */
 static int
-base_index(struct services_call *x)
+name_index(const struct servicequery_result *r,
+	   const struct servicequery_service ***out)
 {
-	x->base_by_name = calloc(x->base->n + 1, sizeof(*x->base_by_name));
-	if (x->base_by_name == NULL)
+	const struct servicequery_service **v = calloc(r->n + 1, sizeof(*v));
+
+	*out = v;
+	if (v == NULL)
 		return STATUS_NOMEM;
-	for (size_t i = 0; i < x->base->n; i++)
-		x->base_by_name[i] = &x->base->services[i];
-	qsort(x->base_by_name, x->base->n, sizeof(*x->base_by_name),
-	      by_service_name);
+	for (size_t i = 0; i < r->n; i++)
+		v[i] = &r->services[i];
+	qsort(v, r->n, sizeof(*v), by_service_name);
 	return STATUS_OK;
 }
 
-/* Service name in the baseline, or NULL. */
+/* The service called name in the index ix of n services, or NULL. */
 static const struct servicequery_service *
-base_of(const struct services_call *x, const char *name)
+by_name(const struct servicequery_service *const *ix, size_t n,
+	const char *name)
 {
 	struct servicequery_service key = {.service = name};
 	const struct servicequery_service *kp = &key, *const * hit;
 
-	if (x->base_by_name == NULL)
+	if (ix == NULL)
 		return NULL;
-	hit = bsearch(&kp, x->base_by_name, x->base->n,
-		      sizeof(*x->base_by_name), by_service_name);
+	hit = bsearch(&kp, ix, n, sizeof(*ix), by_service_name);
 	return hit != NULL ? *hit : NULL;
 }
 
@@ -388,7 +390,7 @@ services_fetch(struct services_call *x, json_t **result)
 
 			rc = servicequery_list(c, &bf, x->now, &x->base, &perr);
 			if (rc == STATUS_OK)
-				rc = base_index(x);
+				rc = name_index(x->base, &x->base_by_name);
 		}
 		pg_release(c);
 	}
@@ -423,12 +425,12 @@ services_table(struct services_call *x)
 	for (; x->shown < want; x->shown++) {
 		size_t mark = x->t.len;
 
-		rc = add_row(
-			&x->t, x->arr, &x->r->services[x->shown], range_s, red,
-			&x->tol, x->compare,
-			x->compare
-				? base_of(x, x->r->services[x->shown].service)
-				: NULL);
+		rc = add_row(&x->t, x->arr, &x->r->services[x->shown], range_s,
+			     red, &x->tol, x->compare,
+			     x->compare
+				     ? by_name(x->base_by_name, x->base->n,
+					       x->r->services[x->shown].service)
+				     : NULL);
 		if (rc == STATUS_NOMEM)
 			return rc;
 		if (rc == STATUS_OK &&
@@ -533,6 +535,7 @@ static void
 baseline_notes(struct services_call *x)
 {
 	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
+	const struct servicequery_service **now_by_name;
 	struct buf *b = &x->b;
 	size_t gone = 0;
 
@@ -543,13 +546,12 @@ baseline_notes(struct services_call *x)
 		   "requests in %%, error rate in percentage points, P95 in "
 		   "%%",
 		   from, to, x->compare_to);
-	for (size_t i = 0; i < x->base->n; i++) {
+	(void)name_index(x->r, &now_by_name); /* NULL: none named gone */
+	for (size_t i = 0; now_by_name != NULL && i < x->base->n; i++) {
 		const struct servicequery_service *s = &x->base->services[i];
-		const struct servicequery_service *now = NULL;
+		const struct servicequery_service *now =
+			by_name(now_by_name, x->r->n, s->service);
 
-		for (size_t j = 0; j < x->r->n && now == NULL; j++)
-			if (strcmp(x->r->services[j].service, s->service) == 0)
-				now = &x->r->services[j];
 		if (s->requests == 0 || (now != NULL && now->requests > 0))
 			continue;
 		if (gone < 10)
@@ -560,6 +562,7 @@ baseline_notes(struct services_call *x)
 				   s->service);
 		gone++;
 	}
+	free(now_by_name);
 	if (gone > 10)
 		buf_printf(b, " and %zu more", gone - 10);
 	buf_puts(b, ".\n");
