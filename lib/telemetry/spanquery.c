@@ -646,10 +646,18 @@ static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
  * spans (EXPLAIN ANALYZE, bench/RESULTS.md), and parsing them back was a
  * third of the gateway's own time reading the rows.
  */
+/* SPAN_COLS' columns; the every-source statement adds the source */
+#define SPAN_NCOLS 19
 #define SPAN_COLS                                                              \
 	"trace_id, span_id, parent_span_id, start_time, start_nanos, "         \
 	"duration_ns, kind, " SPAN_STATUS ", service_name, name, "             \
-	"status_message, " SPAN_LINK
+	"status_message, " SPAN_LINK ", " SPAN_DETAIL
+/* The id rows of the recent_* statements: NULL for every column from the
+ * span id on but the key (start_time) and more (start_nanos). */
+#define ID_ROW                                                                 \
+	"trace_id, NULL, NULL, start_time, more::int::smallint, NULL, NULL, "  \
+	"NULL, NULL, NULL, NULL, NULL::bytea, NULL::int, NULL::int, "          \
+	"NULL::text, NULL::text, NULL::text, NULL::text, NULL::text"
 /*
  * The status the trees show: ERROR (2) also for a span that failed by
  * sextant_span_outcome without that status (an HTTP 5xx, a client's 4xx,
@@ -669,12 +677,32 @@ static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
 	"CASE WHEN links IS NOT NULL THEN decode(jsonb_path_query_first("      \
 	"links, '$[*] ? (@.trace_id == $t).span_id', jsonb_build_object('t', " \
 	"encode(trace_id, 'hex'))) #>> '{}', 'hex') END"
+/*
+ * What explains a failed or slow span (spanquery_detail), read with the
+ * span: an answer shows it for the spans it picks after merging, and a
+ * second statement for them cost a round trip and a probe per span, more
+ * than these columns (bench/RESULTS.md).  The peer only on spans that
+ * call out (on a server span server.address is its own), the exception
+ * only where there are events; each value cut as spanquery_details cuts
+ * it.
+ */
+#define DETAIL_PEER                                                            \
+	"left(coalesce(attributes->>'peer.service', "                          \
+	"attributes->>'server.address' || coalesce(':' || "                    \
+	"(attributes->>'server.port'), '')), 160)"
+#define DETAIL_EXCEPTION(key)                                                  \
+	"jsonb_path_query_first(events, '$[*] ? (@.name == \"exception\")"     \
+	".attributes.\"exception." key "\"') #>> '{}'"
+#define SPAN_DETAIL                                                            \
+	"http_status_code, rpc_grpc_status_code, left(db_system, 160), "       \
+	"left(db_table, 160), CASE WHEN kind NOT IN (2, 5) THEN " DETAIL_PEER  \
+	" END, CASE WHEN events IS NOT NULL THEN left(" DETAIL_EXCEPTION(      \
+		"type") ", 160) END, CASE WHEN events IS NOT NULL THEN "       \
+			"left(" DETAIL_EXCEPTION("message") ", 320) END"
 #define SPAN_ORDER " ORDER BY trace_id, start_time LIMIT 50001"
 #define RECENT_SQL(where)                                                      \
 	WALK_IDS(where)                                                        \
-	"SELECT trace_id, NULL, NULL, start_time, "                            \
-	"more::int::smallint, NULL, NULL, NULL, NULL, NULL, "                  \
-	"NULL, NULL::bytea FROM t UNION ALL (SELECT " SPAN_COLS                \
+	"SELECT " ID_ROW " FROM t UNION ALL (SELECT " SPAN_COLS                \
 	" FROM spans WHERE trace_id = ANY (ARRAY(SELECT "                      \
 	"trace_id FROM t)) AND source = $4::text LIMIT 50001)"
 
@@ -699,9 +727,7 @@ static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
 	"$2::timestamptz AND service_name = $4::text "
 static const struct pg_stmt recent_all = {
 	"spanquery_recent_all",
-	WALK_IDS(WALK_ALL_SVC) "SELECT trace_id, NULL, NULL, start_time, "
-			       "more::int::smallint, NULL, NULL, NULL, NULL, "
-			       "NULL, NULL, NULL::bytea, NULL FROM t UNION ALL "
+	WALK_IDS(WALK_ALL_SVC) "SELECT " ID_ROW ", NULL FROM t UNION ALL "
 			       "(SELECT " SPAN_COLS
 			       ", source FROM spans WHERE trace_id = ANY "
 			       "(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)",
@@ -919,6 +945,30 @@ bin_unix_us(const PGresult *res, int i, int col, int64_t *us)
 	return true;
 }
 
+/* A binary int4 that may be NULL (-1 then); false when of another size. */
+static bool
+bin_opt_i32(const PGresult *res, int i, int col, int *out)
+{
+	const char *p;
+
+	*out = -1;
+	if (PQgetisnull(res, i, col))
+		return true;
+	if (!bin_value(res, i, col, 4, &p))
+		return false;
+	*out = (int32_t)((uint32_t)(uint8_t)p[0] << 24 |
+			 (uint32_t)(uint8_t)p[1] << 16 |
+			 (uint32_t)(uint8_t)p[2] << 8 | (uint8_t)p[3]);
+	return true;
+}
+
+/* A value that may be NULL. */
+static const char *
+opt_value(const PGresult *res, int i, int col)
+{
+	return PQgetisnull(res, i, col) ? NULL : PQgetvalue(res, i, col);
+}
+
 /* One span row (SPAN_COLS, binary) of res; STATUS_IO (err filled) when a
  * value is not what the columns hold. */
 static int
@@ -960,11 +1010,21 @@ span_row(const PGresult *res, int i, struct spanquery_span *sp,
 	sp->has_link = bin_value(res, i, 11, 8, &pid);
 	if (sp->has_link)
 		memcpy(sp->link_span_id, pid, 8);
+	if (!bin_opt_i32(res, i, 12, &sp->detail.http_status) ||
+	    !bin_opt_i32(res, i, 13, &sp->detail.grpc_code))
+		return pg_bad_row(err, "span row");
+	sp->detail.found = true;
+	sp->detail.db_system = opt_value(res, i, 14);
+	sp->detail.db_table = opt_value(res, i, 15);
+	sp->detail.peer = opt_value(res, i, 16);
+	sp->detail.exception_type = opt_value(res, i, 17);
+	sp->detail.exception_message = opt_value(res, i, 18);
+	sp->detail.attributes = NULL;
 	sp->source = NULL;
-	if (PQnfields(res) > 12) {
-		if (PQgetisnull(res, i, 12))
+	if (PQnfields(res) > SPAN_NCOLS) {
+		if (PQgetisnull(res, i, SPAN_NCOLS))
 			return pg_bad_row(err, "span row");
-		sp->source = PQgetvalue(res, i, 12);
+		sp->source = PQgetvalue(res, i, SPAN_NCOLS);
 	}
 	return STATUS_OK;
 }
@@ -1148,30 +1208,20 @@ spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
  * attributes: one probe of the primary key per span (LATERAL), so the
  * cost is that of the few spans asked, whatever the traces hold.
  */
-#define DETAIL_CUT(v, n) "left(" v ", " #n ")"
 static const struct pg_stmt details_stmt = {
 	"spanquery_details",
-	"SELECT k.i, p.http_status_code, p.rpc_grpc_status_code, " DETAIL_CUT(
-		"coalesce(p.attributes->>'peer.service', "
-		"p.attributes->>'server.address' || coalesce(':' || "
-		"(p.attributes->>'server.port'), ''))",
-		160) ", " DETAIL_CUT("p.db_system",
-				     160) ", " DETAIL_CUT("p.db_table",
-							  160) ", " DETAIL_CUT("x.e->>'exception.type'",
-									       160) ", " DETAIL_CUT("x.e->>'exception.message'",
-												    320) ", CASE WHEN k.a THEN (SELECT coalesce(jsonb_object_agg(key, CASE "
-													 "WHEN length(value::text) <= 160 THEN value ELSE to_jsonb(left(CASE "
-													 "jsonb_typeof(value) WHEN 'string' THEN value #>> '{}' ELSE "
-													 "value::text END, 160) || '…') END), '{}') FROM (SELECT key, value "
-													 "FROM jsonb_each(p.attributes) ORDER BY key LIMIT 40) a)::text END "
-													 "FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) WITH "
-													 "ORDINALITY AS k(t, s, src, a, i) CROSS JOIN LATERAL (SELECT "
-													 "http_status_code, rpc_grpc_status_code, db_system, db_table, "
-													 "attributes, events FROM spans WHERE trace_id = decode(k.t, 'hex') "
-													 "AND span_id = decode(k.s, 'hex') AND source = k.src LIMIT 1) p "
-													 "CROSS JOIN LATERAL (SELECT CASE WHEN p.events IS NOT NULL THEN "
-													 "jsonb_path_query_first(p.events, "
-													 "'$[*] ? (@.name == \"exception\").attributes') END AS e) x",
+	"SELECT k.i, p.h, p.g, p.ds, p.dt, p.peer, p.et, p.em, CASE WHEN k.a "
+	"THEN (SELECT coalesce(jsonb_object_agg(key, CASE WHEN "
+	"length(value::text) <= 160 THEN value ELSE to_jsonb(left(CASE "
+	"jsonb_typeof(value) WHEN 'string' THEN value #>> '{}' ELSE "
+	"value::text END, 160) || '…') END), '{}') FROM (SELECT key, value "
+	"FROM jsonb_each(p.attributes) ORDER BY key LIMIT 40) a)::text END "
+	"FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) WITH "
+	"ORDINALITY AS k(t, s, src, a, i) CROSS JOIN LATERAL "
+	"(SELECT " SPAN_DETAIL
+	", attributes FROM spans WHERE trace_id = decode(k.t, 'hex') AND "
+	"span_id = decode(k.s, 'hex') AND source = k.src LIMIT 1) "
+	"p(h, g, ds, dt, peer, et, em, attributes)",
 	4, false, false};
 
 /* A text[] (or bool[]) literal of n items, each at most 32 characters
@@ -1258,12 +1308,6 @@ struct details_priv {
 	PGresult *res;
 };
 
-static const char *
-opt_value(const PGresult *res, int i, int col)
-{
-	return PQgetisnull(res, i, col) ? NULL : PQgetvalue(res, i, col);
-}
-
 /* An int column, -1 when NULL; false when it is not an int. */
 static bool
 opt_int(const PGresult *res, int i, int col, int *out)
@@ -1315,9 +1359,9 @@ spanquery_details_recv(struct pg_conn *c, size_t n,
 			goto fail;
 		}
 		x->found = true;
-		x->peer = opt_value(res, i, 3);
-		x->db_system = opt_value(res, i, 4);
-		x->db_table = opt_value(res, i, 5);
+		x->db_system = opt_value(res, i, 3);
+		x->db_table = opt_value(res, i, 4);
+		x->peer = opt_value(res, i, 5);
 		x->exception_type = opt_value(res, i, 6);
 		x->exception_message = opt_value(res, i, 7);
 		x->attributes = opt_value(res, i, 8);

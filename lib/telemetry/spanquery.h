@@ -221,6 +221,33 @@ int spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 			     int64_t *keys, size_t *n, bool *more,
 			     struct pg_error *err) WUR;
 
+/*
+ * What explains a failed or slow span: its codes, the remote peer (on a
+ * span that calls out), the first "exception" event, and on request its
+ * attributes.  The trace statements read it with every span (attributes
+ * excepted); spanquery_details reads it for a few spans with their
+ * attributes (jsonb of any size).  Every string is bounded in SQL: peer
+ * and exception type SPANQUERY_DETAIL_TEXT characters, the message twice
+ * that, attributes SPANQUERY_DETAIL_ATTRS keys (by name) with values
+ * longer than SPANQUERY_DETAIL_VALUE characters cut and ending in "…".
+ */
+#define SPANQUERY_MAX_DETAILS  64
+#define SPANQUERY_DETAIL_TEXT  160
+#define SPANQUERY_DETAIL_ATTRS 40
+#define SPANQUERY_DETAIL_VALUE 160
+
+struct spanquery_detail {
+	bool found;
+	int http_status; /* -1 when none */
+	int grpc_code;	 /* -1 when none */
+	/* peer.service, else server.address[:server.port]; NULL when none */
+	const char *peer;
+	const char *db_system, *db_table; /* NULL when none */
+	const char *exception_type, *exception_message;
+	/* a JSON object (text), NULL unless asked for */
+	const char *attributes;
+};
+
 struct spanquery_span {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
@@ -240,6 +267,7 @@ struct spanquery_span {
 	/* the row's source when spanquery_recent_send was asked for every
 	 * source at once; NULL from the per-source statements */
 	const char *source;
+	struct spanquery_detail detail; /* attributes NULL */
 };
 
 struct spanquery_spans {
@@ -292,38 +320,11 @@ int spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 
 /* ---- the details of a few spans ---------------------------------------- */
 
-/*
- * What explains a failed or slow span, read for the few spans a tool
- * shows rather than for every span fetched (attributes and events are
- * jsonb of any size): its codes, the remote peer, the first "exception"
- * event, and on request its attributes.  Every string is bounded in SQL:
- * peer and exception type SPANQUERY_DETAIL_TEXT characters, the message
- * twice that, attributes SPANQUERY_DETAIL_ATTRS keys (by name) with
- * values longer than SPANQUERY_DETAIL_VALUE characters cut and ending
- * in "…".
- */
-#define SPANQUERY_MAX_DETAILS  64
-#define SPANQUERY_DETAIL_TEXT  160
-#define SPANQUERY_DETAIL_ATTRS 40
-#define SPANQUERY_DETAIL_VALUE 160
-
 struct spanquery_detail_key {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
 	const char *source;   /* "ebpf" | "otlp" */
 	bool with_attributes; /* also read its attributes */
-};
-
-struct spanquery_detail {
-	bool found;
-	int http_status; /* -1 when none */
-	int grpc_code;	 /* -1 when none */
-	/* peer.service, else server.address[:server.port]; NULL when none */
-	const char *peer;
-	const char *db_system, *db_table; /* NULL when none */
-	const char *exception_type, *exception_message;
-	/* a JSON object (text), NULL unless asked for */
-	const char *attributes;
 };
 
 struct spanquery_details {

@@ -90,7 +90,7 @@ static int
 details_redact(struct tool_details *d, const struct redact *r)
 {
 	for (size_t i = 0; i < d->n; i++) {
-		struct spanquery_detail *x = &d->got->v[i];
+		struct spanquery_detail *x = &d->v[i];
 
 		x->peer =
 			shown(d, r,
@@ -120,17 +120,26 @@ details_redact(struct tool_details *d, const struct redact *r)
 	return STATUS_OK;
 }
 
-int
-tool_details_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
+/* The attributes of the spans picked with them (one statement), into
+ * d->v; a failed statement is logged and leaves them out. */
+static int
+attrs_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
 {
+	struct spanquery_detail_key key[SPANQUERY_MAX_DETAILS];
+	size_t at[SPANQUERY_MAX_DETAILS], m = 0;
 	struct pg_error pe;
 	int rc;
 
-	if (d->n == 0)
+	for (size_t i = 0; i < d->n; i++)
+		if (d->key[i].with_attributes) {
+			at[m] = i;
+			key[m++] = d->key[i];
+		}
+	if (m == 0)
 		return STATUS_OK;
-	rc = spanquery_details_send(c, d->key, d->n, &pe);
+	rc = spanquery_details_send(c, key, m, &pe);
 	if (rc == STATUS_OK)
-		rc = spanquery_details_recv(c, d->n, &d->got, &pe);
+		rc = spanquery_details_recv(c, m, &d->got, &pe);
 	if (rc == STATUS_CANCELLED || call_cancelled(call))
 		return STATUS_CANCELLED;
 	if (rc == STATUS_NOMEM)
@@ -139,11 +148,27 @@ tool_details_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
 		log_warn(&(struct log_fields){.request_id =
 						      call_request_id(call),
 					      .duration_ms = -1},
-			 "span details not read, the answer goes without "
+			 "span attributes not read, the answer goes without "
 			 "them: %s",
 			 pe.detail[0] != '\0' ? pe.detail : pe.client);
 		return STATUS_OK;
 	}
+	for (size_t j = 0; j < m; j++)
+		if (d->got->v[j].found)
+			d->v[at[j]] = d->got->v[j];
+	return STATUS_OK;
+}
+
+int
+tool_details_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
+{
+	int rc;
+
+	for (size_t i = 0; i < d->n; i++)
+		d->v[i] = row_of(d->node[i])->detail;
+	d->fetched = true;
+	if ((rc = attrs_fetch(call, c, d)) != STATUS_OK)
+		return rc;
 	return details_redact(d, call_redact(call));
 }
 
@@ -152,10 +177,10 @@ tool_details_of(const struct tool_details *d, const struct merge_node *node)
 {
 	size_t i;
 
-	if (d == NULL || d->got == NULL ||
-	    (i = index_of(d, node)) == MERGE_NONE || !d->got->v[i].found)
+	if (d == NULL || !d->fetched || (i = index_of(d, node)) == MERGE_NONE ||
+	    !d->v[i].found)
 		return NULL;
-	return &d->got->v[i];
+	return &d->v[i];
 }
 
 const json_t *
@@ -163,8 +188,7 @@ tool_details_attrs(const struct tool_details *d, const struct merge_node *node)
 {
 	size_t i;
 
-	if (d == NULL || d->got == NULL ||
-	    (i = index_of(d, node)) == MERGE_NONE)
+	if (d == NULL || !d->fetched || (i = index_of(d, node)) == MERGE_NONE)
 		return NULL;
 	return d->attrs[i];
 }
@@ -336,5 +360,6 @@ tool_details_free(struct tool_details *d)
 	spanquery_details_free(d->got);
 	redact_kept_free(&d->kept);
 	d->got = NULL;
+	d->fetched = false;
 	d->n = 0;
 }

@@ -2,8 +2,8 @@
  * tool_detail.h - the details that explain a failed or slow span, for the
  * trace answers (get_trace, query_traces): its kind, HTTP status or gRPC
  * code, remote peer and exception, and for a chosen few its attributes.
- * Read for the spans an answer picks (lib/telemetry/spanquery's details),
- * never for every span, and redacted as soon as they are read.
+ * Read with the spans (attributes only for the spans an answer picks:
+ * lib/telemetry/spanquery's details), and redacted before they are shown.
  */
 #ifndef SEXTANT_TOOL_DETAIL_H
 #define SEXTANT_TOOL_DETAIL_H
@@ -25,7 +25,10 @@ struct tool_details {
 	struct spanquery_detail_key key[SPANQUERY_MAX_DETAILS];
 	json_t *attrs[SPANQUERY_MAX_DETAILS]; /* redacted; NULL: none */
 	size_t n;
-	struct spanquery_details *got; /* NULL until fetched, or failed */
+	/* once fetched: v[i] for node[i] (found false: none), redacted */
+	struct spanquery_detail v[SPANQUERY_MAX_DETAILS];
+	bool fetched;
+	struct spanquery_details *got; /* the attribute reads, or NULL */
 	struct redact_kept kept;
 };
 
@@ -47,9 +50,12 @@ size_t tool_details_pick(struct tool_details *d, const struct merge_trace *t,
 			 bool attrs_error, bool others);
 
 /*
- * Reads the details of the spans picked on c and redacts them.  Details
- * are a help, not the answer: a failed statement leaves d->got NULL (and
- * is logged); STATUS_CANCELLED and STATUS_NOMEM are returned.
+ * The details of the spans picked, redacted: those the span rows carry
+ * (spanquery_span.detail), and for the spans picked with attributes one
+ * statement on c (spanquery_details; none when no span wants them).
+ * Details are a help, not the answer: a failed statement leaves those
+ * spans with their rows' details and no attributes (and is logged);
+ * STATUS_CANCELLED and STATUS_NOMEM are returned.
  */
 int tool_details_fetch(struct call *call, struct pg_conn *c,
 		       struct tool_details *d) WUR;

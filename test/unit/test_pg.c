@@ -648,12 +648,10 @@ test_two_connections_one_thread(void **state)
 	assert_ptr_not_equal(a, b);
 	assert_int_not_equal(backend_pid(a), backend_pid(b));
 	t0 = pgtest_now_ms();
-	assert_int_equal(
-		pg_send(a, "SELECT 1 FROM pg_sleep(1)", 0, NULL, &err),
-		STATUS_OK);
-	assert_int_equal(
-		pg_send(b, "SELECT 2 FROM pg_sleep(1)", 0, NULL, &err),
-		STATUS_OK);
+	assert_int_equal(pg_send(a, "SELECT 1 FROM pg_sleep(1)", 0, NULL, &err),
+			 STATUS_OK);
+	assert_int_equal(pg_send(b, "SELECT 2 FROM pg_sleep(1)", 0, NULL, &err),
+			 STATUS_OK);
 	/* One statement per connection at a time. */
 	assert_int_equal(pg_send(a, "SELECT 3", 0, NULL, &err), STATUS_INVALID);
 	assert_int_equal(pg_result(a, &ra, &err), STATUS_OK);

@@ -2127,7 +2127,9 @@ add_detail_trace(struct pg_conn *c)
 		"attributes, events, links) VALUES "
 		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
 		"'\\x00000000000000d1', NULL, 2, 0, 'otlp', 'POST /a', 'det', "
-		"200, NULL, NULL, NULL, '{}', NULL, NULL), "
+		"200, NULL, NULL, NULL, '{\"server.address\": \"self\"}', "
+		"NULL, "
+		"NULL), "
 		"(now(), 1000, '\\xd0d0000000000000000000000000dd01', "
 		"'\\x00000000000000d2', NULL, 1, 0, 'otlp', 'job', 'det', "
 		"NULL, "
@@ -2181,6 +2183,30 @@ test_links(void **state)
 		if (x->has_link) {
 			assert_int_equal(x->link_span_id[7], 0xd1);
 			assert_int_equal(x->link_span_id[0], 0);
+		}
+		/* the details come with the row, attributes never */
+		assert_true(x->detail.found);
+		assert_null(x->detail.attributes);
+		if (x->span_id[7] == 0xd4) {
+			assert_int_equal(x->detail.http_status, -1);
+			assert_int_equal(x->detail.grpc_code, 14);
+			assert_string_equal(x->detail.peer, "orders-db");
+			assert_string_equal(x->detail.db_system, "postgresql");
+			assert_string_equal(x->detail.db_table, "orders");
+			assert_string_equal(x->detail.exception_type,
+					    "IOError");
+			assert_string_equal(x->detail.exception_message,
+					    "reset by peer");
+		} else if (x->span_id[7] == 0xd1) {
+			/* a server's server.address is its own: no peer */
+			assert_int_equal(x->detail.http_status, 200);
+			assert_int_equal(x->detail.grpc_code, -1);
+			assert_null(x->detail.peer);
+			assert_null(x->detail.exception_type);
+		} else {
+			assert_int_equal(x->detail.http_status, -1);
+			assert_null(x->detail.db_system);
+			assert_null(x->detail.exception_message);
 		}
 	}
 	spanquery_spans_free(s);
