@@ -119,8 +119,10 @@ SERVER_SRC := server/boot/boot.c \
 		tool_conformance.c tool_conformance_2026.c)
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
-# set's in server/conformance/ (the set is the folder's name).
+# set's in server/conformance/ (the set is the folder's name); the shapes
+# their output schemas share ($defs) in TOOLDEF_DEFS.
 TOOLDEF_JSON := $(sort $(wildcard server/tools/*/*.json server/conformance/*.json))
+TOOLDEF_DEFS := server/tools/defs.json
 
 # test/unit/test_<name>.c; lib tests link libsextant only, server tests both.
 LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
@@ -139,11 +141,12 @@ BA := build/asan
 
 # The directories too: a definition added with an old mtime (copied,
 # unpacked) changes its directory's, so the table is regenerated.
-$(B)/gen/tooldefs.c: $(TOOLDEF_JSON) $(sort $(dir $(TOOLDEF_JSON))) \
-		scripts/gen-tooldefs.sh
+$(B)/gen/tooldefs.c: $(TOOLDEF_DEFS) $(TOOLDEF_JSON) \
+		$(sort $(dir $(TOOLDEF_JSON))) scripts/gen-tooldefs.sh
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)
-	$(Q)sh scripts/gen-tooldefs.sh $(TOOLDEF_JSON) > $@.tmp && mv $@.tmp $@
+	$(Q)sh scripts/gen-tooldefs.sh $(TOOLDEF_DEFS) $(TOOLDEF_JSON) > $@.tmp \
+		&& mv $@.tmp $@
 
 # The quiet lines name the source, or the output when there is no one
 # source, with the variant's tag: "  CC    lib/base/buf.c [asan]".
