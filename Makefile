@@ -130,7 +130,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist health timeline
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
-	tasks sessstore
+	tasks sessstore phrases
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
 	grafana seal note jsonload jsondump

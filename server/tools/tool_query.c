@@ -56,6 +56,34 @@ struct metrics_req {
 static const char *const proto_titles[SPANQUERY_PROTOCOLS] = {"HTTP", "gRPC",
 							      "SQL"};
 
+int
+query_status_range(const char *range, int *min, int *max, char *err, size_t len)
+{
+	/* people's words for the classes */
+	static const struct {
+		const char *word, *cls;
+	} words[] = {{"errors", "5xx"},
+		     {"server errors", "5xx"},
+		     {"client errors", "4xx"},
+		     {"success", "2xx"},
+		     {"redirects", "3xx"}};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(range, words[i].word) == 0)
+			range = words[i].cls;
+	if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
+	    strcasecmp(range + 1, "xx") != 0) {
+		snprintf(err, len,
+			 "status_code_range must be one of \"2xx\", \"3xx\", "
+			 "\"4xx\", \"5xx\", \"success\", \"client errors\", "
+			 "\"server errors\" (\"errors\")");
+		return STATUS_INVALID;
+	}
+	*min = (range[0] - '0') * 100;
+	*max = *min + 99;
+	return STATUS_OK;
+}
+
 /* Fills f from args; an error message in err for the model when bad. */
 static int
 metrics_filter(const json_t *args, const struct metrics_req *req,
@@ -80,31 +108,10 @@ metrics_filter(const json_t *args, const struct metrics_req *req,
 			 "(e.g. \"checkout\")");
 		return STATUS_INVALID;
 	}
-	if (range != NULL) {
-		/* people's words for the classes */
-		static const struct {
-			const char *word, *cls;
-		} words[] = {{"errors", "5xx"},
-			     {"server errors", "5xx"},
-			     {"client errors", "4xx"},
-			     {"success", "2xx"},
-			     {"redirects", "3xx"}};
-
-		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-			if (strcasecmp(range, words[i].word) == 0)
-				range = words[i].cls;
-		if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
-		    strcasecmp(range + 1, "xx") != 0) {
-			snprintf(err, len,
-				 "status_code_range must be one of \"2xx\", "
-				 "\"3xx\", \"4xx\", \"5xx\", \"success\", "
-				 "\"client errors\", \"server errors\" "
-				 "(\"errors\")");
-			return STATUS_INVALID;
-		}
-		f->http_status_min = (range[0] - '0') * 100;
-		f->http_status_max = f->http_status_min + 99;
-	}
+	if (range != NULL &&
+	    query_status_range(range, &f->http_status_min, &f->http_status_max,
+			       err, len) != STATUS_OK)
+		return STATUS_INVALID;
 	if (json_is_integer(gs))
 		f->grpc_status = (int)json_integer_value(gs);
 	if (f->http_route || f->http_method || range)
