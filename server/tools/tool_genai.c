@@ -1282,6 +1282,7 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	struct pg_error pe;
 	struct out o;
 	char err[512], desc[128], pdesc[128];
+	char svc[256], svc_note[320]; /* the service as resolved */
 	int64_t now = clock_wall_ms();
 	int rc = STATUS_OK;
 
@@ -1299,8 +1300,12 @@ analyze_genai(struct call *call, const json_t *args, json_t **result)
 	describe_range(&prev, now, pdesc, sizeof(pdesc));
 	f.from_ms = tr.from_ms;
 	f.to_ms = tr.to_ms;
-	f.service = tool_arg_str(args, "service");
+	/* before the lease: it may read the names on a connection of its own */
+	f.service = tool_service_name(call, tool_arg_str(args, "service"), svc,
+				      sizeof(svc), svc_note, sizeof(svc_note));
 	f.model = tool_arg_str(args, "model");
+	if (svc_note[0] != '\0')
+		out_printf(&o, "%s\n\n", svc_note);
 	if (tool_conn_get(call, &c, err, sizeof(err), NULL) != STATUS_OK) {
 		*result = tool_result_error("%s", err);
 		goto out;

@@ -235,6 +235,39 @@ out:
 	return rc;
 }
 
+/*
+ * The service a service argument names among those with metric points:
+ * given itself when it has points (or the names cannot be read), else the
+ * one name it means as people write it (spanquery_resolve), with note
+ * "service: api-gateway (from \"api gateway\")" for the answer, as
+ * tool_service_name does for span services.  The result is given or out.
+ */
+static const char *
+metric_service(struct pg_conn *c, const char *given, char *out, size_t cap,
+	       char *note, size_t note_cap)
+{
+	struct pointquery_names *nm = NULL;
+	struct pg_error err;
+	const char *res = given;
+	size_t k;
+
+	note[0] = '\0';
+	if (given == NULL ||
+	    pointquery_metric_services(c, &nm, &err) != STATUS_OK)
+		return given;
+	for (k = 0; k < nm->n && strcmp(nm->names[k], given) != 0; k++)
+		;
+	if (k == nm->n && (k = spanquery_resolve(given, nm->names, nm->n)) !=
+				  SPANQUERY_NO_NAME) {
+		snprintf(out, cap, "%s", nm->names[k]);
+		snprintf(note, note_cap, "service: %s (from \"%s\")", out,
+			 given);
+		res = out;
+	}
+	pointquery_names_free(nm);
+	return res;
+}
+
 /* labels: {key: value | null} of series s, [redact] applied. */
 static json_t *
 labels_json(const struct pointquery_series *s, const char *const *keys,
@@ -593,6 +626,7 @@ list_metrics(struct call *call, const json_t *args, json_t **result)
 	struct pg_conn *c = NULL;
 	struct pg_error perr;
 	struct timerange tr;
+	char svc[256], svc_note[320]; /* the service as resolved */
 	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX];
 	json_t *sc = NULL, *arr;
 	struct buf b;
@@ -626,7 +660,10 @@ list_metrics(struct call *call, const json_t *args, json_t **result)
 	}
 	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
 		goto out;
-	r.service = tool_arg_str(args, "service");
+	r.service = metric_service(c, tool_arg_str(args, "service"), svc,
+				   sizeof(svc), svc_note, sizeof(svc_note));
+	if (svc_note[0] != '\0')
+		buf_printf(&b, "%s\n\n", svc_note);
 	r.match = tool_arg_str(args, "match");
 	r.from_ms = tr.from_ms;
 	r.to_ms = tr.to_ms;
@@ -670,6 +707,7 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	struct pg_error perr;
 	struct timerange tr;
 	char err[512], rdesc[TIMERANGE_DESCRIBE_MAX], *attrs = NULL;
+	char svc[256], svc_note[320]; /* the service as resolved */
 	json_t *sc = NULL, *series = NULL;
 	struct buf b;
 	int64_t now = clock_wall_ms(), step_s;
@@ -723,6 +761,10 @@ query_telemetry_metrics(struct call *call, const json_t *args, json_t **result)
 	}
 	if ((rc = lease(call, &c, result)) != STATUS_OK || c == NULL)
 		goto out;
+	service = metric_service(c, service, svc, sizeof(svc), svc_note,
+				 sizeof(svc_note));
+	if (svc_note[0] != '\0')
+		buf_printf(&b, "%s\n\n", svc_note);
 	r.name = name;
 	r.service = service;
 	r.attributes_json = attrs;

@@ -636,6 +636,23 @@ describe('analyze_genai', () => {
 		assert.ok(w.cur.calls.some((c) => c.session_id === OLD));
 	});
 
+	test('a service as people name it: the one service meant, and the answer says from what', async () => {
+		const exact = await call('analyze_genai', { time_range: '24h', service: 'agent-runner' });
+		assert.doesNotMatch(exact.text, /^service: /m, 'the exact name takes no note');
+		assert.ok(exact.sc.total.calls > 0);
+		for (const given of ['Agent Runner', 'the agent runner service', 'AGENT_RUNNER']) {
+			const r = await call('analyze_genai', { time_range: '24h', service: given });
+			assert.match(r.text, new RegExp(`^service: agent-runner \\(from "${given}"\\)$`, 'm'), r.text);
+			assert.deepEqual(r.sc.total, exact.sc.total, `${given}: the totals of agent-runner`);
+			assert.deepEqual(r.sc.by_service.map((g) => g.service), ['agent-runner'], given);
+		}
+		// a typo is not guessed: no calls, and the closest names
+		const typo = await call('analyze_genai', { time_range: '24h', service: 'agnet-runner' });
+		assert.equal(typo.sc.total.calls, 0);
+		assert.doesNotMatch(typo.text, /^service: /m);
+		assert.match(typo.text, /agent-runner/, typo.text);
+	});
+
 	test('no calls: zero counts, null cost and percentiles, an answer that says so', async () => {
 		const { sc, text } = await usageMatchesSql({ time_range: '24h', model: 'no-such-model' });
 		assert.equal(sc.total.calls, 0);

@@ -240,6 +240,22 @@ test('unknown metrics name the closest ones; bad arguments name the field', asyn
 	assert.match(many.text, /more than 1000: use a step of at least/);
 });
 
+test('a service as people name it: the one service with metric points meant, and the answer says from what', async () => {
+	const args = { name: 'orders.created', attributes: { route: '/pay' }, ...RANGE };
+	const exact = await call('query_telemetry_metrics', { ...args, service: 'shop' });
+	assert.doesNotMatch(exact.text, /^service: /m, 'the exact name takes no note');
+	assert.ok(exact.sc.series.length > 0);
+	for (const given of ['Shop', 'the shop service', 'shop-svc']) {
+		const r = await call('query_telemetry_metrics', { ...args, service: given });
+		assert.match(r.text, new RegExp(`^service: shop \\(from "${given}"\\)$`, 'm'), r.text);
+		assert.deepEqual(r.sc.series, exact.sc.series, given);
+	}
+	// the listing too
+	const list = await call('query_telemetry_metrics', { service: 'SHOP', from: RANGE.from, to: RANGE.to });
+	assert.match(list.text, /^service: shop \(from "SHOP"\)$/m, list.text);
+	assert.ok(list.sc.metrics.some((m) => m.name === 'orders.created'), list.text);
+});
+
 test('without a name: the metric names in the range with type, unit, series and last seen', async () => {
 	const range = { from: RANGE.from, to: RANGE.to };
 	const all = await call('query_telemetry_metrics', range);
