@@ -88,7 +88,7 @@ $(foreach v,build build/asan build/fuzz,$(patsubst %.c,$(v)/obj/%.o,\
 PROM_SRC := $(addprefix lib/prom/,promql.c grafana.c)
 TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c health.c \
-	timeline.c)
+	timeline.c recentids.c)
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)

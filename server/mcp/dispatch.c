@@ -654,6 +654,17 @@ do_subscribe(struct rq *r, bool on)
 
 	if (uri == NULL)
 		return NULL;
+	/* MCP lets a server choose what it sends updates for: a template's
+	 * resource is a query answered afresh on each read */
+	if (on && prompts_template_uri(uri))
+		return rq_fail(r, RPC_INVALID_PARAMS,
+			       json_pack("{s:s}", "uri", uri),
+			       "%s cannot be subscribed: a resource template's "
+			       "figures are computed on each resources/read "
+			       "(read it again for fresh ones); subscribe to "
+			       "a listed resource (resources/list), e.g. "
+			       "sextant://server/status",
+			       uri);
 	if (on && !resource_exists(r, uri))
 		return rq_fail(r, RPC_RESOURCE_NOT_FOUND,
 			       json_pack("{s:s}", "uri", uri),

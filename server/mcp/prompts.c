@@ -26,20 +26,26 @@
 #include "mcp/catalog.h"
 #include "pg/pg.h"
 #include "telemetry/genai.h"
+#include "telemetry/recentids.h"
 #include "telemetry/servicequery.h"
-#include "telemetry/spanquery.h"
 
 /* How old the picture may be before a request asks for a new one. */
 #define LIVE_FRESH_MS 2000
 /* Services a prompt or the instructions name: about 50 tokens' worth of
  * context at most (RFD 054); completions see them all. */
 #define LIVE_PROMPT_SERVICES 50
-/* Services, models, ids kept: completion answers at most 100 anyway. */
-#define LIVE_MAX 1000
+/* Services, models, trace and session ids kept: enough that completing
+ * an id by its first characters finds the id among a busy day's (about
+ * 100 KB per set at most); completion answers at most 100 anyway. */
+#define LIVE_MAX RECENTIDS_MAX
 /* completion/complete values at most (MCP completion). */
 #define COMPLETE_MAX 100
 /* How far back the picture looks. */
 #define LIVE_RANGE_MS (24 * 3600 * 1000LL)
+/* Each statement of a refresh at most: a slow store answers from the
+ * picture it has rather than hold a connection (the refresh is retried
+ * LIVE_FRESH_MS later). */
+#define LIVE_STATEMENT_MS 1000
 /* A prompt's text at most: rules, 50 names and a plan fit in 4 KB. */
 #define PROMPT_TEXT_MAX 8192
 
@@ -146,7 +152,6 @@ static bool
 read_models(struct pg_conn *c, int64_t now, struct live_pic *p)
 {
 	struct genai_names *nm = NULL;
-	struct genai_recent_list *rs = NULL;
 	struct pg_error err;
 	bool ok = true;
 
@@ -155,44 +160,24 @@ read_models(struct pg_conn *c, int64_t now, struct live_pic *p)
 		for (size_t i = 0; ok && i < nm->n; i++)
 			ok = set_add(&p->sets[LIVE_MODELS], nm->names[i]);
 	genai_names_free(nm);
-	if (ok && genai_recent_sessions(c, NULL, now - LIVE_RANGE_MS, now, &rs,
-					&err) == STATUS_OK)
-		for (size_t i = 0; ok && i < rs->n; i++)
-			ok = set_add(&p->sets[LIVE_SESSIONS],
-				     rs->items[i].session_id);
-	genai_recent_free(rs);
 	return ok;
 }
 
-/* The most recent traces of each source, as hex ids. */
+/* The most recent trace or session ids, newest first. */
 static bool
-read_traces(struct pg_conn *c, int64_t now, struct live_pic *p)
+read_ids(struct pg_conn *c, int64_t now, enum recentids_kind kind,
+	 struct live_set *set)
 {
-	static const char *const sources[] = {"otlp", "ebpf"};
-	struct spanquery_trace_filter f = {.from_ms = now - LIVE_RANGE_MS,
-					   .to_ms = now,
-					   .min_duration_ns = -1,
-					   .max_traces = SPANQUERY_MAX_TRACES};
-	uint8_t ids[SPANQUERY_MAX_TRACES][16];
-	int64_t keys[SPANQUERY_MAX_TRACES];
+	struct recentids *r = NULL;
 	struct pg_error err;
-	bool ok = true, more;
-	size_t n;
+	bool ok = true;
 
-	for (size_t s = 0; ok && s < 2; s++) {
-		if (spanquery_trace_ids_send(c, sources[s], &f, &err) !=
-			    STATUS_OK ||
-		    spanquery_trace_ids_recv(c, SPANQUERY_MAX_TRACES, ids, keys,
-					     &n, &more, &err) != STATUS_OK)
-			return false;
-		for (size_t i = 0; ok && i < n; i++) {
-			char hex[33];
-
-			for (int b = 0; b < 16; b++)
-				snprintf(hex + 2 * b, 3, "%02x", ids[i][b]);
-			ok = set_add(&p->sets[LIVE_TRACES], hex);
-		}
-	}
+	if (recentids_get(c, kind, now - LIVE_RANGE_MS, now, LIVE_MAX, &r,
+			  &err) != STATUS_OK)
+		return false;
+	for (size_t i = 0; ok && i < r->n; i++)
+		ok = set_add(set, r->ids[i]);
+	recentids_free(r);
 	return ok;
 }
 
@@ -207,12 +192,16 @@ refresh_run(struct pool_job *job)
 
 	(void)job;
 	ok = pg_acquire(live.srv->pg, NULL, 2000, &c, &err) == STATUS_OK &&
+	     pg_set_timeout(c, LIVE_STATEMENT_MS, &err) == STATUS_OK &&
 	     read_services(c, now, &pic);
 	/* models, sessions and traces are extras: a store without GenAI
 	 * spans still gives its services */
 	if (ok) {
 		(void)read_models(c, now, &pic);
-		(void)read_traces(c, now, &pic);
+		(void)read_ids(c, now, RECENTIDS_TRACES,
+			       &pic.sets[LIVE_TRACES]);
+		(void)read_ids(c, now, RECENTIDS_SESSIONS,
+			       &pic.sets[LIVE_SESSIONS]);
 	}
 	pg_release(c);
 	pthread_mutex_lock(&live.mu);
@@ -724,6 +713,16 @@ prompts_read_tool(const char *uri, const char **tool, json_t **args)
 		return STATUS_OK;
 	}
 	return STATUS_NOTFOUND;
+}
+
+bool
+prompts_template_uri(const char *uri)
+{
+	for (size_t i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
+		if (strncmp(uri, readers[i].prefix,
+			    strlen(readers[i].prefix)) == 0)
+			return true;
+	return false;
 }
 
 /* Listed in the catalog; reads go to the tools (prompts_read_tool). */

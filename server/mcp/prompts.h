@@ -8,6 +8,7 @@
 #define SEXTANT_PROMPTS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/status.h"
@@ -26,6 +27,13 @@ int prompts_register_catalog(struct server *srv) WUR;
  * STATUS_OK; STATUS_NOTFOUND for any other uri; STATUS_NOMEM.
  */
 int prompts_read_tool(const char *uri, const char **tool, json_t **args) WUR;
+
+/*
+ * Whether uri is one of a template's (sextant://services/..., traces/...,
+ * sessions/...): figures computed on each read, with no updates to
+ * subscribe to (resources/subscribe refuses them).
+ */
+bool prompts_template_uri(const char *uri);
 
 /*
  * completion/complete from the cache: values for argument arg (a prompt

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 
 import { KIND, newId, span } from './lib/otlpjson.mjs';
 import { ACCEPT_BOTH, request } from './lib/http.mjs';
+import { psql } from './lib/pg.mjs';
 import { MIN_MS, MS, ResBatch, callTool, connect, sleep, startStack } from './lib/tooltest.mjs';
 
 const NOW_MS = Date.now();
@@ -44,6 +45,20 @@ batch.add('checkout', 'otlp', span({ traceId: GEN_TRACE, spanId: newId(8), name:
 	attributes: { 'session.id': SESSION, 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai',
 		'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.response.model': 'gpt-4o-mini',
 		'gen_ai.usage.input_tokens': 100, 'gen_ai.usage.output_tokens': 20 } }), { 'service.namespace': 'shop' });
+
+// twelve older sessions conv-00 .. conv-11 (20 to 31 minutes ago, conv-00
+// the oldest): completion keeps the 1,000 most recent ids, not five
+const CONVS = 12;
+for (let i = 0; i < CONVS; i++) {
+	const t = newId(16);
+	traceIds.push(t);
+	batch.add('checkout', 'otlp', span({ traceId: t, spanId: newId(8), name: 'chat gpt-4o-mini', kind: KIND.CLIENT,
+		startNs: ago((31 - i) * MIN_MS), durNs: 300n * MS,
+		attributes: { 'session.id': `conv-${String(i).padStart(2, '0')}`, 'gen_ai.operation.name': 'chat',
+			'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.response.model': 'gpt-4o-mini',
+			'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 2 } }), { 'service.namespace': 'shop' });
+}
+const TRACES = traceIds.length + FLEET + 1; // and GEN_TRACE
 
 let st;
 let client;
@@ -156,10 +171,20 @@ test('completion/complete: prefix first, then fuzzy; at most 100 with total and 
 	const tid = traceIds[0];
 	r = await complete(resRef('sextant://traces/{trace_id}'), 'trace_id', tid.slice(0, 10));
 	assert.deepEqual(r.completion.values, [tid]);
-	// the cache holds each source's 100 most recent traces (166 here)
+	// the cache holds the 1,000 most recent traces: all 178 here, 100
+	// answered; the oldest completes by its first characters
 	r = await complete(resRef('sextant://traces/{trace_id}'), 'trace_id', '');
 	assert.equal(r.completion.values.length, 100);
-	assert.equal(r.completion.total, 100);
+	assert.equal(r.completion.total, TRACES);
+	assert.equal(r.completion.hasMore, true);
+	const oldest = traceIds[REQS.payments[0] - 1]; // payments' 31 minutes ago
+	r = await complete(resRef('sextant://traces/{trace_id}'), 'trace_id', oldest.slice(0, 12));
+	assert.deepEqual(r.completion.values, [oldest]);
+	// and every session, newest first: conv-00 is the 13th most recent
+	r = await complete(promptRef('compare_sessions'), 'session_a', 'conv-');
+	assert.deepEqual(r.completion.values, Array.from({ length: CONVS }, (_, i) => `conv-${String(CONVS - 1 - i).padStart(2, '0')}`));
+	r = await complete(resRef('sextant://sessions/{session_id}'), 'session_id', 'conv-00');
+	assert.equal(r.completion.values[0], 'conv-00', 'the prefix match first, the fuzzy others after');
 	// namespaces
 	r = await complete(promptRef('investigate_service'), 'namespace', '');
 	assert.deepEqual([...r.completion.values].sort(), ['fleet', 'ops', 'shop']);
@@ -222,4 +247,46 @@ test('a 2026-07-28 request reads a template the same way, marked not cacheable',
 	assert.equal(msg.result.resultType, 'complete');
 	assert.equal(msg.result.ttlMs, 0);
 	assert.equal(msg.result.contents[0].text, (await callTool(st.mcp, 'get_trace', { trace_id: traceIds[1] })).text);
+});
+
+test('resources/subscribe: a template\'s resource is refused, naming what can be subscribed', async () => {
+	await assert.rejects(client.subscribeResource({ uri: 'sextant://services/payments' }), (e) => {
+		assert.equal(e.code, -32602, String(e));
+		assert.match(e.message, /sextant:\/\/services\/payments cannot be subscribed: .*resources\/list.*sextant:\/\/server\/status/, e.message);
+		return true;
+	});
+	await assert.rejects(client.subscribeResource({ uri: `sextant://traces/${traceIds[0]}` }), (e) => e.code === -32602);
+	// a listed resource is subscribed as before
+	assert.deepEqual(await client.subscribeResource({ uri: 'sextant://server/status' }), {});
+	await client.unsubscribeResource({ uri: 'sextant://server/status' });
+});
+
+test('the picture\'s refresh gives up after a second on a locked store, and completion still answers', async () => {
+	await untilServices();
+	const waiting = () => psql(st.pg.url, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+		AND query LIKE '%latest AS (SELECT s.n AS service%'`);
+	// a transaction holds spans for 5 s
+	const lock = psql(st.pg.url, 'BEGIN; LOCK TABLE spans IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;');
+	const t0 = Date.now();
+	try {
+		// the picture is older than 2 s by now: a completion asks for a
+		// refresh and answers at once from what it has
+		await sleep(2100);
+		const r = await complete(promptRef('investigate_service'), 'service', 'pay');
+		assert.deepEqual(r.completion.values, ['payments']);
+		let seen = false;
+		for (let i = 0; i < 20 && !seen; i++) {
+			seen = (await waiting()) === '1';
+			if (!seen) await sleep(50);
+		}
+		assert.ok(seen, 'the refresh waited on the lock');
+		const since = Date.now();
+		while ((await waiting()) !== '0') {
+			assert.ok(Date.now() - since < 2500, 'the refresh still waits on the lock after 2.5 s');
+			await sleep(50);
+		}
+		assert.ok(Date.now() - t0 < 4800, 'given up while the lock was still held');
+	} finally {
+		await lock;
+	}
 });
