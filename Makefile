@@ -128,7 +128,7 @@ TOOLDEF_DEFS := server/tools/defs.json
 LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
 	redact seal servicequery spanlist genai promql grafana promcalls \
-	pglisten sessdb jsonload jsondump strdist health timeline
+	pglisten sessdb jsonload jsondump strdist health timeline recentids
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)

@@ -1,0 +1,73 @@
+/*
+ * storetest.h - a migrated telemetry store for unit tests of lib/ store
+ * queries: a pgtest cluster, every migration applied, and a pool on it.
+ * Header-only, like pgtest.h (each unit test is linked from one .c file).
+ */
+#ifndef SEXTANT_STORETEST_H
+#define SEXTANT_STORETEST_H
+
+#include <stdio.h>
+
+#include "pg/migrate.h"
+#include "pg/pg.h"
+#include "pgtest.h"
+
+struct storetest {
+	struct pgtest_cluster cluster;
+	struct pg_pool *pool;
+};
+
+/* Starts the cluster, migrates it (7 days kept, 1 day ahead) and opens a
+ * pool of size connections with a 30 s statement timeout.  0, or -1 with
+ * the reason on stderr (for a cmocka group setup). */
+static int
+storetest_start(struct storetest *st, int size)
+{
+	struct pg_pool_config pc = {.size = size,
+				    .statement_timeout_ms = 30000};
+	struct migrate_opts opts = {.retention_days = 7, .days_ahead = 1};
+	struct pg_error perr;
+	char err[512];
+	PGconn *pq;
+	int applied;
+
+	if (pgtest_start(&st->cluster) != 0)
+		return -1;
+	pq = PQconnectdb(st->cluster.conninfo);
+	if (PQstatus(pq) != CONNECTION_OK ||
+	    migrate_apply(pq, &opts, &applied, err, sizeof(err)) != STATUS_OK) {
+		fprintf(stderr, "migrate: %s %s\n", err, PQerrorMessage(pq));
+		PQfinish(pq);
+		return -1;
+	}
+	PQfinish(pq);
+	pc.conninfo = st->cluster.conninfo;
+	if (pg_pool_new(&pc, &st->pool, &perr) != STATUS_OK ||
+	    pg_pool_wait_ready(st->pool, 10000, &perr) != STATUS_OK) {
+		fprintf(stderr, "pool: %s %s\n", perr.client, perr.detail);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+storetest_stop(struct storetest *st)
+{
+	pg_pool_free(st->pool);
+	st->pool = NULL;
+	pgtest_destroy(&st->cluster);
+}
+
+/* A leased connection (the test fails when there is none in 10 s). */
+static struct pg_conn *
+storetest_conn(struct storetest *st)
+{
+	struct pg_conn *c = NULL;
+	struct pg_error err;
+
+	if (pg_acquire(st->pool, NULL, 10000, &c, &err) != STATUS_OK)
+		fail_msg("pg_acquire: %s (%s)", err.client, err.detail);
+	return c;
+}
+
+#endif
