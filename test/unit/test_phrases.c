@@ -18,9 +18,22 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "base/timerange.h"
+#include "conf/config.h"
+#include "conformance/conformance.h"
+#include "conformance/tool_conformance_2026.h"
+#include "json/jsonschema.h"
+#include "mcp/tools.h"
 #include "telemetry/spanquery.h"
+#include "tools/tool_core.h"
+#include "tools/tool_genai.h"
+#include "tools/tool_grafana.h"
 #include "tools/tool_query.h"
+#include "tools/tool_query_otlp.h"
+#include "tools/tool_spans.h"
+#include "tools/tool_spans_services.h"
 
 #define LINE_MAX_BYTES 1024
 #define NAMES_MAX      64
@@ -34,6 +47,8 @@ static char names_buf[LINE_MAX_BYTES];
 static const char *names[NAMES_MAX];
 static size_t n_names;
 static int64_t now_ms = -1;
+/* the default tool set, for query_metrics' input schema */
+static struct tools *registry;
 
 struct tally {
 	size_t held, failed;
@@ -130,13 +145,32 @@ check_time(const char *in, const char *want, char *got, size_t cap)
 	return strcmp(got, want) == 0;
 }
 
-/* want: "MIN-MAX" (e.g. "500-599"), or "error: TEXT" as for time. */
+/*
+ * As a tools/call of query_metrics gets it: the input schema first, then
+ * the handler's parse.  want: "MIN-MAX" (e.g. "500-599"); "error: TEXT"
+ * for the handler's refusal, "refused: TEXT" for the schema's, TEXT the
+ * start of the message.
+ */
 static bool
 check_status(const char *in, const char *want, char *got, size_t cap)
 {
+	const struct tool_def *d = tools_find(registry, "query_metrics");
+	json_t *args = json_pack("{s:s, s:s}", "service", "checkout",
+				 "status_code_range", in);
+	struct jsonschema_error verr;
 	char err[512];
 	int min = -1, max = -1;
+	bool valid;
 
+	assert_non_null(d);
+	assert_non_null(args);
+	valid = jsonschema_validate(d->input, args, &verr) == STATUS_OK;
+	json_decref(args);
+	if (!valid) {
+		snprintf(got, cap, "refused: %s", verr.msg);
+		return strncmp(want, "refused: ", 9) == 0 &&
+		       strncmp(got, want, strlen(want)) == 0;
+	}
 	if (query_status_range(in, &min, &max, err, sizeof(err)) != STATUS_OK) {
 		snprintf(got, cap, "error: %s", err);
 		return strncmp(want, "error: ", 7) == 0 &&
@@ -265,12 +299,46 @@ test_corpus_size(void **state)
 	assert_true(n >= CORPUS_MIN);
 }
 
-/* The directives first, so each test sees names and now. */
+/* The directives first, so each test sees names and now; the default
+ * tool set. */
 static int
 setup(void **state)
 {
+	static const struct tool_handler *const tables[] = {
+		core_tool_handlers,
+		conformance_tool_handlers, /* defined for every tool set */
+		conformance_2026_tool_handlers,
+		query_tool_handlers,
+		query_otlp_tool_handlers,
+		spans_tool_handlers,
+		genai_tool_handlers,
+		spans_services_tool_handlers,
+		grafana_tool_handlers,
+		NULL,
+	};
+	static char *const no_env[] = {NULL};
+	struct config *cfg = NULL;
+	struct config_error cerr;
+	char err[512];
+	int rc;
+
 	(void)state;
 	run_corpus(NULL, (struct tally[NKINDS]){{0}});
+	if (config_load_text("", 0, "phrases.toml", no_env, &cfg, &cerr) !=
+	    STATUS_OK)
+		return -1;
+	rc = tools_load(tables, cfg, &registry, err, sizeof(err));
+	config_free(cfg);
+	if (rc != STATUS_OK)
+		fprintf(stderr, "tools_load: %s\n", err);
+	return rc == STATUS_OK ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	tools_unref(registry);
 	return 0;
 }
 
@@ -286,5 +354,5 @@ main(int argc, char **argv)
 
 	if (argc > 1)
 		corpus_path = argv[1];
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
