@@ -59,7 +59,11 @@ export class RawHttp {
 			this.parse();
 		});
 		this.sock.on('error', (e) => this.fail(e));
-		this.sock.on('close', () => this.fail(new Error('the gateway closed the connection')));
+		this.sock.on('close', () => {
+			this.closed = true;
+			this.fail(new Error('the gateway closed the connection'));
+		});
+		this.closed = false;
 	}
 	fail(e) {
 		const w = this.waiter;
@@ -111,7 +115,15 @@ export class RawHttp {
 	}
 	// POSTs text with the given headers (an object); resolves to
 	// {status, headers (lower-case names), text}.
-	post(text, headers = {}) {
+	// A connection the gateway closed while idle (server.connection_timeout_s,
+	// e.g. between two slow SQL calls of a round) is opened again first:
+	// counted in reconnects, its connect inside that call's time.
+	async post(text, headers = {}) {
+		if (this.closed) {
+			this.reconnects = (this.reconnects ?? 0) + 1;
+			this.buf = Buffer.alloc(0);
+			await this.open();
+		}
 		let req = `POST ${this.url.pathname} HTTP/1.1\r\nHost: ${this.url.host}\r\n`;
 		for (const [k, v] of Object.entries(headers)) req += `${k}: ${v}\r\n`;
 		req += `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;

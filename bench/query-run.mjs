@@ -532,6 +532,8 @@ async function main() {
 	await psql.close();
 	raw.close();
 	nodeHttp.close();
+	out.raw_reconnects = raw.reconnects ?? 0;
+	if (out.raw_reconnects > 0) console.error(`plain client: ${out.raw_reconnects} reconnect(s) after the gateway closed an idle connection`);
 
 	out.summary = {};
 	for (const k of kinds) {

@@ -1565,14 +1565,28 @@ spanquery_suggest(const char *name, const char *const *names, size_t n,
 #define RESOLVE_WORDS 8
 #define RESOLVE_WORD  48
 
+/* Whether a word ends before s, in camel case: "recommendationService",
+ * "APIGateway" (an upper-case run ends before its last letter). */
+static bool
+camel_break(const char *s)
+{
+	unsigned char a = (unsigned char)s[-1], b = (unsigned char)s[0];
+
+	if (!isupper(b))
+		return false;
+	return islower(a) || isdigit(a) ||
+	       (isupper(a) && islower((unsigned char)s[1]));
+}
+
 /*
- * The lowercase alphanumeric words of s, without a leading "the" and the
- * trailing "service", "svc" or "api" (when a word remains): "The API
- * Gateway service" -> api, gateway.  The number of words (at most
- * RESOLVE_WORDS; longer words are cut).
+ * The lowercase alphanumeric words of s, split also at camel case
+ * ("RecommendationService" -> recommendation, service), without a leading
+ * "the" and, with drop, the trailing "service", "svc" or "api" (when a
+ * word remains): "The API Gateway service" -> api, gateway.  The number
+ * of words (at most RESOLVE_WORDS; longer words are cut).
  */
 static size_t
-name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD])
+name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD], bool drop)
 {
 	size_t n = 0;
 
@@ -1585,6 +1599,8 @@ name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD])
 			if (len + 1 < RESOLVE_WORD)
 				w[n][len++] = (char)tolower((unsigned char)*s);
 			s++;
+			if (camel_break(s))
+				break;
 		}
 		if (len == 0)
 			break;
@@ -1595,7 +1611,7 @@ name_words(const char *s, char w[RESOLVE_WORDS][RESOLVE_WORD])
 		memmove(w[0], w[1], (n - 1) * sizeof(w[0]));
 		n--;
 	}
-	if (n > 1 &&
+	if (drop && n > 1 &&
 	    (strcmp(w[n - 1], "service") == 0 || strcmp(w[n - 1], "svc") == 0 ||
 	     strcmp(w[n - 1], "api") == 0))
 		n--;
@@ -1618,15 +1634,23 @@ spanquery_resolve(const char *given, const char *const *names, size_t n)
 {
 	char gw[RESOLVE_WORDS][RESOLVE_WORD], nw[RESOLVE_WORDS][RESOLVE_WORD];
 	char gj[RESOLVE_WORDS * RESOLVE_WORD], nj[RESOLVE_WORDS * RESOLVE_WORD];
-	size_t gn = name_words(given, gw), hit = SPANQUERY_NO_NAME;
+	char gf[RESOLVE_WORDS * RESOLVE_WORD], nf[RESOLVE_WORDS * RESOLVE_WORD];
+	size_t gn, hit = SPANQUERY_NO_NAME;
 
+	words_joined(gw, name_words(given, gw, false), gf, sizeof(gf));
+	gn = name_words(given, gw, true);
 	if (gn == 0)
 		return SPANQUERY_NO_NAME;
 	words_joined(gw, gn, gj, sizeof(gj));
-	/* the same words, however written: "API Gateway", "apigateway" */
+	/* the same words, however written: "API Gateway", "apigateway";
+	 * with or without the trailing "service" on both sides
+	 * ("recommendation service", "recommendationservice") */
 	for (size_t i = 0; i < n; i++) {
-		words_joined(nw, name_words(names[i], nw), nj, sizeof(nj));
-		if (strcmp(gj, nj) != 0)
+		words_joined(nw, name_words(names[i], nw, false), nf,
+			     sizeof(nf));
+		words_joined(nw, name_words(names[i], nw, true), nj,
+			     sizeof(nj));
+		if (strcmp(gj, nj) != 0 && strcmp(gf, nf) != 0)
 			continue;
 		if (hit != SPANQUERY_NO_NAME)
 			return SPANQUERY_NO_NAME; /* two: ambiguous */
@@ -1637,7 +1661,7 @@ spanquery_resolve(const char *given, const char *const *names, size_t n)
 	/* every word given is a word of one name only: "the gateway
 	 * service" -> api-gateway; words of three letters or more */
 	for (size_t i = 0; i < n; i++) {
-		size_t nn = name_words(names[i], nw), k;
+		size_t nn = name_words(names[i], nw, true), k;
 
 		for (k = 0; k < gn; k++) {
 			size_t j = 0;

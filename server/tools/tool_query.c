@@ -5,6 +5,7 @@
  * source-specific plumbing (query_ebpf_*) and deprecated aliases
  * (query_beyla_*).
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,27 +60,57 @@ static const char *const proto_titles[SPANQUERY_PROTOCOLS] = {"HTTP", "gRPC",
 int
 query_status_range(const char *range, int *min, int *max, char *err, size_t len)
 {
-	/* people's words for the classes */
+	/* people's words for the classes, as normalised below */
 	static const struct {
-		const char *word, *cls;
-	} words[] = {{"errors", "5xx"},
-		     {"server errors", "5xx"},
-		     {"client errors", "4xx"},
-		     {"success", "2xx"},
-		     {"redirects", "3xx"}};
+		const char *word;
+		int cls;
+	} words[] = {
+		{"errors", 5},	     {"error", 5},	{"server errors", 5},
+		{"server error", 5}, {"5xx errors", 5}, {"5xx error", 5},
+		{"failures", 5},     {"failed", 5},	{"client errors", 4},
+		{"client error", 4}, {"4xx errors", 4}, {"4xx error", 4},
+		{"success", 2},	     {"successes", 2},	{"successful", 2},
+		{"ok", 2},	     {"redirects", 3},	{"redirect", 3},
+		{"redirections", 3},
+	};
+	char w[32];
+	size_t n = 0;
+	int cls = 0;
 
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strcasecmp(range, words[i].word) == 0)
-			range = words[i].cls;
-	if (strlen(range) != 3 || range[0] < '1' || range[0] > '5' ||
-	    strcasecmp(range + 1, "xx") != 0) {
-		snprintf(err, len,
-			 "status_code_range must be one of \"2xx\", \"3xx\", "
-			 "\"4xx\", \"5xx\", \"success\", \"client errors\", "
-			 "\"server errors\" (\"errors\")");
+	/* lower case, one space for each run of spaces, dashes and
+	 * underscores, none at either end */
+	for (const char *p = range; *p != '\0' && n + 1 < sizeof(w); p++) {
+		char c = (char)tolower((unsigned char)*p);
+
+		if (c == ' ' || c == '-' || c == '_' || c == '\t') {
+			if (n > 0 && w[n - 1] != ' ')
+				w[n++] = ' ';
+			continue;
+		}
+		w[n++] = c;
+	}
+	if (n > 0 && w[n - 1] == ' ')
+		n--;
+	w[n] = '\0';
+	if (strlen(range) < sizeof(w) - 1) {
+		for (size_t i = 0;
+		     i < sizeof(words) / sizeof(words[0]) && cls == 0; i++)
+			if (strcmp(w, words[i].word) == 0)
+				cls = words[i].cls;
+		if (cls == 0 && n == 3 && w[0] >= '1' && w[0] <= '5' &&
+		    strcmp(w + 1, "xx") == 0)
+			cls = w[0] - '0';
+	}
+	if (cls == 0) {
+		snprintf(
+			err, len,
+			"status_code_range \"%.40s\" is not understood: use "
+			"\"5xx\" (or \"errors\"), \"4xx\" (\"client errors\"), "
+			"\"2xx\" (\"success\") or \"3xx\" (\"redirects\")",
+			range);
 		return STATUS_INVALID;
 	}
-	*min = (range[0] - '0') * 100;
+	*min = cls * 100;
 	*max = *min + 99;
 	return STATUS_OK;
 }

@@ -285,6 +285,13 @@ describe('a service as people name it', () => {
 		assert.equal(ce.sc.http.find((r) => r.route === '/page').requests, 20);
 		const se = await call('query_metrics', { service: 'v-web', time_range: '45m', status_code_range: 'server errors' });
 		assert.equal(se.sc.http.find((r) => r.route === '/page').requests, 4);
+		// however written: case, dashes, singular
+		for (const w of ['Server Errors', 'server-error', '5XX']) {
+			const x = await call('query_metrics', { service: 'v-web', time_range: '45m', status_code_range: w });
+			assert.equal(x.sc.http.find((r) => r.route === '/page').requests, 4, w);
+		}
+		const bad = await call('query_metrics', { service: 'v-web', time_range: '45m', status_code_range: 'timeouts' }, { expectError: true });
+		assert.match(bad.text, /status_code_range "timeouts" is not understood: use "5xx" \(or "errors"\)/, bad.text);
 		// a word of no service, or of several: "did you mean"
 		const none = await call('query_metrics', { service: 'v-paymnets', time_range: '45m' }, { expectError: true });
 		assert.match(none.text, /did you mean v-payments\?/, none.text);
