@@ -596,6 +596,16 @@ shape_for(const json_t *def, size_t rev)
 	}
 	if (rev < 1) /* 2024-11-05 */
 		json_object_del(t, "annotations");
+	if (rev >= 2) { /* the top-level title says it: once is enough */
+		json_t *a = json_object_get(t, "annotations");
+		const char *title =
+			json_string_value(json_object_get(t, "title"));
+		const char *again =
+			json_string_value(json_object_get(a, "title"));
+
+		if (title != NULL && again != NULL && strcmp(title, again) == 0)
+			json_object_del(a, "title");
+	}
 	return t;
 }
 

@@ -345,6 +345,30 @@ test_list_per_revision(void **state)
 		json_decref(pg);
 	}
 	tools_unref(t);
+
+	/* A production tool's annotations.title, the same as its title: for
+	 * 2025-03-26 clients only (later ones read the top-level title). */
+	t = load("");
+	for (r = 1; r < sizeof(revs) / sizeof(revs[0]); r++) {
+		json_t *pg = page(t, revs[r].version, 0);
+		const json_t *tool = listed(pg, "query_traces");
+		const json_t *a = json_object_get(tool, "annotations");
+
+		assert_non_null(a);
+		assert_true(json_is_true(json_object_get(a, "readOnlyHint")));
+		if (revs[r].title) {
+			assert_null(json_object_get(a, "title"));
+			assert_string_equal(json_string_value(json_object_get(
+						    tool, "title")),
+					    "Traces from every span source");
+		} else {
+			assert_string_equal(
+				json_string_value(json_object_get(a, "title")),
+				"Traces from every span source");
+		}
+		json_decref(pg);
+	}
+	tools_unref(t);
 }
 
 static void
