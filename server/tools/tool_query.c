@@ -622,12 +622,32 @@ baseline_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 				      &x->brollup[i], pe);
 }
 
+/* The order of a row's key: protocol, then k1, then k2. */
+static int
+row_key_cmp(const void *a, const void *b)
+{
+	const struct spanquery_row *x = a, *y = b;
+	int c;
+
+	if (x->protocol != y->protocol)
+		return x->protocol < y->protocol ? -1 : 1;
+	if ((c = strcmp(x->k1, y->k1)) != 0)
+		return c;
+	return strcmp(x->k2, y->k2);
+}
+
+/* Sorted by key once read, for baseline_row's binary search (a key per
+ * row of the answer: a scan each was quadratic in the keys). */
 static int
 baseline_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 {
 	struct metrics_state *x = arg;
+	int rc = spanquery_metrics_recv(c, x->brollup[i], &x->mb[i], pe);
 
-	return spanquery_metrics_recv(c, x->brollup[i], &x->mb[i], pe);
+	if (rc == STATUS_OK && x->mb[i] != NULL && x->mb[i]->n > 1)
+		qsort(x->mb[i]->rows, x->mb[i]->n, sizeof(x->mb[i]->rows[0]),
+		      row_key_cmp);
+	return rc;
 }
 
 /* Source i's baseline row of q's key (NULL: none, or no baseline). */
@@ -638,12 +658,9 @@ baseline_row(const struct metrics_state *x, int i,
 	const struct spanquery_metrics *m =
 		i >= 0 && i < TOOL_SPAN_SRCS ? x->mb[i] : NULL;
 
-	for (size_t j = 0; m != NULL && j < m->n; j++)
-		if (m->rows[j].protocol == q->protocol &&
-		    strcmp(m->rows[j].k1, q->k1) == 0 &&
-		    strcmp(m->rows[j].k2, q->k2) == 0)
-			return &m->rows[j];
-	return NULL;
+	if (m == NULL || m->n == 0)
+		return NULL;
+	return bsearch(q, m->rows, m->n, sizeof(m->rows[0]), row_key_cmp);
 }
 
 /* Arguments: the filter, the range, and the sources to ask; *result is
