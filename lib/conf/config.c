@@ -173,6 +173,12 @@ static const struct key_def keys[] = {
 	    1000000,
 	    "Most characters of text a tool answer carries; tools fit their "
 	    "answers to it (\"N more\", cursors) and anything longer is cut."),
+	INT("tools", "max_answer_bytes", tools.max_answer_bytes, 32768, 4096,
+	    16777216,
+	    "Most bytes of a whole tool answer as JSON, its text and its "
+	    "structuredContent together: past it the structured rows are cut, "
+	    "the largest list first, and the answer says how many are shown "
+	    "and how many more there are.  At least max_answer_chars."),
 	{"tools", "deprecated_aliases", KT_BOOL, OFF(tools.deprecated_aliases),
 	 NULL, 0, 0, 1, K_RELOAD, NULL,
 	 "Also list the deprecated tool names (query_beyla_*) of older "
@@ -1689,6 +1695,17 @@ config_load_text(const char *text, size_t len, const char *name,
 	rc = apply_env(cfg, envp, err);
 	if (rc)
 		goto out;
+	/* the text is part of the whole answer: a budget below it would
+	 * leave no room for any structured row */
+	if (cfg->tools.max_answer_bytes < cfg->tools.max_answer_chars) {
+		rc = set_err(err, text ? name : NULL, 0, 0,
+			     "tools.max_answer_bytes",
+			     "must be at least max_answer_chars (%d), got %d: "
+			     "the whole answer carries the text",
+			     cfg->tools.max_answer_chars,
+			     cfg->tools.max_answer_bytes);
+		goto out;
+	}
 	if (!cfg->server.tls_cert[0] != !cfg->server.tls_key[0]) {
 		rc = set_err(err, text ? name : NULL, 0, 0, "server.tls",
 			     "cert and key must be set together (both empty "

@@ -119,6 +119,8 @@ struct config {
 		struct strlist disabled; /* tool names disabled */
 		bool deprecated_aliases; /* list the "deprecated" set too */
 		int max_answer_chars;	 /* text budget of one tool answer */
+		int max_answer_bytes;	 /* the whole answer as JSON: text and
+					 structuredContent */
 	} tools;
 	struct {
 		struct strlist keys;   /* attribute key substrings hidden */

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/timerange.h"
 #include "conf/config.h"
+#include "json/jsondump.h"
 #include "otlp/otlp.h"
 #include "pg/pg.h"
 #include "telemetry/health.h"
@@ -24,6 +25,14 @@
 #include "telemetry/render.h"
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
+
+/* [tools] max_answer_bytes without a configuration (unit tests) */
+#define TOOL_ANSWER_BYTES 32768
+/* Bytes tool_bound keeps free for its note besides the hint and the
+ * counts, and per array for the counts and the field saying so: the
+ * note's JSON escapes included, with room to spare. */
+#define BOUND_NOTE_ROOM 160
+#define BOUND_ROWS_ROOM 96
 
 /* names offered after "did you mean" */
 #define SUGGEST_MAX 3
@@ -77,6 +86,197 @@ tool_result_buf(const struct buf *b, json_t *sc, json_t **result)
 			  b->data != NULL ? b->data : "", b->len),
 		sc, false);
 	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+size_t
+tool_answer_budget(struct call *call)
+{
+	const struct config *cfg = call_config(call);
+
+	return cfg != NULL ? (size_t)cfg->tools.max_answer_bytes
+			   : TOOL_ANSWER_BYTES;
+}
+
+size_t
+tool_rows_cut(size_t need, const size_t *const *sizes, const size_t *count,
+	      size_t *keep, size_t n)
+{
+	size_t went = 0;
+
+	for (size_t i = 0; i < n; i++)
+		keep[i] = count[i];
+	while (went < need) {
+		size_t best = n, best_bytes = 0;
+
+		/* the largest list still holding rows, by the bytes it
+		 * keeps: summed afresh, n is a handful of lists */
+		for (size_t i = 0; i < n; i++) {
+			size_t bytes = 0;
+
+			for (size_t j = 0; j < keep[i]; j++)
+				bytes += sizes[i][j];
+			if (keep[i] > 0 && (best == n || bytes > best_bytes)) {
+				best = i;
+				best_bytes = bytes;
+			}
+		}
+		if (best == n)
+			break;
+		went += sizes[best][--keep[best]];
+	}
+	return went;
+}
+
+/* The length of v as compact JSON, as it goes out; 0 when out of
+ * memory. */
+static size_t
+json_len(const json_t *v)
+{
+	char *text = jsondump(v, JSON_COMPACT);
+	size_t len = text != NULL ? strlen(text) : 0;
+
+	free(text);
+	return len;
+}
+
+/* "(structured content: 30 spans shown, 12 more: <hint>; ...)" after
+ * the text of result's first text block. */
+static int
+bound_note(json_t *result, const struct tool_rows *rows, size_t n,
+	   size_t budget, const char *hint)
+{
+	json_t *block = json_array_get(json_object_get(result, "content"), 0);
+	const char *text = json_string_value(json_object_get(block, "text"));
+	struct buf b;
+	int rc;
+
+	if (text == NULL)
+		return STATUS_OK;
+	buf_init(&b, SIZE_MAX / 2);
+	buf_puts(&b, text);
+	buf_puts(&b, text[0] != '\0' ? "\n(structured content: "
+				     : "(structured content: ");
+	for (size_t i = 0, k = 0; i < n; i++) {
+		const struct tool_rows *r = &rows[i];
+		size_t more =
+			r->total > r->shown ? r->total - r->shown : r->cut;
+
+		if (r->cut == 0)
+			continue;
+		buf_printf(&b, "%s%zu %s shown, %zu more", k++ > 0 ? "; " : "",
+			   r->shown, r->what, more);
+	}
+	buf_printf(&b,
+		   ": %s; a whole answer is at most %zu bytes, "
+		   "tools.max_answer_bytes)\n",
+		   hint, budget);
+	rc = buf_error(&b);
+	if (rc == STATUS_OK &&
+	    json_object_set_new(block, "text", json_stringn(b.data, b.len)) !=
+		    0)
+		rc = STATUS_NOMEM;
+	buf_free(&b);
+	return rc;
+}
+
+int
+tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
+	   const char *hint)
+{
+	json_t *sc = json_object_get(result, "structuredContent");
+	size_t **sizes = NULL, *count = NULL, *keep = NULL;
+	size_t len, need;
+	int rc = STATUS_NOMEM;
+
+	for (size_t i = 0; i < n; i++) {
+		rows[i].shown =
+			json_array_size(json_object_get(sc, rows[i].key));
+		rows[i].cut = 0;
+	}
+	if (sc == NULL || json_is_true(json_object_get(result, "isError")))
+		return STATUS_OK;
+	if ((len = json_len(result)) == 0)
+		return STATUS_NOMEM;
+	if (len <= budget)
+		return STATUS_OK;
+	need = len - budget + BOUND_NOTE_ROOM + strlen(hint);
+	sizes = calloc(n, sizeof(*sizes));
+	count = calloc(n, sizeof(*count));
+	keep = calloc(n, sizeof(*keep));
+	if (sizes == NULL || count == NULL || keep == NULL)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *a = json_object_get(sc, rows[i].key);
+
+		need += BOUND_ROWS_ROOM + strlen(rows[i].key);
+		count[i] = json_array_size(a);
+		if (count[i] > 0 &&
+		    (sizes[i] = calloc(count[i], sizeof(**sizes))) == NULL)
+			goto out;
+		/* each row with its comma */
+		for (size_t j = 0; j < count[i]; j++)
+			if ((sizes[i][j] = json_len(json_array_get(a, j))) == 0)
+				goto out;
+			else
+				sizes[i][j]++;
+	}
+	(void)tool_rows_cut(need, (const size_t *const *)sizes, count, keep, n);
+	rc = STATUS_OK;
+	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
+		json_t *a = json_object_get(sc, rows[i].key);
+
+		rows[i].shown = keep[i];
+		rows[i].cut = count[i] - keep[i];
+		if (rows[i].cut == 0)
+			continue;
+		while (json_array_size(a) > keep[i])
+			json_array_remove(a, json_array_size(a) - 1);
+		if (rows[i].more != NULL)
+			rc = json_object_set_new(sc, rows[i].more, json_true());
+		else {
+			json_t *t = json_object_get(sc, "truncated");
+
+			/* a tool's own "truncated" boolean says it */
+			if (t != NULL && !json_is_object(t))
+				rc = json_object_set_new(sc, "truncated",
+							 json_true());
+			else if (t == NULL &&
+				 json_object_set_new(sc, "truncated",
+						     t = json_object()) != 0)
+				rc = -1;
+			if (rc == 0 && json_is_object(t))
+				rc = json_object_set_new(
+					t, rows[i].key,
+					json_integer((json_int_t)rows[i].cut));
+		}
+		if (rc != 0)
+			rc = STATUS_NOMEM;
+	}
+	if (rc == STATUS_OK)
+		rc = bound_note(result, rows, n, budget, hint);
+out:
+	for (size_t i = 0; sizes != NULL && i < n; i++)
+		free(sizes[i]);
+	free(sizes);
+	free(count);
+	free(keep);
+	return rc;
+}
+
+int
+tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
+		struct tool_rows *rows, size_t n, const char *hint,
+		json_t **result)
+{
+	int rc = tool_result_buf(b, sc, result);
+
+	if (rc == STATUS_OK &&
+	    (rc = tool_bound(*result, tool_answer_budget(call), rows, n,
+			     hint)) != STATUS_OK) {
+		json_decref(*result);
+		*result = NULL;
+	}
+	return rc;
 }
 
 int

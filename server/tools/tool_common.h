@@ -65,6 +65,64 @@ int tool_span_source(const char *name);
 int tool_result_buf(const struct buf *b, json_t *sc, json_t **result);
 
 /*
+ * The answer's byte budget ([tools] max_answer_bytes): the whole result
+ * as JSON, its text and its structuredContent together, as the client
+ * reads it (the default without a configuration).
+ */
+size_t tool_answer_budget(struct call *call);
+
+/*
+ * An array of an answer's structuredContent that tool_bound may shorten
+ * (rows are kept whole, the last ones dropped), and what says so: the
+ * tool's own boolean more (more_traces, truncated), set true, or where the
+ * tool has none (more NULL), "truncated": {"<key>": rows dropped}.  total:
+ * the rows that match in all when the tool knows it (the text then says
+ * "30 spans shown, 1,204 more"), else 0: the array's own rows.
+ */
+struct tool_rows {
+	const char *key;  /* the array in structuredContent */
+	const char *more; /* its "more" boolean, or NULL */
+	const char *what; /* the rows in words: "spans" */
+	size_t total;
+	size_t shown; /* out: rows kept */
+	size_t cut;   /* out: rows dropped */
+};
+
+/*
+ * Fits result (a CallToolResult) to budget bytes of compact JSON: when
+ * over, drops the last rows of the arrays rows[0..n) names, from the
+ * largest array (in bytes) first, until text, structured content and the
+ * note fit; sets the arrays' more fields and appends to the text the exact
+ * counts ("(structured content: 30 spans shown, 12 more: <hint>; ...)").
+ * A result within budget, an error result and one without
+ * structuredContent are left as they are.  rows[i].shown and .cut say what
+ * was done.  STATUS_OK, or STATUS_NOMEM (result then as it was, or with
+ * rows dropped and the note missing).
+ */
+int tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
+	       const char *hint) WUR;
+
+/*
+ * The rows to keep of n lists of rows of the given sizes (bytes each,
+ * sizes[i][0..count[i])) so that need bytes go: the last row of the
+ * largest list (by bytes still kept) goes first, then again, until need
+ * bytes went or nothing is left.  keep[i] (in: count[i]) is the rows of
+ * list i kept.  Returns the bytes that went (>= need unless everything
+ * went).  tool_bound's choice, for answers written as text
+ * (query_traces).
+ */
+size_t tool_rows_cut(size_t need, const size_t *const *sizes,
+		     const size_t *count, size_t *keep, size_t n);
+
+/*
+ * tool_result_buf, with the result then fitted to the call's answer
+ * budget by tool_bound.
+ */
+int tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
+		    struct tool_rows *rows, size_t n, const char *hint,
+		    json_t **result);
+
+/*
  * Text fitted to a hard maximum (the answer's text budget, an error
  * message's room): a piece that does not fit is left out and the text goes
  * on, so that a short closing note still follows a long line that did not

@@ -4,8 +4,8 @@
  * (conformance fixtures on and off, tool sets, disabled tools), the
  * tools/list pages per protocol revision, cursors, tools_same, and the
  * errors for a handler without a definition and a definition without a
- * handler; and the argument helpers of tool_common (time ranges, the
- * source table).
+ * handler; and the helpers of tool_common (time ranges, the source
+ * table, the answer's byte budget: tool_bound and tool_rows_cut).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,12 +13,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/timerange.h"
 #include "conf/config.h"
 #include "conformance/conformance.h"
+#include "json/jsondump.h"
 #include "conformance/tool_conformance_2026.h"
 #include "mcp/tools.h"
 #include "telemetry/merge.h"
@@ -986,6 +988,193 @@ test_sources(void **state)
 		"ebpf");
 }
 
+/* The length of v as compact JSON, as tool_bound counts it. */
+static size_t
+dumped_len(const json_t *v)
+{
+	char *text = jsondump(v, JSON_COMPACT);
+	size_t len;
+
+	assert_non_null(text);
+	len = strlen(text);
+	free(text);
+	return len;
+}
+
+/* {"id": "<i, padded to width>"}: rows of one size, told apart */
+static json_t *
+row_of(size_t i, int width)
+{
+	char id[256];
+
+	snprintf(id, sizeof(id), "%0*zu", width, i);
+	return json_pack("{s:s}", "id", id);
+}
+
+/* A result: the text, and {"<key>": n rows of width, ...} per array. */
+static json_t *
+bound_result(const char *text, const char *const *keys, const size_t *n,
+	     const int *width, size_t arrays)
+{
+	json_t *sc = json_pack("{s:b, s:I}", "more_spans", 0, "total",
+			       (json_int_t)1000);
+
+	for (size_t k = 0; k < arrays; k++) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < n[k]; i++)
+			json_array_append_new(a, row_of(i, width[k]));
+		json_object_set_new(sc, keys[k], a);
+	}
+	return tool_result_new(
+		json_pack("[{s:s, s:s}]", "type", "text", "text", text), sc,
+		false);
+}
+
+static void
+test_rows_cut(void **state)
+{
+	const size_t a[] = {100, 100, 100}, b[] = {30, 30};
+	const size_t *sizes[] = {a, b}, count[] = {3, 2};
+	size_t keep[2];
+
+	/* the largest list (by bytes kept) loses its last row, then
+	 * again; nothing to go; more than there is */
+	static const struct {
+		size_t need, went, keep0, keep1;
+	} cases[] = {{150, 200, 1, 2},
+		     {260, 300, 0, 2},
+		     {330, 330, 0, 1},
+		     {0, 0, 3, 2},
+		     {10000, 360, 0, 0}};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t went =
+			tool_rows_cut(cases[i].need, sizes, count, keep, 2);
+
+		if (went != cases[i].went || keep[0] != cases[i].keep0 ||
+		    keep[1] != cases[i].keep1)
+			fail_msg("need %zu: went %zu, kept %zu and %zu",
+				 cases[i].need, went, keep[0], keep[1]);
+	}
+}
+
+static void
+test_bound_under_budget(void **state)
+{
+	const char *keys[] = {"spans"};
+	const size_t n[] = {40};
+	const int width[] = {20};
+	json_t *res = bound_result("40 spans", keys, n, width, 1);
+	json_t *copy = json_deep_copy(res);
+	struct tool_rows rows[] = {{"spans", "more_spans", "spans", 0, 9, 9}};
+
+	(void)state;
+	/* exactly at the budget: untouched */
+	assert_int_equal(tool_bound(res, dumped_len(res), rows, 1, "narrow it"),
+			 STATUS_OK);
+	assert_true(json_equal(res, copy));
+	assert_int_equal(rows[0].shown, 40);
+	assert_int_equal(rows[0].cut, 0);
+	/* an error result is not cut */
+	json_object_set_new(res, "isError", json_true());
+	assert_int_equal(tool_bound(res, 100, rows, 1, "narrow it"), STATUS_OK);
+	json_object_del(res, "isError");
+	assert_true(json_equal(res, copy));
+	json_decref(copy);
+	json_decref(res);
+}
+
+static void
+test_bound_cut(void **state)
+{
+	const char *keys[] = {"spans"};
+	const size_t n[] = {100};
+	const int width[] = {50};
+	const char *hint = "narrow time_range or lower limit";
+	json_t *res = bound_result("100 spans of 1000", keys, n, width, 1);
+	struct tool_rows rows[] = {
+		{"spans", "more_spans", "spans", 1000, 0, 0}};
+	size_t full = dumped_len(res), budget = 4096, row, need, cut;
+	json_t *sc, *a;
+	const char *text;
+	char want[200];
+
+	(void)state;
+	row = dumped_len(json_array_get(
+		      json_object_get(json_object_get(res, "structuredContent"),
+				      "spans"),
+		      0)) +
+	      1; /* with its comma */
+	assert_true(full > budget);
+	assert_int_equal(tool_bound(res, budget, rows, 1, hint), STATUS_OK);
+	/* exactly the rows that make room for the note and the fields */
+	need = full - budget + 160 + strlen(hint) + 96 + strlen("spans");
+	cut = (need + row - 1) / row;
+	assert_int_equal(rows[0].cut, cut);
+	assert_int_equal(rows[0].shown, 100 - cut);
+	assert_true(dumped_len(res) <= budget);
+	sc = json_object_get(res, "structuredContent");
+	a = json_object_get(sc, "spans");
+	assert_int_equal(json_array_size(a), 100 - cut);
+	/* the first rows, whole */
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *r = row_of(i, 50);
+
+		assert_true(json_equal(json_array_get(a, i), r));
+		json_decref(r);
+	}
+	assert_true(json_is_true(json_object_get(sc, "more_spans")));
+	assert_null(json_object_get(sc, "truncated"));
+	text = json_string_value(json_object_get(
+		json_array_get(json_object_get(res, "content"), 0), "text"));
+	snprintf(want, sizeof(want),
+		 "100 spans of 1000\n(structured content: %zu spans shown, "
+		 "%zu more: %s;",
+		 100 - cut, 1000 - (100 - cut), hint);
+	assert_non_null(text);
+	if (strncmp(text, want, strlen(want)) != 0)
+		fail_msg("text %s, want it to begin %s", text, want);
+	assert_non_null(strstr(text, "at most 4096 bytes"));
+	json_decref(res);
+}
+
+static void
+test_bound_largest_first(void **state)
+{
+	const char *keys[] = {"big", "small"};
+	const size_t n[] = {30, 30};
+	const int width[] = {200, 10};
+	json_t *res = bound_result("", keys, n, width, 2);
+	struct tool_rows rows[] = {{"big", NULL, "big rows", 0, 0, 0},
+				   {"small", NULL, "small rows", 0, 0, 0}};
+	json_t *sc = json_object_get(res, "structuredContent");
+	const char *text;
+
+	(void)state;
+	assert_int_equal(tool_bound(res, 4096, rows, 2, "ask for less"),
+			 STATUS_OK);
+	assert_true(dumped_len(res) <= 4096);
+	/* the small list is untouched while the big one is bigger */
+	assert_int_equal(rows[1].cut, 0);
+	assert_int_equal(json_array_size(json_object_get(sc, "small")), 30);
+	assert_true(rows[0].cut > 0);
+	assert_int_equal(rows[0].shown + rows[0].cut, 30);
+	/* no "more" of its own: "truncated" says how many went */
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(sc, "truncated"), "big")),
+			 (json_int_t)rows[0].cut);
+	assert_null(json_object_get(json_object_get(sc, "truncated"), "small"));
+	text = json_string_value(json_object_get(
+		json_array_get(json_object_get(res, "content"), 0), "text"));
+	assert_non_null(text);
+	assert_int_equal(strncmp(text, "(structured content: ", 21), 0);
+	assert_non_null(strstr(text, " big rows shown, "));
+	assert_null(strstr(text, "small rows"));
+	json_decref(res);
+}
+
 int
 main(void)
 {
@@ -1010,6 +1199,10 @@ main(void)
 		cmocka_unit_test(test_time_range),
 		cmocka_unit_test(test_time_range_given),
 		cmocka_unit_test(test_sources),
+		cmocka_unit_test(test_rows_cut),
+		cmocka_unit_test(test_bound_under_budget),
+		cmocka_unit_test(test_bound_cut),
+		cmocka_unit_test(test_bound_largest_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
