@@ -41,6 +41,11 @@
  * that close an answer (notes, Analysis:); structured content carries
  * every row regardless. */
 #define TAIL_ROOM 768
+/* Bytes of the whole answer ([tools] max_answer_bytes) kept back for
+ * what query_traces writes after its traces: the text's closing lines
+ * (TAIL_ROOM, escaped as JSON), the sources with their statuses, the
+ * range and the result around it all. */
+#define TRACES_CLOSE_ROOM (2 * TAIL_ROOM + 2 * TOOL_STATUS_MAX + 384)
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
 /* time_range (default 1h) or from / to */
@@ -1733,40 +1738,52 @@ jt_json(struct jtext *w, json_t *v)
 	json_decref(v);
 }
 
-/* The span as {"span_id", ..., "children":[ with its children still to
- * come: keys in the order the schema lists them. */
+/*
+ * The span as {"span_id", ...}, and with children (kids) as {"span_id",
+ * ..., "children":[ with its children still to come.  What the tree and
+ * the defaults say is left out, for the answer's tokens: parent_span_id
+ * when it is the span it hangs under (t: whose nodes it is), also_seen_by
+ * when no other source saw it, slow, critical and async when false.
+ */
 static void
-span_open(struct jtext *w, const struct merge_node *node,
+span_open(struct jtext *w, const struct merge_trace *t,
+	  const struct merge_node *node, bool kids,
 	  const struct tool_details *det)
 {
 	const struct spanquery_detail *x = tool_details_of(det, node);
 	const struct spanquery_span *s = node->span->user;
+	const struct spanquery_span *up =
+		node->parent != MERGE_NONE ? t->nodes[node->parent].span->user
+					   : NULL;
 	char start[TIMERANGE_FORMAT_MAX];
 	size_t slen;
 	bool first = true;
 
 	JT_LIT(w, "{\"span_id\":");
 	jt_hex(w, s->span_id, 8);
-	JT_LIT(w, ",\"parent_span_id\":");
-	if (s->has_parent)
+	if (s->has_parent &&
+	    (up == NULL || memcmp(up->span_id, s->parent_span_id, 8) != 0)) {
+		JT_LIT(w, ",\"parent_span_id\":");
 		jt_hex(w, s->parent_span_id, 8);
-	else
-		JT_LIT(w, "null");
+	}
 	JT_LIT(w, ",\"service\":");
 	jt_str(w, s->service);
 	JT_LIT(w, ",\"name\":");
 	jt_str(w, s->name);
 	JT_LIT(w, ",\"source\":");
 	jt_str(w, tool_sources[tool_source_of_merge(node->span->source)].name);
-	JT_LIT(w, ",\"also_seen_by\":[");
 	for (int m = 0; m < MERGE_SOURCE_COUNT; m++)
 		if (node->also_seen_by & MERGE_SOURCE_BIT(m)) {
-			if (!first)
+			if (first)
+				JT_LIT(w, ",\"also_seen_by\":[");
+			else
 				JT_LIT(w, ",");
 			jt_str(w, tool_sources[tool_source_of_merge(m)].name);
 			first = false;
 		}
-	JT_LIT(w, "],\"start\":");
+	if (!first)
+		JT_LIT(w, "]");
+	JT_LIT(w, ",\"start\":");
 	slen = start_format(&w->sf, (int64_t)(s->start_ns / 1000000), start,
 			    sizeof(start));
 	JT_LIT(w, "\"");
@@ -1777,36 +1794,37 @@ span_open(struct jtext *w, const struct merge_node *node,
 	jt_str(w, otlp_status_name(s->status));
 	if (node->slow)
 		JT_LIT(w, ",\"slow\":true");
-	else
-		JT_LIT(w, ",\"slow\":false");
 	if (node->critical)
 		JT_LIT(w, ",\"critical\":true");
-	else
-		JT_LIT(w, ",\"critical\":false");
 	if (node->async)
 		JT_LIT(w, ",\"async\":true");
-	else
-		JT_LIT(w, ",\"async\":false");
 	if (x != NULL) {
 		JT_LIT(w, ",\"details\":");
 		jt_json(w, tool_detail_json(node, x));
 	}
-	JT_LIT(w, ",\"children\":[");
+	if (kids)
+		JT_LIT(w, ",\"children\":[");
+	else
+		JT_LIT(w, "}");
 }
 
 /*
- * The trace as {"trace_id", ..., "spans": [roots with children]}.  The
+ * The trace as {"trace_id", ..., "spans": [roots with children]} with
+ * the spans its text tree shows, nodes[0..shown) (render_trace_tree draws
+ * a preorder prefix: every span's parent is among them), the others
+ * counted in spans_not_shown as in the text's "N more not shown".  The
  * nodes come in depth-first preorder, each with its depth: a node one
  * level deeper than the one before is its first child; else the spans
  * open since its parent's level are closed first.  No recursion: a trace
  * may be thousands of levels deep.
  */
 static void
-trace_write(struct jtext *w, const struct merge_trace *t,
+trace_write(struct jtext *w, const struct merge_trace *t, size_t shown,
 	    const struct tool_details *det)
 {
 	char start[TIMERANGE_FORMAT_MAX];
 	size_t open = 0; /* spans whose children are being written */
+	bool kids;
 
 	JT_LIT(w, "{\"trace_id\":");
 	jt_hex(w, t->trace_id, 16);
@@ -1819,14 +1837,14 @@ trace_write(struct jtext *w, const struct merge_trace *t,
 	JT_LIT(w, ",\"span_count\":");
 	jt_int(w, (json_int_t)t->span_count);
 	JT_LIT(w, ",\"spans_not_shown\":");
-	jt_int(w, (json_int_t)t->not_shown);
+	jt_int(w, (json_int_t)(t->span_count - shown));
 	JT_LIT(w, ",\"spans\":[");
-	for (size_t i = 0; i < t->n_nodes && buf_error(&w->b) == STATUS_OK;
-	     i++) {
+	for (size_t i = 0; i < shown && buf_error(&w->b) == STATUS_OK; i++) {
 		const struct merge_node *node = &t->nodes[i];
 
 		if (i > 0 && node->depth == t->nodes[i - 1].depth + 1) {
-			/* the first child of the one before */
+			/* the first child of the one before, which left its
+			 * children open */
 		} else if (i > 0) {
 			for (; open > node->depth; open--)
 				JT_LIT(w, "]}");
@@ -1836,8 +1854,10 @@ trace_write(struct jtext *w, const struct merge_trace *t,
 			buf_set_error(&w->b, STATUS_INVALID);
 			break;
 		}
-		span_open(w, node, det);
-		open++;
+		kids = i + 1 < shown &&
+		       t->nodes[i + 1].depth == node->depth + 1;
+		span_open(w, t, node, kids, det);
+		open += kids;
 	}
 	for (; open > 0; open--)
 		JT_LIT(w, "]}");
@@ -1917,14 +1937,14 @@ background_text(struct buf *b, const struct merge_trace *t, size_t bg)
 
 static int
 traces_analysis(struct buf *b, const struct merge_result *res,
-		const size_t *order, const char *service)
+		const size_t *order, size_t n, const char *service)
 {
 	const struct merge_node *top = NULL;
 	const struct merge_trace *top_t = NULL, *bg_t = NULL;
 	size_t errors = 0, orphans = 0, dups = 0, bg = MERGE_NONE;
 	int rc;
 
-	for (size_t i = 0; i < res->n_traces; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct merge_trace *t = &res->traces[order[i]];
 		const struct merge_node *c = trace_culprit(t);
 		size_t g = merge_background(t);
@@ -1956,7 +1976,7 @@ traces_analysis(struct buf *b, const struct merge_result *res,
 		rc = buf_puts(b, "no span dominates the latency");
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, "; %zu of %zu traces have error spans",
-				errors, res->n_traces);
+				errors, n);
 	if (rc == STATUS_OK && dups > 0)
 		rc = buf_printf(b,
 				"; %zu spans were seen by both eBPF and OTLP "
@@ -2251,6 +2271,7 @@ struct traces_state {
 	int64_t *keys;
 	size_t nids;
 	bool more_traces; /* than those */
+	size_t shown;	  /* of res->traces, in the answer */
 	struct redact_kept own;
 	struct merge_span *spans;
 	size_t nspans;
@@ -2584,71 +2605,179 @@ traces_head(struct traces_state *x, json_t **result)
 	return x->res->n_traces == 0 ? traces_none(x, result) : STATUS_OK;
 }
 
-/* Text and structured content: each trace as a tree while the budget
- * lasts (each a share of what is left), and as an object.  A tree is
- * begun with room for its line and the "N more" note (room >= 200 past
- * TAIL_ROOM), and the note after the last with room past TAIL_ROOM: they
- * fit. */
+/* Bytes of s[0..n) inside a JSON string: '"', '\\' and the control
+ * characters escaped (as \n, or \u00XX at most), the rest as it is. */
+static size_t
+json_text_len(const char *s, size_t n)
+{
+	size_t len = n;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '"' || s[i] == '\\')
+			len++;
+		else if ((unsigned char)s[i] < 0x20)
+			len += 5;
+	return len;
+}
+
+/*
+ * The traces that fit the whole answer's budget (tool_answer_budget),
+ * each whole in the text and the structured content: of the k written
+ * (their ends in tend and wend), the last go (tool_rows_cut) until the
+ * answer with its closing fits, and b and the writer are rolled back to
+ * the last kept.  x->shown: the traces kept.
+ */
+static int
+traces_fit(struct traces_state *x, size_t tstart, size_t wstart,
+	   const size_t *tend, const size_t *wend, size_t k)
+{
+	size_t *sizes = k > 0 ? calloc(k, sizeof(*sizes)) : NULL;
+	const size_t *list = sizes;
+	size_t budget = tool_answer_budget(x->call), total, keep = k;
+
+	if (k > 0 && sizes == NULL)
+		return STATUS_NOMEM;
+	total = json_text_len(x->b.data != NULL ? x->b.data : "", tstart) +
+		wstart + TRACES_CLOSE_ROOM;
+	for (size_t i = 0; i < k; i++) {
+		size_t t0 = i > 0 ? tend[i - 1] : tstart,
+		       w0 = i > 0 ? wend[i - 1] : wstart;
+
+		sizes[i] = json_text_len(x->b.data + t0, tend[i] - t0) +
+			   wend[i] - w0;
+		total += sizes[i];
+	}
+	if (total > budget)
+		(void)tool_rows_cut(total - budget, &list, &k, &keep, 1);
+	buf_rollback(&x->b, keep > 0 ? tend[keep - 1] : tstart);
+	buf_rollback(&x->w.b, keep > 0 ? wend[keep - 1] : wstart);
+	x->shown = keep;
+	free(sizes);
+	return STATUS_OK;
+}
+
+/*
+ * Trace t in the text as a tree of at most max_chars bytes and in the
+ * structured content with the same spans, within whole bytes of the
+ * answer (JSON escapes counted) when it can: a trace past them is drawn
+ * again with a tree cut in proportion, six times at most, down to its
+ * header and "N more not shown".  k: the traces before it.
+ */
+static int
+trace_both(struct traces_state *x, const struct merge_trace *t, size_t k,
+	   size_t max_chars, size_t whole)
+{
+	struct buf *b = &x->b;
+	char tid[33], start[40], dur[24];
+	int rc = STATUS_OK;
+
+	hex_encode(t->trace_id, 16, tid);
+	timerange_format((int64_t)(t->start_ns / 1000000), start,
+			 sizeof(start));
+	render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur, sizeof(dur));
+	for (int tries = 0;; tries++) {
+		size_t t0 = b->len, w0 = x->w.b.len, drawn = 0, cost;
+
+		buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
+			   k > 0 || b->len > 0 ? "\n" : "", tid, dur, start,
+			   t->span_count, t->span_count == 1 ? "" : "s");
+		rc = render_trace_tree(
+			b, t, span_label,
+			&(struct label_ctx){call_redact(x->call), &x->det},
+			max_chars, &drawn);
+		if (rc != STATUS_OK && rc != STATUS_LIMIT)
+			return rc;
+		if (k > 0)
+			JT_LIT(&x->w, ",");
+		trace_write(&x->w, t, drawn, &x->det);
+		if ((rc = buf_error(b)) != STATUS_OK ||
+		    (rc = buf_error(&x->w.b)) != STATUS_OK)
+			return rc;
+		cost = json_text_len(b->data + t0, b->len - t0) + x->w.b.len -
+		       w0;
+		if (cost <= whole || drawn == 0 || tries == 5)
+			return STATUS_OK;
+		/* the text drawn, cut in proportion to the room and a tenth
+		 * more (the structured spans' nesting does not scale with the
+		 * lines); at least 1 (0 is no limit to render_trace_tree) */
+		max_chars = (size_t)((double)(b->len - t0) * 0.9 *
+				     (double)whole / (double)cost);
+		if (max_chars == 0)
+			max_chars = 1;
+		buf_rollback(b, t0);
+		buf_rollback(&x->w.b, w0);
+	}
+}
+
+/* Text and structured content: each trace as a tree while the text's
+ * budget lasts (each a share of what is left; a tree is begun with room
+ * for its line past TAIL_ROOM) and as an object, each within its share
+ * of the whole answer's budget (trace_both), then as many as fit that
+ * budget (traces_fit). */
 static int
 traces_trees(struct traces_state *x)
 {
 	const struct merge_result *res = x->res;
 	struct buf *b = &x->b;
+	size_t budget = tool_answer_budget(x->call);
+	size_t tstart = b->len, wstart = x->w.b.len, k = 0;
+	size_t *tend = calloc(res->n_traces + 1, 2 * sizeof(*tend));
+	size_t *wend = tend != NULL ? tend + res->n_traces + 1 : NULL;
+	int rc = STATUS_OK;
 
-	for (size_t i = 0; i < res->n_traces; i++) {
-		const struct merge_trace *t = &res->traces[x->order[i]];
-		char tid[33], start[40], dur[24];
+	if (tend == NULL)
+		return STATUS_NOMEM;
+	for (; k < res->n_traces; k++) {
 		size_t room = b->len + TAIL_ROOM < b->max
 				      ? b->max - TAIL_ROOM - b->len
 				      : 0;
-		size_t left = res->n_traces - i;
-		int rc;
+		size_t left = res->n_traces - k;
+		size_t used =
+			json_text_len(b->data != NULL ? b->data : "", b->len) +
+			x->w.b.len + TRACES_CLOSE_ROOM;
 
-		hex_encode(t->trace_id, 16, tid);
-		timerange_format((int64_t)(t->start_ns / 1000000), start,
-				 sizeof(start));
-		render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur,
-			  sizeof(dur));
-		if (room < 200) {
-			buf_printf(
-				b,
-				"\n(%zu more traces not shown: the answer is "
-				"full; ask for fewer)\n",
-				left);
+		if (room < 200)
 			break;
-		}
-		buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
-			   i > 0 || b->len > 0 ? "\n" : "", tid, dur, start,
-			   t->span_count, t->span_count == 1 ? "" : "s");
-		rc = render_trace_tree(
-			b, t, span_label,
-			&(struct label_ctx){call_redact(x->call), &x->det},
-			room / left, NULL);
-		if (rc != STATUS_OK && rc != STATUS_LIMIT)
-			return rc;
-		if (i > 0)
-			JT_LIT(&x->w, ",");
-		trace_write(&x->w, t, &x->det);
+		rc = trace_both(x, &res->traces[x->order[k]], k, room / left,
+				used < budget ? (budget - used) / left : 0);
+		if (rc != STATUS_OK)
+			goto out;
+		tend[k] = b->len;
+		wend[k] = x->w.b.len;
 	}
-	return STATUS_OK;
+	rc = traces_fit(x, tstart, wstart, tend, wend, k);
+out:
+	free(tend);
+	return rc;
 }
 
-/* Text: what more there is, and the analysis; a note that does not fit
- * the budget is cut where it failed (tool_fit) and the text goes on. */
+/* Text: what more there is (exactly: the traces shown and those read
+ * but left out for the answer's budget), and the analysis of the traces
+ * shown; a note that does not fit the budget is cut where it failed
+ * (tool_fit) and the text goes on. */
 static void
 traces_tail(struct traces_state *x)
 {
 	const struct spanquery_trace_filter *tf = &x->tf;
 	struct buf *b = &x->b;
+	size_t left = x->res->n_traces - x->shown;
+	const char *md = tf->min_duration_ns >= 0 ? "raise" : "add";
 
-	if (x->more_traces) {
+	if (left > 0) {
+		buf_printf(b,
+			   "\n%zu trace%s shown, %zu more%s (the answer is "
+			   "full): narrow time_range, %s min_duration_ms or "
+			   "lower max_traces.\n",
+			   x->shown, x->shown == 1 ? "" : "s", left,
+			   x->more_traces ? " read and more match" : "", md);
+		tool_fit(b);
+	} else if (x->more_traces) {
 		bool raise = tf->max_traces < SPANQUERY_MAX_TRACES;
 
 		buf_printf(b,
 			   "\nMore traces match than the %zu shown: narrow "
 			   "time_range%s %s min_duration_ms",
-			   x->res->n_traces, raise ? "," : " or",
-			   tf->min_duration_ns >= 0 ? "raise" : "add");
+			   x->shown, raise ? "," : " or", md);
 		tool_fit(b);
 		if (raise) {
 			buf_printf(b, ", or raise max_traces (up to %d)",
@@ -2665,8 +2794,9 @@ traces_tail(struct traces_state *x)
 				   tool_sources[i].label, SPANQUERY_MAX_SPANS);
 			tool_fit(b);
 		}
-	if (x->res->n_traces > 0) {
-		(void)traces_analysis(b, x->res, x->order, tf->service);
+	if (x->shown > 0) {
+		(void)traces_analysis(b, x->res, x->order, x->shown,
+				      tf->service);
 		tool_fit(b);
 	}
 }
@@ -2687,7 +2817,7 @@ traces_close(struct traces_state *x)
 			JT_LIT(w, ":");
 			jt_str(w, x->status[i]);
 		}
-	if (x->more_traces)
+	if (x->more_traces || x->shown < x->res->n_traces)
 		JT_LIT(w, "},\"more_traces\":true");
 	else
 		JT_LIT(w, "},\"more_traces\":false");
