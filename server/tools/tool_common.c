@@ -127,10 +127,21 @@ tool_rows_cut(size_t need, const size_t *const *sizes, const size_t *count,
 	return went;
 }
 
-/* The length of v as compact JSON, as it goes out; 0 when out of
- * memory. */
-static size_t
-json_len(const json_t *v)
+size_t
+tool_json_text_len(const char *s, size_t n)
+{
+	size_t len = n;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '"' || s[i] == '\\')
+			len++;
+		else if ((unsigned char)s[i] < 0x20)
+			len += 5;
+	return len;
+}
+
+size_t
+tool_json_len(const json_t *v)
 {
 	char *text = jsondump(v, JSON_COMPACT);
 	size_t len = text != NULL ? strlen(text) : 0;
@@ -195,7 +206,7 @@ tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
 	}
 	if (sc == NULL || json_is_true(json_object_get(result, "isError")))
 		return STATUS_OK;
-	if ((len = json_len(result)) == 0)
+	if ((len = tool_json_len(result)) == 0)
 		return STATUS_NOMEM;
 	if (len <= budget)
 		return STATUS_OK;
@@ -215,7 +226,8 @@ tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
 			goto out;
 		/* each row with its comma */
 		for (size_t j = 0; j < count[i]; j++)
-			if ((sizes[i][j] = json_len(json_array_get(a, j))) == 0)
+			if ((sizes[i][j] =
+				     tool_json_len(json_array_get(a, j))) == 0)
 				goto out;
 			else
 				sizes[i][j]++;
@@ -231,18 +243,30 @@ tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
 			continue;
 		while (json_array_size(a) > keep[i])
 			json_array_remove(a, json_array_size(a) - 1);
-		if (rows[i].more != NULL)
+		if (rows[i].more != NULL &&
+		    json_is_integer(json_object_get(sc, rows[i].more)))
+			rc = json_object_set_new(
+				sc, rows[i].more,
+				json_integer(json_integer_value(json_object_get(
+						     sc, rows[i].more)) +
+					     (json_int_t)rows[i].cut));
+		else if (rows[i].more != NULL)
 			rc = json_object_set_new(sc, rows[i].more, json_true());
 		else {
-			json_t *t = json_object_get(sc, "truncated");
+			/* beside a tool's own "truncated" (get_session's
+			 * boolean says its traces were cut) under a name of
+			 * its own */
+			const char *key =
+				json_object_get(sc, "truncated") != NULL &&
+						!json_is_object(json_object_get(
+							sc, "truncated"))
+					? "truncated_rows"
+					: "truncated";
+			json_t *t = json_object_get(sc, key);
 
-			/* a tool's own "truncated" boolean says it */
-			if (t != NULL && !json_is_object(t))
-				rc = json_object_set_new(sc, "truncated",
-							 json_true());
-			else if (t == NULL &&
-				 json_object_set_new(sc, "truncated",
-						     t = json_object()) != 0)
+			if (t == NULL &&
+			    json_object_set_new(sc, key, t = json_object()) !=
+				    0)
 				rc = -1;
 			if (rc == 0 && json_is_object(t))
 				rc = json_object_set_new(

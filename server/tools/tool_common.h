@@ -74,8 +74,10 @@ size_t tool_answer_budget(struct call *call);
 /*
  * An array of an answer's structuredContent that tool_bound may shorten
  * (rows are kept whole, the last ones dropped), and what says so: the
- * tool's own boolean more (more_traces, truncated), set true, or where the
- * tool has none (more NULL), "truncated": {"<key>": rows dropped}.  total:
+ * tool's own field more, a boolean (more_traces, truncated) set true or a
+ * count (not_shown) the dropped rows are added to, or where the tool has
+ * none (more NULL), "truncated": {"<key>": rows dropped} ("truncated_rows"
+ * when the tool has a "truncated" of its own that is no object).  total:
  * the rows that match in all when the tool knows it (the text then says
  * "30 spans shown, 1,204 more"), else 0: the array's own rows.
  */
@@ -101,6 +103,14 @@ struct tool_rows {
  */
 int tool_bound(json_t *result, size_t budget, struct tool_rows *rows, size_t n,
 	       const char *hint) WUR;
+
+/* The length of v as compact JSON, as it goes out; 0 when out of
+ * memory. */
+size_t tool_json_len(const json_t *v);
+
+/* The bytes of s[0..n) inside a JSON string: '"', '\\' and control
+ * characters escaped (\n, or \u00XX at most), the rest as it is. */
+size_t tool_json_text_len(const char *s, size_t n);
 
 /*
  * The rows to keep of n lists of rows of the given sizes (bytes each,

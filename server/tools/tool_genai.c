@@ -42,6 +42,7 @@
  * memory), is kept in b (buf_set_error) and fails the call in finish().
  */
 struct out {
+	struct call *call;
 	const struct redact *r;
 	json_t *keep; /* redacted strings the text borrows */
 	struct buf b;
@@ -51,6 +52,7 @@ struct out {
 static void
 out_init(struct out *o, struct call *call)
 {
+	o->call = call;
 	o->r = call_redact(call);
 	o->keep = json_array();
 	o->omitted[0] = '\0';
@@ -459,9 +461,27 @@ call_table(struct out *o, const char *title, const struct genai_call *c,
 static int
 finish(struct out *o, json_t *sc, json_t **result)
 {
+	/* every list a GenAI answer may hold; those it lacks are skipped */
+	struct tool_rows rows[] = {
+		{"top_sessions", NULL, "sessions", 0, 0, 0},
+		{"least_expensive_sessions", NULL, "cheapest sessions", 0, 0,
+		 0},
+		{"recent_sessions", NULL, "recent sessions", 0, 0, 0},
+		{"by_model", NULL, "models", 0, 0, 0},
+		{"by_service", NULL, "services", 0, 0, 0},
+		{"services", NULL, "services", 0, 0, 0},
+		{"slowest_calls", NULL, "slowest calls", 0, 0, 0},
+		{"most_expensive_calls", NULL, "most expensive calls", 0, 0, 0},
+		{"error_spans", NULL, "error spans", 0, 0, 0},
+	};
+
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	return tool_result_buf(&o->b, sc, result);
+	return tool_result_fit(o->call, &o->b, sc, rows,
+			       sizeof(rows) / sizeof(rows[0]),
+			       "narrow time_range or filter by service or "
+			       "model",
+			       result);
 }
 
 /* ---- sessions by cost ---------------------------------------------------- */

@@ -29,6 +29,10 @@
 #include "tools/tool_detail.h"
 #include "tools/tool_spans.h"
 
+/* Bytes of the whole answer ([tools] max_answer_bytes) query_spans keeps
+ * for what is not a row: the text's closing lines escaped as JSON, the
+ * total, the cursor, the range and the result around them. */
+#define SPANS_CLOSE_ROOM 1024
 /* Text kept back from the budget for what follows a table or tree: the
  * "N more: call again with cursor ..." line (a cursor is at most
  * SPANLIST_CURSOR_MAX) and notes. */
@@ -497,14 +501,16 @@ list_rows(struct list_call *x)
 	return STATUS_OK;
 }
 
-/* Fit: as many rows as the budget holds (one at least), and a cursor
- * for the rest. */
+/* Fit: as many rows as the text's budget and the whole answer's
+ * (tool_answer_budget: the text, each row's JSON and SPANS_CLOSE_ROOM)
+ * hold, one at least, and a cursor for the rest: text, structured
+ * content and cursor agree on the rows shown. */
 static int
 list_fit(struct list_call *x)
 {
 	const struct spans_args *a = &x->a;
 	const struct spanlist_page *page = x->page;
-	size_t used;
+	size_t used, whole, answer = tool_answer_budget(x->call);
 	int rc;
 
 	if (x->svc_note[0] != '\0')
@@ -517,12 +523,20 @@ list_fit(struct list_call *x)
 		return rc;
 	/* header (~60), intro, two table heads with rules (~130), the tail */
 	used = 64 + x->intro.len + 140 + TAIL_ROOM;
+	whole = used + SPANS_CLOSE_ROOM;
 	for (x->shown = 0; x->shown < page->n; x->shown++) {
-		size_t add = x->rows[x->shown].len + x->grows[x->shown].len;
+		const struct buf *r = &x->rows[x->shown],
+				 *g = &x->grows[x->shown];
+		size_t add = r->len + g->len;
+		size_t wadd = tool_json_text_len(r->data, r->len) +
+			      tool_json_text_len(g->data, g->len) +
+			      tool_json_len(x->made[x->shown]) + 1;
 
-		if (x->shown > 0 && used + add > x->budget)
+		if (x->shown > 0 &&
+		    (used + add > x->budget || whole + wadd > answer))
 			break;
 		used += add;
+		whole += wadd;
 	}
 	x->more = page->more || x->shown < page->n;
 	for (size_t i = 0; i < x->shown; i++)
@@ -1602,7 +1616,13 @@ get_result(struct get_call *x, json_t **result)
 		       "key_attributes", x->keys);
 	if (sc == NULL)
 		return STATUS_NOMEM;
-	return tool_result_buf(&x->b, sc, result);
+	return tool_result_fit(
+		x->call, &x->b, sc,
+		(struct tool_rows[]){
+			{"lines", NULL, "lines", 0, 0, 0},
+			{"bottlenecks", NULL, "bottlenecks", 0, 0, 0},
+			{"error_chain", NULL, "error chain spans", 0, 0, 0}},
+		3, "the trace is larger than one answer holds", result);
 }
 
 static int

@@ -25,6 +25,11 @@
 #include "tools/tool.h"
 #include "tools/tool_common.h"
 
+/* Bytes of the whole answer ([tools] max_answer_bytes) kept for what is
+ * not a row of the table: the text around it (its health line names
+ * services) escaped as JSON, the health counts, the range and the result
+ * around them. */
+#define SERVICES_CLOSE_ROOM 3072
 /* Text kept back from the budget for the lines after the table. */
 #define TAIL_ROOM     2000 /* the health summary above, the notes below */
 #define DEFAULT_LIMIT 50
@@ -400,13 +405,17 @@ services_fetch(struct services_call *x, json_t **result)
 	return rc;
 }
 
-/* The table: limit rows at most, and those that fit the budget (the
- * first always stays), each also into x->arr (every row shown). */
+/* The table: limit rows at most, and those that fit the text's budget
+ * and the whole answer's (tool_answer_budget: the table, the rows' JSON
+ * and SERVICES_CLOSE_ROOM), the first always stays, each also into
+ * x->arr (every row shown): text and structured content show the same
+ * rows. */
 static int
 services_table(struct services_call *x)
 {
 	const struct redact *red = call_redact(x->call);
 	size_t want = x->r->n < x->limit ? x->r->n : x->limit;
+	size_t answer = tool_answer_budget(x->call), whole;
 	double range_s = (double)(x->tr.to_ms - x->tr.from_ms) / 1000.0;
 	int rc;
 
@@ -422,6 +431,7 @@ services_table(struct services_call *x)
 			  NCOLS + x->compare) != STATUS_OK ||
 	    render_md_rule(&x->t, NCOLS + x->compare) != STATUS_OK)
 		return STATUS_NOMEM;
+	whole = SERVICES_CLOSE_ROOM + tool_json_text_len(x->t.data, x->t.len);
 	for (; x->shown < want; x->shown++) {
 		size_t mark = x->t.len;
 
@@ -433,8 +443,15 @@ services_table(struct services_call *x)
 				     : NULL);
 		if (rc == STATUS_NOMEM)
 			return rc;
+		if (rc == STATUS_OK)
+			whole += tool_json_text_len(x->t.data + mark,
+						    x->t.len - mark) +
+				 tool_json_len(json_array_get(
+					 x->arr, json_array_size(x->arr) - 1)) +
+				 1;
 		if (rc == STATUS_OK &&
-		    (x->shown == 0 || x->t.len + TAIL_ROOM <= x->budget))
+		    (x->shown == 0 ||
+		     (x->t.len + TAIL_ROOM <= x->budget && whole <= answer)))
 			continue;
 		/* the row does not fit: it ends the table */
 		if (rc == STATUS_OK &&
@@ -672,7 +689,11 @@ services_result(struct services_call *x, json_t **result)
 		json_decref(sc);
 		return STATUS_NOMEM;
 	}
-	return tool_result_buf(&x->b, sc, result);
+	return tool_result_fit(
+		x->call, &x->b, sc,
+		(struct tool_rows[]){
+			{"services", "not_shown", "services", x->r->n, 0, 0}},
+		1, "lower limit or filter by namespace", result);
 }
 
 static int

@@ -224,7 +224,13 @@ const call = (name, args, opts) => callTool(st.mcp, name, args, opts);
 
 before(async () => {
 	// sess-old is nine days old: keep it past the default 7-day retention
-	st = await startStack({ name: 'genai', env: { SEXTANT_DATABASE_RETENTION_DAYS: '30' }, post: (url) => batch.post(url) });
+	// every row in structuredContent, to compare whole lists with SQL: 260
+	// models are more than the default tools.max_answer_bytes holds
+	st = await startStack({
+		name: 'genai',
+		env: { SEXTANT_DATABASE_RETENTION_DAYS: '30', SEXTANT_TOOLS_MAX_ANSWER_BYTES: '1048576' },
+		post: (url) => batch.post(url),
+	});
 });
 
 beforeEach(() => st?.srv.assertAlive());

@@ -752,7 +752,7 @@ describe('the details that explain a failure', () => {
 		const q = await call('query_traces', { trace_id: T_LINK });
 		const root = q.sc.traces[0].spans;
 		assert.equal(root.length, 1, 'one root: the request');
-		assert.deepEqual(root[0].children.map((c) => [c.span_id, c.async, c.critical]), [[LINK.job, true, false]]);
+		assert.deepEqual(root[0].children.map((c) => [c.span_id, c.async, c.critical ?? false]), [[LINK.job, true, false]]);
 	});
 });
 

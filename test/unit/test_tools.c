@@ -1175,6 +1175,30 @@ test_bound_largest_first(void **state)
 	json_decref(res);
 }
 
+static void
+test_bound_count(void **state)
+{
+	const char *keys[] = {"services"};
+	const size_t n[] = {60};
+	const int width[] = {100};
+	json_t *res = bound_result("60 services", keys, n, width, 1);
+	/* bound_result's "total" (1000) stands for a "not_shown" count */
+	struct tool_rows rows[] = {{"services", "total", "services", 0, 0, 0}};
+	json_t *sc = json_object_get(res, "structuredContent");
+
+	(void)state;
+	assert_int_equal(tool_bound(res, 4096, rows, 1, "lower limit"),
+			 STATUS_OK);
+	assert_true(rows[0].cut > 0);
+	assert_int_equal(json_array_size(json_object_get(sc, "services")),
+			 rows[0].shown);
+	/* a count gets the rows dropped added; no "truncated" then */
+	assert_int_equal(json_integer_value(json_object_get(sc, "total")),
+			 (json_int_t)(1000 + rows[0].cut));
+	assert_null(json_object_get(sc, "truncated"));
+	json_decref(res);
+}
+
 int
 main(void)
 {
@@ -1203,6 +1227,7 @@ main(void)
 		cmocka_unit_test(test_bound_under_budget),
 		cmocka_unit_test(test_bound_cut),
 		cmocka_unit_test(test_bound_largest_first),
+		cmocka_unit_test(test_bound_count),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
