@@ -703,6 +703,128 @@ merge_background(const struct merge_trace *t)
 	return best;
 }
 
+/* ---- a trace cut to what explains it ------------------------------------ */
+
+/* Keeps node i and its ancestors not kept yet if they fit in max. */
+static void
+focus_keep(const struct merge_trace *t, size_t i, bool *keep, size_t *kept,
+	   size_t max)
+{
+	size_t need = 0;
+
+	for (size_t a = i; a != MERGE_NONE && !keep[a]; a = t->nodes[a].parent)
+		need++;
+	if (need == 0 || *kept + need > max)
+		return;
+	for (size_t a = i; a != MERGE_NONE && !keep[a];
+	     a = t->nodes[a].parent) {
+		keep[a] = true;
+		(*kept)++;
+	}
+}
+
+/* qsort_r's order of node indexes by self time, most first, then index */
+static int
+by_self_desc(const void *a, const void *b, void *arg)
+{
+	const struct merge_node *nodes = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	uint64_t x = nodes[i].self_ns, y = nodes[j].self_ns;
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+int
+merge_focus(const struct merge_trace *t, size_t max_nodes, merge_pin_fn pin,
+	    void *arg, struct merge_trace *out)
+{
+	size_t n = t->n_nodes, kept = 0, k = 0;
+	bool *keep = calloc(n + 1, sizeof(*keep));
+	size_t *to = calloc(n + 1, sizeof(*to));
+	size_t *last_child = calloc(n + 1, sizeof(*last_child));
+	struct merge_node *nodes = calloc(n + 1, sizeof(*nodes));
+	size_t last_root = MERGE_NONE;
+
+	*out = *t;
+	out->nodes = NULL;
+	out->n_nodes = 0;
+	if (keep == NULL || to == NULL || last_child == NULL || nodes == NULL) {
+		free(keep);
+		free(to);
+		free(last_child);
+		free(nodes);
+		return STATUS_NOMEM;
+	}
+	if (max_nodes == 0)
+		max_nodes = 1;
+	if (n > 0)
+		focus_keep(t, t->request < n ? t->request : 0, keep, &kept,
+			   max_nodes);
+	for (size_t i = 0; i < n; i++)
+		if (t->nodes[i].slow)
+			focus_keep(t, i, keep, &kept, max_nodes);
+	for (size_t i = 0; pin != NULL && i < n; i++)
+		if (pin(&t->nodes[i], arg))
+			focus_keep(t, i, keep, &kept, max_nodes);
+	/* the rest of the critical path, most self time first (in a
+	 * sequential request most synchronous spans are on it) */
+	for (size_t i = 0; i < n; i++)
+		if (t->nodes[i].critical)
+			to[k++] = i;
+	qsort_r(to, k, sizeof(*to), by_self_desc, (void *)t->nodes);
+	for (size_t j = 0; j < k; j++)
+		focus_keep(t, to[j], keep, &kept, max_nodes);
+	k = 0;
+	for (size_t i = 0; i < n && kept < max_nodes; i++)
+		focus_keep(t, i, keep, &kept, max_nodes);
+	/* the kept nodes in the same preorder (a parent before its
+	 * children), linked among themselves */
+	for (size_t i = 0; i < n; i++) {
+		struct merge_node *m;
+
+		if (!keep[i])
+			continue;
+		to[i] = k;
+		m = &nodes[k];
+		*m = t->nodes[i];
+		m->first_child = m->next_sibling = MERGE_NONE;
+		last_child[k] = MERGE_NONE;
+		if (m->parent != MERGE_NONE) {
+			size_t p = to[m->parent];
+
+			m->parent = p;
+			if (last_child[p] == MERGE_NONE)
+				nodes[p].first_child = k;
+			else
+				nodes[last_child[p]].next_sibling = k;
+			last_child[p] = k;
+		} else {
+			if (last_root != MERGE_NONE)
+				nodes[last_root].next_sibling = k;
+			last_root = k;
+		}
+		k++;
+	}
+	out->nodes = nodes;
+	out->n_nodes = k;
+	out->not_shown = t->span_count - k;
+	out->request = t->request < n && keep[t->request] ? to[t->request] : k;
+	free(keep);
+	free(to);
+	free(last_child);
+	return STATUS_OK;
+}
+
+void
+merge_focus_free(struct merge_trace *t)
+{
+	free((void *)t->nodes);
+	t->nodes = NULL;
+	t->n_nodes = 0;
+}
+
 /* ---- budgets ----------------------------------------------------------- */
 
 size_t

@@ -228,6 +228,22 @@ int merge_traces(const struct merge_span *spans, size_t n,
 void merge_result_free(struct merge_result *r);
 
 /*
+ * t cut to at most max_nodes of its shown nodes (at least 1), chosen for
+ * what explains the trace rather than as a prefix: the request and its
+ * critical path, the slow spans, the spans pin says (e.g. errors; pin may
+ * be NULL), each with its ancestors, then the others in depth-first
+ * order while there is room.  *out is a trace like t (same preorder,
+ * links renumbered among the kept nodes, request renumbered or n_nodes
+ * when not kept, not_shown = span_count - n_nodes) whose nodes are a new
+ * array: free it with merge_focus_free.  The nodes' spans are t's.
+ * STATUS_NOMEM leaves *out empty.
+ */
+typedef bool (*merge_pin_fn)(const struct merge_node *node, void *arg);
+int merge_focus(const struct merge_trace *t, size_t max_nodes, merge_pin_fn pin,
+		void *arg, struct merge_trace *out) WUR;
+void merge_focus_free(struct merge_trace *t);
+
+/*
  * Where the asynchronous work of t's shown node i began: its highest
  * async ancestor (i itself when its parent waited for it).  MERGE_NONE
  * when i is not async or not shown.

@@ -18,11 +18,13 @@ row_of(const struct merge_node *node)
 	return node->span->user;
 }
 
+/* By span: a node of a cut copy of the trace (merge_focus) is the same
+ * span as the node picked. */
 static size_t
 index_of(const struct tool_details *d, const struct merge_node *node)
 {
 	for (size_t i = 0; i < d->n; i++)
-		if (d->node[i] == node)
+		if (d->node[i]->span == node->span)
 			return i;
 	return MERGE_NONE;
 }

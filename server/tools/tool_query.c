@@ -48,6 +48,8 @@
 #define TRACES_CLOSE_ROOM (2 * TAIL_ROOM + 2 * TOOL_STATUS_MAX + 384)
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
+/* query_traces' answer without max_traces (traces_args) */
+#define DEFAULT_TRACES_BYTES (22 * 1024)
 /* time_range (default 1h) or from / to */
 #define QUERY_RANGE (TOOL_RANGE_FROM_TO | TOOL_RANGE_EMPTY_REFUSED)
 
@@ -2235,6 +2237,7 @@ struct traces_state {
 	struct timerange tr; /* without trace_id */
 	struct spanquery_trace_filter tf;
 	size_t max_spans; /* per trace */
+	size_t budget;	  /* of the whole answer, bytes (traces_budget) */
 	struct tool_conns k;
 	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX];
 	struct trace_fetch *fx;
@@ -2268,6 +2271,15 @@ traces_args(struct traces_state *x, const json_t *args, json_t **result)
 	x->trace_id = tool_arg_str(args, "trace_id");
 	x->tf.max_traces =
 		json_is_integer(mt) ? (size_t)json_integer_value(mt) : 10;
+	/* The default answer (10 traces; the schema's default fills
+	 * max_traces in), the one an agent gets without asking for more,
+	 * within DEFAULT_TRACES_BYTES: about 8,000 tokens (trace trees and
+	 * their JSON read about 2.9 bytes a token), the slow and failed
+	 * spans kept when trees are cut (merge_focus); more traces asked,
+	 * the whole of tools.max_answer_bytes. */
+	x->budget = tool_answer_budget(x->call);
+	if (x->tf.max_traces <= 10 && x->budget > DEFAULT_TRACES_BYTES)
+		x->budget = DEFAULT_TRACES_BYTES;
 	x->max_spans = json_is_integer(ms) ? (size_t)json_integer_value(ms)
 					   : DEFAULT_MAX_SPANS;
 	if (x->trace_id != NULL) {
@@ -2578,7 +2590,7 @@ traces_head(struct traces_state *x, json_t **result)
 }
 
 /*
- * The traces that fit the whole answer's budget (tool_answer_budget),
+ * The traces that fit the whole answer's budget (x->budget),
  * each whole in the text and the structured content: of the k written
  * (their ends in tend and wend), the last go (tool_rows_cut) until the
  * answer with its closing fits, and b and the writer are rolled back to
@@ -2590,7 +2602,7 @@ traces_fit(struct traces_state *x, size_t tstart, size_t wstart,
 {
 	size_t *sizes = k > 0 ? calloc(k, sizeof(*sizes)) : NULL;
 	const size_t *list = sizes;
-	size_t budget = tool_answer_budget(x->call), total, keep = k;
+	size_t budget = x->budget, total, keep = k;
 
 	if (k > 0 && sizes == NULL)
 		return STATUS_NOMEM;
@@ -2613,18 +2625,30 @@ traces_fit(struct traces_state *x, size_t tstart, size_t wstart,
 	return STATUS_OK;
 }
 
+/* The spans a cut tree keeps beside the critical path: the failed ones. */
+static bool
+pin_error(const struct merge_node *node, void *arg)
+{
+	const struct spanquery_span *s = node->span->user;
+
+	(void)arg;
+	return s != NULL && s->status == 2;
+}
+
 /*
  * Trace t in the text as a tree of at most max_chars bytes and in the
  * structured content with the same spans, within whole bytes of the
  * answer (JSON escapes counted) when it can: a trace past them is drawn
- * again with a tree cut in proportion, six times at most, down to its
- * header and "N more not shown".  k: the traces before it.
+ * again with fewer spans, those that explain it, six times at most, down
+ * to its header and "N more not shown".  k: the traces before it.
  */
 static int
 trace_both(struct traces_state *x, const struct merge_trace *t, size_t k,
 	   size_t max_chars, size_t whole)
 {
 	struct buf *b = &x->b;
+	struct merge_trace cut = {0};
+	const struct merge_trace *f = t;
 	char tid[33], start[40], dur[24];
 	int rc = STATUS_OK;
 
@@ -2633,37 +2657,59 @@ trace_both(struct traces_state *x, const struct merge_trace *t, size_t k,
 			 sizeof(start));
 	render_ms((double)(t->end_ns - t->start_ns) / 1e6, dur, sizeof(dur));
 	for (int tries = 0;; tries++) {
-		size_t t0 = b->len, w0 = x->w.b.len, drawn = 0, cost;
+		size_t t0 = b->len, w0 = x->w.b.len, drawn = 0, cost, target;
+		bool fits;
 
 		buf_printf(b, "%sTrace %s (%s, %s, %zu span%s)\n",
 			   k > 0 || b->len > 0 ? "\n" : "", tid, dur, start,
 			   t->span_count, t->span_count == 1 ? "" : "s");
 		rc = render_trace_tree(
-			b, t, span_label,
+			b, f, span_label,
 			&(struct label_ctx){call_redact(x->call), &x->det},
 			max_chars, &drawn);
 		if (rc != STATUS_OK && rc != STATUS_LIMIT)
-			return rc;
+			break;
+		rc = STATUS_OK;
 		if (k > 0)
 			JT_LIT(&x->w, ",");
-		trace_write(&x->w, t, drawn, &x->det);
+		trace_write(&x->w, f, drawn, &x->det);
 		if ((rc = buf_error(b)) != STATUS_OK ||
 		    (rc = buf_error(&x->w.b)) != STATUS_OK)
-			return rc;
+			break;
 		cost = tool_json_text_len(b->data + t0, b->len - t0) +
 		       x->w.b.len - w0;
-		if (cost <= whole || drawn == 0 || tries == 5)
-			return STATUS_OK;
-		/* the text drawn, cut in proportion to the room and a tenth
-		 * more (the structured spans' nesting does not scale with the
-		 * lines); at least 1 (0 is no limit to render_trace_tree) */
-		max_chars = (size_t)((double)(b->len - t0) * 0.9 *
-				     (double)whole / (double)cost);
+		fits = cost <= whole;
+		if ((fits && drawn == f->n_nodes) || drawn == 0 || tries == 5)
+			break;
+		/*
+		 * Cut: the text's room or the answer's share held fewer spans
+		 * than the tree has.  Drawn again with that many (fewer in
+		 * proportion to the share, and a tenth more) chosen for what
+		 * explains the trace: the critical path, the slow and the
+		 * failed spans with their ancestors (merge_focus), not the
+		 * first ones in order, which may leave the slow part out.
+		 */
+		target = drawn;
+		if (!fits)
+			target = (size_t)((double)drawn * 0.9 * (double)whole /
+					  (double)cost);
+		if (target == 0)
+			target = 1;
+		if (!fits)
+			max_chars = (size_t)((double)(b->len - t0) * 0.9 *
+					     (double)whole / (double)cost);
 		if (max_chars == 0)
 			max_chars = 1;
 		buf_rollback(b, t0);
 		buf_rollback(&x->w.b, w0);
+		merge_focus_free(&cut);
+		if ((rc = merge_focus(t, target, pin_error, NULL, &cut)) !=
+		    STATUS_OK)
+			break;
+		f = &cut;
 	}
+	merge_focus_free(&cut);
+	return rc;
 }
 
 /* Text and structured content: each trace as a tree while the text's
@@ -2676,7 +2722,7 @@ traces_trees(struct traces_state *x)
 {
 	const struct merge_result *res = x->res;
 	struct buf *b = &x->b;
-	size_t budget = tool_answer_budget(x->call);
+	size_t budget = x->budget;
 	size_t tstart = b->len, wstart = x->w.b.len, k = 0;
 	size_t *tend = calloc(res->n_traces + 1, 2 * sizeof(*tend));
 	size_t *wend = tend != NULL ? tend + res->n_traces + 1 : NULL;

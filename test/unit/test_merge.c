@@ -361,6 +361,83 @@ test_demo_checkout(void **state)
 	merge_result_free(r);
 }
 
+/* ---- a trace cut to what explains it ------------------------------------ */
+
+static bool
+pin_span(const struct merge_node *node, void *arg)
+{
+	return node->span == arg;
+}
+
+static void
+test_focus(void **state)
+{
+	/* a request (1) calling 2 (-> 3), then 4 (-> 5, the slow one), then
+	 * 6 (pinned: an error, say) */
+	static const struct sp s[] = {
+		{1, 0, 0, 100, O, KS}, {2, 1, 1, 10, O, KC},
+		{3, 2, 2, 9, O, KS},   {4, 1, 11, 90, O, KC},
+		{5, 4, 12, 89, O, KS}, {6, 1, 91, 99, O, KC}};
+	struct merge_span spans[6];
+	struct merge_result *r = NULL;
+	struct merge_trace f;
+	const struct merge_trace *t;
+	char got[128], all[128];
+
+	(void)state;
+	for (size_t i = 0; i < 6; i++)
+		make_span(&spans[i], 9, &s[i]);
+	assert_int_equal(merge_traces(spans, 6, NULL, &r), STATUS_OK);
+	t = &r->traces[0];
+	render(t, all, sizeof(all));
+	assert_string_equal(all, "1/0* 2/1* 3/2* 4/1* 5/2*s 6/1*");
+
+	/* three: the request, then the slow span with its ancestor, not
+	 * the first three in order */
+	assert_int_equal(merge_focus(t, 3, pin_span, &spans[5], &f), STATUS_OK);
+	render(&f, got, sizeof(got));
+	assert_string_equal(got, "1/0* 4/1* 5/2*s");
+	assert_int_equal(f.n_nodes, 3);
+	assert_int_equal(f.span_count, 6);
+	assert_int_equal(f.not_shown, 3);
+	assert_int_equal(f.request, 0);
+	assert_int_equal(f.nodes[0].first_child, 1);
+	assert_int_equal(f.nodes[1].parent, 0);
+	assert_int_equal(f.nodes[1].next_sibling, MERGE_NONE);
+	assert_int_equal(f.nodes[1].first_child, 2);
+	assert_int_equal(f.nodes[2].parent, 1);
+	assert_ptr_equal(f.nodes[2].span, t->nodes[4].span);
+	merge_focus_free(&f);
+
+	/* four: the pinned span next, a sibling linked after 4 */
+	assert_int_equal(merge_focus(t, 4, pin_span, &spans[5], &f), STATUS_OK);
+	render(&f, got, sizeof(got));
+	assert_string_equal(got, "1/0* 4/1* 5/2*s 6/1*");
+	assert_int_equal(f.nodes[1].next_sibling, 3);
+	assert_int_equal(f.nodes[3].parent, 0);
+	merge_focus_free(&f);
+
+	/* five, no pin: the rest of the critical path by self time (2's 2
+	 * over 6's 8: 6 first) */
+	assert_int_equal(merge_focus(t, 5, NULL, NULL, &f), STATUS_OK);
+	render(&f, got, sizeof(got));
+	assert_string_equal(got, "1/0* 2/1* 4/1* 5/2*s 6/1*");
+	merge_focus_free(&f);
+
+	/* at least one; room for all: the same tree */
+	assert_int_equal(merge_focus(t, 0, NULL, NULL, &f), STATUS_OK);
+	render(&f, got, sizeof(got));
+	assert_string_equal(got, "1/0*");
+	merge_focus_free(&f);
+	assert_int_equal(merge_focus(t, 100, NULL, NULL, &f), STATUS_OK);
+	render(&f, got, sizeof(got));
+	assert_string_equal(got, all);
+	assert_int_equal(f.not_shown, 0);
+	merge_focus_free(&f);
+	merge_focus_free(&f); /* twice is harmless */
+	merge_result_free(r);
+}
+
 /* ---- size and shape ---------------------------------------------------- */
 
 static void
@@ -810,6 +887,7 @@ main(void)
 		cmocka_unit_test(test_tree_cases),
 		cmocka_unit_test(test_self_times),
 		cmocka_unit_test(test_demo_checkout),
+		cmocka_unit_test(test_focus),
 		cmocka_unit_test(test_deep_chain),
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_wide_truncated),
