@@ -1416,6 +1416,53 @@ struct names_priv {
 	PGresult *res;
 };
 
+/* $1 / $2 the lowest and highest id with the prefix (hex): the first id
+ * in that range and the next, each one probe of the primary key per
+ * partition (a merge of their first rows) */
+#define PREFIX_LO "trace_id >= decode($1::text, 'hex')"
+#define PREFIX_HI "trace_id <= decode($2::text, 'hex')"
+static const char trace_prefix_sql[] =
+	"SELECT encode(a, 'hex'), encode((SELECT trace_id FROM spans WHERE "
+	"trace_id > a AND " PREFIX_HI " ORDER BY trace_id LIMIT 1), 'hex') "
+	"FROM (SELECT (SELECT trace_id FROM spans WHERE " PREFIX_LO
+	" AND " PREFIX_HI " ORDER BY trace_id LIMIT 1) AS a) x";
+
+int
+spanquery_trace_prefix(struct pg_conn *c, const char *hex, uint8_t (*ids)[16],
+		       size_t *n, struct pg_error *err)
+{
+	char lo[33], hi[33];
+	const char *v[2] = {lo, hi};
+	size_t len = hex != NULL ? strlen(hex) : 0;
+	PGresult *res = NULL;
+	int rc;
+
+	*n = 0;
+	if (len < SPANQUERY_PREFIX_MIN || len >= 32 ||
+	    strspn(hex, "0123456789abcdefABCDEF") != len)
+		return trace_filter_error(
+			err, "a trace id prefix is 8 to 31 hex digits");
+	for (size_t i = 0; i < 32; i++) {
+		lo[i] = i < len ? (char)tolower((unsigned char)hex[i]) : '0';
+		hi[i] = i < len ? lo[i] : 'f';
+	}
+	lo[32] = hi[32] = '\0';
+	if ((rc = pg_query(c, trace_prefix_sql, 2, v, &res, err)) != STATUS_OK)
+		return rc;
+	for (int col = 0; PQntuples(res) == 1 && col < 2; col++) {
+		if (PQgetisnull(res, 0, col))
+			break;
+		if (hex_decode(PQgetvalue(res, 0, col), ids[*n], 16) !=
+		    STATUS_OK) {
+			rc = pg_bad_row(err, "trace id");
+			break;
+		}
+		(*n)++;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int
 spanquery_services(struct pg_conn *c, struct spanquery_names **out,
 		   struct pg_error *err)

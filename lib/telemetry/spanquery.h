@@ -345,6 +345,21 @@ int spanquery_details_recv(struct pg_conn *c, size_t n,
 			   struct pg_error *err) WUR;
 void spanquery_details_free(struct spanquery_details *d);
 
+/* ---- a trace id from its first digits ---------------------------------- */
+
+/* The fewest hex digits of a trace id spanquery_trace_prefix takes. */
+#define SPANQUERY_PREFIX_MIN 8
+
+/*
+ * The trace ids in the store that begin with the hex digits hex (from
+ * SPANQUERY_PREFIX_MIN to 31 of them), at most 2 (two mean the prefix is
+ * ambiguous) into ids, their number in *n: one probe of the primary key's
+ * range per partition.  STATUS_INVALID when hex is not such a prefix.
+ */
+int spanquery_trace_prefix(struct pg_conn *c, const char *hex,
+			   uint8_t (*ids)[16], size_t *n,
+			   struct pg_error *err) WUR;
+
 /* ---- services ---------------------------------------------------------- */
 
 #define SPANQUERY_MAX_SERVICES 10000

@@ -1296,7 +1296,8 @@ struct get_call {
 	struct call *call;
 	size_t budget;
 	uint8_t id[16];
-	char tid[33]; /* id in hex */
+	char tid[33];	    /* id in hex */
+	const char *prefix; /* the id's first digits only, when given so */
 	struct tool_conns k;
 	struct spanquery_spans *sp[TOOL_SPAN_SRCS];
 	char status[TOOL_SPAN_SRCS][TOOL_STATUS_MAX];
@@ -1333,6 +1334,42 @@ trace_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
 /* Fetch: the trace's spans from each source at once; *result is the
  * answer when neither source could be read.  What the spans say goes out
  * redacted, in text and structure, so they are redacted here. */
+/* The trace whose id begins with x->prefix (as query_spans' table shows
+ * ids), into x->id; *result an error answer when none or two do. */
+static int
+get_prefix(struct get_call *x, json_t **result)
+{
+	uint8_t ids[2][16];
+	char a[33], b[33];
+	struct pg_error pe;
+	size_t n = 0;
+	int rc = spanquery_trace_prefix(x->k.c[0], x->prefix, ids, &n, &pe);
+
+	if (rc != STATUS_OK)
+		return tool_store_failed(x->call, "get_trace", rc, &pe, NULL,
+					 result);
+	if (n == 0) {
+		*result = tool_result_error(
+			"no trace id begins with \"%s\": give the 32 hex "
+			"digits that query_traces and query_spans' "
+			"structured content show",
+			x->prefix);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	if (n == 2) {
+		hex_encode(ids[0], 16, a);
+		hex_encode(ids[1], 16, b);
+		*result = tool_result_error(
+			"trace id \"%s\" is the beginning of more than one "
+			"(%s, %s, ...): give more digits or all 32",
+			x->prefix, a, b);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	memcpy(x->id, ids[0], 16);
+	hex_encode(x->id, 16, x->tid);
+	return STATUS_OK;
+}
+
 static int
 get_fetch(struct get_call *x, json_t **result)
 {
@@ -1343,6 +1380,9 @@ get_fetch(struct get_call *x, json_t **result)
 		*result = tool_result_error("%s", x->k.why);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
+	if (x->prefix != NULL &&
+	    ((rc = get_prefix(x, result)) != STATUS_OK || *result != NULL))
+		return rc;
 	(void)call_progress(x->call, 1, 3, "fetching spans");
 	rc = tool_round_run(
 		&(struct tool_round){.call = x->call,
@@ -1636,15 +1676,21 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	buf_init(&x.sect[0], 2 * x.budget + 4096);
 	buf_init(&x.sect[1], 2 * x.budget + 4096);
 	*result = NULL;
-	if (trace_id == NULL ||
-	    tool_parse_trace_id(trace_id, x.id) != STATUS_OK) {
+	if (trace_id != NULL && strlen(trace_id) >= SPANQUERY_PREFIX_MIN &&
+	    strlen(trace_id) < 32 &&
+	    strspn(trace_id, "0123456789abcdefABCDEF") == strlen(trace_id)) {
+		x.prefix = trace_id; /* resolved once a connection is held */
+	} else if (trace_id == NULL ||
+		   tool_parse_trace_id(trace_id, x.id) != STATUS_OK) {
 		*result = tool_result_error(
-			"trace_id must be 32 hex digits, not all zero (e.g. "
+			"trace_id must be 32 hex digits (or the first 8 or "
+			"more), not all zero (e.g. "
 			"\"4bf92f3577b34da6a3ce929d0e0e4736\"), got \"%.40s\"",
 			trace_id != NULL ? trace_id : "");
 		goto out;
+	} else {
+		hex_encode(x.id, 16, x.tid);
 	}
-	hex_encode(x.id, 16, x.tid);
 	if ((rc = get_fetch(&x, result)) != STATUS_OK || *result != NULL ||
 	    (rc = get_merge(&x)) != STATUS_OK)
 		goto out;

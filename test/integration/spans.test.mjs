@@ -740,6 +740,15 @@ describe('the details that explain a failure', () => {
 		const t = mdTable(text, /\|\s*Time\s*\|\s*Trace\s*\|/);
 		assert.equal(t.rows[0][1], T_FAIL.slice(0, 8));
 		assert.ok(!text.includes(T_FAIL), 'the full id stays out of the text');
+		// the 8 digits the table shows are enough for get_trace
+		const whole = await call('get_trace', { trace_id: T_FAIL });
+		const short = await call('get_trace', { trace_id: t.rows[0][1].toUpperCase() });
+		assert.equal(short.sc.trace_id, T_FAIL);
+		assert.equal(short.text, whole.text);
+		// none begins so: an error that says what to give
+		const none = await call('get_trace', { trace_id: T_FAIL.slice(0, 8) === '00000000' ? '00000001' : '00000000' }, { expectError: true });
+		assert.match(none.text, /no trace id begins with "0000000[01]": give the 32 hex digits/);
+		assert.match(await callRefused(st.mcp, 'get_trace', { trace_id: T_FAIL.slice(0, 7) }), /trace_id/);
 	});
 
 	test('a span started through a link (no parent) is drawn under the linked span, async, off the critical path', async () => {

@@ -2215,6 +2215,63 @@ test_links(void **state)
 	pg_release(c);
 }
 
+/* A trace id from its first digits: one, two (ambiguous), none, bad. */
+static void
+test_trace_prefix(void **state)
+{
+	struct pg_conn *c = conn();
+	struct pg_error err;
+	uint8_t ids[2][16];
+	size_t n = 9;
+
+	(void)state;
+	PQclear(sql(c,
+		    "INSERT INTO spans (start_time, duration_ns, trace_id, "
+		    "span_id, kind, status_code, source, name, service_name) "
+		    "SELECT now(), 1000, decode(t, 'hex'), "
+		    "'\\x00000000000000e1', 2, 0, 'otlp', 'x', 'pfx' FROM "
+		    "unnest(ARRAY['abcdef01000000000000000000000001', "
+		    "'abcdef01000000000000000000000002', "
+		    "'abcdef02000000000000000000000003']) t "
+		    "ON CONFLICT DO NOTHING",
+		    0, NULL));
+	assert_int_equal(spanquery_trace_prefix(c, "ABCDEF02", ids, &n, &err),
+			 STATUS_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0][0], 0xab);
+	assert_int_equal(ids[0][15], 3);
+	assert_int_equal(spanquery_trace_prefix(c, "abcdef01", ids, &n, &err),
+			 STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0][15], 1);
+	assert_int_equal(ids[1][15], 2);
+	assert_int_equal(
+		spanquery_trace_prefix(c, "abcdef010000000000000000000000", ids,
+				       &n, &err),
+		STATUS_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(
+		spanquery_trace_prefix(c, "abcdef0100000000000000000000000",
+				       ids, &n, &err),
+		STATUS_OK); /* 31 digits: ...01 and ...02 */
+	assert_int_equal(n, 2);
+	assert_int_equal(spanquery_trace_prefix(c, "abcdef03", ids, &n, &err),
+			 STATUS_OK);
+	assert_int_equal(n, 0);
+	/* too short, 32 digits (a whole id), not hex */
+	assert_int_equal(spanquery_trace_prefix(c, "abcdef0", ids, &n, &err),
+			 STATUS_INVALID);
+	assert_int_equal(
+		spanquery_trace_prefix(c, "abcdef01000000000000000000000001",
+				       ids, &n, &err),
+		STATUS_INVALID);
+	assert_int_equal(spanquery_trace_prefix(c, "abcdefgh", ids, &n, &err),
+			 STATUS_INVALID);
+	PQclear(sql(c, "DELETE FROM spans WHERE service_name = 'pfx'", 0,
+		    NULL));
+	pg_release(c);
+}
+
 static void
 test_details(void **state)
 {
@@ -2893,6 +2950,7 @@ main(void)
 		cmocka_unit_test(test_spans_bounds),
 		cmocka_unit_test(test_links),
 		cmocka_unit_test(test_details),
+		cmocka_unit_test(test_trace_prefix),
 		cmocka_unit_test(test_metrics_truncated),
 		cmocka_unit_test(test_metrics_dirty_hour),
 		cmocka_unit_test(test_services),
