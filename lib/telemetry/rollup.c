@@ -1,9 +1,9 @@
 /*
  * rollup.c - duration buckets, histograms summed from rollup rows, the
- * split of a query range, and the refresh and pruning of span_rollup and
- * span_rollup_minute (contracts in rollup.h, tables in
- * migrations/0005_span_rollup.sql, 0008_span_rollup_minute.sql and
- * docs/schema.md).
+ * split of a query range, and the refresh and pruning of span_rollup,
+ * span_rollup_minute and span_rollup_5m (contracts in rollup.h, tables in
+ * migrations/0005_span_rollup.sql, 0008_span_rollup_minute.sql,
+ * 0015_span_rollup_5m.sql and docs/schema.md).
  */
 #include "telemetry/rollup.h"
 
@@ -511,6 +511,38 @@ static const char minute_aggregate_sql[] =
 	"GROUP BY m, service_name, source, protocol, k1, k2, status, "
 	"span_error";
 
+/* The 5-minute periods ($2 s long) holding the minutes $1 (Unix s): their
+ * span_rollup_5m rows go, to be merged again from the minute rows. */
+static const char five_clear_sql[] =
+	"DELETE FROM span_rollup_5m WHERE period = ANY (ARRAY(SELECT DISTINCT "
+	"to_timestamp(e / $2::bigint * $2::bigint) FROM unnest($1::bigint[]) "
+	"e))";
+
+/*
+ * The minute rows of the periods ($4 s long) holding the minutes $1 (Unix
+ * s, $2 the first, $3 the last), merged per period, service, source,
+ * protocol and outcome: the counts of each bucket summed, then one row
+ * with the buckets ascending (as 0015 fills the table).  The minute rows
+ * are one range of span_rollup_minute_period_idx.
+ */
+#define FIVE_OF_MINUTE                                                         \
+	"(extract(epoch FROM m.period)::bigint / $4::bigint * $4::bigint)"
+static const char five_aggregate_sql[] =
+	"INSERT INTO span_rollup_5m (period, service_name, source, protocol, "
+	"outcome, requests, buckets, counts) "
+	"SELECT to_timestamp(p), service_name, source, protocol, outcome, "
+	"sum(n)::bigint, array_agg(b ORDER BY b), array_agg(n ORDER BY b) "
+	"FROM (SELECT " FIVE_OF_MINUTE " AS p, m.service_name, m.source, "
+	"m.protocol, sextant_call_outcome(m.protocol, m.status, m.span_error) "
+	"AS outcome, u.b, sum(u.n)::bigint AS n "
+	"FROM span_rollup_minute m, unnest(m.buckets, m.counts) u(b, n) "
+	"WHERE m.period >= to_timestamp($2::bigint / $4::bigint * $4::bigint) "
+	"AND m.period < to_timestamp(($3::bigint / $4::bigint + 1) * "
+	"$4::bigint) AND " FIVE_OF_MINUTE " = ANY (ARRAY(SELECT e / $4::bigint "
+	"* $4::bigint FROM unnest($1::bigint[]) e)) "
+	"GROUP BY 1, 2, 3, 4, 5, 6) g "
+	"GROUP BY p, service_name, source, protocol, outcome";
+
 static const char minute_pending_sql[] =
 	"SELECT count(DISTINCT date_trunc('hour', period, 'UTC')) FROM "
 	"span_rollup_minute_dirty WHERE period < now() - "
@@ -557,9 +589,9 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 		const char *hour, bool *refreshed, bool *locked_out,
 		struct pg_error *err)
 {
-	char len[16], settle[16];
+	char len[16], settle[16], five[16];
 	const char *take[] = {hour, len, settle, m->lag};
-	const char *one[1], *three[3];
+	const char *one[1], *two[2], *three[3], *four[4];
 	PGresult *res = NULL;
 	bool held = false;
 	int rc;
@@ -568,6 +600,7 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 	*locked_out = false;
 	snprintf(len, sizeof(len), "%d", ROLLUP_MINUTE_S);
 	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
+	snprintf(five, sizeof(five), "%d", ROLLUP_5M_S);
 	if ((rc = pg_begin(c, err)) != STATUS_OK)
 		return rc;
 	if ((rc = pg_query(c, "SELECT NOT " REFRESH_LOCK, 0, NULL, &res,
@@ -592,9 +625,16 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 	one[0] = three[0] = PQgetvalue(res, 0, 0);
 	three[1] = PQgetvalue(res, 0, 1);
 	three[2] = PQgetvalue(res, 0, 2);
+	memcpy(four, three, sizeof(three));
+	two[0] = one[0];
+	two[1] = four[3] = five;
 	if ((rc = pg_query(c, minute_clear_sql, 1, one, NULL, err)) !=
 		    STATUS_OK ||
 	    (rc = pg_query(c, minute_aggregate_sql, 3, three, NULL, err)) !=
+		    STATUS_OK ||
+	    (rc = pg_query(c, five_clear_sql, 2, two, NULL, err)) !=
+		    STATUS_OK ||
+	    (rc = pg_query(c, five_aggregate_sql, 4, four, NULL, err)) !=
 		    STATUS_OK)
 		goto out;
 	if ((rc = pg_commit(c, err)) == STATUS_OK)
@@ -872,6 +912,9 @@ rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 		{"DELETE FROM span_rollup_minute_dirty WHERE period <= now() - "
 		 "make_interval(days => $1::integer, secs => $2::integer)",
 		 ROLLUP_MINUTE_S},
+		{"DELETE FROM span_rollup_5m WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_5M_S},
 	};
 	char days[16], len[16];
 	const char *params[] = {days, len};

@@ -1,7 +1,9 @@
 /*
  * rollup.h - span duration histograms and the hourly and one-minute
  * rollups of calls (span_rollup, migrations/0005_span_rollup.sql;
- * span_rollup_minute, migrations/0008_span_rollup_minute.sql): the bucket
+ * span_rollup_minute, migrations/0008_span_rollup_minute.sql; and the
+ * five-minute merge of the minute rows per service, span_rollup_5m,
+ * migrations/0015_span_rollup_5m.sql): the bucket
  * math shared with the SQL function sextant_duration_bucket(), a histogram
  * to sum rollup rows into and read percentiles from, how a query range is
  * split between hours, minutes and raw spans, and the refresh and pruning
@@ -22,6 +24,9 @@
 #define ROLLUP_PERIOD_S 3600
 /* A minute rollup period: one minute, starting on the minute (UTC). */
 #define ROLLUP_MINUTE_S 60
+/* A span_rollup_5m period: five minutes, starting on a multiple of five
+ * minutes since the epoch (UTC); an hour holds a whole number of them. */
+#define ROLLUP_5M_S 300
 /* A period is refreshed only once it ended this long ago (late spans). */
 #define ROLLUP_SETTLE_S 120
 /* Highest bucket index: the bucket of INT64_MAX ns is 4367, so every
@@ -142,6 +147,11 @@ double rollup_hist_quantile(const struct rollup_hist *h, double q);
  *     and are all older than 60 s (a mark written later holds that minute
  *     back for a later call): their marks and span_rollup_minute rows are
  *     deleted and the aggregate of span_calls over those minutes inserted;
+ *     then the span_rollup_5m rows of the 5-minute periods holding them
+ *     are deleted and computed again from span_rollup_minute (histograms
+ *     merged per service, source, protocol and outcome), in the same
+ *     transaction, so a 5-minute row always equals the merge of its
+ *     minute rows;
  *   - one hour P of span_rollup_dirty, settled (P + 1 h + ROLLUP_SETTLE_S
  *     < now()) with every mark older than 60 s: its marks and span_rollup
  *     rows are deleted and the aggregate of span_calls over [P, P + 1 h)
@@ -202,8 +212,8 @@ int rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
 int rollup_analyze(struct pg_conn *c, int *analyzed, struct pg_error *err) WUR;
 
 /*
- * Deletes the rows of span_rollup, span_rollup_minute and their dirty
- * tables whose period ended before now() - retention_days (1..3650), the
+ * Deletes the rows of span_rollup, span_rollup_minute, span_rollup_5m and
+ * the dirty tables whose period ended before now() - retention_days (1..3650), the
  * cutoff of sextant_drop_expired().  Called by partition upkeep.  c (borrowed) idle.
  * Errors: STATUS_INVALID (bad arguments), those of pg_query.
  */

@@ -5,7 +5,8 @@
  * the split of a query range into hours, minutes and raw spans, and on a
  * throwaway PostgreSQL the span_calls view, dirty marking by lib/otlp/store,
  * hourly and minute refreshes compared with aggregates computed here and
- * with each other, late spans, and pruning.
+ * with each other, late spans, the 5-minute rows (0015) against the merge
+ * of their minute rows and the raw spans, and pruning.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,7 +171,8 @@ static void
 clear_store(struct pg_conn *c)
 {
 	exec_sql(c, "TRUNCATE spans, span_rollup, span_rollup_dirty, "
-		    "span_rollup_minute, span_rollup_minute_dirty");
+		    "span_rollup_minute, span_rollup_minute_dirty, "
+		    "span_rollup_5m");
 }
 
 /* Start of the UTC hour `hours` hours before the current one, in s. */
@@ -1250,6 +1252,61 @@ check_minutes(struct pg_conn *c, int64_t p, bool with_hour)
 }
 
 /*
+ * span_rollup_5m equals the merge of span_rollup_minute per 5 minutes,
+ * service, source, protocol and outcome (bucket by bucket, both ways),
+ * each row's buckets ascending and distinct with requests = sum(counts);
+ * and every 5 minutes with no dirty minute equals the raw calls of
+ * span_calls in it.  Returns the number of 5-minute rows.
+ */
+static long long
+check_five(struct pg_conn *c)
+{
+	static const char *const sql[] = {
+		/* the minute rows merged, against the 5-minute rows */
+		"WITH m AS (SELECT to_timestamp(floor(extract(epoch FROM "
+		"period) / 300) * 300) AS period, service_name, source, "
+		"protocol, sextant_call_outcome(protocol, status, span_error) "
+		"AS outcome, u.b, sum(u.n)::bigint AS n FROM "
+		"span_rollup_minute, "
+		"unnest(buckets, counts) u(b, n) GROUP BY 1, 2, 3, 4, 5, 6), "
+		"f AS (SELECT period, service_name, source, protocol, outcome, "
+		"u.b, u.n FROM span_rollup_5m, unnest(buckets, counts) u(b, "
+		"n)) "
+		"SELECT count(*) FROM ((SELECT * FROM m EXCEPT ALL SELECT * "
+		"FROM "
+		"f) UNION ALL (SELECT * FROM f EXCEPT ALL SELECT * FROM m)) x",
+		/* the form of each row */
+		"SELECT count(*) FROM span_rollup_5m WHERE requests <> (SELECT "
+		"sum(x) FROM unnest(counts) x) OR buckets <> ARRAY(SELECT "
+		"DISTINCT x FROM unnest(buckets) x ORDER BY x) OR "
+		"cardinality(buckets) <> cardinality(counts) OR "
+		"extract(epoch FROM period)::bigint % 300 <> 0",
+		/* the clean 5 minutes against the raw calls */
+		"WITH clean AS (SELECT DISTINCT period FROM span_rollup_5m f "
+		"WHERE NOT EXISTS (SELECT 1 FROM span_rollup_minute_dirty d "
+		"WHERE d.period >= f.period AND d.period < f.period + interval "
+		"'5 minutes')), r AS (SELECT to_timestamp(floor(extract(epoch "
+		"FROM start_time) / 300) * 300) AS period, service_name, "
+		"source, protocol, outcome::smallint, "
+		"sextant_duration_bucket(duration_ns) AS b, count(*) AS n FROM "
+		"span_calls WHERE protocol IS NOT NULL GROUP BY 1, 2, 3, 4, 5, "
+		"6), rc AS (SELECT r.* FROM r JOIN clean USING (period)), "
+		"f AS (SELECT period, service_name, source, protocol, outcome, "
+		"u.b, u.n FROM span_rollup_5m JOIN clean USING (period), "
+		"unnest(buckets, counts) u(b, n)) "
+		"SELECT count(*) FROM ((SELECT * FROM rc EXCEPT ALL SELECT * "
+		"FROM "
+		"f) UNION ALL (SELECT * FROM f EXCEPT ALL SELECT * FROM rc)) x",
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(sql); i++)
+		if (sql_ll(c, sql[i]) != 0)
+			fail_msg("span_rollup_5m check %zu: %lld rows differ",
+				 i, sql_ll(c, sql[i]));
+	return sql_ll(c, "SELECT count(*) FROM span_rollup_5m");
+}
+
+/*
  * Minute refresh: every minute of spans marked once per slot, computed
  * exactly once its marks are old, agreeing with the hour; a late span in a
  * rolled-up minute marks that minute alone, and the next refresh redoes
@@ -1286,6 +1343,7 @@ test_minute_refresh(void **state)
 	assert_int_equal(
 		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 0);
 	check_minutes(c, p, true);
+	assert_true(check_five(c) >= 12); /* every 5 minutes of the hour */
 	rows_before = sql_ll(c, "SELECT count(*) FROM span_rollup_minute");
 
 	/* late spans in minute 17 of the rolled-up hour: that minute alone
@@ -1306,12 +1364,14 @@ test_minute_refresh(void **state)
 	refresh(c, 0, 0, 2); /* young: the old rows stay meanwhile */
 	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_minute"),
 			 rows_before);
+	(void)check_five(c);
 	/* the other minutes' rows are not rewritten: note them */
 	exec_sql(c, "CREATE TEMP TABLE before_late AS SELECT ctid AS t, "
 		    "period FROM span_rollup_minute");
 	age_dirty(c);
 	refresh(c, 0, 2, 0);
 	check_minutes(c, p, true);
+	(void)check_five(c);
 	snprintf(sql, sizeof(sql),
 		 "SELECT sum(requests) FROM span_rollup_minute WHERE period = "
 		 "to_timestamp(%lld)",
@@ -1557,6 +1617,17 @@ test_prune_and_arguments(void **state)
 			 3);
 	assert_int_equal(
 		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 1);
+
+	/* 5-minute rows the same way: a day old stays, 5 minutes that
+	 * straddle the cutoff stay, 5 minutes wholly past it go (requests:
+	 * each row's age in s) */
+	exec_sql(c, "INSERT INTO span_rollup_5m SELECT now() - d * interval "
+		    "'1 second', 'pay', 'otlp', 'http', 0, d, '{5}', "
+		    "ARRAY[d::bigint] FROM unnest(ARRAY[86400, 604800 + 240, "
+		    "604800 + 360]) d");
+	assert_int_equal(rollup_prune(c, 7, &perr), STATUS_OK);
+	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup_5m"),
+			 86400 + 604800 + 240);
 
 	assert_int_equal(rollup_prune(c, 0, &perr), STATUS_INVALID);
 	assert_non_null(strstr(perr.detail, "retention_days"));
@@ -1811,6 +1882,94 @@ test_migration_marks_existing(void **state)
 	pg_pool_free(mp);
 }
 
+/* ---- 5-minute rollups: a property over random writes and refreshes ---- */
+
+/*
+ * Rounds of random batches (random shapes, counts and minutes over two past
+ * hours, some rounds in a few minutes only, as late spans), each followed at
+ * random by a refresh with its marks aged (all units, or a few) or not
+ * aged (young: held back): after every refresh span_rollup_5m is the merge
+ * of its minute rows, and every 5 minutes without a dirty minute equals its
+ * raw calls (check_five).  Then 0015 applied again to the same store fills
+ * the table with the same rows the refreshes left.
+ */
+static void
+test_five_property(void **state)
+{
+	struct migrate_opts opts = {.retention_days = 7, .days_ahead = 1};
+	struct pg_conn *c = conn();
+	struct written w = {0};
+	uint64_t seed = 0x5eed0015;
+	int64_t p = hour_ago(3);
+	long long rows = 0;
+	char err[512];
+	PGconn *m;
+	int applied = 0;
+
+	(void)state;
+	print_message("5-minute property: seed %#llx\n",
+		      (unsigned long long)seed);
+	clear_store(c);
+	for (int round = 0; round < 12; round++) {
+		uint64_t how = rnd(&seed) % 4;
+		int64_t at = p + (int64_t)(rnd(&seed) % 110) * 60;
+		int64_t width = rnd(&seed) % 2 ? 7200 : 60 + rnd(&seed) % 600;
+		struct pg_error perr;
+		int done = 0, pending = 0;
+
+		if (width == 7200)
+			at = p;
+		write_spans_in(c, &w, at, width, 1 + rnd(&seed) % 6,
+			       rnd(&seed) % 3 ? -1
+					      : (int)(rnd(&seed) % N_SHAPES),
+			       &seed);
+		if (how == 0)
+			continue; /* another batch before any refresh */
+		if (how != 1)
+			age_dirty(c);
+		if (rollup_refresh(c, how == 2 ? 1 + (int)(rnd(&seed) % 2) : 0,
+				   &done, &pending, &perr) != STATUS_OK)
+			fail_msg("rollup_refresh: %s", perr.detail);
+		rows = check_five(c);
+	}
+	age_dirty(c);
+	{
+		struct pg_error perr;
+		int done = 0, pending = -1;
+
+		if (rollup_refresh(c, 0, &done, &pending, &perr) != STATUS_OK)
+			fail_msg("rollup_refresh: %s", perr.detail);
+		assert_int_equal(pending, 0);
+	}
+	rows = check_five(c);
+	assert_true(rows > 24 * 3); /* 24 periods, each of several groups */
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM span_rollup_minute_dirty"), 0);
+
+	/* 0015 again: the same rows from the minute rows as they are */
+	exec_sql(c, "CREATE TEMP TABLE five_before AS SELECT * FROM "
+		    "span_rollup_5m");
+	exec_sql(c, "DROP TABLE span_rollup_5m");
+	exec_sql(c, "DELETE FROM schema_migrations WHERE version = 15");
+	m = PQconnectdb(cluster.conninfo);
+	assert_int_equal(PQstatus(m), CONNECTION_OK);
+	if (migrate_apply(m, &opts, &applied, err, sizeof(err)) != STATUS_OK)
+		fail_msg("migrate: %s", err);
+	PQfinish(m);
+	assert_int_equal(applied, 1);
+	assert_int_equal(sql_ll(c, "SELECT count(*) FROM span_rollup_5m"),
+			 rows);
+	assert_int_equal(
+		sql_ll(c, "SELECT count(*) FROM ((SELECT * FROM five_before "
+			  "EXCEPT ALL SELECT * FROM span_rollup_5m) UNION ALL "
+			  "(SELECT * FROM span_rollup_5m EXCEPT ALL SELECT * "
+			  "FROM five_before)) x"),
+		0);
+	exec_sql(c, "DROP TABLE five_before");
+	written_free(&w);
+	pg_release(c);
+}
+
 /* ---- outcomes: a property over random spans ----------------------------- */
 
 /*
@@ -1994,6 +2153,7 @@ main(void)
 		cmocka_unit_test(test_settle_rule),
 		cmocka_unit_test(test_minute_refresh),
 		cmocka_unit_test(test_minute_settle_rule),
+		cmocka_unit_test(test_five_property),
 		cmocka_unit_test(test_max_periods),
 		cmocka_unit_test(test_prune_and_arguments),
 		cmocka_unit_test(test_one_refresher),
