@@ -7,6 +7,7 @@
 #include "telemetry/timeline.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,14 @@
  * $1..$13 the filter (spanquery_params), $14 / $15 the clean settled
  * hours read from span_rollup (empty for a step of less than whole hours),
  * $16 / $17 the settled minutes (struct rollup_split), $18 the step in
- * seconds.  Each row: protocol, step number (epoch / step), outcome,
+ * seconds, $19 / $20 the whole 5-minute periods inside [$16, $14) read
+ * from span_rollup_5m (empty unless the step is whole 5 minutes, not
+ * whole hours, and the filter is the service alone; 5 minutes is
+ * ROLLUP_5M_S, written out below).  Each row: protocol, step number (epoch / step), outcome,
  * buckets, counts.  Every part is a range of the (service_name, source,
  * period | start_time) keys, as in spanquery's rollup statement: the dirty
- * minutes one index scan each (LATERAL, kept apart by OFFSET 0).
+ * minutes one index scan each, the minutes of a dirty hour or 5 minutes
+ * one range each (LATERAL, kept apart by OFFSET 0).
  */
 #define STEP_OF(col) "floor(extract(epoch FROM " col ") / $18::int)::bigint"
 #define ROLLUP_OUT                                                             \
@@ -38,6 +43,39 @@
 			      "duration_ns) AS b, "                            \
 			      "count(*) AS n FROM "                            \
 			      "span_calls WHERE" SPANQUERY_WHERE
+/* the minute rows of the filter in [lo, hi) with no dirty mark */
+#define MINUTES(lo, hi)                                                        \
+	"SELECT " ROLLUP_OUT " FROM span_rollup_minute WHERE" SPANQUERY_WHERE  \
+	" AND period >= " lo " AND period < " hi                               \
+	" AND period NOT IN (SELECT period FROM dm)"
+/* the clean minute rows of the periods of a CTE (dirty hours or 5 minutes) */
+#define MINUTES_OF(cte, len)                                                   \
+	"SELECT m.protocol, " STEP_OF(                                         \
+		"m.period") ", sextant_call_outcome(m.protocol, m.status, "    \
+			    "m.span_error), m.buckets::text, m.counts::text "  \
+			    "FROM " cte " h CROSS JOIN LATERAL (SELECT r.* "   \
+			    "FROM span_rollup_minute r WHERE" SPANQUERY_WHERE  \
+			    " AND r.period >= h.period AND r.period < "        \
+			    "h.period + " len " OFFSET 0) m WHERE m.period "   \
+			    "NOT IN (SELECT period FROM dm)"
+
+/* the clean 5-minute periods in [$19, $20), and the minute rows around and
+ * inside the hours and the dirty periods */
+#define FIVE_ROWS                                                              \
+	"SELECT protocol, " STEP_OF("period") ", outcome, buckets::text, "     \
+					      "counts::text FROM "             \
+					      "span_rollup_5m WHERE "          \
+					      "service_name = $1 AND source "  \
+					      "= $2 AND protocol = ANY "       \
+					      "($5::text[]) AND period >= "    \
+					      "$19::timestamptz AND period < " \
+					      "$20::timestamptz AND period "   \
+					      "NOT IN (SELECT period FROM d5)"
+#define MINUTES_HEAD MINUTES("$16::timestamptz", "$19::timestamptz")
+#define MINUTES_MID  MINUTES("$20::timestamptz", "$14::timestamptz")
+#define MINUTES_TAIL MINUTES("$15::timestamptz", "$17::timestamptz")
+#define MINUTES_DH   MINUTES_OF("dh", "interval '1 hour'")
+#define MINUTES_D5   MINUTES_OF("d5", "interval '5 minutes'")
 
 static const char timeline_sql[] =
 	"WITH dh AS (SELECT DISTINCT period FROM span_rollup_dirty "
@@ -46,6 +84,9 @@ static const char timeline_sql[] =
 	"WHERE period >= $16::timestamptz AND period < $17::timestamptz "
 	"AND (period < $14::timestamptz OR period >= $15::timestamptz "
 	"OR date_trunc('hour', period, 'UTC') IN (SELECT period FROM dh))), "
+	"d5 AS (SELECT DISTINCT to_timestamp(floor(extract(epoch FROM period) "
+	"/ 300) * 300) AS period FROM dm WHERE period >= "
+	"$19::timestamptz AND period < $20::timestamptz), "
 	"raw AS (" RAW_OUT " AND start_time >= $3::timestamptz "
 	"AND start_time < $16::timestamptz GROUP BY 1, 2, 3, 4 UNION "
 	"ALL " RAW_OUT
@@ -55,29 +96,15 @@ static const char timeline_sql[] =
 	"d.period + interval '1 minute' GROUP BY 1, 2, 3, 4 OFFSET 0) s) "
 	"SELECT " ROLLUP_OUT " FROM span_rollup WHERE" SPANQUERY_WHERE
 	" AND period >= $14::timestamptz AND period < $15::timestamptz "
-	"AND period NOT IN (SELECT period FROM dh) UNION ALL "
-	"SELECT " ROLLUP_OUT " FROM span_rollup_minute WHERE" SPANQUERY_WHERE
-	" AND period >= $16::timestamptz AND period < $14::timestamptz "
-	"AND period NOT IN (SELECT period FROM dm) UNION ALL "
-	"SELECT " ROLLUP_OUT " FROM span_rollup_minute WHERE" SPANQUERY_WHERE
-	" AND period >= $15::timestamptz AND period < $17::timestamptz "
-	"AND period NOT IN (SELECT period FROM dm) UNION ALL "
-	"SELECT m.protocol, " STEP_OF(
-		"m.period") ", sextant_call_outcome(m.protocol, m.status, "
-			    "m.span_error), m.buckets::text, m.counts::text "
-			    "FROM dh h CROSS JOIN LATERAL (SELECT r.* FROM "
-			    "span_rollup_minute r WHERE" SPANQUERY_WHERE
-			    " AND r.period >= h.period AND r.period < h.period "
-			    "+ "
-			    "interval '1 hour' OFFSET 0) m WHERE m.period NOT "
-			    "IN "
-			    "(SELECT period FROM dm) UNION ALL SELECT "
-			    "protocol, t, outcome, "
-			    "array_agg(b ORDER BY b)::text, array_agg(n ORDER "
-			    "BY b)::text FROM "
-			    "(SELECT protocol, t, outcome, b, sum(n) AS n FROM "
-			    "raw "
-			    "GROUP BY 1, 2, 3, 4) r GROUP BY 1, 2, 3";
+	"AND period NOT IN (SELECT period FROM dh) "
+	"UNION ALL " FIVE_ROWS " UNION ALL " MINUTES_HEAD
+	" UNION ALL " MINUTES_MID " UNION ALL " MINUTES_TAIL
+	" UNION ALL " MINUTES_DH " UNION ALL " MINUTES_D5
+	" UNION ALL SELECT protocol, t, outcome, array_agg(b ORDER BY b)::"
+	"text, array_agg(n ORDER BY b)::text FROM (SELECT protocol, t, "
+	"outcome, b, sum(n) AS n FROM raw GROUP BY 1, 2, 3, 4) r "
+	"GROUP BY 1, 2, 3";
+_Static_assert(ROLLUP_5M_S == 300, "timeline_sql writes 5 minutes out");
 
 int
 timeline_step(int64_t from_ms, int64_t to_ms, const char *step, int64_t *step_s,
@@ -125,14 +152,43 @@ timeline_step(int64_t from_ms, int64_t to_ms, const char *step, int64_t *step_s,
 	return STATUS_OK;
 }
 
+/* Whether f picks the whole service (protocols aside): what the
+ * span_rollup_5m rows, which have no call key, can answer. */
+static bool
+service_only(const struct spanquery_filter *f)
+{
+	return f->http_route == NULL && f->http_method == NULL &&
+	       f->http_status_min == 0 && f->http_status_max == 0 &&
+	       f->grpc_method == NULL && f->grpc_status < 0 &&
+	       f->sql_operation == NULL && f->table_name == NULL;
+}
+
+/*
+ * The whole 5-minute periods [*from, *to) of the minute part [lo, hi) of
+ * a range (lo, hi whole minutes): empty (both hi) when it holds none.
+ */
+static void
+five_range(int64_t lo, int64_t hi, int64_t *from, int64_t *to)
+{
+	const int64_t len = ROLLUP_5M_S * 1000LL;
+
+	/* times from 1970 on (timerange): / rounds down */
+	*from = (lo + len - 1) / len * len;
+	*to = hi / len * len;
+	if (*from >= *to)
+		*from = *to = hi;
+}
+
 int
 timeline_send(struct pg_conn *c, const char *source,
 	      const struct spanquery_filter *f, int64_t step_s, int64_t now_ms,
 	      struct pg_error *err)
 {
-	char hfrom[48], hto[48], mfrom[48], mto[48], step[24];
+	char hfrom[48], hto[48], mfrom[48], mto[48], ffrom[48], fto[48];
+	char step[24];
 	struct spanquery_params p;
 	struct rollup_split sp;
+	int64_t f5from, f5to;
 	int rc;
 
 	if (step_s < TIMELINE_MIN_STEP_S || step_s % TIMELINE_MIN_STEP_S != 0 ||
@@ -152,17 +208,28 @@ timeline_send(struct pg_conn *c, const char *source,
 	/* hours only when each lies in one step; else their minutes */
 	if (step_s % ROLLUP_PERIOD_S != 0)
 		sp.hour_from = sp.hour_to = sp.minute_to;
+	/* 5-minute rows only when each lies in one step, there are no
+	 * hours (whose steps need few minute rows), and no call key is
+	 * asked for; else none, at the end of the minutes before the hours */
+	f5from = f5to = sp.hour_from;
+	if (step_s % ROLLUP_5M_S == 0 && sp.hour_from == sp.minute_to &&
+	    service_only(f))
+		five_range(sp.minute_from, sp.minute_to, &f5from, &f5to);
 	pg_ts_text(sp.hour_from, hfrom, sizeof(hfrom));
 	pg_ts_text(sp.hour_to, hto, sizeof(hto));
 	pg_ts_text(sp.minute_from, mfrom, sizeof(mfrom));
 	pg_ts_text(sp.minute_to, mto, sizeof(mto));
+	pg_ts_text(f5from, ffrom, sizeof(ffrom));
+	pg_ts_text(f5to, fto, sizeof(fto));
 	snprintf(step, sizeof(step), "%" PRId64, step_s);
 	p.v[SPANQUERY_PARAMS] = hfrom;
 	p.v[SPANQUERY_PARAMS + 1] = hto;
 	p.v[SPANQUERY_PARAMS + 2] = mfrom;
 	p.v[SPANQUERY_PARAMS + 3] = mto;
 	p.v[SPANQUERY_PARAMS + 4] = step;
-	return pg_send(c, timeline_sql, SPANQUERY_PARAMS + 5, p.v, err);
+	p.v[SPANQUERY_PARAMS + 5] = ffrom;
+	p.v[SPANQUERY_PARAMS + 6] = fto;
+	return pg_send(c, timeline_sql, SPANQUERY_PARAMS + 7, p.v, err);
 }
 
 void

@@ -1,9 +1,9 @@
 /*
  * timeline.h - a service's calls per time step (query_metrics' step):
  * requests, errors, client errors and P95 per step and protocol, over
- * every key that passes the filter, from the minute and hour rollups and
- * the raw spans of the unsettled edges (rollup_split_range), as
- * spanquery_metrics reads a whole range.
+ * every key that passes the filter, from the hour, 5-minute and minute
+ * rollups and the raw spans of the unsettled edges (rollup_split_range),
+ * as spanquery_metrics reads a whole range.
  */
 #ifndef SEXTANT_TIMELINE_H
 #define SEXTANT_TIMELINE_H
@@ -54,11 +54,15 @@ struct timeline {
 /*
  * Sends the timeline statement of one source ("ebpf" | "otlp") for f and
  * step_s (from timeline_step), as of now_ms.  A step of whole hours reads
- * the clean settled hours from span_rollup, every step the other clean
- * settled minutes from span_rollup_minute, and the rest (partial,
- * unsettled and dirty minutes) from raw spans bucketed the same way
- * (docs/schema.md).  Errors as spanquery_metrics_send, and STATUS_INVALID
- * for a step that timeline_step would refuse.
+ * the clean settled hours from span_rollup; a step of whole 5 minutes
+ * over a range without such hours, with a filter of the service alone
+ * (protocols aside), reads the whole 5 minutes with no dirty minute from
+ * span_rollup_5m; every step reads the other clean settled minutes from
+ * span_rollup_minute, and the rest (partial, unsettled and dirty minutes)
+ * from raw spans bucketed the same way (docs/schema.md).  Each path sums
+ * the same histograms: the answer does not depend on which is taken.
+ * Errors as spanquery_metrics_send, and STATUS_INVALID for a step that
+ * timeline_step would refuse.
  */
 int timeline_send(struct pg_conn *c, const char *source,
 		  const struct spanquery_filter *f, int64_t step_s,
