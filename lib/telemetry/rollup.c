@@ -522,7 +522,8 @@ static const char five_clear_sql[] =
  * The minute rows of the periods ($4 s long) holding the minutes $1 (Unix
  * s, $2 the first, $3 the last), merged per period, service, source,
  * protocol and outcome: the counts of each bucket summed, then one row
- * with the buckets ascending (as 0015 fills the table).  The minute rows
+ * with the buckets ascending, the arrays as text (as 0015 fills the
+ * table).  The minute rows
  * are one range of span_rollup_minute_period_idx.
  */
 #define FIVE_OF_MINUTE                                                         \
@@ -531,7 +532,8 @@ static const char five_aggregate_sql[] =
 	"INSERT INTO span_rollup_5m (period, service_name, source, protocol, "
 	"outcome, requests, buckets, counts) "
 	"SELECT to_timestamp(p), service_name, source, protocol, outcome, "
-	"sum(n)::bigint, array_agg(b ORDER BY b), array_agg(n ORDER BY b) "
+	"sum(n)::bigint, array_agg(b ORDER BY b)::text, array_agg(n ORDER BY "
+	"b)::text "
 	"FROM (SELECT " FIVE_OF_MINUTE " AS p, m.service_name, m.source, "
 	"m.protocol, sextant_call_outcome(m.protocol, m.status, m.span_error) "
 	"AS outcome, u.b, sum(u.n)::bigint AS n "

@@ -62,9 +62,8 @@
 /* the clean 5-minute periods in [$19, $20), and the minute rows around and
  * inside the hours and the dirty periods */
 #define FIVE_ROWS                                                              \
-	"SELECT protocol, " STEP_OF("period") ", outcome, buckets::text, "     \
-					      "counts::text FROM "             \
-					      "span_rollup_5m WHERE "          \
+	"SELECT protocol, " STEP_OF("period") ", outcome, buckets, counts "    \
+					      "FROM span_rollup_5m WHERE "     \
 					      "service_name = $1 AND source "  \
 					      "= $2 AND protocol = ANY "       \
 					      "($5::text[]) AND period >= "    \

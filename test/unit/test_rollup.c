@@ -1258,6 +1258,13 @@ check_minutes(struct pg_conn *c, int64_t p, bool with_hour)
  * and every 5 minutes with no dirty minute equals the raw calls of
  * span_calls in it.  Returns the number of 5-minute rows.
  */
+/* span_rollup_5m with its histogram text read back as arrays, and f
+ * the name of a row */
+#define FIVE_ARRAYS                                                            \
+	"(SELECT period, service_name, source, protocol, outcome, requests, "  \
+	"buckets::int[] AS buckets, counts::bigint[] AS counts FROM "          \
+	"span_rollup_5m) f"
+
 static long long
 check_five(struct pg_conn *c)
 {
@@ -1270,19 +1277,24 @@ check_five(struct pg_conn *c)
 		"span_rollup_minute, "
 		"unnest(buckets, counts) u(b, n) GROUP BY 1, 2, 3, 4, 5, 6), "
 		"f AS (SELECT period, service_name, source, protocol, outcome, "
-		"u.b, u.n FROM span_rollup_5m, unnest(buckets, counts) u(b, "
+		"u.b, u.n FROM " FIVE_ARRAYS ", unnest(buckets, counts) u(b, "
 		"n)) "
 		"SELECT count(*) FROM ((SELECT * FROM m EXCEPT ALL SELECT * "
 		"FROM "
 		"f) UNION ALL (SELECT * FROM f EXCEPT ALL SELECT * FROM m)) x",
 		/* the form of each row */
-		"SELECT count(*) FROM span_rollup_5m WHERE requests <> (SELECT "
+		"SELECT count(*) FROM " FIVE_ARRAYS
+		" WHERE requests <> (SELECT "
 		"sum(x) FROM unnest(counts) x) OR buckets <> ARRAY(SELECT "
 		"DISTINCT x FROM unnest(buckets) x ORDER BY x) OR "
 		"cardinality(buckets) <> cardinality(counts) OR "
 		"extract(epoch FROM period)::bigint % 300 <> 0",
+		/* the text as PostgreSQL prints the arrays (what the gateway
+		 * parses) */
+		"SELECT count(*) FROM span_rollup_5m WHERE buckets <> "
+		"buckets::int[]::text OR counts <> counts::bigint[]::text",
 		/* the clean 5 minutes against the raw calls */
-		"WITH clean AS (SELECT DISTINCT period FROM span_rollup_5m f "
+		"WITH clean AS (SELECT DISTINCT period FROM " FIVE_ARRAYS " "
 		"WHERE NOT EXISTS (SELECT 1 FROM span_rollup_minute_dirty d "
 		"WHERE d.period >= f.period AND d.period < f.period + interval "
 		"'5 minutes')), r AS (SELECT to_timestamp(floor(extract(epoch "
@@ -1292,7 +1304,7 @@ check_five(struct pg_conn *c)
 		"span_calls WHERE protocol IS NOT NULL GROUP BY 1, 2, 3, 4, 5, "
 		"6), rc AS (SELECT r.* FROM r JOIN clean USING (period)), "
 		"f AS (SELECT period, service_name, source, protocol, outcome, "
-		"u.b, u.n FROM span_rollup_5m JOIN clean USING (period), "
+		"u.b, u.n FROM " FIVE_ARRAYS " JOIN clean USING (period), "
 		"unnest(buckets, counts) u(b, n)) "
 		"SELECT count(*) FROM ((SELECT * FROM rc EXCEPT ALL SELECT * "
 		"FROM "
@@ -1623,7 +1635,7 @@ test_prune_and_arguments(void **state)
 	 * each row's age in s) */
 	exec_sql(c, "INSERT INTO span_rollup_5m SELECT now() - d * interval "
 		    "'1 second', 'pay', 'otlp', 'http', 0, d, '{5}', "
-		    "ARRAY[d::bigint] FROM unnest(ARRAY[86400, 604800 + 240, "
+		    "'{' || d || '}' FROM unnest(ARRAY[86400, 604800 + 240, "
 		    "604800 + 360]) d");
 	assert_int_equal(rollup_prune(c, 7, &perr), STATUS_OK);
 	assert_int_equal(sql_ll(c, "SELECT sum(requests) FROM span_rollup_5m"),

@@ -361,7 +361,8 @@ test_five_minute_path(void **state)
 	route.http_route = "/a";
 	snprintf(sql, sizeof(sql),
 		 "UPDATE span_rollup_5m SET requests = requests + 1000, "
-		 "buckets = buckets || 4400, counts = counts || 1000::bigint "
+		 "buckets = (buckets::int[] || 4400)::text, counts = "
+		 "(counts::bigint[] || 1000::bigint)::text "
 		 "WHERE period = to_timestamp(%lld) AND service_name = 'tl' "
 		 "AND protocol = 'http' AND outcome = 0",
 		 (long long)(mid / 1000));
