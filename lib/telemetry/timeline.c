@@ -7,8 +7,8 @@
 #include "telemetry/timeline.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +23,10 @@
  * hours read from span_rollup (empty for a step of less than whole hours),
  * $16 / $17 the settled minutes (struct rollup_split), $18 the step in
  * seconds, $19 / $20 the whole 5-minute periods inside [$16, $14) read
- * from span_rollup_5m (empty unless the step is whole 5 minutes, not
- * whole hours, and the filter is the service alone; 5 minutes is
- * ROLLUP_5M_S, written out below).  Each row: protocol, step number (epoch / step), outcome,
- * buckets, counts.  Every part is a range of the (service_name, source,
+ * from span_rollup_5m (empty unless the step is whole 5 minutes, no
+ * hours are read, and the filter is the service alone; 5 minutes is
+ * ROLLUP_5M_S, written out below).  Each row: protocol, step number
+ * (epoch / step), outcome, buckets, counts.  Every part is a range of the (service_name, source,
  * period | start_time) keys, as in spanquery's rollup statement: the dirty
  * minutes one index scan each, the minutes of a dirty hour or 5 minutes
  * one range each (LATERAL, kept apart by OFFSET 0).
@@ -59,8 +59,9 @@
 			    "h.period + " len " OFFSET 0) m WHERE m.period "   \
 			    "NOT IN (SELECT period FROM dm)"
 
-/* the clean 5-minute periods in [$19, $20), and the minute rows around and
- * inside the hours and the dirty periods */
+/* the clean 5-minute periods in [$19, $20); the minute rows before,
+ * after and between them and the hours; those of the dirty hours and
+ * 5 minutes */
 #define FIVE_ROWS                                                              \
 	"SELECT protocol, " STEP_OF("period") ", outcome, buckets, counts "    \
 					      "FROM span_rollup_5m WHERE "     \
