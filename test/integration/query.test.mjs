@@ -1536,7 +1536,7 @@ describe('query_metrics step: a timeline per protocol from the rollups and the r
 		}
 	};
 
-	test('5m steps: exact counts per step from minute rows and the raw edge, P95 within 0.5%, empty steps as 0', async () => {
+	test('5m steps: exact counts per step from 5-minute and minute rows and the raw edge, P95 within 0.5%, empty steps as 0', async () => {
 		const minuteRows = Number(await psql(pg.url, `SELECT count(*) FROM span_rollup_minute WHERE service_name = '${svc}'`));
 		assert.ok(minuteRows >= 3, `minute rows of ${svc}: ${minuteRows}`);
 		const { text, sc } = await call('query_metrics', { service: svc, step: '5m', ...range });
