@@ -58,6 +58,7 @@ static bool check_timescaledb(const char *s, char *msg, size_t len);
 static bool check_session_store(const char *s, char *msg, size_t len);
 static bool check_regex(const char *s, char *msg, size_t len);
 static bool check_redact_key(const char *s, char *msg, size_t len);
+static bool check_link_url(const char *s, char *msg, size_t len);
 
 #define OFF(f) offsetof(struct config, f)
 #define STR(t, n, f, def, fl, chk, doc)                                        \
@@ -291,6 +292,20 @@ static const struct key_def keys[] = {
 	    "DEGRADED."),
 	PCT("health", "client_error_unhealthy", health.client_error_unhealthy,
 	    20, "Client-error rate, in percent, from which it is UNHEALTHY."),
+	STR("links", "grafana_url", links.grafana_url, "", 0, check_link_url,
+	    "Grafana for get_action_ui (\"https://grafana.example.com\"): "
+	    "a service's view opens Explore with its TraceQL query; \"\" = "
+	    "no Grafana link."),
+	STR("links", "grafana_datasource", links.grafana_datasource, "", 0,
+	    NULL,
+	    "Uid of the Tempo data source Explore opens; \"\" = Grafana's "
+	    "default data source."),
+	STR("links", "kiali_url", links.kiali_url, "", 0, check_link_url,
+	    "Kiali with its web root (\"https://kiali.example.com/kiali\") "
+	    "for get_action_ui's links to its console; \"\" = none."),
+	STR("links", "jaeger_url", links.jaeger_url, "", 0, check_link_url,
+	    "Jaeger UI (\"https://jaeger.example.com\") for get_action_ui's "
+	    "trace search of a service; \"\" = none."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -561,6 +576,24 @@ static bool
 check_redact_key(const char *s, char *msg, size_t len)
 {
 	return check_redact(s, true, msg, len);
+}
+
+/* A console's address for links: http(s), no query or fragment (the
+ * paths are appended to it). */
+static bool
+check_link_url(const char *s, char *msg, size_t len)
+{
+	char shown[128];
+
+	if (*s == '\0' || ((strncmp(s, "http://", 7) == 0 ||
+			    strncmp(s, "https://", 8) == 0) &&
+			   strpbrk(s, "?#\" \t") == NULL))
+		return true;
+	snprintf(msg, len,
+		 "expected \"\" or an http:// or https:// address without "
+		 "query or fragment, got \"%s\"",
+		 printable(s, 100, shown, sizeof(shown)));
+	return false;
 }
 
 static bool

@@ -165,6 +165,13 @@ struct config {
 		double client_error_degraded, client_error_unhealthy;
 	} health;
 	struct {
+		/* get_action_ui's links into other consoles; "" = none */
+		char *grafana_url;	  /* Grafana's address */
+		char *grafana_datasource; /* uid of the Tempo data source */
+		char *kiali_url;	  /* Kiali's address and web root */
+		char *jaeger_url;	  /* Jaeger UI's address */
+	} links;
+	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
 		struct config_instance *v;
