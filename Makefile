@@ -104,6 +104,17 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)
 	$(Q)sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
+# ---- [citations] get_citations' index (server/tools/tool_mesh_ui.c): every
+# "## " section of Sextant's own documentation and of the curated
+# docs/citations/<domain>.md, embedded by scripts/gen-citations.sh.
+CITE_DOCS := README.md $(sort $(wildcard docs/*.md)) \
+	$(sort $(wildcard server/mcp/skills/investigate/*.md))
+CITE_CURATED := $(sort $(wildcard docs/citations/*.md))
+build/gen/citations.c: $(CITE_DOCS) $(CITE_CURATED) docs docs/citations \
+		server/mcp/skills/investigate scripts/gen-citations.sh
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)
+	$(Q)sh scripts/gen-citations.sh $(CITE_DOCS) -- $(CITE_CURATED) > $@.tmp && mv $@.tmp $@
 SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/core/,server.c maintain.c instances.c demo_data.c) \
 	$(addprefix server/http/,http.c ingest.c) \
@@ -117,6 +128,7 @@ SERVER_SRC := server/boot/boot.c \
 		tool_grafana.c tool_detail.c) \
 	$(addprefix server/conformance/,conformance_fixtures.c \
 		tool_conformance.c tool_conformance_2026.c)
+SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes
@@ -130,7 +142,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist health timeline recentids
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
-	tasks sessstore phrases
+	tasks sessstore phrases citations
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
 	grafana seal note jsonload jsondump

@@ -42,6 +42,7 @@
 #include "tools/tool_core.h"
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
+#include "tools/tool_mesh_ui.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -53,6 +54,7 @@ static const struct tool_handler *const handler_tables[] = {
 	conformance_tool_handlers,
 	conformance_2026_tool_handlers, /* test_custom_header */
 	query_tool_handlers,
+	mesh_ui_tool_handlers, /* get_citations, get_action_ui */
 	query_otlp_tool_handlers,
 	spans_tool_handlers, /* query_spans, get_trace */
 	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
