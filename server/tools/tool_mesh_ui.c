@@ -45,8 +45,8 @@ lower_trim(const char *s, size_t n, char *out, size_t cap)
 }
 
 int
-citations_score(const struct citation *c, char kw[][CITATIONS_KEYWORD_MAX],
-		size_t n)
+mesh_ui_score(const struct citation *c, char kw[][CITATIONS_KEYWORD_MAX],
+	      size_t n)
 {
 	char id[128], dk[128];
 	bool id_matched = false;
@@ -88,9 +88,9 @@ ranks_before(int sa, const struct citation *a, int sb, const struct citation *b)
 }
 
 size_t
-citations_find(const struct citation *idx, size_t n, const char *keywords,
-	       const char *domain, const struct citation **out, int *scores,
-	       size_t max)
+mesh_ui_find(const struct citation *idx, size_t n, const char *keywords,
+	     const char *domain, const struct citation **out, int *scores,
+	     size_t max)
 {
 	char kw[CITATIONS_MAX_KEYWORDS][CITATIONS_KEYWORD_MAX];
 	int sc[CITATIONS_TOP];
@@ -116,7 +116,7 @@ citations_find(const struct citation *idx, size_t n, const char *keywords,
 		if (domain != NULL && strcmp(domain, "all") != 0 &&
 		    strcmp(domain, c->domain) != 0)
 			continue;
-		s = citations_score(c, kw, nkw);
+		s = mesh_ui_score(c, kw, nkw);
 		if (s <= 0)
 			continue;
 		/* insertion into the best max so far */
@@ -155,8 +155,8 @@ get_citations(struct call *call, const json_t *args, json_t **result)
 		keywords = "";
 	if (domain == NULL)
 		domain = "all";
-	n = citations_find(citations, citations_count, keywords, domain, hit,
-			   score, CITATIONS_TOP);
+	n = mesh_ui_find(mesh_ui_citations, mesh_ui_citations_count, keywords,
+			 domain, hit, score, CITATIONS_TOP);
 	buf_init(&b, call_text_budget(call));
 	sc = json_pack("{s:[]}", "citations");
 	if (sc == NULL)

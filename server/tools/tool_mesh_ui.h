@@ -25,8 +25,8 @@ struct citation {
 };
 
 /* build/gen/citations.c (scripts/gen-citations.sh). */
-extern const struct citation citations[];
-extern const size_t citations_count;
+extern const struct citation mesh_ui_citations[];
+extern const size_t mesh_ui_citations_count;
 
 /* Keywords a query is cut to, and the bytes kept of each: a query is a
  * few concepts; the bounds keep the scoring's work small. */
@@ -42,8 +42,8 @@ extern const size_t citations_count;
  * that is equal to, contains or is contained in one of the entry's
  * keywords or its id.
  */
-int citations_score(const struct citation *c, char kw[][CITATIONS_KEYWORD_MAX],
-		    size_t n);
+int mesh_ui_score(const struct citation *c, char kw[][CITATIONS_KEYWORD_MAX],
+		  size_t n);
 
 /*
  * The best entries of idx[0..n) for keywords (comma-separated, any case)
@@ -52,9 +52,9 @@ int citations_score(const struct citation *c, char kw[][CITATIONS_KEYWORD_MAX],
  * from idx) with their scores (scores may be NULL).  Returns how many;
  * 0 also when keywords hold none.
  */
-size_t citations_find(const struct citation *idx, size_t n,
-		      const char *keywords, const char *domain,
-		      const struct citation **out, int *scores, size_t max);
+size_t mesh_ui_find(const struct citation *idx, size_t n, const char *keywords,
+		    const char *domain, const struct citation **out,
+		    int *scores, size_t max);
 
 /*
  * The consoles get_action_ui links into (the [links] section); NULL or

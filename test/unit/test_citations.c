@@ -36,15 +36,15 @@ static const struct citation fixture[] = {
 #define NFIX (sizeof(fixture) / sizeof(fixture[0]))
 
 /* The score of fixture entry i for a comma-separated query, through
- * citations_find's own parsing (the entry alone as the index). */
+ * mesh_ui_find's own parsing (the entry alone as the index). */
 static int
 score_of(size_t i, const char *query)
 {
 	const struct citation *out[CITATIONS_TOP];
 	int score[CITATIONS_TOP];
 
-	return citations_find(&fixture[i], 1, query, NULL, out, score,
-			      CITATIONS_TOP) == 1
+	return mesh_ui_find(&fixture[i], 1, query, NULL, out, score,
+			    CITATIONS_TOP) == 1
 		       ? score[0]
 		       : 0;
 }
@@ -97,8 +97,8 @@ test_rank(void **state)
 	/* "canary" matches three entries' keywords and "traffic" one's
 	 * ("no traffic"), 1 each, and traffic-shifting's id (2): that one
 	 * first, then the others by title, cut at three (Sampling) */
-	n = citations_find(fixture, NFIX, "canary, traffic", NULL, out, score,
-			   CITATIONS_TOP);
+	n = mesh_ui_find(fixture, NFIX, "canary, traffic", NULL, out, score,
+			 CITATIONS_TOP);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0]->id, "traffic-shifting");
 	assert_int_equal(score[0], 3);
@@ -106,33 +106,33 @@ test_rank(void **state)
 	assert_string_equal(out[2]->title, "Health");
 	assert_int_equal(score[1], 1);
 	/* three at most, whatever max says */
-	n = citations_find(fixture, NFIX, "canary, traffic", "all", out, score,
-			   99);
+	n = mesh_ui_find(fixture, NFIX, "canary, traffic", "all", out, score,
+			 99);
 	assert_int_equal(n, 3);
 	/* the domain filter */
-	n = citations_find(fixture, NFIX, "canary", "kiali", out, score,
-			   CITATIONS_TOP);
+	n = mesh_ui_find(fixture, NFIX, "canary", "kiali", out, score,
+			 CITATIONS_TOP);
 	assert_int_equal(n, 1);
 	assert_string_equal(out[0]->id, "health-config");
-	n = citations_find(fixture, NFIX, "canary", "sextant", out, NULL,
-			   CITATIONS_TOP);
+	n = mesh_ui_find(fixture, NFIX, "canary", "sextant", out, NULL,
+			 CITATIONS_TOP);
 	assert_int_equal(n, 0);
 	/* no keyword at all */
-	assert_int_equal(citations_find(fixture, NFIX, " , ,", NULL, out, score,
-					CITATIONS_TOP),
+	assert_int_equal(mesh_ui_find(fixture, NFIX, " , ,", NULL, out, score,
+				      CITATIONS_TOP),
 			 0);
-	assert_int_equal(citations_find(fixture, NFIX, "", NULL, out, score, 3),
+	assert_int_equal(mesh_ui_find(fixture, NFIX, "", NULL, out, score, 3),
 			 0);
 	/* past 16 keywords the rest are not read */
-	assert_int_equal(citations_find(fixture, NFIX,
-					"a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,"
-					"a12,a13,a14,a15,a16,mtls",
-					NULL, out, score, 3),
+	assert_int_equal(mesh_ui_find(fixture, NFIX,
+				      "a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,"
+				      "a12,a13,a14,a15,a16,mtls",
+				      NULL, out, score, 3),
 			 0);
-	assert_int_equal(citations_find(fixture, NFIX,
-					"a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,"
-					"a12,a13,a14,a15,mtls",
-					NULL, out, score, 3),
+	assert_int_equal(mesh_ui_find(fixture, NFIX,
+				      "a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,"
+				      "a12,a13,a14,a15,mtls",
+				      NULL, out, score, 3),
 			 1);
 }
 
@@ -142,8 +142,8 @@ test_index_whole(void **state)
 	size_t curated = 0, own = 0;
 
 	(void)state;
-	for (size_t i = 0; i < citations_count; i++) {
-		const struct citation *c = &citations[i];
+	for (size_t i = 0; i < mesh_ui_citations_count; i++) {
+		const struct citation *c = &mesh_ui_citations[i];
 
 		assert_true(c->domain[0] && c->id[0] && c->link[0] &&
 			    c->title[0] && c->body[0]);
@@ -190,9 +190,10 @@ test_index_answers(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		size_t n = citations_find(citations, citations_count,
-					  cases[i].query, cases[i].domain, out,
-					  NULL, CITATIONS_TOP);
+		size_t n =
+			mesh_ui_find(mesh_ui_citations, mesh_ui_citations_count,
+				     cases[i].query, cases[i].domain, out, NULL,
+				     CITATIONS_TOP);
 
 		if (n == 0 || strcmp(out[0]->id, cases[i].first) != 0)
 			fail_msg("\"%s\": %s first, want %s", cases[i].query,
