@@ -92,6 +92,7 @@ TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
+LIB_SRC += lib/kube/kube.c
 
 # ---- [skills] the Skills extension (SEP-2640): the files of
 # server/mcp/skills/<name>/ (a SKILL.md and what it refers to), embedded like
@@ -141,6 +142,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	migrate otlp demo merge timerange rollup pointquery spanquery render \
 	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist health timeline recentids
+LIB_TESTS += kube
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)

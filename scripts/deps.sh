@@ -9,7 +9,7 @@
 #   build  make all: the compiler and the -dev libraries
 #   run    make run: build, and the PostgreSQL server for the private store
 #   test   make test: run, and cmocka, clang-format, Prometheus, nginx, npm,
-#          curl and openssl for the unit and integration tests
+#          curl, openssl and kubectl for the unit and integration tests
 #   fuzz   make fuzz: build, and clang with its libFuzzer runtime
 #   bench  make bench: run, and wrk, nginx, npm, curl and jq
 set -eu
@@ -21,7 +21,7 @@ case "${1:-}" in
 build) want=$build ;;
 run) want=$run ;;
 test) want="$run libcmocka-dev clang-format prometheus nginx-light npm curl
-openssl" ;;
+openssl kubernetes-client" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
 bench) want="$run wrk nginx-light npm curl jq" ;;
 *)
@@ -34,6 +34,9 @@ missing=""
 for p in $want; do
 	# npm may come with another Node package (NodeSource's nodejs).
 	[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
+	# kubectl may come from Kubernetes' own package (kubectl).
+	[ "$p" = kubernetes-client ] && command -v kubectl >/dev/null 2>&1 &&
+		continue
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 		grep -q "install ok installed"; then
 		missing="$missing $p"

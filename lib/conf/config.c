@@ -60,7 +60,8 @@ static bool check_regex(const char *s, char *msg, size_t len);
 static bool check_redact_key(const char *s, char *msg, size_t len);
 static bool check_link_url(const char *s, char *msg, size_t len);
 
-#define OFF(f) offsetof(struct config, f)
+#define KUBE_SA_TOKEN "/var/run/secrets/kubernetes.io/serviceaccount/token"
+#define OFF(f)	      offsetof(struct config, f)
 #define STR(t, n, f, def, fl, chk, doc)                                        \
 	{                                                                      \
 		t, n, KT_STRING, OFF(f), def, 0, 0, 0, fl, chk, doc            \
@@ -306,6 +307,33 @@ static const struct key_def keys[] = {
 	STR("links", "jaeger_url", links.jaeger_url, "", 0, check_link_url,
 	    "Jaeger UI (\"https://jaeger.example.com\") for get_action_ui's "
 	    "trace search of a service; \"\" = none."),
+	STR("kubernetes", "api_url", kubernetes.api_url, "", 0, NULL,
+	    "The Kubernetes API server manage_istio_config reaches (https://"
+	    "host:port); empty = in-cluster, from KUBERNETES_SERVICE_HOST and "
+	    "KUBERNETES_SERVICE_PORT with the pod's service account."),
+	STR("kubernetes", "token_file", kubernetes.token_file, "", 0, NULL,
+	    "File holding the bearer token, re-read for each request; empty "
+	    "= the service account's token (" KUBE_SA_TOKEN "), if any."),
+	STR("kubernetes", "ca_file", kubernetes.ca_file, "", 0, NULL,
+	    "PEM CA bundle that signed the API server's certificate; empty = "
+	    "the service account's ca.crt in a pod, else the system's store."),
+	INT("kubernetes", "timeout_ms", kubernetes.timeout_ms, 10000, 100,
+	    300000, "One request to the Kubernetes API, connect included."),
+	BOOL("kubernetes", "allow_writes", kubernetes.allow_writes, false,
+	     "Let manage_istio_config create, patch and delete objects "
+	     "(each confirmed first, and logged with the caller); reads need "
+	     "no permission."),
+	LISTD("kubernetes", "allowed_groups", kubernetes.allowed_groups,
+	      "networking.istio.io,security.istio.io,telemetry.istio.io,"
+	      "extensions.istio.io,gateway.networking.k8s.io",
+	      0, NULL,
+	      "API groups manage_istio_config reads and writes: Istio's and "
+	      "the Gateway API's."),
+	LIST("kubernetes", "allowed_kinds", kubernetes.allowed_kinds, 0, NULL,
+	     "Kinds that may be written (\"VirtualService\"); empty = any "
+	     "kind of the allowed groups."),
+	LIST("kubernetes", "allowed_namespaces", kubernetes.allowed_namespaces,
+	     0, NULL, "Namespaces that may be written; empty = any."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -171,6 +171,16 @@ struct config {
 		char *kiali_url;	  /* Kiali's address and web root */
 		char *jaeger_url;	  /* Jaeger UI's address */
 	} links;
+		/* manage_istio_config's Kubernetes API (lib/kube) */
+		char *api_url;	  /* "" = in-cluster (KUBERNETES_SERVICE_*) */
+		char *token_file; /* "" = the service account's, if any */
+		char *ca_file;	  /* "" = the service account's in a pod */
+		int timeout_ms;
+		bool allow_writes; /* create, patch, delete at all */
+		struct strlist allowed_groups; /* API groups reached */
+		struct strlist allowed_kinds;  /* kinds written; empty = any */
+		struct strlist allowed_namespaces; /* written; empty = any */
+	} kubernetes;
 	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
