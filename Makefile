@@ -130,6 +130,7 @@ SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/conformance/,conformance_fixtures.c \
 		tool_conformance.c tool_conformance_2026.c)
 SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
+SERVER_SRC += server/tools/tool_mesh_istio.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes

@@ -171,6 +171,7 @@ struct config {
 		char *kiali_url;	  /* Kiali's address and web root */
 		char *jaeger_url;	  /* Jaeger UI's address */
 	} links;
+	struct {
 		/* manage_istio_config's Kubernetes API (lib/kube) */
 		char *api_url;	  /* "" = in-cluster (KUBERNETES_SERVICE_*) */
 		char *token_file; /* "" = the service account's, if any */

@@ -43,6 +43,7 @@
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
 #include "tools/tool_mesh_ui.h"
+#include "tools/tool_mesh_istio.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -60,6 +61,7 @@ static const struct tool_handler *const handler_tables[] = {
 	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
 	spans_services_tool_handlers, /* list_services */
 	grafana_tool_handlers,	      /* query_grafana_metrics */
+	mesh_istio_tool_handlers,     /* manage_istio_config */
 	NULL,
 };
 

@@ -1091,6 +1091,19 @@ call_request_id(struct call *c)
 	return c->idtext;
 }
 
+void
+call_identity(struct call *c, char *out, size_t len)
+{
+	const json_t *info = c->s->client_info;
+	const char *name = json_string_value(json_object_get(info, "name"));
+	const char *version =
+		json_string_value(json_object_get(info, "version"));
+
+	snprintf(out, len, "session %s client %.128s %.64s", c->s->id,
+		 name != NULL ? name : "(unnamed)",
+		 version != NULL ? version : "");
+}
+
 /* --- result helpers -------------------------------------------------- */
 
 json_t *

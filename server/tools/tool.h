@@ -204,6 +204,15 @@ const struct redact *call_redact(struct call *call);
 const char *call_request_id(struct call *call);
 
 /*
+ * Who is calling, for the log line of a change a tool makes: the session
+ * id and the client's name and version as it gave them at initialize (or
+ * in a 2026-07-28 request's _meta), e.g. "session 3f2a... client
+ * claude-code 1.2.0", into out[len] (cut to fit).  No secret: the API key
+ * is never named.
+ */
+void call_identity(struct call *call, char *out, size_t len);
+
+/*
  * The structuredContent of the result the handler returns, serialized
  * already (text: taken, len its length; NULL drops one set before): for
  * answers too large to build as jansson values first (query_traces: some

@@ -29,6 +29,7 @@
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
 #include "tools/tool_mesh_ui.h"
+#include "tools/tool_mesh_istio.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -47,6 +48,7 @@ static const struct tool_handler *const tables[] = {
 	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
 	spans_services_tool_handlers, /* list_services */
 	grafana_tool_handlers,	      /* query_grafana_metrics */
+	mesh_istio_tool_handlers,     /* manage_istio_config */
 	NULL,
 };
 
@@ -842,6 +844,7 @@ test_handler_without_definition(void **state)
 		genai_tool_handlers,	      /* get_session, ... */
 		spans_services_tool_handlers, /* list_services */
 		grafana_tool_handlers,	      /* query_grafana_metrics */
+		mesh_istio_tool_handlers,     /* manage_istio_config */
 		extra_handlers,
 		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
