@@ -14,7 +14,8 @@
 // outside allowed kinds, namespaces and groups; a preview that changes
 // nothing (the stand-in's object unchanged, no write request sent);
 // confirmed=true applying; the elicitation path (the SDK client answering
-// elicitation/create, accepting and declining); the 404, 409 and 422
+// elicitation/create, accepting and declining; a 2026-07-28 request's
+// input_required round); the 404, 409 and 422
 // messages naming what to do; each write logged with the caller.
 
 import assert from 'node:assert/strict';
@@ -27,6 +28,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
+import { ACCEPT_BOTH, request } from './lib/http.mjs';
 import { startKubeStandin } from './lib/kube-standin.mjs';
 import { requireBinary } from './lib/procs.mjs';
 import { startServer } from './lib/server.mjs';
@@ -400,5 +402,30 @@ describe('manage_istio_config through the SDK client', () => {
 		r = await call(asker, { action: 'patch', kind: 'DestinationRule', namespace: 'bookinfo', object: 'reviews', json_data: '{"spec":{"host":"x"}}' });
 		assert.equal(r.structuredContent.applied, false);
 		assert.equal(kube.get(GROUP, 'DestinationRule', 'bookinfo', 'reviews').spec.host, 'reviews');
+	});
+
+	test('a 2026-07-28 request with elicitation: input_required, then applied on the retry with the answer', async () => {
+		const TOOL = 'manage_istio_config';
+		const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+		const args = { action: 'patch', kind: 'DestinationRule', namespace: 'bookinfo', object: 'reviews', json_data: '{"spec":{"trafficPolicy":{"tls":{"mode":"ISTIO_MUTUAL"}}}}' };
+		const post = (id, extra = {}) =>
+			request(writeGw.mcpUrl, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': TOOL },
+				body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: TOOL, arguments: args, ...extra, _meta: META } }),
+			});
+		const before = writes();
+		const first = await post(1);
+		assert.equal(first.status, 200, first.text);
+		assert.equal(first.json.result.resultType, 'input_required', first.text);
+		const ask = first.json.result.inputRequests.confirm_write;
+		assert.equal(ask.method, 'elicitation/create');
+		assert.match(ask.params.message, /patch DestinationRule bookinfo\/reviews .*1 change\n  add \/spec\/trafficPolicy/);
+		assert.equal(writes(), before);
+		assert.equal(kube.get(GROUP, 'DestinationRule', 'bookinfo', 'reviews').spec.trafficPolicy, undefined);
+		const done = await post(2, { inputResponses: { confirm_write: { action: 'accept', content: { apply: true } } }, requestState: first.json.result.requestState });
+		assert.equal(done.json.result.resultType, 'complete', done.text);
+		assert.equal(done.json.result.structuredContent.applied, true, done.text);
+		assert.equal(kube.get(GROUP, 'DestinationRule', 'bookinfo', 'reviews').spec.trafficPolicy.tls.mode, 'ISTIO_MUTUAL');
 	});
 });
