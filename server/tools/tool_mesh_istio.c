@@ -224,6 +224,11 @@ create_object(struct req *q)
 			"json_data: kind \"%s\" is not \"%s\": give kind to "
 			"match it",
 			kind, q->kind);
+	if (kind == NULL && strcmp(q->kind, q->plural) == 0)
+		return tool_result_error(
+			"kind \"%s\" is a resource name: create needs the Kind "
+			"(\"VirtualService\"), as kind or in json_data",
+			q->kind);
 	meta = json_object_get(q->data, "metadata");
 	if (meta == NULL) {
 		meta = json_object();

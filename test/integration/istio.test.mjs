@@ -320,6 +320,9 @@ describe('manage_istio_config through the SDK client', () => {
 		const bad = await call(writer, { action: 'create', kind: 'VirtualService', namespace: 'bookinfo', object: 'broken', json_data: '{"spec": ', confirmed: true });
 		assert.equal(bad.isError, true);
 		assert.match(text(bad), /json_data: expected a JSON object/);
+		const plural = await call(writer, { action: 'create', kind: 'virtualservices', namespace: 'bookinfo', object: 'broken', json_data: '{"spec": {}}', confirmed: true });
+		assert.equal(plural.isError, true);
+		assert.match(text(plural), /kind "virtualservices" is a resource name: create needs the Kind \("VirtualService"\)/);
 	});
 
 	test('patch: the preview lists the changes and changes nothing, confirmed=true applies; stale resourceVersion is 409', async () => {
