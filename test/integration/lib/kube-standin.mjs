@@ -134,6 +134,7 @@ export class KubeStandin {
 	async stop() {
 		this.server?.closeAllConnections();
 		await new Promise((r) => (this.server ? this.server.close(r) : r()));
+		if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
 	}
 
 	#send(res, code, body) {
