@@ -45,7 +45,8 @@ endif
 # ---- sources, one list per room (each folder's README says what it holds;
 # scripts/check-layout.sh checks who may include whom) -----------------------
 BASE_SRC := $(addprefix lib/base/,status.c buf.c base64.c log.c pool.c \
-	expo.c auth.c seal.c sse.c timerange.c redact.c clock.c strdist.c)
+	expo.c auth.c seal.c sse.c timerange.c redact.c clock.c strdist.c \
+	curlx.c)
 JSON_SRC := $(addprefix lib/json/,jsonload.c jsondump.c jsonschema.c)
 CONF_SRC := $(addprefix lib/conf/,toml.c config.c)
 # ---- [migrate] schema migrations (lib/pg/migrate, migrations/*.sql) -------

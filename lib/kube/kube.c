@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/curlx.h"
 
 #ifndef SEXTANT_VERSION
 #define SEXTANT_VERSION "dev"
@@ -399,13 +400,7 @@ kube_request(const struct kube_config *cfg, const char *method,
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (ca != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	curlx_secure(h, ca);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 			 (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : 10000));
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "sextant/" SEXTANT_VERSION);

@@ -36,6 +36,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/curlx.h"
 #include "base/log.h"
 #include "base/utf8.h"
 
@@ -1268,14 +1269,8 @@ perform(struct grafana *g, CURL *h, const char *url, const char *form,
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* a redirect would carry the token elsewhere: never followed */
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (g->ca_file != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, g->ca_file);
+	curlx_secure(h, g->ca_file);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)g->cfg.connect_timeout_ms < timeout_ms
 				 ? (long)g->cfg.connect_timeout_ms
