@@ -90,6 +90,7 @@ PROM_SRC := $(addprefix lib/prom/,promql.c grafana.c)
 TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c health.c \
 	timeline.c recentids.c)
+TELEMETRY_SRC += lib/telemetry/meshquery.c
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -132,6 +133,7 @@ SERVER_SRC := server/boot/boot.c \
 		tool_conformance.c tool_conformance_2026.c)
 SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
 SERVER_SRC += server/tools/tool_mesh_istio.c
+SERVER_SRC += server/tools/tool_mesh_graph.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes
@@ -145,6 +147,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	redact seal servicequery spanlist genai promql grafana promcalls \
 	pglisten sessdb jsonload jsondump strdist health timeline recentids
 LIB_TESTS += kube
+LIB_TESTS += meshquery
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)

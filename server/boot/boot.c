@@ -44,6 +44,7 @@
 #include "tools/tool_grafana.h"
 #include "tools/tool_mesh_ui.h"
 #include "tools/tool_mesh_istio.h"
+#include "tools/tool_mesh_graph.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -62,6 +63,7 @@ static const struct tool_handler *const handler_tables[] = {
 	spans_services_tool_handlers, /* list_services */
 	grafana_tool_handlers,	      /* query_grafana_metrics */
 	mesh_istio_tool_handlers,     /* manage_istio_config */
+	mesh_graph_tool_handlers,     /* get_mesh_graph */
 	NULL,
 };
 
