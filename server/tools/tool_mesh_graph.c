@@ -41,8 +41,9 @@ struct graph_call {
 	size_t nns;
 	struct meshquery_result *r;
 	struct meshquery_summary s;
-	char **label;  /* per node: its name as shown (redacted, versioned) */
-	size_t *order; /* edges as listed: unhealthy first */
+	char **label;	 /* per node: its name as shown (redacted, versioned) */
+	char **ns_shown; /* per node: its namespace redacted, or NULL */
+	size_t *order;	 /* edges as listed: unhealthy first */
 	size_t shown;
 	struct buf b;
 };
@@ -158,7 +159,8 @@ graph_labels(struct graph_call *x)
 	const struct redact *red = call_redact(x->call);
 
 	x->label = calloc(x->r->n_nodes + 1, sizeof(*x->label));
-	if (x->label == NULL)
+	x->ns_shown = calloc(x->r->n_nodes + 1, sizeof(*x->ns_shown));
+	if (x->label == NULL || x->ns_shown == NULL)
 		return STATUS_NOMEM;
 	for (size_t i = 0; i < x->r->n_nodes; i++) {
 		const struct meshquery_node *n = &x->r->nodes[i];
@@ -173,7 +175,7 @@ graph_labels(struct graph_call *x)
 		if (n->version != NULL)
 			buf_printf(&b, " (%s)", n->version);
 		free(name);
-		free(ns);
+		x->ns_shown[i] = ns;
 		if (buf_error(&b) != STATUS_OK ||
 		    (x->label[i] = buf_steal(&b, NULL)) == NULL) {
 			buf_free(&b);
@@ -181,6 +183,29 @@ graph_labels(struct graph_call *x)
 		}
 	}
 	return STATUS_OK;
+}
+
+/* Text from spans, redacted, into a JSON object's key (set_new steals
+ * v) or as a string (key NULL); 0, or -1 on ENOMEM. */
+static int
+put_redacted(const struct graph_call *x, json_t *o, const char *text, json_t *v)
+{
+	char *owned = redact_text(call_redact(x->call), text);
+	const char *t = owned != NULL ? owned : text;
+	int rc = v != NULL ? json_object_set_new(o, t, v)
+			   : json_array_append_new(o, json_string(t));
+
+	free(owned);
+	return rc;
+}
+
+/* Node i's namespace as shown ("" for none). */
+static const char *
+ns_of(const struct graph_call *x, size_t i)
+{
+	const char *ns = x->r->nodes[i].ns;
+
+	return x->ns_shown[i] != NULL ? x->ns_shown[i] : ns != NULL ? ns : "";
 }
 
 static int
@@ -346,8 +371,7 @@ summary_json(const struct graph_call *x)
 		if (e == NULL ||
 		    json_object_update_new(
 			    e, entity_counts_json(x, &n->counts)) != 0 ||
-		    json_object_set_new(nss, n->ns[0] ? n->ns : "(none)", e) !=
-			    0) {
+		    put_redacted(x, nss, n->ns[0] ? n->ns : "(none)", e) != 0) {
 			json_decref(nss);
 			nss = NULL;
 		}
@@ -360,12 +384,12 @@ summary_json(const struct graph_call *x)
 		snprintf(issue, sizeof(issue), "error rate: %.2f%%",
 			 rate * 100);
 		if (json_array_append_new(
-			    top, json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}",
-					   "type", entity_type(x), "namespace",
-					   n->ns != NULL ? n->ns : "", "name",
-					   x->label[x->s.top[i]], "status",
-					   "UNHEALTHY", "issue", issue,
-					   "errorRate", rate)) != 0) {
+			    top,
+			    json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "type",
+				      entity_type(x), "namespace",
+				      ns_of(x, x->s.top[i]), "name", n->name,
+				      "status", "UNHEALTHY", "issue", issue,
+				      "errorRate", rate)) != 0) {
 			json_decref(top);
 			top = NULL;
 		}
@@ -399,7 +423,7 @@ node_json(const struct graph_call *x, size_t i)
 	if ((n->version != NULL &&
 	     json_object_set_new(o, "version", json_string(n->version))) ||
 	    (n->ns != NULL &&
-	     json_object_set_new(o, "namespace", json_string(n->ns))) ||
+	     json_object_set_new(o, "namespace", json_string(ns_of(x, i)))) ||
 	    (n->leaf && json_object_set_new(o, "leaf", json_true())) ||
 	    json_object_set_new(o, "health", json_string(health_name(h)))) {
 		json_decref(o);
@@ -445,10 +469,10 @@ graph_result(struct graph_call *x, json_t **result)
 		    0)
 			goto nomem;
 	for (size_t i = 0; i < x->nns; i++)
-		if (json_array_append_new(nss, json_string(x->ns[i])) != 0)
+		if (put_redacted(x, nss, x->ns[i], NULL) != 0)
 			goto nomem;
 	for (size_t i = 0; x->nns == 0 && i < x->s.n_ns; i++)
-		if (json_array_append_new(nss, json_string(x->s.ns[i].ns)) != 0)
+		if (put_redacted(x, nss, x->s.ns[i].ns, NULL) != 0)
 			goto nomem;
 	sc = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:I}", "graphType",
 		       meshquery_graph_type_name(x->type), "namespaces", nss,
@@ -498,7 +522,10 @@ get_mesh_graph(struct call *call, const json_t *args, json_t **result)
 out:
 	for (size_t i = 0; x.label != NULL && i < x.r->n_nodes; i++)
 		free(x.label[i]);
+	for (size_t i = 0; x.ns_shown != NULL && i < x.r->n_nodes; i++)
+		free(x.ns_shown[i]);
 	free(x.label);
+	free(x.ns_shown);
 	free(x.order);
 	meshquery_summary_free(&x.s);
 	meshquery_free(x.r);

@@ -30,6 +30,7 @@
 #include "tools/tool_core.h"
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
+#include "tools/tool_mesh_graph.h"
 #include "tools/tool_query.h"
 #include "tools/tool_query_otlp.h"
 #include "tools/tool_spans.h"
@@ -314,6 +315,7 @@ setup(void **state)
 		genai_tool_handlers,
 		spans_services_tool_handlers,
 		grafana_tool_handlers,
+		mesh_graph_tool_handlers,
 		NULL,
 	};
 	static char *const no_env[] = {NULL};

@@ -30,6 +30,7 @@
 #include "tools/tool_grafana.h"
 #include "tools/tool_mesh_ui.h"
 #include "tools/tool_mesh_istio.h"
+#include "tools/tool_mesh_graph.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -49,6 +50,7 @@ static const struct tool_handler *const tables[] = {
 	spans_services_tool_handlers, /* list_services */
 	grafana_tool_handlers,	      /* query_grafana_metrics */
 	mesh_istio_tool_handlers,     /* manage_istio_config */
+	mesh_graph_tool_handlers,     /* get_mesh_graph */
 	NULL,
 };
 
@@ -845,6 +847,7 @@ test_handler_without_definition(void **state)
 		spans_services_tool_handlers, /* list_services */
 		grafana_tool_handlers,	      /* query_grafana_metrics */
 		mesh_istio_tool_handlers,     /* manage_istio_config */
+		mesh_graph_tool_handlers,
 		extra_handlers,
 		NULL};
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
