@@ -12,32 +12,24 @@
 
 #include <libpq-fe.h>
 
+#include "base/buf.h"
 #include "base/timerange.h"
 #include "telemetry/rollup.h"
 
-#define STR(x)	STR_(x)
-#define STR_(x) #x
-
 /*
- * $1 from, $2 to, $3 the graph type's name.  s: the spans that can end a
- * call, once per (trace id, span id): the OTLP copy of a span both
+ * The calls measured by spans starting in the windows w (lo, hi), as
+ * rows e: the measured span's start t, the caller's service, namespace,
+ * version and workload, the callee's (a leaf: its peer, the rest ''),
+ * leaf, async, protocol, outcome and duration.  s: the spans that can
+ * end a call, from MESHQUERY_SLACK_S before each window to as long
+ * after it, once per (trace id, span id): the OTLP copy of a span both
  * sources saw (it carries the SDK's attributes), so that such a call
- * counts once.  A node's name and version follow the graph type; a
- * node without a namespace has ''.  e: the calls measured by a span
- * starting in [$1, $2): a SERVER (CONSUMER) span whose parent is a
- * CLIENT (PRODUCER) span of another service, and a CLIENT (PRODUCER)
- * span with no SERVER or CONSUMER child (a leaf: its target named from
- * its attributes, "unknown" when they name none).  Rows per edge,
- * outcome and duration bucket, ordered by edge.
+ * counts once.  A call is a SERVER (CONSUMER) span whose parent is a
+ * CLIENT (PRODUCER) span of another service, or a CLIENT (PRODUCER) span
+ * with no SERVER or CONSUMER child: a leaf, named from its attributes,
+ * "unknown" when they name none.  Every edge query and the refresh of
+ * edge_rollup and edge_rollup_minute (migrations/0016) read these.
  */
-#define NODE_NAME                                                              \
-	"CASE WHEN $3::text = 'workload' THEN coalesce(nullif("                \
-	"k8s_deployment_name, ''), nullif(resource_attributes ->> "            \
-	"'k8s.statefulset.name', ''), nullif(host_name, ''), service_name) "   \
-	"ELSE service_name END"
-#define NODE_VERSION                                                           \
-	"CASE WHEN $3::text = 'versionedApp' THEN coalesce(service_version, "  \
-	"'') ELSE '' END"
 #define PEER                                                                   \
 	"coalesce(nullif(attributes ->> 'peer.service', ''), "                 \
 	"nullif(attributes ->> 'server.address', ''), db_system || coalesce("  \
@@ -46,106 +38,127 @@
 	"'db.name'), ''), ''), nullif(attributes ->> 'messaging.system', '') " \
 	"|| coalesce(' ' || nullif(attributes ->> "                            \
 	"'messaging.destination.name', ''), ''), 'unknown')"
+/* Whether span x starts in a window of w. */
+#define MEASURED_C                                                             \
+	"EXISTS (SELECT 1 FROM w WHERE c.start_time >= w.lo AND c.start_time " \
+	"< w.hi)"
+#define MEASURED_P                                                             \
+	"EXISTS (SELECT 1 FROM w WHERE p.start_time >= w.lo AND p.start_time " \
+	"< w.hi)"
+/* MESHQUERY_SLACK_S as SQL */
+#define SLACK "interval '300 s'"
+_Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
+#define SPANS_CTE                                                              \
+	"s AS MATERIALIZED (SELECT DISTINCT ON (trace_id, span_id) x.* FROM "  \
+	"w CROSS JOIN LATERAL (SELECT trace_id, span_id, source, "             \
+	"parent_span_id, kind, start_time, duration_ns, service_name, "        \
+	"coalesce(nullif(service_namespace, ''), nullif(k8s_namespace_name, "  \
+	"''), '') AS ns, coalesce(service_version, '') AS ver, "               \
+	"coalesce(nullif(k8s_deployment_name, ''), "                           \
+	"nullif(resource_attributes ->> 'k8s.statefulset.name', ''), "         \
+	"nullif(host_name, ''), '') AS wl, CASE WHEN rpc_system = 'grpc' "     \
+	"THEN 'grpc' WHEN http_method IS NOT NULL THEN 'http' WHEN db_system " \
+	"IS NOT NULL THEN 'sql' WHEN kind IN (4, 5) THEN 'messaging' ELSE "    \
+	"'tcp' END AS proto, sextant_span_outcome(kind, status_code, "         \
+	"http_status_code, rpc_grpc_status_code) AS outcome, CASE WHEN kind "  \
+	"IN (3, 4) THEN " PEER                                                 \
+	" END AS peer FROM spans WHERE source IN ('ebpf', 'otlp') AND kind "   \
+	"IN (2, 3, 4, 5) AND start_time >= w.lo - " SLACK                      \
+	" AND start_time < w.hi + " SLACK                                      \
+	") x ORDER BY trace_id, span_id, source DESC)"
+#define CALLS_CTE                                                              \
+	"e AS (SELECT c.start_time AS t, p.service_name AS ss, p.ns AS sns, "  \
+	"p.ver AS sv, p.wl AS sw, c.service_name AS ds, c.ns AS dns, c.ver "   \
+	"AS dv, c.wl AS dw, false AS leaf, c.kind = 5 AS async, c.proto, "     \
+	"c.outcome, c.duration_ns FROM s c JOIN s p ON p.trace_id = "          \
+	"c.trace_id AND p.span_id = c.parent_span_id WHERE ((c.kind = 2 AND "  \
+	"p.kind = 3) OR (c.kind = 5 AND p.kind = 4)) AND p.service_name <> "   \
+	"c.service_name AND " MEASURED_C                                       \
+	" UNION ALL SELECT p.start_time, p.service_name, p.ns, p.ver, p.wl, "  \
+	"p.peer, '', '', '', true, p.kind = 4, p.proto, p.outcome, "           \
+	"p.duration_ns FROM s p WHERE p.kind IN (3, 4) AND " MEASURED_P        \
+	" AND NOT EXISTS (SELECT 1 FROM s c WHERE c.trace_id = p.trace_id "    \
+	"AND c.parent_span_id = p.span_id AND c.kind IN (2, 5)))"
+#define EDGES_CTE SPANS_CTE ", " CALLS_CTE
+
+/* e's key columns, and e grouped per key (and period p) and bucket. */
+#define EDGE_KEY "ss, sns, sv, sw, ds, dns, dv, dw, leaf, async, proto, outcome"
+#define EDGE_BUCKETS(period)                                                   \
+	"SELECT " period " AS p, " EDGE_KEY ", sextant_duration_bucket("       \
+	"duration_ns) AS b, count(*) AS n FROM e GROUP BY p, " EDGE_KEY ", b"
+
+/*
+ * The graph: $1 the graph type's name; rollup rows of the hours $2 and
+ * the minutes $3 (Unix s, bigint[]); raw spans measured in the windows
+ * ($4[i], $5[i]) (Unix ms).  Rows per edge (nodes named as the graph
+ * type says) and outcome, with the histogram as array text, ordered by
+ * edge.
+ */
+#define ROLLUP_COLS                                                            \
+	"src_service, src_namespace, src_version, src_workload, dst_service, " \
+	"dst_namespace, dst_version, dst_workload, leaf, async, protocol, "    \
+	"outcome, buckets::text, counts::text"
+#define PERIODS(n) "ARRAY(SELECT to_timestamp(unnest(" n "::bigint[])))"
+#define NODE(svc, wl)                                                          \
+	"CASE WHEN $1::text = 'workload' AND " wl " <> '' THEN " wl            \
+	" ELSE " svc " END"
+#define VERSION(v) "CASE WHEN $1::text = 'versionedApp' THEN " v " ELSE '' END"
 static const char graph_sql[] =
-	"WITH s AS MATERIALIZED (SELECT DISTINCT ON (trace_id, span_id) "
-	"trace_id, span_id, parent_span_id, kind, start_time, duration_ns, "
-	"service_name, " NODE_NAME " AS node, " NODE_VERSION " AS ver, "
-	"coalesce(nullif(service_namespace, ''), nullif(k8s_namespace_name, "
-	"''), '') AS ns, "
-	"CASE WHEN rpc_system = 'grpc' THEN 'grpc' WHEN http_method IS NOT "
-	"NULL THEN 'http' WHEN db_system IS NOT NULL THEN 'sql' WHEN kind IN "
-	"(4, 5) THEN 'messaging' ELSE 'tcp' END AS proto, "
-	"sextant_span_outcome(kind, status_code, http_status_code, "
-	"rpc_grpc_status_code) AS outcome, "
-	"CASE WHEN kind IN (3, 4) THEN " PEER " END AS peer "
-	"FROM spans WHERE source IN ('ebpf', 'otlp') AND kind IN (2, 3, 4, 5) "
-	"AND start_time >= $1::timestamptz - interval '" STR(
-		MESHQUERY_SLACK_S) " seconds' "
-				   "AND start_time < $2::timestamptz + "
-				   "interval '" STR(
-					   MESHQUERY_SLACK_S) " seconds' "
-							      "ORDER BY "
-							      "trace_id, "
-							      "span_id, "
-							      "source DESC), "
-							      "e AS (SELECT "
-							      "p.node AS sn, "
-							      "p.ns AS sns, "
-							      "p.ver AS sv, "
-							      "c.node AS dn, "
-							      "c.ns AS dns, "
-							      "c.ver AS dv, "
-							      "false AS leaf, "
-							      "c.kind = 5 AS "
-							      "async, "
-							      "c.proto, "
-							      "c.outcome, "
-							      "c.duration_ns "
-							      "FROM s c JOIN s "
-							      "p ON p.trace_id "
-							      "= "
-							      "c.trace_id AND "
-							      "p.span_id = "
-							      "c.parent_span_"
-							      "id "
-							      "WHERE "
-							      "c.start_time >= "
-							      "$1::timestamptz "
-							      "AND "
-							      "c.start_time < "
-							      "$2::timestamptz "
-							      "AND ((c.kind = "
-							      "2 AND p.kind = "
-							      "3) OR (c.kind = "
-							      "5 AND "
-							      "p.kind = 4)) "
-							      "AND "
-							      "p.service_name "
-							      "<> "
-							      "c.service_name "
-							      "UNION ALL "
-							      "SELECT p.node, "
-							      "p.ns, p.ver, "
-							      "p.peer, '', '', "
-							      "true, "
-							      "p.kind = 4, "
-							      "p.proto, "
-							      "p.outcome, "
-							      "p.duration_ns "
-							      "FROM s p "
-							      "WHERE p.kind IN "
-							      "(3, 4) AND "
-							      "p.start_time >= "
-							      "$1::timestamptz "
-							      "AND "
-							      "p.start_time < "
-							      "$2::timestamptz "
-							      "AND NOT EXISTS "
-							      "(SELECT 1 FROM "
-							      "s c "
-							      "WHERE "
-							      "c.trace_id = "
-							      "p.trace_id AND "
-							      "c.parent_span_"
-							      "id = p.span_id "
-							      "AND "
-							      "c.kind IN (2, "
-							      "5))) "
-							      "SELECT sn, sns, "
-							      "sv, dn, dns, "
-							      "dv, leaf, "
-							      "async, proto, "
-							      "outcome, "
-							      "sextant_"
-							      "duration_bucket("
-							      "duration_ns), "
-							      "count(*) FROM e "
-							      "GROUP BY 1, 2, "
-							      "3, 4, 5, 6, 7, "
-							      "8, 9, 10, 11 "
-							      "ORDER BY 1, 2, "
-							      "3, 4, 5, 6, 7, "
-							      "8, 9";
+	"WITH w AS (SELECT to_timestamp(lo / 1000.0) AS lo, "
+	"to_timestamp(hi "
+	"/ 1000.0) AS hi FROM unnest($4::bigint[], $5::bigint[]) u(lo, "
+	"hi)), " EDGES_CTE ", "
+	"parts (ss, sns, sv, sw, ds, dns, dv, dw, leaf, async, proto, "
+	"outcome, b, n) AS (SELECT " ROLLUP_COLS " FROM edge_rollup WHERE "
+	"period = ANY (" PERIODS(
+		"$2") ") UNION ALL SELECT " ROLLUP_COLS
+		      " FROM edge_rollup_minute WHERE period = ANY "
+		      "(" PERIODS("$3") ") "
+					"UNION ALL SELECT " EDGE_KEY
+					", array_agg(b ORDER BY b)::text, "
+					"array_agg(n ORDER BY b)::text FROM "
+					"(" EDGE_BUCKETS(
+						"0") ") g GROUP BY " EDGE_KEY
+						     ") "
+						     "SELECT " NODE("ss", "sw") ", sns, " VERSION(
+							     "sv") ", " NODE("d"
+									     "s",
+									     "d"
+									     "w") ", "
+										  "dns,"
+										  " " VERSION(
+											  "dv") ", leaf, async, proto, outcome, b, n FROM "
+												"parts ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9";
+
+/* The refresh of one period of edge_rollup ($1, an hour) or of the
+ * minutes $1 (Unix s, bigint[]) of edge_rollup_minute. */
+#define ROLLUP_INSERT(table)                                                   \
+	"INSERT INTO " table " (period, " ROLLUP_COLS_PLAIN                    \
+	", requests, buckets, counts) SELECT p, " EDGE_KEY                     \
+	", sum(n)::bigint, array_agg(b ORDER BY b), array_agg(n ORDER BY b) "  \
+	"FROM g GROUP BY p, " EDGE_KEY
+#define ROLLUP_COLS_PLAIN                                                      \
+	"src_service, src_namespace, src_version, src_workload, dst_service, " \
+	"dst_namespace, dst_version, dst_workload, leaf, async, protocol, "    \
+	"outcome"
+static const char hour_clear_sql[] =
+	"DELETE FROM edge_rollup WHERE period = $1::timestamptz";
+static const char hour_sql[] =
+	"WITH w AS (SELECT $1::timestamptz AS lo, $1::timestamptz + "
+	"interval '1 hour' AS hi), " EDGES_CTE ", "
+	"g AS (" EDGE_BUCKETS("$1::timestamptz") ") " ROLLUP_INSERT(
+		"edge_rollup");
+static const char minutes_clear_sql[] =
+	"DELETE FROM edge_rollup_minute WHERE period = ANY (" PERIODS("$1") ")";
+/* w: the minutes as runs of consecutive minutes, one window each */
+static const char minutes_sql[] =
+	"WITH w AS (SELECT to_timestamp(min(m)) AS lo, to_timestamp(max(m) + "
+	"60) AS hi FROM (SELECT m, m - 60 * row_number() OVER (ORDER BY m) AS "
+	"run FROM unnest($1::bigint[]) m) x GROUP BY run), " EDGES_CTE ", "
+	"g AS (" EDGE_BUCKETS(
+		"date_trunc('minute', t, 'UTC')") ") " ROLLUP_INSERT("edge_"
+								     "rollup_"
+								     "minute");
 
 /* Columns of graph_sql's rows. */
 enum {
@@ -307,18 +320,17 @@ add_edge(struct meshquery_result *r, const struct meshquery_filter *f,
 	e->protocol = PQgetvalue(res, from, C_PROTO);
 	e->async = strcmp(PQgetvalue(res, from, C_ASYNC), "t") == 0;
 	for (int i = from; i < to; i++) {
-		int64_t n = 0, outcome = 0;
+		int64_t n = rollup_hist_count(h), outcome = 0;
 
-		if (pg_text_i64(PQgetvalue(res, i, C_COUNT), &n) != STATUS_OK ||
-		    pg_text_i64(PQgetvalue(res, i, C_OUTCOME), &outcome) !=
+		if (pg_text_i64(PQgetvalue(res, i, C_OUTCOME), &outcome) !=
 			    STATUS_OK ||
-		    n < 0 ||
 		    rollup_hist_add_text(h, PQgetvalue(res, i, C_BUCKET),
 					 PQgetvalue(res, i, C_COUNT)) !=
 			    STATUS_OK) {
 			rc = pg_bad_row(err, "edge row");
 			goto out;
 		}
+		n = rollup_hist_count(h) - n;
 		e->requests += (uint64_t)n;
 		if (outcome == 1)
 			e->errors += (uint64_t)n;
@@ -339,6 +351,161 @@ out:
 	return rc;
 }
 
+/*
+ * Where each part of the range is read from, as graph_sql's arrays (text,
+ * "{...}"): hours and minutes of clean rollup rows (Unix s), and raw
+ * windows lo[i]..hi[i] (Unix ms), adjacent windows merged.
+ */
+/* Bytes of each of a plan's arrays: 12 a minute, so 8 MiB holds the
+ * minutes of a range of 480 days (retention is at most 3650, but a
+ * range reads hours where it can); a longer list fails with
+ * STATUS_NOMEM rather than grow without end. */
+#define PLAN_TEXT_MAX (8u << 20)
+
+struct plan {
+	struct buf hours, minutes, lo, hi;
+	int64_t last_hi; /* end of the last raw window, or INT64_MIN */
+};
+
+static void
+plan_add(struct buf *b, int64_t v)
+{
+	buf_printf(b, "%s%lld", b->len > 1 ? "," : "", (long long)v);
+}
+
+static void
+plan_raw(struct plan *p, int64_t lo, int64_t hi)
+{
+	if (lo >= hi)
+		return;
+	if (p->last_hi == lo) { /* extend the last window */
+		size_t at = p->hi.len;
+
+		while (at > 1 && p->hi.data[at - 1] != ',' &&
+		       p->hi.data[at - 1] != '{')
+			at--;
+		buf_rollback(&p->hi, at);
+		buf_printf(&p->hi, "%lld", (long long)hi);
+	} else {
+		plan_add(&p->lo, lo);
+		plan_add(&p->hi, hi);
+	}
+	p->last_hi = hi;
+}
+
+/* The next element of the sorted list "{1,2,3}" at *at (Unix s) as ms, or
+ * INT64_MAX past its end. */
+static int64_t
+next_mark(const char **at)
+{
+	char *end;
+	long long v;
+
+	while (**at == '{' || **at == ',')
+		(*at)++;
+	if (**at < '0' || **at > '9')
+		return INT64_MAX;
+	v = strtoll(*at, &end, 10);
+	*at = end;
+	return (int64_t)v * 1000;
+}
+
+/*
+ * The plan for f: as rollup_split_range splits it, hours from edge_rollup
+ * where clean, minutes from edge_rollup_minute where clean and no clean
+ * hour covers them, raw spans for the rest (the dirty minutes, the ends).
+ * dirty_hours, dirty_minutes: the marks' periods in the split's hours and
+ * minutes (Unix s, ascending).
+ */
+static int
+plan_make(struct plan *p, const struct meshquery_filter *f,
+	  const struct rollup_split *sp, const char *dirty_hours,
+	  const char *dirty_minutes)
+{
+	const int64_t minute = 60000, hour = 3600000;
+	const char *dh = dirty_hours, *dm = dirty_minutes;
+	int64_t next_h = next_mark(&dh), next_m = next_mark(&dm);
+
+	plan_raw(p, f->from_ms, sp->minute_from);
+	for (int64_t m = sp->minute_from; m < sp->minute_to;) {
+		while (next_h < m - m % hour)
+			next_h = next_mark(&dh);
+		if (m >= sp->hour_from && m < sp->hour_to && m % hour == 0 &&
+		    next_h != m) {
+			plan_add(&p->hours, m / 1000);
+			m += hour;
+			continue;
+		}
+		while (next_m < m)
+			next_m = next_mark(&dm);
+		if (next_m == m)
+			plan_raw(p, m, m + minute);
+		else
+			plan_add(&p->minutes, m / 1000);
+		m += minute;
+	}
+	plan_raw(p, sp->minute_to, f->to_ms);
+	buf_puts(&p->hours, "}");
+	buf_puts(&p->minutes, "}");
+	buf_puts(&p->lo, "}");
+	buf_puts(&p->hi, "}");
+	return buf_error(&p->hours) | buf_error(&p->minutes) |
+			       buf_error(&p->lo) | buf_error(&p->hi)
+		       ? STATUS_NOMEM
+		       : STATUS_OK;
+}
+
+/* The dirty hours in [$1, $2) and minutes in [$3, $4), as Unix s. */
+static const char dirty_sql[] =
+	"SELECT coalesce((SELECT array_agg(DISTINCT extract(epoch FROM "
+	"period)::bigint ORDER BY extract(epoch FROM period)::bigint) FROM "
+	"span_rollup_dirty WHERE period >= $1::timestamptz AND period < "
+	"$2::timestamptz), '{}')::text, coalesce((SELECT array_agg(DISTINCT "
+	"extract(epoch FROM period)::bigint ORDER BY extract(epoch FROM "
+	"period)::bigint) FROM span_rollup_minute_dirty WHERE period >= "
+	"$3::timestamptz AND period < $4::timestamptz), '{}')::text";
+
+/* The plan of f as of now: the marks read on c (in the caller's
+ * transaction). */
+static int
+plan_read(struct pg_conn *c, const struct meshquery_filter *f, struct plan *p,
+	  bool *rollup, struct pg_error *err)
+{
+	char t[4][TIMERANGE_FORMAT_MAX];
+	const char *v[4] = {t[0], t[1], t[2], t[3]};
+	struct rollup_split sp;
+	PGresult *res = NULL;
+	int rc;
+
+	*rollup = rollup_split_range(f->from_ms, f->to_ms, f->now_ms, &sp);
+	if (!*rollup) {
+		sp.minute_from = sp.minute_to = f->to_ms;
+		return plan_make(p, f, &sp, "{}", "{}");
+	}
+	timerange_format(sp.hour_from, t[0], sizeof(t[0]));
+	timerange_format(sp.hour_to, t[1], sizeof(t[1]));
+	timerange_format(sp.minute_from, t[2], sizeof(t[2]));
+	timerange_format(sp.minute_to, t[3], sizeof(t[3]));
+	if ((rc = pg_query(c, dirty_sql, 4, v, &res, err)) != STATUS_OK)
+		return rc;
+	if (PQntuples(res) != 1)
+		rc = pg_bad_row(err, "dirty periods");
+	else
+		rc = plan_make(p, f, &sp, PQgetvalue(res, 0, 0),
+			       PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return rc;
+}
+
+static void
+plan_free(struct plan *p)
+{
+	buf_free(&p->hours);
+	buf_free(&p->minutes);
+	buf_free(&p->lo);
+	buf_free(&p->hi);
+}
+
 static int
 by_requests(const void *a, const void *b)
 {
@@ -355,13 +522,14 @@ int
 meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 		struct meshquery_result **out, struct pg_error *err)
 {
-	char from[TIMERANGE_FORMAT_MAX], to[TIMERANGE_FORMAT_MAX];
-	const char *v[3];
+	const char *v[5];
+	struct plan plan = {.last_hi = INT64_MIN};
 	struct meshquery_result *r = NULL;
 	struct priv *priv = NULL;
 	PGresult *res = NULL;
 	struct pg_error ignored;
 	bool in_tx = false;
+	bool rollup = false;
 	int rc, rows;
 
 	*out = NULL;
@@ -369,11 +537,14 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 		return pg_error_set(err, STATUS_INVALID,
 				    "the time range is empty: from must be "
 				    "before to");
-	timerange_format(f->from_ms, from, sizeof(from));
-	timerange_format(f->to_ms, to, sizeof(to));
-	v[0] = from;
-	v[1] = to;
-	v[2] = meshquery_graph_type_name(f->type);
+	buf_init(&plan.hours, PLAN_TEXT_MAX);
+	buf_init(&plan.minutes, PLAN_TEXT_MAX);
+	buf_init(&plan.lo, PLAN_TEXT_MAX);
+	buf_init(&plan.hi, PLAN_TEXT_MAX);
+	buf_puts(&plan.hours, "{");
+	buf_puts(&plan.minutes, "{");
+	buf_puts(&plan.lo, "{");
+	buf_puts(&plan.hi, "{");
 	/* jit off (SET LOCAL): the self-join's estimate is large, and LLVM
 	 * would compile for longer than the statement runs.  Read-only: it
 	 * ends in a rollback. */
@@ -382,7 +553,14 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 	in_tx = true;
 	if ((rc = pg_query(c, "SELECT set_config('jit', 'off', true)", 0, NULL,
 			   NULL, err)) != STATUS_OK ||
-	    (rc = pg_query(c, graph_sql, 3, v, &res, err)) != STATUS_OK)
+	    (rc = plan_read(c, f, &plan, &rollup, err)) != STATUS_OK)
+		goto fail;
+	v[0] = meshquery_graph_type_name(f->type);
+	v[1] = plan.hours.data;
+	v[2] = plan.minutes.data;
+	v[3] = plan.lo.data;
+	v[4] = plan.hi.data;
+	if ((rc = pg_query(c, graph_sql, 5, v, &res, err)) != STATUS_OK)
 		goto fail;
 	r = calloc(1, sizeof(*r));
 	priv = calloc(1, sizeof(*priv));
@@ -393,6 +571,7 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 	priv->res = res;
 	res = NULL;
 	r->priv_ = priv;
+	r->rollup = rollup && (plan.hours.len > 2 || plan.minutes.len > 2);
 	priv = NULL;
 	res = ((struct priv *)r->priv_)->res;
 	rows = PQntuples(res);
@@ -408,6 +587,7 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 	in_tx = false;
 	if ((rc = pg_rollback(c, err)) != STATUS_OK)
 		goto fail;
+	plan_free(&plan);
 	*out = r;
 	return STATUS_OK;
 fail_owned:
@@ -418,6 +598,7 @@ fail:
 	PQclear(res);
 	free(priv);
 	meshquery_free(r);
+	plan_free(&plan);
 	return rc == STATUS_NOMEM ? pg_error_set(err, rc, "out of memory") : rc;
 }
 
@@ -583,4 +764,31 @@ meshquery_summary_free(struct meshquery_summary *s)
 	free(s->ns);
 	s->ns = NULL;
 	s->n_ns = 0;
+}
+
+/* ---- the edge rollups -------------------------------------------------- */
+
+int
+meshquery_rollup_hour(struct pg_conn *c, const char *period,
+		      struct pg_error *err)
+{
+	const char *one[] = {period};
+	int rc;
+
+	if ((rc = pg_query(c, hour_clear_sql, 1, one, NULL, err)) != STATUS_OK)
+		return rc;
+	return pg_query(c, hour_sql, 1, one, NULL, err);
+}
+
+int
+meshquery_rollup_minutes(struct pg_conn *c, const char *minutes,
+			 struct pg_error *err)
+{
+	const char *one[] = {minutes};
+	int rc;
+
+	if ((rc = pg_query(c, minutes_clear_sql, 1, one, NULL, err)) !=
+	    STATUS_OK)
+		return rc;
+	return pg_query(c, minutes_sql, 1, one, NULL, err);
 }

@@ -47,6 +47,7 @@ const char *meshquery_graph_type_name(enum meshquery_graph_type t);
 struct meshquery_filter {
 	int64_t from_ms; /* [from_ms, to_ms), Unix ms; from < to */
 	int64_t to_ms;
+	int64_t now_ms; /* which periods have settled (rollup_split_range) */
 	enum meshquery_graph_type type;
 	/* edges with an end in one of these namespaces; nns 0: every edge
 	 * (borrowed for the call) */
@@ -89,14 +90,19 @@ struct meshquery_result {
 	struct meshquery_edge *edges; /* most requests first */
 	size_t n_edges;
 	bool truncated; /* more than MESHQUERY_MAX_EDGES edges */
+	bool rollup;	/* partly from the edge rollups (P50/P95 within
+			 * 0.5% either way) */
 	void *priv_;
 };
 
 /*
- * The graph of f, on c (borrowed, idle, left idle: one statement in a
- * read-only transaction of its own, rolled back, jit off).  Reads the
- * raw spans of [from - MESHQUERY_SLACK_S, to + MESHQUERY_SLACK_S): an
- * edge counts in the range when its measured span starts in it.
+ * The graph of f, on c (borrowed, idle, left idle: two statements in a
+ * read-only transaction of their own, rolled back, jit off).  An edge
+ * counts in the range when its measured span starts in it.  As
+ * servicequery reads the call rollups: the clean settled hours from
+ * edge_rollup, the other clean settled minutes from edge_rollup_minute,
+ * and the raw spans of the rest (the range's ends, its dirty minutes),
+ * paired with those up to MESHQUERY_SLACK_S around them.
  * Strings point into the result and live until meshquery_free.
  * STATUS_INVALID for from >= to (err->client says so); else lib/pg
  * errors.  *out is NULL on failure.
@@ -105,6 +111,21 @@ int meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 		    struct meshquery_result **out, struct pg_error *err) WUR;
 
 void meshquery_free(struct meshquery_result *r); /* accepts NULL */
+
+/*
+ * The edge rollups' refresh, run by lib/telemetry/rollup in the
+ * transaction that refreshes the same periods of span_rollup (an hour,
+ * period as its text) or span_rollup_minute (minutes, "{...}" of Unix s):
+ * their rows deleted and computed again from the spans, with the calls'
+ * other ends up to MESHQUERY_SLACK_S around them.  A call whose other
+ * end is stored later, after its period was refreshed, counts as it was
+ * then (a leaf, or not at all) until that period is dirty again.
+ * Errors: those of pg_query.
+ */
+int meshquery_rollup_hour(struct pg_conn *c, const char *period,
+			  struct pg_error *err) WUR;
+int meshquery_rollup_minutes(struct pg_conn *c, const char *minutes,
+			     struct pg_error *err) WUR;
 
 /* An edge's verdict by health_judge on its own calls. */
 enum health_status meshquery_edge_health(const struct health_tolerances *t,

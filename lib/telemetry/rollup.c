@@ -16,6 +16,7 @@
 
 #include "pg/locks.h"
 #include "pg/migrate.h"
+#include "telemetry/meshquery.h"
 
 /* Extra buckets allocated beyond the ones asked for when a histogram
  * grows, so rows arriving in ascending bucket order reallocate rarely. */
@@ -637,7 +638,8 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 	    (rc = pg_query(c, five_clear_sql, 2, two, NULL, err)) !=
 		    STATUS_OK ||
 	    (rc = pg_query(c, five_aggregate_sql, 4, four, NULL, err)) !=
-		    STATUS_OK)
+		    STATUS_OK ||
+	    (rc = meshquery_rollup_minutes(c, one[0], err)) != STATUS_OK)
 		goto out;
 	if ((rc = pg_commit(c, err)) == STATUS_OK)
 		*refreshed = true;
@@ -683,7 +685,8 @@ refresh_one(struct pg_conn *c, const struct refresh_mode *m, const char *period,
 	    (rc = fence(c, m, &held, err)) != STATUS_OK || held ||
 	    (rc = pg_query(c, clear_rollup_sql, 1, one, NULL, err)) !=
 		    STATUS_OK ||
-	    (rc = pg_query(c, aggregate_sql, 2, two, NULL, err)) != STATUS_OK)
+	    (rc = pg_query(c, aggregate_sql, 2, two, NULL, err)) != STATUS_OK ||
+	    (rc = meshquery_rollup_hour(c, period, err)) != STATUS_OK)
 		goto out;
 	if ((rc = pg_commit(c, err)) == STATUS_OK)
 		*refreshed = true;
@@ -917,6 +920,12 @@ rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 		{"DELETE FROM span_rollup_5m WHERE period <= now() - "
 		 "make_interval(days => $1::integer, secs => $2::integer)",
 		 ROLLUP_5M_S},
+		{"DELETE FROM edge_rollup WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_PERIOD_S},
+		{"DELETE FROM edge_rollup_minute WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_MINUTE_S},
 	};
 	char days[16], len[16];
 	const char *params[] = {days, len};

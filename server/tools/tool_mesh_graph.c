@@ -124,6 +124,7 @@ graph_fetch(struct graph_call *x, json_t **result)
 {
 	struct meshquery_filter f = {.from_ms = x->tr.from_ms,
 				     .to_ms = x->tr.to_ms,
+				     .now_ms = x->now,
 				     .type = x->type,
 				     .ns = x->ns,
 				     .nns = x->nns};
@@ -312,9 +313,12 @@ graph_text(struct graph_call *x)
 		   "errors by OpenTelemetry's rule, on the callee's span; "
 		   "health by Kiali's rule: errors > %g%% DEGRADED, >= %g%% "
 		   "UNHEALTHY; client errors >= %g%% DEGRADED, >= %g%% "
-		   "UNHEALTHY.\n",
+		   "UNHEALTHY%s.\n",
 		   x->tol.error_degraded, x->tol.error_unhealthy,
-		   x->tol.client_error_degraded, x->tol.client_error_unhealthy);
+		   x->tol.client_error_degraded, x->tol.client_error_unhealthy,
+		   x->r->rollup ? "; P50 and P95 from the minute and hourly "
+				  "rollups (within 0.5%)"
+				: "");
 	if (x->r->truncated)
 		buf_printf(b,
 			   "More than %d edges: the rest were not read; name "

@@ -23,6 +23,7 @@
 #include "pg/pg.h"
 #include "storetest.h"
 #include "telemetry/meshquery.h"
+#include "telemetry/rollup.h"
 
 #define MIN_MS (60LL * 1000)
 
@@ -249,6 +250,13 @@ group_setup(void **state)
 		     "30", "200", "{}"));
 	exec(c, SPAN("4", "2", "1", "otlp", "3600", "2", "api", "'shop'",
 		     "'v2'", "20", "200", "{}"));
+	/* the marks the store's writer leaves (long settled) */
+	exec(c, "INSERT INTO span_rollup_dirty SELECT DISTINCT "
+		"date_trunc('hour', start_time, 'UTC'), 0 FROM spans "
+		"WHERE $1::timestamptz IS NOT NULL");
+	exec(c, "INSERT INTO span_rollup_minute_dirty SELECT DISTINCT "
+		"date_trunc('minute', start_time, 'UTC'), 0 FROM spans "
+		"WHERE $1::timestamptz IS NOT NULL");
 	pg_release(c);
 	return 0;
 }
@@ -262,10 +270,12 @@ group_teardown(void **state)
 }
 
 static struct meshquery_result *
-graph(enum meshquery_graph_type type, const char *const *ns, size_t nns)
+graph_in(int64_t from, int64_t to, enum meshquery_graph_type type,
+	 const char *const *ns, size_t nns)
 {
-	struct meshquery_filter f = {.from_ms = now_ms - 10 * MIN_MS,
-				     .to_ms = now_ms + 1000,
+	struct meshquery_filter f = {.from_ms = from,
+				     .now_ms = now_ms,
+				     .to_ms = to,
 				     .type = type,
 				     .ns = ns,
 				     .nns = nns};
@@ -277,6 +287,13 @@ graph(enum meshquery_graph_type type, const char *const *ns, size_t nns)
 		fail_msg("meshquery_graph: %s (%s)", err.client, err.detail);
 	pg_release(c);
 	return r;
+}
+
+/* The last 10 minutes. */
+static struct meshquery_result *
+graph(enum meshquery_graph_type type, const char *const *ns, size_t nns)
+{
+	return graph_in(now_ms - 10 * MIN_MS, now_ms + 1000, type, ns, nns);
 }
 
 /* The edge src -> dst ("name" or "name (version)"), or NULL. */
@@ -365,6 +382,72 @@ test_graph(void **state)
 	meshquery_free(r);
 }
 
+/* The same graph from raw spans and, once refreshed, from the hour and
+ * minute rollups alone (the spans deleted): the topology again three
+ * hours back, read over [now - 5 h, now - 2 h) (whole hours, and minutes
+ * at its ends). */
+static void
+test_rollup(void **state)
+{
+	struct meshquery_result *raw, *rolled;
+	struct pg_conn *c = storetest_conn(&store);
+	struct pg_error err;
+	int done = 0, pending = 0;
+
+	(void)state;
+	exec(c, "INSERT INTO spans SELECT start_time - interval '3 hours', "
+		"duration_ns, start_nanos, kind, status_code, "
+		"set_byte(trace_id, 0, 255), span_id, parent_span_id, source, "
+		"name, status_message, trace_state, service_name, "
+		"service_namespace, service_version, k8s_namespace_name, "
+		"k8s_deployment_name, k8s_pod_name, host_name, scope_name, "
+		"scope_version, http_method, http_route, url_path, "
+		"http_status_code, rpc_system, rpc_service, rpc_method, "
+		"rpc_grpc_status_code, db_system, db_operation, db_table, "
+		"session_id, gen_ai_provider, gen_ai_operation, "
+		"gen_ai_request_model, gen_ai_response_model, "
+		"gen_ai_input_tokens, gen_ai_output_tokens, attributes, "
+		"resource_attributes, events, links FROM spans "
+		"WHERE start_time > $1::timestamptz - interval '10 minutes'");
+	exec(c, "INSERT INTO span_rollup_dirty SELECT DISTINCT "
+		"date_trunc('hour', start_time, 'UTC'), 0 FROM spans "
+		"WHERE $1::timestamptz IS NOT NULL ON CONFLICT DO NOTHING");
+	exec(c, "INSERT INTO span_rollup_minute_dirty SELECT DISTINCT "
+		"date_trunc('minute', start_time, 'UTC'), 0 FROM spans "
+		"WHERE $1::timestamptz IS NOT NULL ON CONFLICT DO NOTHING");
+	raw = graph_in(now_ms - 300 * MIN_MS, now_ms - 120 * MIN_MS,
+		       MESHQUERY_VERSIONED_APP, NULL, 0);
+	assert_int_equal(raw->n_edges, 5);
+	if (rollup_refresh_fenced(c, &done, &pending, &err) != STATUS_OK)
+		fail_msg("rollup_refresh_fenced: %s (%s)", err.client,
+			 err.detail);
+	assert_true(done > 0);
+	/* the rollups alone answer: the spans go, unmarked */
+	exec(c, "DELETE FROM spans WHERE start_time < $1::timestamptz - "
+		"interval '2 hours'");
+	pg_release(c);
+	rolled = graph_in(now_ms - 300 * MIN_MS, now_ms - 120 * MIN_MS,
+			  MESHQUERY_VERSIONED_APP, NULL, 0);
+	assert_true(rolled->rollup);
+	assert_int_equal(rolled->n_edges, raw->n_edges);
+	for (size_t i = 0; i < raw->n_edges; i++) {
+		const struct meshquery_edge *a = &raw->edges[i],
+					    *b = &rolled->edges[i];
+
+		assert_string_equal(raw->nodes[a->src].name,
+				    rolled->nodes[b->src].name);
+		assert_string_equal(raw->nodes[a->dst].name,
+				    rolled->nodes[b->dst].name);
+		assert_int_equal(a->requests, b->requests);
+		assert_int_equal(a->errors, b->errors);
+		assert_int_equal(a->client_errors, b->client_errors);
+		assert_true(a->p95_ms == b->p95_ms);
+		assert_true(a->p50_ms == b->p50_ms);
+	}
+	meshquery_free(raw);
+	meshquery_free(rolled);
+}
+
 static void
 test_bad_range(void **state)
 {
@@ -390,6 +473,7 @@ main(void)
 	};
 	const struct CMUnitTest db[] = {
 		cmocka_unit_test(test_graph),
+		cmocka_unit_test(test_rollup),
 		cmocka_unit_test(test_bad_range),
 	};
 	int failed = cmocka_run_group_tests_name("meshquery", pure, NULL, NULL);
