@@ -6,14 +6,16 @@
 // compared with SQL over the same spans; health statuses sit at the
 // tolerance boundaries (10% errors UNHEALTHY, 0.5% DEGRADED, 10% client
 // errors DEGRADED, 9% HEALTHY); availability and topUnhealthy as Kiali
-// computes them.
+// computes them; a day read from the edge rollups (the same topology
+// three hours back, refreshed by `sextant maintain`) agrees with SQL too.
 
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { KIND, STATUS, newId, span } from './lib/otlpjson.mjs';
 import { psql } from './lib/pg.mjs';
-import { MIN_MS, MS, ResBatch, callRefused, callTool, close, startStack } from './lib/tooltest.mjs';
+import { CONFORMANCE_CONFIG, runSextant } from './lib/server.mjs';
+import { HOUR_MS, MIN_MS, MS, ResBatch, callRefused, callTool, close, startStack } from './lib/tooltest.mjs';
 
 const NOW_MS = Date.now();
 const ago = (ms) => BigInt(NOW_MS - Math.round(ms)) * MS;
@@ -27,7 +29,9 @@ const RES = {
 	search: { 'service.namespace': 'shop', 'service.version': 'v1' },
 };
 
+let shift = 0; // ms before now the topology being written starts
 function sp(service, t, { id = newId(8), parent, kind, at, dur, attributes, status, sources = ['otlp'] }) {
+	at += shift;
 	for (const source of sources) {
 		batch.add(service, source, span({
 			traceId: t, spanId: id, parentSpanId: parent, name: `${service} op`, kind,
@@ -47,31 +51,35 @@ function call(caller, callee, i, { attributes, dur, sources, base = 30000 }) {
 	sp(callee, t, { parent: c, kind: KIND.SERVER, at: at - 0.5, dur, attributes, sources });
 }
 
-// frontend -> checkout, HTTP: 200 calls, 1 answered 503 (0.5%: DEGRADED)
-for (let i = 0; i < 200; i++) call('frontend', 'checkout', i, { attributes: http(i === 7 ? 503 : 200), dur: 10 + (i % 40) });
-// frontend -> auth: 100 calls, 10 answered 401 (client errors, 10%: DEGRADED)
-for (let i = 0; i < 100; i++) call('frontend', 'auth', i, { attributes: http(i < 10 ? 401 : 200), dur: 3 + (i % 7) });
-// frontend -> search: 100 calls, 9 answered 404 (9%: HEALTHY)
-for (let i = 0; i < 100; i++) call('frontend', 'search', i, { attributes: http(i < 9 ? 404 : 200), dur: 20 + (i % 13) });
-// checkout -> payments (namespace money), gRPC: 100 calls, 10 INTERNAL
-// (10%: UNHEALTHY); payments' spans seen by eBPF too
-for (let i = 0; i < 100; i++) call('checkout', 'payments', i, { attributes: grpc(i % 10 === 3 ? 13 : 0), dur: 30 + (i % 50), sources: ['otlp', 'ebpf'] });
-// checkout -> its database: 100 SELECTs, 2 failed (span status ERROR)
-for (let i = 0; i < 100; i++) {
-	sp('checkout', newId(16), { kind: KIND.CLIENT, at: 40000 + i * 991, dur: 2 + (i % 5),
-		attributes: { 'db.system': 'postgresql', 'db.name': 'orders', 'db.operation': 'SELECT' },
-		status: i < 2 ? { code: STATUS.ERROR, message: 'deadlock' } : undefined });
+// The topology, now and again three hours back (for the rollups).
+for (shift of [0, 3 * HOUR_MS]) {
+	// frontend -> checkout, HTTP: 200 calls, 1 answered 503 (0.5%: DEGRADED)
+	for (let i = 0; i < 200; i++) call('frontend', 'checkout', i, { attributes: http(i === 7 ? 503 : 200), dur: 10 + (i % 40) });
+	// frontend -> auth: 100 calls, 10 answered 401 (client errors, 10%: DEGRADED)
+	for (let i = 0; i < 100; i++) call('frontend', 'auth', i, { attributes: http(i < 10 ? 401 : 200), dur: 3 + (i % 7) });
+	// frontend -> search: 100 calls, 9 answered 404 (9%: HEALTHY)
+	for (let i = 0; i < 100; i++) call('frontend', 'search', i, { attributes: http(i < 9 ? 404 : 200), dur: 20 + (i % 13) });
+	// checkout -> payments (namespace money), gRPC: 100 calls, 10 INTERNAL
+	// (10%: UNHEALTHY); payments' spans seen by eBPF too
+	for (let i = 0; i < 100; i++) call('checkout', 'payments', i, { attributes: grpc(i % 10 === 3 ? 13 : 0), dur: 30 + (i % 50), sources: ['otlp', 'ebpf'] });
+	// checkout -> its database: 100 SELECTs, 2 failed (span status ERROR)
+	for (let i = 0; i < 100; i++) {
+		sp('checkout', newId(16), { kind: KIND.CLIENT, at: 40000 + i * 991, dur: 2 + (i % 5),
+			attributes: { 'db.system': 'postgresql', 'db.name': 'orders', 'db.operation': 'SELECT' },
+			status: i < 2 ? { code: STATUS.ERROR, message: 'deadlock' } : undefined });
+	}
+	// checkout -> an external API: 20 calls
+	for (let i = 0; i < 20; i++) {
+		sp('checkout', newId(16), { kind: KIND.CLIENT, at: 50000 + i * 1013, dur: 80 + i, attributes: { ...http(200), 'server.address': 'api.stripe.com' } });
+	}
+	// checkout -> mailer through a queue: 50 messages (async)
+	for (let i = 0; i < 50; i++) {
+		const t = newId(16), at = 60000 + i * 1009;
+		const p = sp('checkout', t, { kind: KIND.PRODUCER, at, dur: 1, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'mail' } });
+		sp('mailer', t, { parent: p, kind: KIND.CONSUMER, at: at - 200, dur: 15 + (i % 9), attributes: { 'messaging.system': 'kafka' } });
+	}
 }
-// checkout -> an external API: 20 calls
-for (let i = 0; i < 20; i++) {
-	sp('checkout', newId(16), { kind: KIND.CLIENT, at: 50000 + i * 1013, dur: 80 + i, attributes: { ...http(200), 'server.address': 'api.stripe.com' } });
-}
-// checkout -> mailer through a queue: 50 messages (async)
-for (let i = 0; i < 50; i++) {
-	const t = newId(16), at = 60000 + i * 1009;
-	const p = sp('checkout', t, { kind: KIND.PRODUCER, at, dur: 1, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'mail' } });
-	sp('mailer', t, { parent: p, kind: KIND.CONSUMER, at: at - 200, dur: 15 + (i % 9), attributes: { 'messaging.system': 'kafka' } });
-}
+shift = 0;
 // an hour ago: outside a 10-minute rateInterval
 for (let i = 0; i < 10; i++) call('frontend', 'checkout', i, { attributes: http(500), dur: 5, base: 60 * MIN_MS });
 
@@ -82,9 +90,9 @@ const tool = (args, opts) => callTool(st.mcp, 'get_mesh_graph', args, opts);
 // OTLP twin): callee spans under a caller span of another service, and
 // caller spans with no callee; outcome by sextant_span_outcome on the
 // measured span.
-const EDGES_SQL = `
+const edgesSql = (interval) => `
 WITH s AS (SELECT *, sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) AS o
-	FROM spans WHERE source = 'otlp' AND start_time >= now() - interval '10 minutes'),
+	FROM spans WHERE source = 'otlp' AND start_time >= now() - interval '${interval}'),
 e AS (SELECT p.service_name AS src, c.service_name AS dst, c.o, c.duration_ns
 	FROM s c JOIN s p ON p.trace_id = c.trace_id AND p.span_id = c.parent_span_id
 	WHERE (c.kind, p.kind) IN ((2, 3), (5, 4)) AND p.service_name <> c.service_name
@@ -111,7 +119,7 @@ after(async () => {
 describe('get_mesh_graph', () => {
 	test('edges, counts, error rates and percentiles agree with SQL', async () => {
 		const { sc } = await tool({ graphType: 'service' });
-		const want = JSON.parse(await psql(st.pg.url, EDGES_SQL));
+		const want = JSON.parse(await psql(st.pg.url, edgesSql('10 minutes')));
 		assert.equal(sc.traffic.length, want.length, JSON.stringify(sc.traffic.map((e) => `${e.source}->${e.target}`)));
 		assert.equal(sc.total_edges, 7);
 		// labels carry the namespace: the graph spans two
@@ -126,7 +134,7 @@ describe('get_mesh_graph', () => {
 			close(e.p95_ms, w.p95, `${w.src} -> ${w.dst} P95`, { rel: 0.005 });
 		}
 		// eBPF saw payments' 100 calls too: stored twice, counted once
-		assert.equal(Number(await psql(st.pg.url, "SELECT count(*) FROM spans WHERE service_name = 'payments'")), 200);
+		assert.equal(Number(await psql(st.pg.url, "SELECT count(*) FROM spans WHERE service_name = 'payments' AND start_time > now() - interval '10 minutes'")), 200);
 		const pay = sc.traffic.find((x) => x.target === 'money/payments');
 		assert.equal(pay.requests, 100);
 		assert.equal(pay.protocol, 'grpc');
@@ -203,5 +211,30 @@ describe('get_mesh_graph', () => {
 		assert.match(r, /graphType/);
 		const t = await tool({ rateInterval: 'soonish' }, { expectError: true });
 		assert.match(t.text, /^rateInterval: /);
+	});
+
+	test('a day from the edge rollups agrees with SQL over the spans', async () => {
+		// the older copy settled into rollups: marks aged, the janitor's
+		// refresh run (as verdicts.test does)
+		await psql(st.pg.url, 'UPDATE span_rollup_dirty SET slot = slot - 100; UPDATE span_rollup_minute_dirty SET slot = slot - 100');
+		const r = runSextant(['maintain', '--config', CONFORMANCE_CONFIG], { env: { DATABASE_URL: st.pg.url } });
+		assert.equal(r.code, 0, `sextant maintain: ${r.stderr}`);
+		assert.ok(Number(await psql(st.pg.url, 'SELECT count(*) FROM edge_rollup')) > 0, 'no hour of edges rolled up');
+		const { text, sc } = await tool({ graphType: 'service', rateInterval: '24h' });
+		assert.match(text, /P50 and P95 from the minute and hourly rollups/);
+		const want = JSON.parse(await psql(st.pg.url, edgesSql('24 hours')));
+		assert.equal(sc.traffic.length, want.length);
+		for (const w of want) {
+			const e = sc.traffic.find((x) => x.source.replace(/^[a-z]+\//, '') === w.src && x.target.replace(/^[a-z]+\//, '') === w.dst);
+			assert.ok(e, `edge ${w.src} -> ${w.dst} missing`);
+			assert.equal(e.requests, w.n, `${w.src} -> ${w.dst} requests`);
+			assert.equal(e.errors, w.e, `${w.src} -> ${w.dst} errors`);
+			assert.equal(e.client_errors, w.ce, `${w.src} -> ${w.dst} client errors`);
+			close(e.p50_ms, w.p50, `${w.src} -> ${w.dst} P50`, { rel: 0.005 });
+			close(e.p95_ms, w.p95, `${w.src} -> ${w.dst} P95`, { rel: 0.005 });
+		}
+		// twice the topology, and the 10 calls of an hour ago
+		assert.equal(sc.traffic.find((x) => x.target === 'money/payments').requests, 200);
+		assert.equal(sc.traffic.find((x) => x.target === 'shop/checkout').requests, 410);
 	});
 });
