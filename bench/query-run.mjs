@@ -1,5 +1,6 @@
 // query-run.mjs - the measuring half of bench/query.sh: query_metrics (1 h,
-// 24 h, and 24 h with a timeline of 5 m steps) and query_traces (1 h) through MCP, interleaved call by call with
+// 24 h, and 24 h with a timeline of 5 m steps), query_traces (1 h) and
+// get_mesh_graph (1 h, 24 h) through MCP, interleaved call by call with
 // the single SQL statement that computes the same numbers from raw spans,
 // run by one long-lived psql with \timing on.  MCP through two clients on
 // one session: a plain HTTP/1.1 client (RawHttp, the targets are judged on
@@ -9,7 +10,7 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h,g1h,g24h]
 //        [--traces-sql walk|group|prepared]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
@@ -77,6 +78,8 @@ const KINDS = {
 	m24h: { tool: 'query_metrics', hours: 24, what: 'query_metrics 24h' },
 	t1h: { tool: 'query_traces', hours: 1, what: 'query_traces 1h' },
 	tl24h: { tool: 'query_metrics', hours: 24, step: '5m', what: 'query_metrics 24h, step 5m' },
+	g1h: { tool: 'get_mesh_graph', hours: 1, graph: true, what: 'get_mesh_graph 1h' },
+	g24h: { tool: 'get_mesh_graph', hours: 24, graph: true, what: 'get_mesh_graph 24h' },
 };
 const kinds = opt.kinds.split(',').filter(Boolean);
 for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (${Object.keys(KINDS).join(', ')})`);
@@ -162,14 +165,63 @@ function tracesSql(service, hours, range) {
 	return tracesStatement(`'${service}'`, from, to);
 }
 
+// The service graph (get_mesh_graph, graphType service): every call of
+// the range, counted once per span id (the OTLP copy of a span both
+// sources saw), as a SERVER (CONSUMER) span under a CLIENT (PRODUCER) span
+// of another service or a CLIENT (PRODUCER) span without such a child (a
+// leaf, named from its peer); per edge requests, errors, client errors
+// and the exact P50 and P95 of the measured spans.  One statement, the
+// best found: the spans that can end a call once, 300 s around the range
+// (a call's parent may start before it), then the self-join.
+function graphSql(hours, range) {
+	const [from, to] = sqlRange(hours, range);
+	const peer =
+		"coalesce(nullif(attributes ->> 'peer.service', ''), nullif(attributes ->> 'server.address', ''), " +
+		"db_system || coalesce(' ' || nullif(coalesce(attributes ->> 'db.namespace', attributes ->> 'db.name'), ''), ''), " +
+		"nullif(attributes ->> 'messaging.system', '') || coalesce(' ' || nullif(attributes ->> 'messaging.destination.name', ''), ''), 'unknown')";
+	return (
+		'WITH s AS MATERIALIZED (SELECT DISTINCT ON (trace_id, span_id) trace_id, span_id, parent_span_id, kind, start_time, ' +
+		'duration_ns, service_name, sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) AS o, ' +
+		`CASE WHEN kind IN (3, 4) THEN ${peer} END AS peer FROM spans WHERE source IN ('ebpf', 'otlp') AND kind IN (2, 3, 4, 5) ` +
+		`AND start_time >= ${from} - interval '300 s' AND start_time < ${to} + interval '300 s' ` +
+		'ORDER BY trace_id, span_id, source DESC), ' +
+		'e AS (SELECT p.service_name AS src, c.service_name AS dst, c.o, c.duration_ns FROM s c JOIN s p ' +
+		'ON p.trace_id = c.trace_id AND p.span_id = c.parent_span_id WHERE ((c.kind = 2 AND p.kind = 3) OR (c.kind = 5 AND p.kind = 4)) ' +
+		`AND p.service_name <> c.service_name AND c.start_time >= ${from} AND c.start_time < ${to} ` +
+		'UNION ALL SELECT p.service_name, p.peer, p.o, p.duration_ns FROM s p WHERE p.kind IN (3, 4) ' +
+		`AND p.start_time >= ${from} AND p.start_time < ${to} AND NOT EXISTS (SELECT 1 FROM s c ` +
+		'WHERE c.trace_id = p.trace_id AND c.parent_span_id = p.span_id AND c.kind IN (2, 5))) ' +
+		'SELECT src, dst, count(*), count(*) FILTER (WHERE o = 1), count(*) FILTER (WHERE o = 2), ' +
+		'percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ns), percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ns) ' +
+		'FROM e GROUP BY 1, 2 ORDER BY 1, 2'
+	);
+}
+
+// Runs kind's statement on psql: {ms, rows}.  The graph's self-join runs
+// with nested loops off (not timed: a SET before, a RESET after), as the
+// tool's does: PostgreSQL estimates a CTE's filtered rows at one or two
+// and would pair every SERVER span with every CLIENT span (an hour of the
+// 200,000-span demo day took 7 s so, 69 ms with hash joins).
+async function runSql(psql, kind, service, range) {
+	if (!KINDS[kind].graph) return psql.run(sqlFor(kind, service, range));
+	await psql.run('SET enable_nestloop = off');
+	try {
+		return await psql.run(sqlFor(kind, service, range));
+	} finally {
+		await psql.run('RESET enable_nestloop');
+	}
+}
+
 function sqlFor(kind, service, range) {
 	const k = KINDS[kind];
+	if (k.graph) return graphSql(k.hours, range);
 	if (k.step) return timelineSql(service, k.hours, range);
 	return k.tool === 'query_metrics' ? metricsSql(service, k.hours, range) : tracesSql(service, k.hours, range);
 }
 
 function argsFor(kind, service, range) {
 	const k = KINDS[kind];
+	if (k.graph) return range ? { graphType: 'service', from: range.from, to: range.to } : { graphType: 'service', rateInterval: `${k.hours}h` };
 	const step = k.step ? { step: k.step } : {};
 	if (range) return { service, from: range.from, to: range.to, ...step };
 	return { service, time_range: `${k.hours}h`, ...step };
@@ -390,6 +442,32 @@ function checkTimeline(result, rows) {
 	return { problems, keys: steps, maxPctDiff: maxPct, rollup: sc.rollup === true };
 }
 
+// Compares one get_mesh_graph answer (graphType service) with the SQL
+// rows: every edge's counts exact, P50 and P95 within 0.5%.  Node names
+// carry "namespace/" when the graph spans several.
+function checkGraph(result, rows) {
+	const problems = [];
+	const sc = result.structuredContent ?? {};
+	const strip = (l) => l.replace(/^[^/]*\//, '');
+	const tool = new Map((sc.traffic ?? []).map((e) => [`${strip(e.source)} -> ${strip(e.target)}`, e]));
+	let maxPct = 0;
+	if ((sc.not_shown ?? 0) > 0) problems.push(`${sc.not_shown} edges not shown (the answer's budget): only those shown are compared`);
+	for (const [src, dst, n, e, ce, p50, p95] of rows) {
+		const key = `${src} -> ${dst}`;
+		const t = tool.get(key);
+		if (!t) {
+			if (!sc.not_shown) problems.push(`no tool edge ${key}`);
+			continue;
+		}
+		tool.delete(key);
+		if ([t.requests, t.errors, t.client_errors].join() !== [n, e, ce].map(Number).join()) problems.push(`${key}: ${t.requests}/${t.errors}/${t.client_errors} vs SQL ${n}/${e}/${ce}`);
+		for (const [got, want] of [[t.p50_ms, Number(p50) / 1e6], [t.p95_ms, Number(p95) / 1e6]]) maxPct = Math.max(maxPct, relDiff(got, want));
+	}
+	for (const k of tool.keys()) problems.push(`tool edge without SQL row: ${k}`);
+	if (maxPct > 0.005 * (1 + 1e-6)) problems.push(`P50/P95 differ by ${(100 * maxPct).toFixed(3)}%`);
+	return { problems, keys: rows.length, maxPctDiff: maxPct, rollup: /from the minute and hourly rollups/.test(result.content?.[0]?.text ?? '') };
+}
+
 function checkTraces(result, rows) {
 	const problems = [];
 	const sc = result.structuredContent ?? {};
@@ -468,15 +546,17 @@ async function main() {
 	const checkEnd = opt.live ? Math.floor(Date.now() / 1000) * 1000 : anchorMs;
 	for (const svc of services) {
 		for (const k of kinds) {
+			// one graph for every service: checked once
+			if (KINDS[k].graph && svc !== services[0]) continue;
 			const range = rangeAt(k, checkEnd);
 			const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
 			const p = await callTool(KINDS[k].tool, argsFor(k, svc, range), rawPost);
-			const s = await psql.run(sqlFor(k, svc, range));
+			const s = await runSql(psql, k, svc, range);
 			const c = { kind: k, service: svc, mcp_ms: m.ms, sql_ms: s.ms };
 			if (m.result.isError) {
 				c.problems = [`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`];
 			} else {
-				const check = KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
+				const check = KINDS[k].graph ? checkGraph : KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
 				Object.assign(c, check(m.result, s.rows));
 			}
 			if (JSON.stringify(p.result) !== JSON.stringify(m.result)) c.problems.push('the plain client got another result than node:http');
@@ -515,9 +595,9 @@ async function main() {
 						const m = await callTool(KINDS[k].tool, argsFor(k, svc, range), via === 'raw' ? rawPost : post);
 						ms = m.ms;
 						if (m.result.isError) throw new Error(`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`);
-						rollup = m.result.structuredContent?.rollup ?? null;
+						rollup = KINDS[k].graph ? /from the minute and hourly rollups/.test(m.result.content?.[0]?.text ?? '') : (m.result.structuredContent?.rollup ?? null);
 					} else {
-						ms = (await psql.run(sqlFor(k, svc, range))).ms;
+						ms = (await runSql(psql, k, svc, range)).ms;
 					}
 				} catch (e) {
 					out.failures.push({ kind: k, service: svc, via, error: String(e.message ?? e) });

@@ -81,6 +81,17 @@ _Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 	"AND c.parent_span_id = p.span_id AND c.kind IN (2, 5)))"
 #define EDGES_CTE SPANS_CTE ", " CALLS_CTE
 
+/*
+ * The pairing joins s with itself, and PostgreSQL estimates a CTE's
+ * filtered rows at one or two: it then pairs by nested loop, every
+ * SERVER span against every CLIENT span (an hour of 400,000 spans would
+ * never end).  Hash joins are the right plan at any size, so the
+ * statements that pair run with nested loops off, for their transaction
+ * only (SET LOCAL); the loops over windows (LATERAL) stay, having no
+ * other plan.
+ */
+#define LOCAL_PLAN "SELECT set_config('enable_nestloop', 'off', true)"
+
 /* e's key columns, and e grouped per key (and period p) and bucket. */
 #define EDGE_KEY "ss, sns, sv, sw, ds, dns, dv, dw, leaf, async, proto, outcome"
 #define EDGE_BUCKETS(period)                                                   \
@@ -545,14 +556,14 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 	buf_puts(&plan.minutes, "{");
 	buf_puts(&plan.lo, "{");
 	buf_puts(&plan.hi, "{");
-	/* jit off (SET LOCAL): the self-join's estimate is large, and LLVM
-	 * would compile for longer than the statement runs.  Read-only: it
-	 * ends in a rollback. */
+	/* LOCAL_PLAN, and jit off: the self-join's estimate is large, and
+	 * LLVM would compile for longer than the statement runs.  Read-only:
+	 * it ends in a rollback. */
 	if ((rc = pg_begin(c, err)) != STATUS_OK)
 		return rc;
 	in_tx = true;
-	if ((rc = pg_query(c, "SELECT set_config('jit', 'off', true)", 0, NULL,
-			   NULL, err)) != STATUS_OK ||
+	if ((rc = pg_query(c, LOCAL_PLAN ", set_config('jit', 'off', true)", 0,
+			   NULL, NULL, err)) != STATUS_OK ||
 	    (rc = plan_read(c, f, &plan, &rollup, err)) != STATUS_OK)
 		goto fail;
 	v[0] = meshquery_graph_type_name(f->type);
@@ -775,7 +786,8 @@ meshquery_rollup_hour(struct pg_conn *c, const char *period,
 	const char *one[] = {period};
 	int rc;
 
-	if ((rc = pg_query(c, hour_clear_sql, 1, one, NULL, err)) != STATUS_OK)
+	if ((rc = pg_query(c, LOCAL_PLAN, 0, NULL, NULL, err)) != STATUS_OK ||
+	    (rc = pg_query(c, hour_clear_sql, 1, one, NULL, err)) != STATUS_OK)
 		return rc;
 	return pg_query(c, hour_sql, 1, one, NULL, err);
 }
@@ -787,8 +799,9 @@ meshquery_rollup_minutes(struct pg_conn *c, const char *minutes,
 	const char *one[] = {minutes};
 	int rc;
 
-	if ((rc = pg_query(c, minutes_clear_sql, 1, one, NULL, err)) !=
-	    STATUS_OK)
+	if ((rc = pg_query(c, LOCAL_PLAN, 0, NULL, NULL, err)) != STATUS_OK ||
+	    (rc = pg_query(c, minutes_clear_sql, 1, one, NULL, err)) !=
+		    STATUS_OK)
 		return rc;
 	return pg_query(c, minutes_sql, 1, one, NULL, err);
 }

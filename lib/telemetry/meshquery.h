@@ -117,7 +117,9 @@ void meshquery_free(struct meshquery_result *r); /* accepts NULL */
  * transaction that refreshes the same periods of span_rollup (an hour,
  * period as its text) or span_rollup_minute (minutes, "{...}" of Unix s):
  * their rows deleted and computed again from the spans, with the calls'
- * other ends up to MESHQUERY_SLACK_S around them.  A call whose other
+ * other ends up to MESHQUERY_SLACK_S around them.  Turns nested loops
+ * off for the rest of the caller's transaction (SET LOCAL): the caller
+ * runs them last in it.  A call whose other
  * end is stored later, after its period was refreshed, counts as it was
  * then (a leaf, or not at all) until that period is dirty again.
  * Errors: those of pg_query.

@@ -111,7 +111,9 @@ graph_args(struct graph_call *x, const json_t *args, json_t **result)
 	x->interval = json_is_string(ri) && json_string_length(ri) > 0
 			      ? json_string_value(ri)
 			      : "10m";
-	if (timerange_parse(x->interval, NULL, NULL, x->now, &x->tr, err,
+	/* from / to (Sextant's, beside Kiali's arguments) win over it */
+	if (timerange_parse(x->interval, tool_arg_str(args, "from"),
+			    tool_arg_str(args, "to"), x->now, &x->tr, err,
 			    sizeof(err)) != STATUS_OK) {
 		*result = tool_result_error("rateInterval: %s", err);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
