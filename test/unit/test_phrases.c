@@ -31,6 +31,8 @@
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
 #include "tools/tool_mesh_graph.h"
+#include "tools/tool_mesh_istio.h"
+#include "tools/tool_mesh_ui.h"
 #include "tools/tool_query.h"
 #include "tools/tool_query_otlp.h"
 #include "tools/tool_spans.h"
@@ -316,6 +318,8 @@ setup(void **state)
 		spans_services_tool_handlers,
 		grafana_tool_handlers,
 		mesh_graph_tool_handlers,
+		mesh_istio_tool_handlers,
+		mesh_ui_tool_handlers,
 		NULL,
 	};
 	static char *const no_env[] = {NULL};
