@@ -65,7 +65,7 @@ _Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 	" END AS peer FROM spans WHERE source IN ('ebpf', 'otlp') AND kind "   \
 	"IN (2, 3, 4, 5) AND start_time >= w.lo - " SLACK                      \
 	" AND start_time < w.hi + " SLACK                                      \
-	") x ORDER BY trace_id, span_id, source DESC)"
+	" OFFSET 0) x ORDER BY trace_id, span_id, source DESC)"
 #define CALLS_CTE                                                              \
 	"e AS (SELECT c.start_time AS t, p.service_name AS ss, p.ns AS sns, "  \
 	"p.ver AS sv, p.wl AS sw, c.service_name AS ds, c.ns AS dns, c.ver "   \
