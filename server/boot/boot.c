@@ -2,7 +2,7 @@
  * boot.c - assembles the gateway: builds the shared context from the
  * config (every room's part of it), reloads what may change at run time,
  * runs the once-a-second janitor tick, and tears it down.  The one place
- * that names the tool families (handler_tables).  It is a room of its
+ * that names the tool families (boot_tool_families).  It is a room of its
  * own (server/boot/), above every other: it includes them all, and only
  * main.c includes it.
  */
@@ -50,8 +50,9 @@
 #include "tools/tool_spans.h"
 #include "tools/tool_query_otlp.h"
 
-/* Every tool family's handler table; tools.c binds definitions to them. */
-static const struct tool_handler *const handler_tables[] = {
+/* Every tool family's handler table; tools.c binds definitions to them
+ * (the tests load the same list). */
+const struct tool_handler *const boot_tool_families[] = {
 	core_tool_handlers,
 	conformance_tool_handlers,
 	conformance_2026_tool_handlers, /* test_custom_header */
@@ -329,8 +330,8 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 			 cfg->workers.threads, status_str(rc));
 		return rc;
 	}
-	if ((rc = tools_load(handler_tables, cfg, &srv->tools, err, errlen)) !=
-	    STATUS_OK)
+	if ((rc = tools_load(boot_tool_families, cfg, &srv->tools, err,
+			     errlen)) != STATUS_OK)
 		return rc;
 	if ((rc = build_keys(cfg, &srv->keys, &srv->ingest_keys, err,
 			     errlen)) != STATUS_OK)
@@ -439,7 +440,7 @@ boot_reload(struct server *srv)
 		expo_inc(srv->m.reloads_failed);
 		return;
 	}
-	if (tools_load(handler_tables, cfg, &tools, err, sizeof(err)) !=
+	if (tools_load(boot_tool_families, cfg, &tools, err, sizeof(err)) !=
 		    STATUS_OK ||
 	    build_keys(cfg, &keys, &ikeys, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "reload failed, keeping the running config: %s",

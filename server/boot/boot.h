@@ -11,6 +11,11 @@
 
 struct config;
 struct server;
+struct tool_handler;
+
+/* Every tool family's handler table, NULL-terminated: what the gateway
+ * binds the definitions to, and what the tests load (one list). */
+extern const struct tool_handler *const boot_tool_families[];
 
 /*
  * Builds everything but the HTTP daemon from cfg (taken: freed by

@@ -20,23 +20,13 @@
 
 #include <jansson.h>
 
+#include "boot/boot.h"
 #include "base/timerange.h"
 #include "conf/config.h"
-#include "conformance/conformance.h"
-#include "conformance/tool_conformance_2026.h"
 #include "json/jsonschema.h"
 #include "mcp/tools.h"
 #include "telemetry/spanquery.h"
-#include "tools/tool_core.h"
-#include "tools/tool_genai.h"
-#include "tools/tool_grafana.h"
-#include "tools/tool_mesh_graph.h"
-#include "tools/tool_mesh_istio.h"
-#include "tools/tool_mesh_ui.h"
 #include "tools/tool_query.h"
-#include "tools/tool_query_otlp.h"
-#include "tools/tool_spans.h"
-#include "tools/tool_spans_services.h"
 
 #define LINE_MAX_BYTES 1024
 #define NAMES_MAX      64
@@ -307,21 +297,6 @@ test_corpus_size(void **state)
 static int
 setup(void **state)
 {
-	static const struct tool_handler *const tables[] = {
-		core_tool_handlers,
-		conformance_tool_handlers, /* defined for every tool set */
-		conformance_2026_tool_handlers,
-		query_tool_handlers,
-		query_otlp_tool_handlers,
-		spans_tool_handlers,
-		genai_tool_handlers,
-		spans_services_tool_handlers,
-		grafana_tool_handlers,
-		mesh_graph_tool_handlers,
-		mesh_istio_tool_handlers,
-		mesh_ui_tool_handlers,
-		NULL,
-	};
 	static char *const no_env[] = {NULL};
 	struct config *cfg = NULL;
 	struct config_error cerr;
@@ -333,7 +308,7 @@ setup(void **state)
 	if (config_load_text("", 0, "phrases.toml", no_env, &cfg, &cerr) !=
 	    STATUS_OK)
 		return -1;
-	rc = tools_load(tables, cfg, &registry, err, sizeof(err));
+	rc = tools_load(boot_tool_families, cfg, &registry, err, sizeof(err));
 	config_free(cfg);
 	if (rc != STATUS_OK)
 		fprintf(stderr, "tools_load: %s\n", err);

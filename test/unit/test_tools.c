@@ -25,6 +25,7 @@
 #include "mcp/tools.h"
 #include "telemetry/merge.h"
 #include "tools/tool_common.h"
+#include "boot/boot.h"
 #include "tools/tool_core.h"
 #include "tools/tool_genai.h"
 #include "tools/tool_grafana.h"
@@ -35,24 +36,6 @@
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
 #include "tools/tool_query_otlp.h"
-
-/* Every family's table, as server.c binds them; a new family is added
- * here too, or loading fails with "no handler is bound". */
-static const struct tool_handler *const tables[] = {
-	core_tool_handlers,
-	conformance_tool_handlers,
-	conformance_2026_tool_handlers, /* test_custom_header */
-	query_tool_handlers,
-	mesh_ui_tool_handlers, /* get_citations, get_action_ui */
-	query_otlp_tool_handlers,
-	spans_tool_handlers, /* query_spans, get_trace */
-	genai_tool_handlers, /* get_session, analyze_genai, compare_sessions */
-	spans_services_tool_handlers, /* list_services */
-	grafana_tool_handlers,	      /* query_grafana_metrics */
-	mesh_istio_tool_handlers,     /* manage_istio_config */
-	mesh_graph_tool_handlers,     /* get_mesh_graph */
-	NULL,
-};
 
 /* The fixture tools in listing order: definitions sorted by path. */
 static const char *const fixture_names[] = {
@@ -132,7 +115,8 @@ load(const char *toml)
 	struct tools *t = NULL;
 	char err[512] = "";
 
-	if (tools_load(tables, cfg, &t, err, sizeof(err)) != STATUS_OK)
+	if (tools_load(boot_tool_families, cfg, &t, err, sizeof(err)) !=
+	    STATUS_OK)
 		fail_msg("tools_load: %s", err);
 	config_free(cfg);
 	assert_non_null(t);
@@ -835,26 +819,20 @@ static const struct tool_handler extra_handlers[] = {
 static void
 test_handler_without_definition(void **state)
 {
-	const struct tool_handler *const with_extra[] = {
-		core_tool_handlers,
-		conformance_tool_handlers,
-		conformance_2026_tool_handlers,
-		query_tool_handlers,
-		mesh_ui_tool_handlers,
-		query_otlp_tool_handlers,
-		spans_tool_handlers,	      /* query_spans, get_trace */
-		genai_tool_handlers,	      /* get_session, ... */
-		spans_services_tool_handlers, /* list_services */
-		grafana_tool_handlers,	      /* query_grafana_metrics */
-		mesh_istio_tool_handlers,     /* manage_istio_config */
-		mesh_graph_tool_handlers,
-		extra_handlers,
-		NULL};
+	const struct tool_handler *with_extra[32];
+	size_t k = 0;
 	struct config *cfg = config_from("[conformance]\nenabled = true\n");
 	struct tools *t = (struct tools *)1;
 	char err[512] = "";
 
 	(void)state;
+	while (boot_tool_families[k] != NULL &&
+	       k + 2 < sizeof(with_extra) / sizeof(with_extra[0])) {
+		with_extra[k] = boot_tool_families[k];
+		k++;
+	}
+	with_extra[k++] = extra_handlers;
+	with_extra[k] = NULL;
 	assert_int_equal(tools_load(with_extra, cfg, &t, err, sizeof(err)),
 			 STATUS_INVALID);
 	assert_null(t);
