@@ -166,6 +166,28 @@ rate_text(double pct, double rest, const char *sign, const char *unit,
 }
 
 size_t
+render_throughput(double v, char *buf, size_t cap)
+{
+	int n;
+
+	if (!(v > 0) || !isfinite(v))
+		n = snprintf(buf, cap, "0");
+	else if (v >= 100)
+		n = snprintf(buf, cap, "%.0f", v);
+	else if (v >= 0.01) {
+		n = snprintf(buf, cap, "%.2f", v);
+		/* "10", "1.5": no trailing zeros */
+		while (n > 0 && (size_t)n < cap && buf[n - 1] == '0')
+			buf[--n] = '\0';
+		if (n > 0 && (size_t)n < cap && buf[n - 1] == '.')
+			buf[--n] = '\0';
+	} else {
+		n = snprintf(buf, cap, "%.2g", v);
+	}
+	return n < 0 ? 0 : (size_t)n;
+}
+
+size_t
 render_rate(double pct, char *buf, size_t cap)
 {
 	if (!(pct > 0) || !isfinite(pct))

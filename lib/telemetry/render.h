@@ -44,6 +44,14 @@ size_t render_usd(double usd, char *buf, size_t cap);
 #define RENDER_PCT_MAX 40
 size_t render_rate(double pct, char *buf, size_t cap);
 
+/*
+ * A throughput (calls per minute or second) for a line: "0" only when v
+ * is 0, whole numbers from 100, at most two decimals from 0.01 ("10",
+ * "1.5", "1.12"), below that two significant digits ("0.0049"): a rare
+ * call never reads as none.
+ */
+size_t render_throughput(double v, char *buf, size_t cap);
+
 /* part of whole as render_rate, exact at the ends: "0%" only when part
  * is 0 (or whole is), "100%" only when part == whole. */
 size_t render_pct(uint64_t part, uint64_t whole, char *buf, size_t cap);

@@ -241,15 +241,16 @@ static void
 edge_line(struct graph_call *x, const struct meshquery_edge *e)
 {
 	double minutes = (double)(x->tr.to_ms - x->tr.from_ms) / 60000.0;
-	char pct[RENDER_PCT_MAX], cpct[RENDER_PCT_MAX], p95[32];
+	char pct[RENDER_PCT_MAX], cpct[RENDER_PCT_MAX], p95[32], rate[32];
 	enum health_status h = meshquery_edge_health(&x->tol, e);
 
 	render_pct(e->errors, e->requests, pct, sizeof(pct));
 	render_ms(e->p95_ms, p95, sizeof(p95));
-	buf_printf(&x->b, "%s -> %s  %s%s  %.4g req/min  %s errors",
+	render_throughput((double)e->requests / minutes, rate, sizeof(rate));
+	buf_printf(&x->b, "%s -> %s  %s%s  %s req/min  %s errors",
 		   x->label[e->src], x->label[e->dst],
-		   protocol_label(e->protocol), e->async ? " async" : "",
-		   (double)e->requests / minutes, pct);
+		   protocol_label(e->protocol), e->async ? " async" : "", rate,
+		   pct);
 	if (e->client_errors > 0) {
 		render_pct(e->client_errors, e->requests, cpct, sizeof(cpct));
 		buf_printf(&x->b, "  %s client errors", cpct);

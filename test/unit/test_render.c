@@ -1352,6 +1352,36 @@ test_rate(void **state)
 }
 
 static void
+test_throughput(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{0, "0"},	    {-1, "0"},
+		{NAN, "0"},	    {0.004861, "0.0049"},
+		{0.0099, "0.0099"}, {0.01, "0.01"},
+		{1.122, "1.12"},    {6.058, "6.06"},
+		{10, "10"},	    {1.5, "1.5"},
+		{0.5, "0.5"},	    {20.004, "20"},
+		{99.994, "99.99"},  {100, "100"},
+		{120.5, "120"},	    {4152.4, "4152"},
+		{1e-9, "1e-09"},
+	};
+	char buf[32];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		size_t n = render_throughput(cases[i].v, buf, sizeof(buf));
+
+		if (strcmp(buf, cases[i].want) != 0)
+			fail_msg("render_throughput(%g) = \"%s\", want \"%s\"",
+				 cases[i].v, buf, cases[i].want);
+		assert_int_equal(n, strlen(cases[i].want));
+	}
+}
+
+static void
 test_change(void **state)
 {
 	char buf[RENDER_PCT_MAX];
@@ -1387,6 +1417,7 @@ main(void)
 		cmocka_unit_test(test_usd),
 		cmocka_unit_test(test_pct),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_throughput),
 		cmocka_unit_test(test_change),
 		cmocka_unit_test(test_source_label),
 		cmocka_unit_test(test_tree_simple),
