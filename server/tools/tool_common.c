@@ -768,6 +768,16 @@ tool_codes_json(const struct spanquery_code *codes)
 	return a;
 }
 
+int
+tool_health_rule(struct buf *b, const struct health_tolerances *t)
+{
+	return buf_printf(b,
+			  "errors > %g%% DEGRADED, >= %g%% UNHEALTHY; client "
+			  "errors >= %g%% DEGRADED, >= %g%% UNHEALTHY",
+			  t->error_degraded, t->error_unhealthy,
+			  t->client_error_degraded, t->client_error_unhealthy);
+}
+
 struct health_tolerances
 tool_health_tolerances(struct call *call)
 {

@@ -353,6 +353,10 @@ const char *tool_service_name(struct call *call, const char *given, char *out,
 /* The [health] tolerances of the gateway's configuration (Kiali's
  * defaults without one). */
 struct health_tolerances tool_health_tolerances(struct call *call);
+/* The rule in words for an answer's closing note: "errors > 0%
+ * DEGRADED, >= 10% UNHEALTHY; client errors >= 10% DEGRADED, >= 20%
+ * UNHEALTHY" with t's values. */
+int tool_health_rule(struct buf *b, const struct health_tolerances *t);
 /* The top codes as JSON: [{"code": "503", "count": 14}, ...]. */
 json_t *tool_codes_json(const struct spanquery_code *codes);
 

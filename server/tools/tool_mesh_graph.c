@@ -314,11 +314,9 @@ graph_text(struct graph_call *x)
 		   "a call with no instrumented callee (its peer); a span "
 		   "seen by eBPF and OTLP counts once. Errors and client "
 		   "errors by OpenTelemetry's rule, on the callee's span; "
-		   "health by Kiali's rule: errors > %g%% DEGRADED, >= %g%% "
-		   "UNHEALTHY; client errors >= %g%% DEGRADED, >= %g%% "
-		   "UNHEALTHY%s.\n",
-		   x->tol.error_degraded, x->tol.error_unhealthy,
-		   x->tol.client_error_degraded, x->tol.client_error_unhealthy,
+		   "health by Kiali's rule: ");
+	tool_health_rule(b, &x->tol);
+	buf_printf(b, "%s.\n",
 		   x->r->rollup ? "; P50 and P95 from the minute and hourly "
 				  "rollups (within 0.5%)"
 				: "");

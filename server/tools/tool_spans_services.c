@@ -649,10 +649,9 @@ services_text(struct services_call *x)
 		   "DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, "
 		   "DATA_LOSS) or span status ERROR; Client errors: HTTP 4xx "
 		   "and other gRPC codes (e.g. UNAUTHENTICATED); Health by "
-		   "Kiali's rule: errors > %g%% DEGRADED, >= %g%% UNHEALTHY; "
-		   "client errors >= %g%% DEGRADED, >= %g%% UNHEALTHY%s.\n",
-		   x->tol.error_degraded, x->tol.error_unhealthy,
-		   x->tol.client_error_degraded, x->tol.client_error_unhealthy,
+		   "Kiali's rule: ");
+	tool_health_rule(b, &x->tol);
+	buf_printf(b, "%s.\n",
 		   r->rollup ? "; P95 from hourly and minute rollups (within "
 			       "0.5%)"
 			     : "");
