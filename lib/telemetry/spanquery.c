@@ -1427,6 +1427,15 @@ static const char trace_prefix_sql[] =
 	"FROM (SELECT (SELECT trace_id FROM spans WHERE " PREFIX_LO
 	" AND " PREFIX_HI " ORDER BY trace_id LIMIT 1) AS a) x";
 
+bool
+spanquery_is_trace_prefix(const char *s)
+{
+	size_t len = s != NULL ? strlen(s) : 0;
+
+	return len >= SPANQUERY_PREFIX_MIN && len < 32 &&
+	       strspn(s, "0123456789abcdefABCDEF") == len;
+}
+
 int
 spanquery_trace_prefix(struct pg_conn *c, const char *hex, uint8_t (*ids)[16],
 		       size_t *n, struct pg_error *err)
@@ -1438,8 +1447,7 @@ spanquery_trace_prefix(struct pg_conn *c, const char *hex, uint8_t (*ids)[16],
 	int rc;
 
 	*n = 0;
-	if (len < SPANQUERY_PREFIX_MIN || len >= 32 ||
-	    strspn(hex, "0123456789abcdefABCDEF") != len)
+	if (!spanquery_is_trace_prefix(hex))
 		return trace_filter_error(
 			err, "a trace id prefix is 8 to 31 hex digits");
 	for (size_t i = 0; i < 32; i++) {

@@ -356,6 +356,8 @@ void spanquery_details_free(struct spanquery_details *d);
  * ambiguous) into ids, their number in *n: one probe of the primary key's
  * range per partition.  STATUS_INVALID when hex is not such a prefix.
  */
+/* Whether s is such a prefix: SPANQUERY_PREFIX_MIN to 31 hex digits. */
+bool spanquery_is_trace_prefix(const char *s);
 int spanquery_trace_prefix(struct pg_conn *c, const char *hex,
 			   uint8_t (*ids)[16], size_t *n,
 			   struct pg_error *err) WUR;

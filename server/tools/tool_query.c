@@ -48,7 +48,9 @@
 #define TRACES_CLOSE_ROOM (2 * TAIL_ROOM + 2 * TOOL_STATUS_MAX + 384)
 /* per trace, unless max_spans says otherwise */
 #define DEFAULT_MAX_SPANS 200
-/* query_traces' answer without max_traces (traces_args) */
+/* query_traces' traces unless max_traces says otherwise (the schema's
+ * default too), and the bytes of an answer of that many (traces_args) */
+#define DEFAULT_MAX_TRACES   10
 #define DEFAULT_TRACES_BYTES (22 * 1024)
 /* time_range (default 1h) or from / to */
 #define QUERY_RANGE (TOOL_RANGE_FROM_TO | TOOL_RANGE_EMPTY_REFUSED)
@@ -2269,8 +2271,8 @@ traces_args(struct traces_state *x, const json_t *args, json_t **result)
 	char err[512];
 
 	x->trace_id = tool_arg_str(args, "trace_id");
-	x->tf.max_traces =
-		json_is_integer(mt) ? (size_t)json_integer_value(mt) : 10;
+	x->tf.max_traces = json_is_integer(mt) ? (size_t)json_integer_value(mt)
+					       : DEFAULT_MAX_TRACES;
 	/* The default answer (10 traces; the schema's default fills
 	 * max_traces in), the one an agent gets without asking for more,
 	 * within DEFAULT_TRACES_BYTES: about 8,000 tokens (trace trees and
@@ -2278,7 +2280,8 @@ traces_args(struct traces_state *x, const json_t *args, json_t **result)
 	 * spans kept when trees are cut (merge_focus); more traces asked,
 	 * the whole of tools.max_answer_bytes. */
 	x->budget = tool_answer_budget(x->call);
-	if (x->tf.max_traces <= 10 && x->budget > DEFAULT_TRACES_BYTES)
+	if (x->tf.max_traces <= DEFAULT_MAX_TRACES &&
+	    x->budget > DEFAULT_TRACES_BYTES)
 		x->budget = DEFAULT_TRACES_BYTES;
 	x->max_spans = json_is_integer(ms) ? (size_t)json_integer_value(ms)
 					   : DEFAULT_MAX_SPANS;

@@ -1676,9 +1676,7 @@ get_trace(struct call *call, const json_t *args, json_t **result)
 	buf_init(&x.sect[0], 2 * x.budget + 4096);
 	buf_init(&x.sect[1], 2 * x.budget + 4096);
 	*result = NULL;
-	if (trace_id != NULL && strlen(trace_id) >= SPANQUERY_PREFIX_MIN &&
-	    strlen(trace_id) < 32 &&
-	    strspn(trace_id, "0123456789abcdefABCDEF") == strlen(trace_id)) {
+	if (spanquery_is_trace_prefix(trace_id)) {
 		x.prefix = trace_id; /* resolved once a connection is held */
 	} else if (trace_id == NULL ||
 		   tool_parse_trace_id(trace_id, x.id) != STATUS_OK) {
