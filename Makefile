@@ -134,6 +134,7 @@ SERVER_SRC := server/boot/boot.c \
 SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
 SERVER_SRC += server/tools/tool_mesh_istio.c
 SERVER_SRC += server/tools/tool_mesh_graph.c
+SERVER_SRC += server/rest/routes.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes
