@@ -168,9 +168,11 @@ static const struct key_def keys[] = {
 	{"log", "level", KT_LOGLEVEL, OFF(log.level), "info", 0, 0, 0, K_RELOAD,
 	 NULL, "Log level: \"debug\", \"info\", \"warn\" or \"error\"."},
 	LIST("tools", "enabled_sets", tools.enabled_sets, K_RELOAD, NULL,
-	     "Tool sets to enable; empty = every set but \"conformance\" "
-	     "and \"mesh\" (the service-graph family, in preview: name it "
-	     "to list it)."),
+	     "Tool sets to enable; empty = the default sets: every set but "
+	     "\"conformance\", \"ebpf\" (the source-specific eBPF tools), "
+	     "\"kiali\" (get_citations, get_action_ui: for a Kiali-style "
+	     "chat UI) and \"istio\" (manage_istio_config), which is "
+	     "listed by default only with [kubernetes] api_url or in a pod."),
 	LIST("tools", "disabled", tools.disabled, K_RELOAD, NULL,
 	     "Tool names to disable."),
 	INT("tools", "max_answer_chars", tools.max_answer_chars, 16000, 1000,

@@ -64,6 +64,26 @@ valid_tool_name(const char *s)
 	return true;
 }
 
+/*
+ * The sets listed when [tools] enabled_sets is empty.  Left out: the
+ * source-specific eBPF tools ("ebpf": query_metrics and query_traces
+ * answer from every source; experts name the set), the Kiali UI helpers
+ * ("kiali": get_citations and get_action_ui serve a chat UI, not an agent),
+ * and manage_istio_config ("istio") unless a Kubernetes API is configured
+ * or the gateway runs in a pod.
+ */
+static bool
+set_by_default(const char *set, const struct config *cfg)
+{
+	if (strcmp(set, "ebpf") == 0 || strcmp(set, "kiali") == 0)
+		return false;
+	if (strcmp(set, "istio") == 0)
+		return (cfg->kubernetes.api_url != NULL &&
+			cfg->kubernetes.api_url[0] != '\0') ||
+		       getenv("KUBERNETES_SERVICE_HOST") != NULL;
+	return true;
+}
+
 /* "server/tools/<set>/<name>.json" -> set, name; top level is "core". */
 static int
 split_path(const char *path, char *set, size_t setlen, char *name,
@@ -132,10 +152,7 @@ tool_enabled(const struct tool_def *d, const struct config *cfg)
 	if (strcmp(d->set, "deprecated") == 0)
 		set_on = cfg->tools.deprecated_aliases;
 	else if (cfg->tools.enabled_sets.n == 0)
-		/* "mesh" (the Kiali-style family, issue 20) is listed only
-		 * when named until the default set's token budget makes room
-		 * for it */
-		set_on = strcmp(d->set, "mesh") != 0;
+		set_on = set_by_default(d->set, cfg);
 	else
 		set_on = strlist_has(&cfg->tools.enabled_sets, d->set);
 	/* With the fixtures on, list only them: the suite checks every
@@ -768,14 +785,16 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 		if (tool_enabled(d, cfg))
 			t->enabled[t->nenabled++] = d;
 		else
-			/* the aliases stand for the query set's tools */
+			/* the aliases stand for the ebpf set's tools, and keep
+			 * working where the query set is on */
 			d->unlisted_callable =
 				strcmp(d->set, "deprecated") == 0 &&
 				!cfg->conformance.enabled &&
 				!strlist_has(&cfg->tools.disabled, d->name) &&
 				(cfg->tools.enabled_sets.n == 0 ||
 				 strlist_has(&cfg->tools.enabled_sets,
-					     "query"));
+					     "query") ||
+				 strlist_has(&cfg->tools.enabled_sets, "ebpf"));
 	}
 	rc = build_pages(t);
 	if (rc != STATUS_OK)

@@ -1,5 +1,5 @@
 /*
- * tool_mesh_istio.c - the "mesh" set's manage_istio_config: list, get,
+ * tool_mesh_istio.c - the "istio" set's manage_istio_config: list, get,
  * create, patch and delete Istio and Gateway API objects through the
  * Kubernetes API (lib/kube), for the one cluster of [kubernetes].
  *

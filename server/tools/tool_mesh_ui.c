@@ -1,5 +1,5 @@
 /*
- * tool_mesh_ui.c - set "mesh", its part for people and UIs, after Kiali's
+ * tool_mesh_ui.c - set "kiali": the mesh tools for people and UIs, after Kiali's
  * AI tools (kiali/kiali ai/mcp: get_referenced_docs, get_action_ui):
  * get_citations searches the documentation index embedded at build time
  * (scripts/gen-citations.sh) with Kiali's keyword score; get_action_ui

@@ -10,7 +10,7 @@
 // VirtualService and reads the API's errors as it reads kube-apiserver's.
 // kubectl apply runs with --validate=false: the stand-in serves no
 // OpenAPI document.  Then the tool through the official SDK client, with
-// [tools] enabled_sets naming "mesh": reads; writes refused when off and
+// [tools] enabled_sets naming "istio": reads; writes refused when off and
 // outside allowed kinds, namespaces and groups; a preview that changes
 // nothing (the stand-in's object unchanged, no write request sent);
 // confirmed=true applying; the elicitation path (the SDK client answering
@@ -68,7 +68,7 @@ threads = 4
 call_timeout_s = 30
 
 [tools]
-enabled_sets = ["mesh", "core"]
+enabled_sets = ["istio", "core"]
 
 [kubernetes]
 api_url = "${kube.url}"

@@ -1,5 +1,5 @@
-// mesh_ui.test.mjs - get_citations and get_action_ui (tool set "mesh",
-// enabled by [tools] enabled_sets) through the official MCP SDK client,
+// mesh_ui.test.mjs - get_citations and get_action_ui (tool set "kiali",
+// listed when [tools] enabled_sets names it) through the official MCP SDK client,
 // which checks each answer against the tool's outputSchema.  Citations:
 // curated topics by their keywords, Sextant's own sections by a link to a
 // file and heading that exist, nothing for words nothing matches.
@@ -16,7 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { ROOT, startServer } from './lib/server.mjs';
 import { TOOL_ENV, callRefused, callTool, connect } from './lib/tooltest.mjs';
 
-const MESH_ENV = { ...TOOL_ENV, SEXTANT_TOOLS_ENABLED_SETS: 'mesh,core' };
+const MESH_ENV = { ...TOOL_ENV, SEXTANT_TOOLS_ENABLED_SETS: 'kiali,core' };
 const LINKS = {
 	SEXTANT_LINKS_KIALI_URL: 'https://kiali.example.com/kiali/',
 	SEXTANT_LINKS_GRAFANA_URL: 'https://grafana.example.com',

@@ -616,7 +616,7 @@ function assertTextTree(text, traceId, spanCount) {
 
 // test/conformance.toml with the conformance fixtures off: with them on,
 // tools/list shows only the fixtures.
-const QUERY_ENV = { SEXTANT_CONFORMANCE_ENABLED: 'false' };
+const QUERY_ENV = { SEXTANT_CONFORMANCE_ENABLED: 'false', SEXTANT_TOOLS_ENABLED_SETS: 'core,query,spans,genai,mesh,ebpf' };
 
 before(async () => {
 	pg = await startPostgres({ name: 'query' });

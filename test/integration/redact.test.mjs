@@ -22,7 +22,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { KIND, STATUS, SpanBatch, newId, span } from './lib/otlpjson.mjs';
 import { psqlJson } from './lib/pgjson.mjs';
 import { CONFORMANCE_CONFIG, startServer } from './lib/server.mjs';
-import { MIN_MS, MS, TOOL_ENV, assertNoSecrets, callTool, connect, hexLit, startStack, strings } from './lib/tooltest.mjs';
+import { EBPF_ENV, MIN_MS, MS, TOOL_ENV, assertNoSecrets, callTool, connect, hexLit, startStack, strings } from './lib/tooltest.mjs';
 
 const MARK = '[REDACTED]';
 const NOW_MS = Date.now();
@@ -137,7 +137,7 @@ let extra; // {srv, mcp}: [redact] with an extra key and value pattern
 let tmpDir;
 
 before(async () => {
-	st = await startStack({ name: 'redact', post: (url) => batch.post(url) });
+	st = await startStack({ name: 'redact', env: EBPF_ENV, post: (url) => batch.post(url) });
 });
 
 beforeEach(() => st?.srv.assertAlive());
@@ -233,7 +233,7 @@ keys = ${JSON.stringify(keys)}
 values = ${JSON.stringify([EXTRA_VALUE_RE])}
 emails = true
 `);
-		const srv = await startServer({ name: 'redact-extra', config, env: { DATABASE_URL: st.pg.url, ...TOOL_ENV, SEXTANT_DATABASE_AUTO_MIGRATE: 'false' } });
+		const srv = await startServer({ name: 'redact-extra', config, env: { DATABASE_URL: st.pg.url, ...TOOL_ENV, ...EBPF_ENV, SEXTANT_DATABASE_AUTO_MIGRATE: 'false' } });
 		extra = { srv, mcp: await connect(srv, 'redact-extra') };
 	});
 

@@ -19,7 +19,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 
 import { startPostgres } from './lib/pg.mjs';
 import { ROOT, runSextant, startServer } from './lib/server.mjs';
-import { callTool, connect, TOOL_ENV } from './lib/tooltest.mjs';
+import { callTool, connect, EBPF_ENV, TOOL_ENV } from './lib/tooltest.mjs';
 
 const GEN = path.join(ROOT, 'scripts/gen-tooldefs.sh');
 // enough for every row kind below, loaded in a few seconds under ASan
@@ -61,13 +61,14 @@ const CALLS = [
 		}),
 		rows: ['metrics'],
 	},
+	{ tool: 'get_mesh_graph', args: { rateInterval: '1d' }, rows: ['nodes', 'traffic'] },
 ];
 
 let pg, srv, mcp;
 
 before(async () => {
 	pg = await startPostgres({ name: 'schemas' });
-	srv = await startServer({ name: 'schemas', env: { DATABASE_URL: pg.url, ...TOOL_ENV } });
+	srv = await startServer({ name: 'schemas', env: { DATABASE_URL: pg.url, ...TOOL_ENV, ...EBPF_ENV } });
 	const demo = runSextant(['demo-data', '--spans', DEMO_SPANS], { env: { DATABASE_URL: pg.url }, timeoutMs: 60000 });
 	assert.equal(demo.code, 0, `sextant demo-data failed:\n${demo.stderr}`);
 	mcp = await connect(srv, 'schemas');

@@ -248,6 +248,54 @@ test_disabled_and_sets(void **state)
 	tools_unref(t);
 }
 
+/* Whether the registry built from toml lists name (2025-11-25 page) and
+ * can call it: the two must agree for a listed set. */
+static bool
+listed_with(const char *toml, const char *name)
+{
+	struct tools *t = load(toml);
+	json_t *pg = page(t, "2025-11-25", 0);
+	bool on = listed(pg, name) != NULL;
+
+	assert_true(on == (tools_find(t, name) != NULL));
+	json_decref(pg);
+	tools_unref(t);
+	return on;
+}
+
+/*
+ * The default sets: everything but the eBPF plumbing, the Kiali UI helpers
+ * and, without a Kubernetes API, manage_istio_config; each is listed once
+ * named, and manage_istio_config by default with [kubernetes] api_url or
+ * in a pod.
+ */
+static void
+test_default_sets(void **state)
+{
+	static const char *const off[] = {
+		"query_ebpf_http_metrics", "query_ebpf_traces", "get_citations",
+		"get_action_ui", "manage_istio_config"};
+	static const char named[] =
+		"[tools]\nenabled_sets = [\"ebpf\", \"kiali\", \"istio\"]\n";
+	static const char kube[] =
+		"[kubernetes]\napi_url = \"https://127.0.0.1:6443\"\n";
+
+	(void)state;
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		assert_false(listed_with("", off[i]));
+		assert_true(listed_with(named, off[i]));
+	}
+	assert_true(listed_with("", "query_metrics"));
+	assert_true(listed_with("", "get_mesh_graph"));
+	assert_false(listed_with(named, "query_metrics"));
+	assert_true(listed_with(kube, "manage_istio_config"));
+	assert_false(listed_with(kube, "get_citations"));
+	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+	assert_true(listed_with("", "manage_istio_config"));
+	unsetenv("KUBERNETES_SERVICE_HOST");
+}
+
 /* What each revision's Tool carries (MCP-DIGEST 0.1, A6.2). */
 /* Deprecated aliases: callable always, listed only on request. */
 static void
@@ -264,7 +312,6 @@ test_deprecated_aliases(void **state)
 	assert_non_null(tools_find(t, "query_beyla_http_metrics"));
 	pg = page(t, "2025-11-25", 0);
 	assert_null(listed(pg, "query_beyla_http_metrics"));
-	assert_non_null(listed(pg, "query_ebpf_http_metrics"));
 	json_decref(pg);
 	tools_unref(t);
 
@@ -1193,6 +1240,7 @@ main(void)
 		cmocka_unit_test(test_fixtures_enabled),
 		cmocka_unit_test(test_fixtures_disabled),
 		cmocka_unit_test(test_disabled_and_sets),
+		cmocka_unit_test(test_default_sets),
 		cmocka_unit_test(test_deprecated_aliases),
 		cmocka_unit_test(test_list_per_revision),
 		cmocka_unit_test(test_schema_2020_12_verbatim),

@@ -61,5 +61,6 @@ export async function heavyAnswers(client, { timeout = 60000 } = {}) {
 	const genai = await call('analyze_genai', { time_range: '24h' });
 	const sessionId = genai.top_sessions?.[0]?.session_id;
 	if (sessionId) await call('get_session', { session_id: sessionId });
+	await call('get_mesh_graph', { rateInterval: '24h' });
 	return out;
 }

@@ -65,6 +65,9 @@ export const hexLit = (h) => {
 // test/conformance.toml with the conformance fixtures off (with them on,
 // tools/list shows only the fixtures).
 export const TOOL_ENV = { SEXTANT_CONFORMANCE_ENABLED: 'false' };
+// The default sets and the eBPF plumbing tools (query_ebpf_*), which are
+// listed only when [tools] enabled_sets names "ebpf".
+export const EBPF_ENV = { SEXTANT_TOOLS_ENABLED_SETS: 'core,query,spans,genai,mesh,ebpf' };
 
 export const textOf = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 
