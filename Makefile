@@ -135,6 +135,7 @@ SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
 SERVER_SRC += server/tools/tool_mesh_istio.c
 SERVER_SRC += server/tools/tool_mesh_graph.c
 SERVER_SRC += server/rest/routes.c
+SERVER_SRC += server/rest/openapi.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes
@@ -151,6 +152,7 @@ LIB_TESTS += kube
 LIB_TESTS += meshquery
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
+SERVER_TESTS += openapi
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
 	grafana seal note jsonload jsondump

@@ -1,5 +1,6 @@
 /*
- * main.c - the sextant command: serve, stdio, check-config, hash-key.
+ * main.c - the sextant command: serve, stdio, check-config, hash-key,
+ * openapi.
  *
  * The main thread owns the signals: every other thread starts with them
  * blocked, and the main loop waits for them with sigtimedwait, doing the
@@ -33,6 +34,7 @@
 #include "mcp/session.h"
 #include "mcp/sessstore.h"
 #include "mcp/tools.h"
+#include "rest/openapi.h"
 #include "transport/legacy_sse.h"
 #include "transport/stdio_mcp.h"
 #include "transport/transport.h"
@@ -85,6 +87,9 @@ usage(FILE *f)
 		"(last 24 hours)\n"
 		"  example-config           print a config file documenting "
 		"every key\n"
+		"  openapi [--config FILE]  print the REST API's OpenAPI "
+		"document for the\n"
+		"                           tools the config enables\n"
 		"  --version                print the version\n"
 		"  --help                   print this help\n"
 		"\n"
@@ -163,6 +168,43 @@ cmd_hash_key(int argc, char **argv)
 	}
 	printf("%s\n", out);
 	return EXIT_OK;
+}
+
+/* openapi: the document GET /api/openapi.json serves, for these tools. */
+static int
+cmd_openapi(int argc, char **argv)
+{
+	struct config *cfg = NULL;
+	struct tools *tools = NULL;
+	const char *path = NULL;
+	json_t *doc = NULL;
+	char err[1024];
+	int rc;
+
+	if (argc == 4 && strcmp(argv[2], "--config") == 0)
+		path = argv[3];
+	else if (argc != 2) {
+		fprintf(stderr, "usage: sextant openapi [--config FILE]\n");
+		return EXIT_USAGE;
+	}
+	rc = load_config(path, &cfg);
+	if (rc != EXIT_OK)
+		return rc;
+	if (tools_load(boot_tool_families, cfg, &tools, err, sizeof(err)) !=
+		    STATUS_OK ||
+	    openapi_build(tools, cfg, &doc, err, sizeof(err)) != STATUS_OK) {
+		fprintf(stderr, "sextant: openapi: %s\n", err);
+		rc = EXIT_USAGE;
+	} else if (json_dumpf(doc, stdout, JSON_INDENT(2)) != 0 ||
+		   fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+		fprintf(stderr,
+			"sextant: openapi: cannot write the document\n");
+		rc = EXIT_RUNTIME;
+	}
+	json_decref(doc);
+	tools_unref(tools);
+	config_free(cfg);
+	return rc;
 }
 
 /* migrate and maintain: load the config, need a database, run one step. */
@@ -487,6 +529,8 @@ main(int argc, char **argv)
 		return cmd_check_config(argc, argv);
 	if (strcmp(argv[1], "hash-key") == 0)
 		return cmd_hash_key(argc, argv);
+	if (strcmp(argv[1], "openapi") == 0)
+		return cmd_openapi(argc, argv);
 	if (strcmp(argv[1], "example-config") == 0) {
 		config_print_example(stdout);
 		return EXIT_OK;
