@@ -108,16 +108,14 @@ static const struct {
 	 "Strong validator of the body: send it back in If-None-Match"},
 	{"Cache-Control", "string",
 	 "From the tool's ttl; no-store for live (relative) time ranges"},
-	{"Link", "string",
-	 "The next page, when there is one: <...?cursor=...>; rel=\"next\""},
 	{"Retry-After", "integer", "Seconds to wait before retrying"},
 	{"WWW-Authenticate", "string", "The Bearer challenge"},
 	{"Allow", "string", "The methods the path allows"},
 };
 
 /* Example values for arguments no schema keyword gives one for, taken from
- * the demo day (lib/demo: sextant demo-data) and the W3C trace context
- * example trace id. */
+ * the demo day (lib/demo: sextant demo-data), the W3C trace context
+ * example trace id and the tools' own descriptions. */
 static const struct {
 	const char *arg;
 	const char *value;
@@ -127,6 +125,11 @@ static const struct {
 	{"namespace", "shop"},
 	{"trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"},
 	{"session_id", "sess_4bf92f3577b34da6"},
+	{"session_id_1", "sess_4bf92f3577b34da6"},
+	{"session_id_2", "sess_a3ce929d0e0e4736"},
+	{"metric_name", "http_request_duration_seconds"},
+	{"keywords", "mtls, strict"},
+	{"kind", "VirtualService"},
 	{"name", "http.server.request.duration"},
 	{"time_range", "1h"},
 };
@@ -441,8 +444,14 @@ header_refs(bool get, bool paged)
 	     json_object_set_new(h, "Cache-Control",
 				 ref(REF_HEADERS, "Cache-Control")) != 0))
 		goto bad;
+	/* inline: a component only query_spans' route uses would be unused
+	 * when that route's set is off */
 	if (paged &&
-	    json_object_set_new(h, "Link", ref(REF_HEADERS, "Link")) != 0)
+	    json_object_set_new(h, "Link",
+				json_pack("{s:s, s:{s:s}}", "description",
+					  "The next page, when there is one: "
+					  "<...?cursor=...>; rel=\"next\"",
+					  "schema", "type", "string")) != 0)
 		goto bad;
 	return h;
 bad:
@@ -704,7 +713,8 @@ catalog_get(void)
 }
 
 /* POST /api/chat/mcp/{tool_name}: Kiali's handlers/ai.go ChatMCP; the
- * body is the arguments (none: {}), the answer the tool's result. */
+ * body is the arguments (none: {}), the answer the tool's result: one of
+ * outputs (stolen), or anything when NULL (a tool declares none). */
 static json_t *
 kiali_post(json_t *names, json_t *inputs, json_t *outputs)
 {
@@ -723,9 +733,13 @@ kiali_post(json_t *names, json_t *inputs, json_t *outputs)
 		"required", 0, "content", "application/json", "schema",
 		"description", "The tool's arguments", "anyOf", inputs,
 		"responses",
-		responses(json_pack("{s:s, s:o}", "description",
-				    "The tool's structured data", "anyOf",
-				    outputs),
+		responses(outputs != NULL
+				  ? json_pack("{s:s, s:o}", "description",
+					      "The tool's structured data",
+					      "anyOf", outputs)
+				  : json_pack("{s:s}", "description",
+					      "The tool's structured data, if "
+					      "any"),
 			  "The tool's structured data", false, false, false));
 
 	return op != NULL ? json_pack("{s:o}", "post", op) : NULL;
@@ -870,6 +884,7 @@ add_tools(struct doc *d, const struct tools *t, json_t *paths, json_t *tags)
 	json_t *names = json_array(), *inputs = json_array(),
 	       *outputs = json_array();
 	char path[OPENAPI_NAME_MAX + 32], name[OPENAPI_NAME_MAX];
+	/* outputs turns NULL once a tool has no outputSchema */
 	bool ok = names != NULL && inputs != NULL && outputs != NULL;
 
 	ok = ok &&
@@ -898,9 +913,13 @@ add_tools(struct doc *d, const struct tools *t, json_t *paths, json_t *tags)
 		ok = ok &&
 		     json_array_append_new(inputs, ref(REF_SCHEMAS, name)) == 0;
 		snprintf(name, sizeof(name), "%s.output", def->name);
-		ok = ok && json_array_append_new(
-				   outputs, out != NULL ? ref(REF_SCHEMAS, name)
-							: json_object()) == 0;
+		if (out == NULL) {
+			json_decref(outputs);
+			outputs = NULL;
+		} else if (outputs != NULL)
+			ok = ok &&
+			     json_array_append_new(outputs,
+						   ref(REF_SCHEMAS, name)) == 0;
 	}
 	for (size_t i = 0; i < rest_nroutes && ok; i++) {
 		const struct tool_def *def = served(t, rest_routes[i].tool);
