@@ -93,6 +93,7 @@ static const struct {
 	 "The worker queue is full or the gateway is draining: retry after "
 	 "Retry-After",
 	 "Retry-After"},
+	{"500", "InternalError", "An error of the gateway's own", NULL},
 	{"504", "GatewayTimeout",
 	 "The call ran past workers.call_timeout_s and was cancelled", NULL},
 };
@@ -431,22 +432,33 @@ example_args_for(const struct tool_def *def)
 
 /* ---- operations ----------------------------------------------------- */
 
+/* What an answer carries besides its body (R_*: or-ed). */
+enum {
+	R_ANSWER = 1,	/* a 200 of a tool: Cache-Control */
+	R_GET = 2,	/* a GET: ETag, and 304 */
+	R_PAGED = 4,	/* Link to the next page */
+	R_MARKDOWN = 8, /* text/markdown with ?view=text */
+	R_KIALI = 16,	/* errors as Kiali's {"error"} */
+};
+
 static json_t *
-header_refs(bool get, bool paged)
+header_refs(unsigned flags)
 {
 	json_t *h = json_object();
 
 	if (json_object_set_new(h, "X-Request-Id",
 				ref(REF_HEADERS, "X-Request-Id")) != 0)
 		goto bad;
-	if (get &&
-	    (json_object_set_new(h, "ETag", ref(REF_HEADERS, "ETag")) != 0 ||
-	     json_object_set_new(h, "Cache-Control",
-				 ref(REF_HEADERS, "Cache-Control")) != 0))
+	if ((flags & R_GET) &&
+	    json_object_set_new(h, "ETag", ref(REF_HEADERS, "ETag")) != 0)
+		goto bad;
+	if ((flags & R_ANSWER) &&
+	    json_object_set_new(h, "Cache-Control",
+				ref(REF_HEADERS, "Cache-Control")) != 0)
 		goto bad;
 	/* inline: a component only query_spans' route uses would be unused
 	 * when that route's set is off */
-	if (paged &&
+	if ((flags & R_PAGED) &&
 	    json_object_set_new(h, "Link",
 				json_pack("{s:s, s:{s:s}}", "description",
 					  "The next page, when there is one: "
@@ -459,18 +471,39 @@ bad:
 	return NULL;
 }
 
+/* The answer of problems[i]: RFC 9457 problem+json, or on Kiali's route
+ * Kiali's application/json {"error": ...} (handlers/base.go
+ * RespondWithError). */
+static json_t *
+problem_response(size_t i, bool kiali)
+{
+	json_t *h = header_refs(0);
+
+	if (problems[i].header != NULL &&
+	    json_object_set_new(h, problems[i].header,
+				ref(REF_HEADERS, problems[i].header)) != 0) {
+		json_decref(h);
+		h = NULL;
+	}
+	return json_pack(
+		"{s:s, s:o, s:{s:{s:o}}}", "description",
+		problems[i].description, "headers", h, "content",
+		kiali ? "application/json" : "application/problem+json",
+		"schema", ref(REF_SCHEMAS, kiali ? "KialiError" : "Problem"));
+}
+
 /*
  * The responses of an operation answering with schema ok (stolen) as
- * application/json, and as text/markdown when markdown: 200, 304 on a GET,
- * then every problem.
+ * application/json (R_* flags: its headers, text/markdown, Kiali's
+ * errors): 200, 304 on a GET, then every problem.
  */
 static json_t *
-responses(json_t *ok, const char *what, bool get, bool paged, bool markdown)
+responses(json_t *ok, const char *what, unsigned flags)
 {
 	json_t *r = json_object(), *content;
 
 	content = json_pack("{s:{s:o}}", "application/json", "schema", ok);
-	if (markdown && content != NULL &&
+	if ((flags & R_MARKDOWN) && content != NULL &&
 	    json_object_set_new(content, "text/markdown",
 				json_pack("{s:{s:s, s:s}}", "schema", "type",
 					  "string", "description",
@@ -479,23 +512,24 @@ responses(json_t *ok, const char *what, bool get, bool paged, bool markdown)
 		json_decref(content);
 		content = NULL;
 	}
-	if (json_object_set_new(
-		    r, "200",
-		    json_pack("{s:s, s:o, s:o}", "description", what, "headers",
-			      header_refs(get, paged), "content", content)) !=
-	    0)
+	if (json_object_set_new(r, "200",
+				json_pack("{s:s, s:o, s:o}", "description",
+					  what, "headers", header_refs(flags),
+					  "content", content)) != 0)
 		goto bad;
-	if (get && json_object_set_new(
-			   r, "304",
-			   json_pack("{s:s, s:o}", "description",
-				     "Not modified: If-None-Match names "
-				     "the current ETag",
-				     "headers", header_refs(true, false))) != 0)
+	if ((flags & R_GET) &&
+	    json_object_set_new(r, "304",
+				json_pack("{s:s, s:o}", "description",
+					  "Not modified: If-None-Match names "
+					  "the current ETag",
+					  "headers", header_refs(R_GET))) != 0)
 		goto bad;
 	for (size_t i = 0; i < sizeof(problems) / sizeof(problems[0]); i++)
 		if (json_object_set_new(r, problems[i].status,
-					ref(REF_RESPONSES, problems[i].name)) !=
-		    0)
+					(flags & R_KIALI)
+						? problem_response(i, true)
+						: ref(REF_RESPONSES,
+						      problems[i].name)) != 0)
 			goto bad;
 	return r;
 bad:
@@ -544,7 +578,7 @@ tool_post(const struct tool_def *def)
 		       responses(ref(REF_SCHEMAS, name),
 				 "The tool's answer: its structured data and "
 				 "its Markdown text",
-				 false, false, true));
+				 R_ANSWER | R_MARKDOWN));
 	return op != NULL ? json_pack("{s:o}", "post", op) : NULL;
 }
 
@@ -667,8 +701,10 @@ route_get(const struct rest_route *rt, const struct tool_def *def,
 		responses(ref(REF_SCHEMAS, name),
 			  "The tool's answer: its structured data and its "
 			  "Markdown text",
-			  true, json_object_get(props, "cursor") != NULL,
-			  true));
+			  R_ANSWER | R_GET | R_MARKDOWN |
+				  (json_object_get(props, "cursor") != NULL
+					   ? R_PAGED
+					   : 0)));
 	return op != NULL ? json_pack("{s:o}", "get", op) : NULL;
 }
 
@@ -707,7 +743,7 @@ catalog_get(void)
 				    "object", "required", "tools", "properties",
 				    "tools", "type", "array", "items",
 				    ref(REF_SCHEMAS, "ToolInfo")),
-			  "The enabled tools", true, false, false));
+			  "The enabled tools", R_ANSWER | R_GET));
 
 	return op != NULL ? json_pack("{s:o}", "get", op) : NULL;
 }
@@ -740,7 +776,7 @@ kiali_post(json_t *names, json_t *inputs, json_t *outputs)
 				  : json_pack("{s:s}", "description",
 					      "The tool's structured data, if "
 					      "any"),
-			  "The tool's structured data", false, false, false));
+			  "The tool's structured data", R_ANSWER | R_KIALI));
 
 	return op != NULL ? json_pack("{s:o}", "post", op) : NULL;
 }
@@ -756,7 +792,8 @@ problem_schemas(void)
 		"s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, "
 		"s:{s:s}}}, "
 		"s:{s:s, s:[s,s], s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, "
-		"s:{s:s}, s:{s:s}}}}",
+		"s:{s:s}, s:{s:s}}}, "
+		"s:{s:s, s:s, s:[s], s:{s:{s:s}, s:{s:s}}}}",
 		"Problem", "type", "object", "description",
 		"RFC 9457 problem details", "properties", "type", "type",
 		"string", "format", "uri-reference", "description",
@@ -778,7 +815,12 @@ problem_schemas(void)
 		"properties", "name", "type", "string", "title", "type",
 		"string", "description", "type", "string", "inputSchema",
 		"type", "object", "outputSchema", "type", "object",
-		"annotations", "type", "object");
+		"annotations", "type", "object",
+		/* Kiali's error body (handlers/base.go responseError) */
+		"KialiError", "type", "object", "description",
+		"Kiali's error body, on /api/chat/mcp/ alone", "required",
+		"error", "properties", "error", "type", "string", "detail",
+		"type", "string");
 }
 
 static json_t *
@@ -786,27 +828,12 @@ problem_responses(void)
 {
 	json_t *r = json_object();
 
-	for (size_t i = 0; i < sizeof(problems) / sizeof(problems[0]); i++) {
-		json_t *h = header_refs(false, false);
-
-		if (problems[i].header != NULL &&
-		    json_object_set_new(h, problems[i].header,
-					ref(REF_HEADERS, problems[i].header)) !=
-			    0) {
-			json_decref(h);
-			h = NULL;
-		}
-		if (json_object_set_new(
-			    r, problems[i].name,
-			    json_pack("{s:s, s:o, s:{s:{s:o}}}", "description",
-				      problems[i].description, "headers", h,
-				      "content", "application/problem+json",
-				      "schema", ref(REF_SCHEMAS, "Problem"))) !=
-		    0) {
+	for (size_t i = 0; i < sizeof(problems) / sizeof(problems[0]); i++)
+		if (json_object_set_new(r, problems[i].name,
+					problem_response(i, false)) != 0) {
 			json_decref(r);
 			return NULL;
 		}
-	}
 	return r;
 }
 
@@ -831,13 +858,15 @@ static json_t *
 parameter_components(void)
 {
 	return json_pack(
-		"{s:{s:s, s:s, s:b, s:s, s:{s:s, s:[s]}}, "
+		"{s:{s:s, s:s, s:b, s:s, s:{s:s, s:[s,s], s:s}}, "
 		"s:{s:s, s:s, s:b, s:s, s:{s:s}}}",
 		"view", "name", "view", "in", "query", "required", 0,
 		"description",
-		"text: the answer's Markdown alone, as text/markdown", "schema",
-		"type", "string", "enum", "text", "If-None-Match", "name",
-		"If-None-Match", "in", "header", "required", 0, "description",
+		"json (the default): {tool, data, text}; text: the answer's "
+		"Markdown alone, as text/markdown",
+		"schema", "type", "string", "enum", "json", "text", "default",
+		"json", "If-None-Match", "name", "If-None-Match", "in",
+		"header", "required", 0, "description",
 		"The ETag of an earlier answer: 304 when it is still current",
 		"schema", "type", "string");
 }

@@ -124,6 +124,10 @@ for (const [name, { doc, file }] of Object.entries(docs)) {
 			JSON.stringify(problem.errors),
 		);
 		assert.equal(problem({ title: 'Bad argument', status: '400' }), false);
+		// Kiali's route: its own error body, the tool's data as the answer
+		const kiali = '/paths/~1api~1chat~1mcp~1{tool_name}/post/responses';
+		assert.equal(at(`${kiali}/404/content/application~1json/schema`)({ error: "Tool 'no_such_tool' not found" }), true);
+		assert.equal(at(`${kiali}/404/content/application~1json/schema`)({ detail: 'x' }), false);
 		assert.equal(problem({ title: 'x', status: 400, errors: [{ field: 'limit' }] }), false);
 	});
 }

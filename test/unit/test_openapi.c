@@ -69,17 +69,16 @@ built_free(struct built *b)
 	tools_unref(b->tools);
 }
 
-/* The value at a JSON pointer ("#/a/b~1c") in doc, or NULL. */
+/* The value at a JSON pointer in v ("/a/b~1c", or "#/a/b~1c" as a $ref
+ * names it), or NULL. */
 static json_t *
-resolve(json_t *doc, const char *ref)
+resolve(json_t *v, const char *ref)
 {
 	char tok[512];
-	json_t *v = doc;
-	const char *p;
+	const char *p = ref[0] == '#' ? ref + 1 : ref;
 
-	if (strncmp(ref, "#/", 2) != 0)
+	if (*p++ != '/')
 		return NULL;
-	p = ref + 2;
 	while (v != NULL) {
 		size_t n = 0;
 
@@ -161,8 +160,8 @@ param(json_t *doc, json_t *op, const char *name)
 }
 
 static const char *const problem_codes[] = {
-	"400", "401", "403", "404", "405", "406",
-	"413", "415", "422", "429", "503", "504",
+	"400", "401", "403", "404", "405", "406", "413",
+	"415", "422", "429", "500", "503", "504",
 };
 
 /* Every error status on op, as an RFC 9457 problem. */
@@ -181,14 +180,9 @@ check_problems(json_t *doc, json_t *op)
 		assert_non_null(ref);
 		r = resolve(doc, ref);
 		assert_string_equal(
-			json_string_value(json_object_get(
-				json_object_get(
-					json_object_get(
-						json_object_get(r, "content"),
-						"application/"
-						"problem+json"),
-					"schema"),
-				"$ref")),
+			json_string_value(
+				resolve(r, "/content/application~1problem+json/"
+					   "schema/$ref")),
 			"#/components/schemas/Problem");
 	}
 	assert_non_null(
@@ -200,8 +194,8 @@ check_problems(json_t *doc, json_t *op)
 /*
  * Every enabled tool has its POST path, named by its operationId, whose
  * body is its inputSchema and whose example is valid against it (all
- * have one unless !all_examples); the
- * Kiali route lists exactly those tools.
+ * have one unless !all_examples); Kiali's route lists exactly those
+ * tools and answers its errors as Kiali does.
  */
 static size_t
 check_tool_paths(struct built *b, bool all_examples)
@@ -224,13 +218,8 @@ check_tool_paths(struct built *b, bool all_examples)
 		assert_string_equal(
 			json_string_value(json_object_get(op, "operationId")),
 			d->name);
-		media = json_object_get(
-			json_object_get(
-				json_object_get(
-					json_object_get(op, "requestBody"),
-					"content"),
-				"application/json"),
-			"schema");
+		media = resolve(
+			op, "/requestBody/content/application~1json/schema");
 		snprintf(ref, sizeof(ref), "#/components/schemas/%s.input",
 			 d->name);
 		assert_string_equal(
@@ -238,19 +227,9 @@ check_tool_paths(struct built *b, bool all_examples)
 		in = resolve(b->doc, ref);
 		assert_non_null(in);
 		assert_null(json_object_get(in, "$defs"));
-		ex = json_object_get(
-			json_object_get(
-				json_object_get(
-					json_object_get(
-						json_object_get(
-							json_object_get(
-								op,
-								"requestBody"),
-							"content"),
-						"application/json"),
-					"examples"),
-				"minimal"),
-			"value");
+		ex = resolve(op,
+			     "/requestBody/content/application~1json/examples/"
+			     "minimal/value");
 		/* a schema whose anyOf needs more than its required and
 		 * defaulted arguments has none */
 		if (ex == NULL && (all_examples ||
@@ -260,13 +239,8 @@ check_tool_paths(struct built *b, bool all_examples)
 		    jsonschema_validate(d->input, ex, NULL) != STATUS_OK)
 			fail_msg("%s: example not valid", d->name);
 		assert_non_null(param(b->doc, op, "view"));
-		assert_non_null(json_object_get(
-			json_object_get(
-				json_object_get(
-					json_object_get(op, "responses"),
-					"200"),
-				"content"),
-			"text/markdown"));
+		assert_non_null(
+			resolve(op, "/responses/200/content/text~1markdown"));
 		check_problems(b->doc, op);
 		assert_true(json_array_size(names) > i);
 		assert_string_equal(json_string_value(json_array_get(names, i)),
@@ -274,6 +248,17 @@ check_tool_paths(struct built *b, bool all_examples)
 		n++;
 	}
 	assert_int_equal(json_array_size(names), n);
+	/* Kiali's route answers its errors as Kiali does: {"error"} */
+	for (size_t i = 0; i < sizeof(problem_codes) / sizeof(problem_codes[0]);
+	     i++) {
+		char ptr[128];
+
+		snprintf(ptr, sizeof(ptr),
+			 "/responses/%s/content/application~1json/schema/$ref",
+			 problem_codes[i]);
+		assert_string_equal(json_string_value(resolve(kiali, ptr)),
+				    "#/components/schemas/KialiError");
+	}
 	return n;
 }
 
@@ -333,15 +318,8 @@ check_routes(struct built *b)
 				json_string_value(json_object_get(p, "in")),
 				"query");
 		}
-		assert_non_null(json_object_get(
-			json_object_get(
-				json_object_get(
-					json_object_get(op, "responses"),
-					"200"),
-				"headers"),
-			"ETag"));
-		assert_non_null(json_object_get(
-			json_object_get(op, "responses"), "304"));
+		assert_non_null(resolve(op, "/responses/200/headers/ETag"));
+		assert_non_null(resolve(op, "/responses/304"));
 		check_problems(b->doc, op);
 	}
 	return present;
@@ -356,8 +334,7 @@ test_default_set(void **state)
 	(void)state;
 	assert_string_equal(
 		json_string_value(json_object_get(b.doc, "openapi")), "3.1.0");
-	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(b.doc, "info"), "version")),
+	assert_string_equal(json_string_value(resolve(b.doc, "/info/version")),
 			    SEXTANT_VERSION);
 	assert_true(check_tool_paths(&b, true) == tools_count(b.tools));
 	assert_true(tools_count(b.tools) >= 10);
@@ -368,22 +345,9 @@ test_default_set(void **state)
 	assert_true(check_refs(b.doc, b.doc) > 100);
 	/* query_spans pages: its GET answers with a Link header */
 	spans = path_op(b.doc, "/api/v1/spans", "get");
-	assert_non_null(json_object_get(
-		json_object_get(
-			json_object_get(json_object_get(spans, "responses"),
-					"200"),
-			"headers"),
-		"Link"));
-	assert_null(json_object_get(
-		json_object_get(
-			json_object_get(
-				json_object_get(path_op(b.doc,
-							"/api/v1/services",
-							"get"),
-						"responses"),
-				"200"),
-			"headers"),
-		"Link"));
+	assert_non_null(resolve(spans, "/responses/200/headers/Link"));
+	assert_null(resolve(path_op(b.doc, "/api/v1/services", "get"),
+			    "/responses/200/headers/Link"));
 	/* an array argument is a repeated query parameter, an object one
 	 * JSON text */
 	p = param(b.doc, path_op(b.doc, "/api/v1/metrics/{name}", "get"),
