@@ -1,6 +1,6 @@
 // openapi.test.mjs - the REST facade's OpenAPI document as `sextant openapi
 // --config F` prints it, for the default tools, every tool set (with API
-// keys, a metrics instance, the mesh set and the deprecated aliases) and the
+// keys, a metrics instance, every opt-in set and the deprecated aliases) and the
 // conformance fixtures: @redocly/cli lint finds no error (its warnings are
 // listed), the OpenAPI 3.1 schema accepts it, Ajv (2020-12, the validator the
 // facade's tests check answers with) validates request and answer bodies
@@ -30,7 +30,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-openapi-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const EVERY_SET = `[tools]
-enabled_sets = ["core", "query", "spans", "genai", "grafana", "mesh"]
+enabled_sets = ["core", "query", "spans", "genai", "grafana", "mesh", "ebpf", "kiali", "istio"]
 deprecated_aliases = true
 [auth]
 keys = ["sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]
@@ -167,10 +167,11 @@ test('every set: the typed client compiles against openapi-typescript types of t
 	assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
-test('default set: the same client does not compile (the mesh, grafana and deprecated routes are absent)', { timeout: 120000 }, async () => {
+test('default set: the same client does not compile (the opt-in sets\' routes are absent)', { timeout: 120000 }, async () => {
 	const r = await compileClient('default', docs.default.doc);
 	assert.notEqual(r.status, 0);
-	for (const p of ['/api/v1/graph', '/api/v1/tools/get_mesh_graph', '/api/v1/tools/query_grafana_metrics', '/api/v1/tools/query_beyla_traces'])
+	for (const p of ['/api/v1/tools/query_ebpf_traces', '/api/v1/tools/get_citations', '/api/v1/tools/manage_istio_config', '/api/v1/tools/query_grafana_metrics', '/api/v1/tools/query_beyla_traces'])
 		assert.match(r.stdout, new RegExp(`"${p.replaceAll('/', '\\/')}"`), r.stdout);
 	assert.doesNotMatch(r.stdout, /"\/api\/v1\/services"/);
+	assert.doesNotMatch(r.stdout, /"\/api\/v1\/graph"/);
 });

@@ -27,7 +27,7 @@
 static const char every_set[] =
 	"[tools]\n"
 	"enabled_sets = [\"core\", \"query\", \"spans\", \"genai\", "
-	"\"grafana\", \"mesh\"]\n"
+	"\"grafana\", \"mesh\", \"ebpf\", \"kiali\", \"istio\"]\n"
 	"deprecated_aliases = true\n"
 	"[auth]\n"
 	"keys = [\"sha256:"
@@ -338,9 +338,9 @@ test_default_set(void **state)
 			    SEXTANT_VERSION);
 	assert_true(check_tool_paths(&b, true) == tools_count(b.tools));
 	assert_true(tools_count(b.tools) >= 10);
-	/* every route but the graph (the mesh set is opt-in) */
-	assert_int_equal(check_routes(&b), rest_nroutes - 1);
-	assert_null(path_op(b.doc, "/api/v1/graph", "get"));
+	/* every route, the graph's too (the mesh set is a default one) */
+	assert_int_equal(check_routes(&b), rest_nroutes);
+	assert_non_null(path_op(b.doc, "/api/v1/graph", "get"));
 	assert_non_null(path_op(b.doc, "/api/v1/tools", "get"));
 	assert_true(check_refs(b.doc, b.doc) > 100);
 	/* query_spans pages: its GET answers with a Link header */
