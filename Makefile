@@ -91,6 +91,7 @@ TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 	pointquery.c spansearch.c servicequery.c genai.c rollup.c promcalls.c merge.c render.c health.c \
 	timeline.c recentids.c)
 TELEMETRY_SRC += lib/telemetry/meshquery.c
+TELEMETRY_SRC += lib/telemetry/resourcequery.c
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -150,6 +151,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 	pglisten sessdb jsonload jsondump strdist health timeline recentids
 LIB_TESTS += kube
 LIB_TESTS += meshquery
+LIB_TESTS += resourcequery
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 SERVER_TESTS += openapi

@@ -53,10 +53,9 @@ _Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 	"w CROSS JOIN LATERAL (SELECT trace_id, span_id, source, "             \
 	"parent_span_id, kind, start_time, duration_ns, service_name, "        \
 	"coalesce(nullif(service_namespace, ''), nullif(k8s_namespace_name, "  \
-	"''), '') AS ns, coalesce(service_version, '') AS ver, "               \
-	"coalesce(nullif(k8s_deployment_name, ''), "                           \
-	"nullif(resource_attributes ->> 'k8s.statefulset.name', ''), "         \
-	"nullif(host_name, ''), '') AS wl, CASE WHEN rpc_system = 'grpc' "     \
+	"''), '') AS ns, coalesce(service_version, '') AS "                    \
+	"ver, " MESHQUERY_WORKLOAD_SQL                                         \
+	" AS wl, CASE WHEN rpc_system = 'grpc' "                               \
 	"THEN 'grpc' WHEN http_method IS NOT NULL THEN 'http' WHEN db_system " \
 	"IS NOT NULL THEN 'sql' WHEN kind IN (4, 5) THEN 'messaging' ELSE "    \
 	"'tcp' END AS proto, sextant_span_outcome(kind, status_code, "         \

@@ -39,6 +39,14 @@ enum meshquery_graph_type {
 	MESHQUERY_WORKLOAD,	 /* k8s deployment or statefulset, else host */
 };
 
+/* A span's workload as SQL over a spans row: k8s.deployment.name, else
+ * k8s.statefulset.name, else host.name, else ''.  graphType workload's
+ * nodes, and lib/telemetry/resourcequery's workloads. */
+#define MESHQUERY_WORKLOAD_SQL                                                 \
+	"coalesce(nullif(k8s_deployment_name, ''), "                           \
+	"nullif(resource_attributes ->> 'k8s.statefulset.name', ''), "         \
+	"nullif(host_name, ''), '')"
+
 /* The type named s ("versionedApp", "app", "service", "workload"), or
  * -1. */
 int meshquery_graph_type_parse(const char *s);
