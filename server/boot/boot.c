@@ -45,6 +45,7 @@
 #include "tools/tool_mesh_ui.h"
 #include "tools/tool_mesh_istio.h"
 #include "tools/tool_mesh_graph.h"
+#include "tools/tool_mesh_resource.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -65,6 +66,7 @@ const struct tool_handler *const boot_tool_families[] = {
 	grafana_tool_handlers,	      /* query_grafana_metrics */
 	mesh_istio_tool_handlers,     /* manage_istio_config */
 	mesh_graph_tool_handlers,     /* get_mesh_graph */
+	mesh_resource_tool_handlers,  /* get_resource_detail */
 	NULL,
 };
 
