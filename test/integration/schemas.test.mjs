@@ -62,6 +62,7 @@ const CALLS = [
 		rows: ['metrics'],
 	},
 	{ tool: 'get_mesh_graph', args: { rateInterval: '1d' }, rows: ['nodes', 'traffic'] },
+	{ tool: 'get_resource_detail', args: { resource_type: 'service', rateInterval: '1d' }, rows: ['resources'] },
 ];
 
 let pg, srv, mcp;
