@@ -92,6 +92,7 @@ TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 	timeline.c recentids.c)
 TELEMETRY_SRC += lib/telemetry/meshquery.c
 TELEMETRY_SRC += lib/telemetry/resourcequery.c
+TELEMETRY_SRC += lib/telemetry/tracesummary.c
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -153,6 +154,7 @@ LIB_TESTS := toml config jsonschema pool log expo auth sse buf store pg \
 LIB_TESTS += kube
 LIB_TESTS += meshquery
 LIB_TESTS += resourcequery
+LIB_TESTS += tracesummary
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 SERVER_TESTS += openapi
