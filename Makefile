@@ -137,6 +137,7 @@ SERVER_SRC += server/tools/tool_mesh_ui.c build/gen/citations.c
 SERVER_SRC += server/tools/tool_mesh_istio.c
 SERVER_SRC += server/tools/tool_mesh_graph.c
 SERVER_SRC += server/tools/tool_mesh_resource.c
+SERVER_SRC += server/tools/tool_mesh_traces.c
 SERVER_SRC += server/rest/routes.c
 SERVER_SRC += server/rest/openapi.c
 MAIN_SRC := server/main.c

@@ -725,13 +725,17 @@ static const struct pg_stmt recent_svc = {"spanquery_recent_svc",
 #define WALK_ALL_SVC                                                           \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
 	"$2::timestamptz AND service_name = $4::text "
+#define RECENT_ALL_SQL(where)                                                  \
+	WALK_IDS(where)                                                        \
+	"SELECT " ID_ROW ", NULL FROM t UNION ALL "                            \
+	"(SELECT " SPAN_COLS ", source FROM spans WHERE trace_id = ANY "       \
+	"(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)"
 static const struct pg_stmt recent_all = {
-	"spanquery_recent_all",
-	WALK_IDS(WALK_ALL_SVC) "SELECT " ID_ROW ", NULL FROM t UNION ALL "
-			       "(SELECT " SPAN_COLS
-			       ", source FROM spans WHERE trace_id = ANY "
-			       "(ARRAY(SELECT trace_id FROM t)) LIMIT 50001)",
-	4, true, true};
+	"spanquery_recent_all", RECENT_ALL_SQL(WALK_ALL_SVC), 4, true, true};
+/* failed_only: the walk meets the service's failed spans only */
+static const struct pg_stmt recent_all_failed = {
+	"spanquery_recent_all_failed",
+	RECENT_ALL_SQL(WALK_ALL_SVC "AND " SPAN_STATUS " = 2 "), 4, true, true};
 
 #define TRACE_WHERE                                                            \
 	"WHERE start_time >= $1::timestamptz AND start_time < "                \
@@ -795,6 +799,9 @@ spanquery_trace_ids_send(struct pg_conn *c, const char *source,
 
 	if (check_trace_filter(f, err) != STATUS_OK)
 		return STATUS_INVALID;
+	if (f->failed_only)
+		return trace_filter_error(err, "failed traces only are read "
+					       "from every source at once");
 	pg_ts_text(f->from_ms, from, sizeof(from));
 	pg_ts_text(f->to_ms, to, sizeof(to));
 	snprintf(mind, sizeof(mind), "%" PRId64, f->min_duration_ns);
@@ -1146,9 +1153,13 @@ spanquery_recent_send(struct pg_conn *c, const char *source,
 			return trace_filter_error(err, "every source at once "
 						       "is for one service");
 		v[3] = f->service;
-		return pg_send_prepared_within(c, &recent_all, v, f->timeout_ms,
-					       err);
+		return pg_send_prepared_within(
+			c, f->failed_only ? &recent_all_failed : &recent_all, v,
+			f->timeout_ms, err);
 	}
+	if (f->failed_only)
+		return trace_filter_error(err, "failed traces only are read "
+					       "from every source at once");
 	v[3] = source;
 	v[4] = f->service;
 	return pg_send_prepared_within(c,

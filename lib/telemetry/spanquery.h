@@ -192,6 +192,10 @@ struct spanquery_trace_filter {
 	int64_t min_duration_ns; /* < 0: any */
 	size_t max_traces;	 /* 1..SPANQUERY_MAX_TRACES */
 	bool slowest;		 /* else most recent first */
+	/* only traces in which a span of service failed (the status the
+	 * trees show): spanquery_recent_send of every source only, which
+	 * the other statements refuse (STATUS_INVALID) */
+	bool failed_only;
 	/* spanquery_recent_send: > 0, the statement's own statement timeout
 	 * (pg_send_prepared_within); else the connection's */
 	int timeout_ms;

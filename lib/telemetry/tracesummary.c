@@ -38,18 +38,6 @@ top_add(size_t *list, uint64_t *keys, size_t *n, size_t max, size_t i,
 	keys[k] = key;
 }
 
-/* Whether one of node i's shown children failed. */
-static bool
-child_failed(const struct merge_trace *t, size_t i,
-	     tracesummary_error_fn is_error, void *arg)
-{
-	for (size_t c = t->nodes[i].first_child; c != MERGE_NONE;
-	     c = t->nodes[c].next_sibling)
-		if (is_error(&t->nodes[c], arg))
-			return true;
-	return false;
-}
-
 /* out->chain: from the origin's root down to the origin, cut as
  * tracesummary.h says. */
 static void
@@ -73,6 +61,20 @@ build_chain(const struct merge_trace *t, size_t max, struct tracesummary *out)
 	}
 }
 
+/*
+ * Whether failed node p has no failed descendant.  In preorder a
+ * subtree is the run of nodes after its root that are deeper than it, so
+ * the next failed node j is p's descendant exactly when no node in
+ * (p, j] is as shallow as p; no later failed node can be one when j is
+ * not.  min_depth: the least depth in (p, j]; the end of the trace
+ * counts as shallower than any node.
+ */
+static bool
+is_origin(const struct merge_trace *t, size_t p, size_t min_depth)
+{
+	return min_depth <= t->nodes[p].depth;
+}
+
 void
 tracesummary_build(const struct merge_trace *t, size_t max_spans,
 		   tracesummary_error_fn is_error, void *arg,
@@ -83,26 +85,43 @@ tracesummary_build(const struct merge_trace *t, size_t max_spans,
 	size_t max = max_spans < 1		    ? 1
 		     : max_spans > TRACESUMMARY_MAX ? TRACESUMMARY_MAX
 						    : max_spans;
+	size_t prev = MERGE_NONE, min_depth = 0;
 
 	*out = (struct tracesummary){.origin = MERGE_NONE};
-	for (size_t i = 0; i < t->n_nodes; i++) {
-		const struct merge_node *node = &t->nodes[i];
+	/* one pass; i == n_nodes closes the last failed node's subtree */
+	for (size_t i = 0; i <= t->n_nodes; i++) {
+		const struct merge_node *node = t->nodes + i;
+		bool failed;
 
-		if (node->critical && node->self_ns > 0)
-			top_add(out->bottlenecks, bkeys, &out->n_bottlenecks,
-				max, i, node->self_ns);
-		if (node->parent == MERGE_NONE && out->n_roots < max)
-			out->roots[out->n_roots++] = i;
-		if (is_error == NULL || !is_error(node, arg))
+		if (i == t->n_nodes) {
+			failed = true;
+			min_depth = 0;
+		} else {
+			if (node->depth < min_depth)
+				min_depth = node->depth;
+			if (node->critical && node->self_ns > 0)
+				top_add(out->bottlenecks, bkeys,
+					&out->n_bottlenecks, max, i,
+					node->self_ns);
+			if (node->parent == MERGE_NONE && out->n_roots < max)
+				out->roots[out->n_roots++] = i;
+			failed = is_error != NULL && is_error(node, arg);
+		}
+		if (!failed)
 			continue;
+		if (prev != MERGE_NONE && is_origin(t, prev, min_depth) &&
+		    (out->origin == MERGE_NONE ||
+		     duration(&t->nodes[prev]) > origin_ns)) {
+			out->origin = prev;
+			origin_ns = duration(&t->nodes[prev]);
+		}
+		if (i == t->n_nodes)
+			break;
 		out->n_errors++;
 		top_add(out->errors, ekeys, &out->n_errors_listed, max, i,
 			duration(node));
-		if (!child_failed(t, i, is_error, arg) &&
-		    (out->origin == MERGE_NONE || duration(node) > origin_ns)) {
-			out->origin = i;
-			origin_ns = duration(node);
-		}
+		prev = i;
+		min_depth = SIZE_MAX;
 	}
 	if (out->origin != MERGE_NONE)
 		build_chain(t, max, out);

@@ -34,8 +34,9 @@ struct tracesummary {
 	size_t n_errors_listed;
 	size_t n_errors;
 	/*
-	 * The origin: among the error spans none of whose children failed
-	 * (where a failure began, not where it was passed on), the longest
+	 * The origin: among the error spans with no failed span below them
+	 * (where a failure began, not where it was passed on, even through
+	 * a span that did not fail, as a server answering 4xx), the longest
 	 * (then the first in tree order); MERGE_NONE without errors.  chain
 	 * runs from the origin's root down to it; a chain longer than
 	 * max_spans keeps its root and its last max_spans - 1 hops (the

@@ -46,6 +46,7 @@
 #include "tools/tool_mesh_istio.h"
 #include "tools/tool_mesh_graph.h"
 #include "tools/tool_mesh_resource.h"
+#include "tools/tool_mesh_traces.h"
 #include "tools/tool_query.h"
 #include "tools/tool_spans_services.h"
 #include "tools/tool_spans.h"
@@ -67,6 +68,7 @@ const struct tool_handler *const boot_tool_families[] = {
 	mesh_istio_tool_handlers,     /* manage_istio_config */
 	mesh_graph_tool_handlers,     /* get_mesh_graph */
 	mesh_resource_tool_handlers,  /* get_resource_detail */
+	mesh_traces_tool_handlers,    /* get_traces */
 	NULL,
 };
 

@@ -291,6 +291,32 @@ test_error_under_fine_parent(void **state)
 }
 
 /*
+ * A failure passed on through a span that did not fail: the gateway's
+ * call (10-390) failed because checkout answered 402, a client error on
+ * its server span (20-380), because checkout's own call to payments
+ * (30-80) failed.  The origin is that call, deeper and shorter than the
+ * gateway's; a failure under its own failed child is never one.
+ */
+static void
+test_passed_through(void **state)
+{
+	static const struct row rows[] = {
+		{1, 0, 0, 400, KS, false, 0},  {2, 1, 10, 390, KC, true, 0},
+		{3, 2, 20, 380, KS, false, 0}, {4, 3, 30, 80, KC, true, 0},
+		{5, 4, 35, 75, KS, false, 0},  {6, 3, 90, 95, KC, true, 0},
+		{7, 6, 91, 94, KS, true, 0},
+	};
+	struct tree x;
+
+	(void)state;
+	build(&x, rows, 7, 7);
+	assert_int_equal(x.s.n_errors, 4);
+	assert_int_equal(id_of(&x, x.s.origin), 4);
+	assert_ids(&x, x.s.chain, x.s.n_chain, (unsigned[]){1, 2, 3, 4}, 4);
+	merge_result_free(x.r);
+}
+
+/*
  * Spans eBPF and OTLP both saw (the same ids) are one node each, kept as
  * OTLP's with eBPF in also_seen_by: the lists name each once, and a span
  * eBPF alone saw (the database call) is listed as eBPF's.
@@ -350,6 +376,7 @@ main(void)
 		cmocka_unit_test(test_clock_skew),
 		cmocka_unit_test(test_no_error),
 		cmocka_unit_test(test_error_under_fine_parent),
+		cmocka_unit_test(test_passed_through),
 		cmocka_unit_test(test_both_sources),
 		cmocka_unit_test(test_roots),
 	};
