@@ -923,3 +923,94 @@ tool_service_name(struct call *call, const char *given, char *out, size_t cap,
 	pthread_mutex_unlock(&svc_names.mu);
 	return res;
 }
+
+/* The trace whose id begins with prefix, into id (tool_trace_spans). */
+static int
+trace_prefix(struct call *call, const char *tool, struct pg_conn *c,
+	     const char *prefix, uint8_t id[16], json_t **result)
+{
+	uint8_t ids[2][16];
+	char a[33], b[33];
+	struct pg_error pe;
+	size_t n = 0;
+	int rc = spanquery_trace_prefix(c, prefix, ids, &n, &pe);
+
+	*result = NULL;
+	if (rc != STATUS_OK)
+		return tool_store_failed(call, tool, rc, &pe, NULL, result);
+	if (n == 1) {
+		memcpy(id, ids[0], 16);
+		return STATUS_OK;
+	}
+	if (n == 0) {
+		*result = tool_result_error(
+			"no trace id begins with \"%s\": give the 32 hex "
+			"digits that query_traces and query_spans' "
+			"structured content show",
+			prefix);
+	} else {
+		hex_encode(ids[0], 16, a);
+		hex_encode(ids[1], 16, b);
+		*result = tool_result_error(
+			"trace id \"%s\" is the beginning of more than one "
+			"(%s, %s, ...): give more digits or all 32",
+			prefix, a, b);
+	}
+	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+}
+
+struct trace_spans {
+	const uint8_t *id;
+	struct spanquery_spans **sp;
+};
+
+static int
+trace_spans_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	const struct trace_spans *t = arg;
+
+	return spanquery_spans_send(c, tool_sources[i].name,
+				    (const uint8_t(*)[16])t->id, 1, pe);
+}
+
+static int
+trace_spans_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
+{
+	const struct trace_spans *t = arg;
+
+	return spanquery_spans_recv(c, &t->sp[i], pe);
+}
+
+int
+tool_trace_spans(struct call *call, const char *tool,
+		 const struct tool_conns *k, const char *prefix, uint8_t id[16],
+		 struct spanquery_spans *sp[TOOL_SPAN_SRCS],
+		 char (*status)[TOOL_STATUS_MAX], json_t **result)
+{
+	struct trace_spans t = {.id = id, .sp = sp};
+	int rc, failed = 0;
+
+	*result = NULL;
+	if (prefix != NULL && ((rc = trace_prefix(call, tool, k->c[0], prefix,
+						  id, result)) != STATUS_OK ||
+			       *result != NULL))
+		return rc;
+	rc = tool_round_run(
+		&(struct tool_round){.call = call,
+				     .k = k,
+				     .mask = (1u << TOOL_SPAN_SRCS) - 1,
+				     .status = status,
+				     .send = trace_spans_send,
+				     .recv = trace_spans_recv,
+				     .arg = &t});
+	if (rc != STATUS_OK)
+		return rc;
+	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
+		failed += status[i][0] != '\0';
+	if (failed == TOOL_SPAN_SRCS) {
+		*result = tool_result_error("telemetry store %s",
+					    status[TOOL_SRC_OTLP]);
+		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
+	}
+	return STATUS_OK;
+}

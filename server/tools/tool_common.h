@@ -372,6 +372,22 @@ json_t *tool_codes_json(const struct spanquery_code *codes);
 bool tool_unknown_service(struct pg_conn *c, const char *service,
 			  const char *list_tool, char *out, size_t cap);
 
+/*
+ * One trace's spans from each span source at once (a tool_round on k):
+ * its id, or when prefix is not NULL the one trace whose id begins with
+ * those hex digits (spanquery_is_trace_prefix), into id; then sp[i] the
+ * spans of source i (caller frees with spanquery_spans_free), NULL where
+ * status[i] says it failed.  STATUS_OK with *result NULL, or with
+ * *result an isError answer: no trace or two begin with prefix (saying
+ * what to give), its lookup failed (as tool_store_failed answers for
+ * tool), or every source failed.  Else tool_round_run's failure.
+ */
+struct spanquery_spans;
+int tool_trace_spans(struct call *call, const char *tool,
+		     const struct tool_conns *k, const char *prefix,
+		     uint8_t id[16], struct spanquery_spans *sp[TOOL_SPAN_SRCS],
+		     char (*status)[TOOL_STATUS_MAX], json_t **result) WUR;
+
 /* m: the span x as lib/telemetry/merge takes it, from source (enum merge_source);
  * m->user points at x (borrowed). */
 void tool_merge_span(struct merge_span *m, const struct spanquery_span *x,

@@ -1314,93 +1314,26 @@ struct get_call {
 	struct buf b, sect[2]; /* the answer; bottlenecks, error chain */
 };
 
-static int
-trace_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
-{
-	struct get_call *x = arg;
-
-	return spanquery_spans_send(c, tool_sources[i].name,
-				    (const uint8_t(*)[16])x->id, 1, pe);
-}
-
-static int
-trace_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
-{
-	struct get_call *x = arg;
-
-	return spanquery_spans_recv(c, &x->sp[i], pe);
-}
-
-/* Fetch: the trace's spans from each source at once; *result is the
- * answer when neither source could be read.  What the spans say goes out
- * redacted, in text and structure, so they are redacted here. */
-/* The trace whose id begins with x->prefix (as query_spans' table shows
- * ids), into x->id; *result an error answer when none or two do. */
-static int
-get_prefix(struct get_call *x, json_t **result)
-{
-	uint8_t ids[2][16];
-	char a[33], b[33];
-	struct pg_error pe;
-	size_t n = 0;
-	int rc = spanquery_trace_prefix(x->k.c[0], x->prefix, ids, &n, &pe);
-
-	if (rc != STATUS_OK)
-		return tool_store_failed(x->call, "get_trace", rc, &pe, NULL,
-					 result);
-	if (n == 0) {
-		*result = tool_result_error(
-			"no trace id begins with \"%s\": give the 32 hex "
-			"digits that query_traces and query_spans' "
-			"structured content show",
-			x->prefix);
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
-	if (n == 2) {
-		hex_encode(ids[0], 16, a);
-		hex_encode(ids[1], 16, b);
-		*result = tool_result_error(
-			"trace id \"%s\" is the beginning of more than one "
-			"(%s, %s, ...): give more digits or all 32",
-			x->prefix, a, b);
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
-	memcpy(x->id, ids[0], 16);
-	hex_encode(x->id, 16, x->tid);
-	return STATUS_OK;
-}
-
+/* Fetch: the trace's spans from each source at once (its id first, when
+ * only its first digits were given); *result is the answer when neither
+ * source could be read.  What the spans say goes out redacted, in text
+ * and structure, so they are redacted here. */
 static int
 get_fetch(struct get_call *x, json_t **result)
 {
 	const struct redact *r = call_redact(x->call);
-	int rc, failed = 0;
+	int rc;
 
 	if (tool_conns_get(x->call, &x->k) != STATUS_OK) {
 		*result = tool_result_error("%s", x->k.why);
 		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
 	}
-	if (x->prefix != NULL &&
-	    ((rc = get_prefix(x, result)) != STATUS_OK || *result != NULL))
-		return rc;
 	(void)call_progress(x->call, 1, 3, "fetching spans");
-	rc = tool_round_run(
-		&(struct tool_round){.call = x->call,
-				     .k = &x->k,
-				     .mask = (1u << TOOL_SPAN_SRCS) - 1,
-				     .status = x->status,
-				     .send = trace_send,
-				     .recv = trace_recv,
-				     .arg = x});
-	if (rc != STATUS_OK)
+	rc = tool_trace_spans(x->call, "get_trace", &x->k, x->prefix, x->id,
+			      x->sp, x->status, result);
+	if (rc != STATUS_OK || *result != NULL)
 		return rc;
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		failed += x->status[i][0] != '\0';
-	if (failed == TOOL_SPAN_SRCS) {
-		*result = tool_result_error("telemetry store %s",
-					    x->status[TOOL_SRC_OTLP]);
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
+	hex_encode(x->id, 16, x->tid);
 	for (int i = 0; i < TOOL_SPAN_SRCS; i++) {
 		if (x->status[i][0] != '\0')
 			continue;
