@@ -12,6 +12,7 @@
  */
 #include "tools/tool_mesh_traces.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,11 @@
 #define DEFAULT_LOOKBACK_S 600
 #define DEFAULT_LIMIT	   10
 #define DEFAULT_MAX_SPANS  7
+/* Spans per list in each trace of a service's answer (max_spans, if
+ * fewer): ten traces of 7 + 7 spans and a chain would not fit
+ * tools.max_answer_bytes (a span is about 300 bytes); Kiali's pick, the
+ * top-level summary, has max_spans. */
+#define ITEM_SPANS 3
 /* names and messages in a line are cut to this many bytes */
 #define NAME_MAX 120
 
@@ -142,87 +148,6 @@ traces_args(struct traces_call *x, const json_t *args, json_t **result)
 }
 
 /* ---- reading the spans -------------------------------------------------- */
-
-static int
-one_send(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
-{
-	struct traces_call *x = arg;
-
-	return spanquery_spans_send(c, tool_sources[i].name,
-				    (const uint8_t(*)[16])x->id, 1, pe);
-}
-
-static int
-one_recv(struct pg_conn *c, int i, void *arg, struct pg_error *pe)
-{
-	struct traces_call *x = arg;
-
-	return spanquery_spans_recv(c, &x->sp[i], pe);
-}
-
-/* The trace whose id begins with x->prefix into x->id; *result an error
- * answer when none or two do. */
-static int
-resolve_prefix(struct traces_call *x, json_t **result)
-{
-	uint8_t ids[2][16];
-	char a[33], b[33];
-	struct pg_error pe;
-	size_t n = 0;
-	int rc = spanquery_trace_prefix(x->k.c[0], x->prefix, ids, &n, &pe);
-
-	if (rc != STATUS_OK)
-		return tool_store_failed(x->call, "get_traces", rc, &pe, NULL,
-					 result);
-	if (n == 1) {
-		memcpy(x->id, ids[0], 16);
-		hex_encode(x->id, 16, x->tid);
-		return STATUS_OK;
-	}
-	if (n == 0) {
-		*result = tool_result_error(
-			"no trace id begins with \"%s\": give an id from "
-			"get_traces(service_name) or query_traces",
-			x->prefix);
-	} else {
-		hex_encode(ids[0], 16, a);
-		hex_encode(ids[1], 16, b);
-		*result = tool_result_error(
-			"trace id \"%s\" is the beginning of more than one "
-			"(%s, %s, ...): give more digits or all 32",
-			x->prefix, a, b);
-	}
-	return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-}
-
-/* One trace: its spans from each source at once. */
-static int
-fetch_one(struct traces_call *x, json_t **result)
-{
-	int rc, failed = 0;
-
-	if (x->prefix != NULL &&
-	    ((rc = resolve_prefix(x, result)) != STATUS_OK || *result != NULL))
-		return rc;
-	rc = tool_round_run(
-		&(struct tool_round){.call = x->call,
-				     .k = &x->k,
-				     .mask = (1u << TOOL_SPAN_SRCS) - 1,
-				     .status = x->status,
-				     .send = one_send,
-				     .recv = one_recv,
-				     .arg = x});
-	if (rc != STATUS_OK)
-		return rc;
-	for (int i = 0; i < TOOL_SPAN_SRCS; i++)
-		failed += x->status[i][0] != '\0';
-	if (failed == TOOL_SPAN_SRCS) {
-		*result = tool_result_error("telemetry store %s",
-					    x->status[TOOL_SRC_OTLP]);
-		return *result != NULL ? STATUS_OK : STATUS_NOMEM;
-	}
-	return STATUS_OK;
-}
 
 /* A service's most recent traces (failed ones only on request) and every
  * span of them, from every source in one statement. */
@@ -461,14 +386,18 @@ put_failure(struct buf *b, const struct merge_node *node,
  * UNAVAILABLE (connect refused)", or "; no errors".
  */
 static void
-headline(struct traces_call *x, const struct merge_trace *t,
-	 const struct tracesummary *s)
+headline(struct traces_call *x, const struct merge_trace *t)
 {
+	struct tracesummary whole;
+	const struct tracesummary *s = &whole;
 	struct buf *b = &x->b;
 	const struct merge_node *req = &t->nodes[t->request];
 	char dur[24], pct[RENDER_PCT_MAX];
 	const char *last = NULL;
 
+	/* the whole chain (its top and origin are in every list's
+	 * summary: their details were read) */
+	tracesummary_build(t, TRACESUMMARY_MAX, node_failed, NULL, &whole);
 	render_ms((double)t->request_ns / 1e6, dur, sizeof(dur));
 	put_one_line(b, row_of(req)->service, NAME_MAX);
 	buf_printf(b, " %s", dur);
@@ -619,11 +548,19 @@ tags_json(json_t *o, const struct merge_node *node,
 	return json_object_set_new(o, "tags", tags);
 }
 
+/* a share in percent to 0.01: what the text shows, in a few bytes */
+static double
+round_pct(double pct)
+{
+	return round(pct * 100) / 100;
+}
+
 /*
  * Kiali's SpanBrief (duration_ms, operation, parent_span_id, service,
- * span_id, start_offset_ms, tags) and Sextant's marks: source, the other
- * source that saw it, self time, status, async.  New reference; NULL on
- * ENOMEM.
+ * span_id, start_offset_ms, tags: "error" on a failed span) and Sextant's
+ * marks: source, the other source that saw it, async, the failure's
+ * message, and with share (a bottleneck) self time and its share of the
+ * request.  New reference; NULL on ENOMEM.
  */
 static json_t *
 brief_json(struct traces_call *x, const struct merge_trace *t, size_t i,
@@ -638,14 +575,12 @@ brief_json(struct traces_call *x, const struct merge_trace *t, size_t i,
 	hex_encode(s->span_id, 8, sid);
 	hex_encode(s->parent_span_id, 8, pid);
 	o = json_pack(
-		"{s:f, s:s, s:s*, s:s, s:s, s:f, s:s, s:f, s:s}", "duration_ms",
+		"{s:f, s:s, s:s*, s:s, s:s, s:f, s:s}", "duration_ms",
 		(double)s->duration_ns / 1e6, "operation", s->name,
 		"parent_span_id", s->has_parent ? pid : NULL, "service",
 		s->service, "span_id", sid, "start_offset_ms",
 		(double)(node->span->start_ns - t->start_ns) / 1e6, "source",
-		tool_sources[tool_source_of_merge(node->span->source)].name,
-		"self_ms", (double)node->self_ns / 1e6, "status",
-		otlp_status_name(s->status));
+		tool_sources[tool_source_of_merge(node->span->source)].name);
 	if (o == NULL)
 		return NULL;
 	bad = tags_json(o, node, tool_details_of(&x->det, node));
@@ -658,11 +593,15 @@ brief_json(struct traces_call *x, const struct merge_trace *t, size_t i,
 	if (!bad && node_failed(node, NULL) && s->status_message != NULL)
 		bad = json_object_set_new(o, "status_message",
 					  json_string(s->status_message));
+	/* self time and share where they matter: the bottlenecks */
 	if (!bad && share)
 		bad = json_object_set_new(
-			o, "share_pct",
-			json_real(merge_pct((double)node->self_ns,
-					    (double)t->request_ns)));
+			      o, "self_ms",
+			      json_real((double)node->self_ns / 1e6)) ||
+		      json_object_set_new(o, "share_pct",
+					  json_real(round_pct(merge_pct(
+						  (double)node->self_ns,
+						  (double)t->request_ns))));
 	if (bad) {
 		json_decref(o);
 		return NULL;
@@ -685,13 +624,14 @@ briefs_json(struct traces_call *x, const struct merge_trace *t,
 	return a;
 }
 
-/* Kiali's TraceSummary of t (new reference; NULL on ENOMEM). */
+/* Kiali's TraceSummary of t, root_spans only with roots (new reference;
+ * NULL on ENOMEM). */
 static json_t *
 summary_json(struct traces_call *x, const struct merge_trace *t,
-	     const struct tracesummary *s)
+	     const struct tracesummary *s, bool roots)
 {
 	json_t *o = json_pack(
-		"{s:f, s:I, s:f, s:I, s:I, s:o, s:o, s:o, s:o}",
+		"{s:f, s:I, s:f, s:I, s:I, s:o, s:o, s:o, s:o*}",
 		"total_duration_ms", (double)trace_ns(t) / 1e6, "total_spans",
 		(json_int_t)t->span_count, "request_ms",
 		(double)t->request_ns / 1e6, "error_count",
@@ -701,7 +641,8 @@ summary_json(struct traces_call *x, const struct merge_trace *t,
 		"error_chain", briefs_json(x, t, s->chain, s->n_chain, false),
 		"error_spans",
 		briefs_json(x, t, s->errors, s->n_errors_listed, false),
-		"root_spans", briefs_json(x, t, s->roots, s->n_roots, false));
+		"root_spans",
+		roots ? briefs_json(x, t, s->roots, s->n_roots, false) : NULL);
 
 	if (o != NULL && s->chain_cut > 0 &&
 	    json_object_set_new(o, "error_chain_cut",
@@ -797,12 +738,13 @@ answer_one(struct traces_call *x, json_t **result)
 	buf_printf(&x->b, "## Trace %s: %s, %zu span%s, %zu error span%s\n",
 		   x->tid, dur, t->span_count, t->span_count == 1 ? "" : "s",
 		   s.n_errors, s.n_errors == 1 ? "" : "s");
-	headline(x, t, &s);
+	headline(x, t);
 	sources_line(x, t->duplicates);
 	lists_text(x, t, &s);
 	sc = json_pack("{s:b, s:o, s:s, s:o, s:o}", "found", true, "query",
 		       query_json(x), "trace_id", x->tid, "summary",
-		       summary_json(x, t, &s), "sources", sources_json(x));
+		       summary_json(x, t, &s, true), "sources",
+		       sources_json(x));
 	if (sc == NULL)
 		return STATUS_NOMEM;
 	return tool_result_fit(x->call, &x->b, sc, NULL, 0,
@@ -861,9 +803,12 @@ answer_service(struct traces_call *x, json_t **result)
 	for (size_t k = 0; k < x->res->n_traces; k++) {
 		const struct merge_trace *t = &x->res->traces[x->order[k]];
 		char tid[33], start[TIMERANGE_FORMAT_MAX];
-		json_t *sum_j, *item;
+		json_t *item;
 
-		tracesummary_build(t, x->max_spans, node_failed, NULL, &s);
+		tracesummary_build(t,
+				   x->max_spans < ITEM_SPANS ? x->max_spans
+							     : ITEM_SPANS,
+				   node_failed, NULL, &s);
 		if ((rc = want_details(x, t, &s)) != STATUS_OK)
 			goto out;
 		rc = STATUS_NOMEM;
@@ -871,14 +816,11 @@ answer_service(struct traces_call *x, json_t **result)
 		timerange_format((int64_t)(t->start_ns / 1000000), start,
 				 sizeof(start));
 		buf_printf(&x->b, "%zu. %s ", k + 1, tid);
-		headline(x, t, &s);
+		headline(x, t);
 		tool_fit(&x->b);
-		sum_j = summary_json(x, t, &s);
-		if (sum_j != NULL && k == x->best)
-			best_summary = json_incref(sum_j);
 		item = json_pack("{s:s, s:s, s:b, s:o}", "trace_id", tid,
 				 "start", start, "has_errors", s.n_errors > 0,
-				 "summary", sum_j);
+				 "summary", summary_json(x, t, &s, false));
 		if (json_array_append_new(list, item) != 0)
 			goto out;
 	}
@@ -888,6 +830,8 @@ answer_service(struct traces_call *x, json_t **result)
 		if ((rc = want_details(x, best, &s)) != STATUS_OK)
 			goto out;
 		rc = STATUS_NOMEM;
+		if ((best_summary = summary_json(x, best, &s, true)) == NULL)
+			goto out;
 		buf_printf(&x->b, "\n### Trace %zu, the %s:\n", x->best + 1,
 			   errors_of(best) > 0 ? "longest failed" : "longest");
 		lists_text(x, best, &s);
@@ -914,8 +858,8 @@ answer_service(struct traces_call *x, json_t **result)
 		goto out;
 	rc = tool_result_fit(
 		x->call, &x->b, sc,
-		(struct tool_rows[]){
-			{"traces", "more_traces", "traces", 0, 0, 0}},
+		(struct tool_rows[]){{"traces", "more_traces", "traces",
+				      x->res->n_traces, 0, 0}},
 		1, "ask for fewer traces (limit) or fewer spans (max_spans)",
 		result);
 out:
@@ -941,10 +885,14 @@ get_traces(struct call *call, const json_t *args, json_t **result)
 		goto out;
 	}
 	(void)call_progress(call, 1, 3, "fetching spans");
-	rc = x.service != NULL ? fetch_service(&x, result)
-			       : fetch_one(&x, result);
+	rc = x.service != NULL
+		     ? fetch_service(&x, result)
+		     : tool_trace_spans(call, "get_traces", &x.k, x.prefix,
+					x.id, x.sp, x.status, result);
 	if (rc != STATUS_OK || *result != NULL)
 		goto out;
+	if (x.service == NULL)
+		hex_encode(x.id, 16, x.tid); /* when its first digits came */
 	(void)call_progress(call, 2, 3, "summarising");
 	if ((rc = merge_all(&x)) != STATUS_OK)
 		goto out;
