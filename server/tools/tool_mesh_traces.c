@@ -42,6 +42,10 @@
  * tools.max_answer_bytes (a span is about 300 bytes); Kiali's pick, the
  * top-level summary, has max_spans. */
 #define ITEM_SPANS 3
+/* Text kept for the worst trace's lists below a service's lines: 7
+ * bottlenecks, 7 error spans and a chain of a few hops, about 200 bytes
+ * each; the lines past it are in structured content only. */
+#define LISTS_ROOM 4000
 /* names and messages in a line are cut to this many bytes */
 #define NAME_MAX 120
 
@@ -75,6 +79,7 @@ struct traces_call {
 	size_t *order; /* of res->traces, newest first */
 	size_t best;   /* Kiali's pick: the longest failed, else longest */
 	struct tool_details det;
+	size_t budget; /* of the text, bytes */
 	struct buf b;
 };
 
@@ -762,7 +767,7 @@ answer_service(struct traces_call *x, json_t **result)
 	char desc[TIMERANGE_DESCRIBE_MAX], why[512], avg[24];
 	struct timerange tr = {x->now - x->lookback_s * 1000, x->now};
 	uint64_t sum = 0;
-	size_t failed = 0, dups = 0;
+	size_t failed = 0, dups = 0, unlisted = 0;
 	json_t *list = NULL, *best_summary = NULL, *sc;
 	int rc = STATUS_NOMEM;
 
@@ -815,15 +820,22 @@ answer_service(struct traces_call *x, json_t **result)
 		hex_encode(t->trace_id, 16, tid);
 		timerange_format((int64_t)(t->start_ns / 1000000), start,
 				 sizeof(start));
-		buf_printf(&x->b, "%zu. %s ", k + 1, tid);
-		headline(x, t);
-		tool_fit(&x->b);
+		if (x->b.len + LISTS_ROOM < x->budget) {
+			buf_printf(&x->b, "%zu. %s ", k + 1, tid);
+			headline(x, t);
+			tool_fit(&x->b);
+		} else {
+			unlisted++;
+		}
 		item = json_pack("{s:s, s:s, s:b, s:o}", "trace_id", tid,
 				 "start", start, "has_errors", s.n_errors > 0,
 				 "summary", summary_json(x, t, &s, false));
 		if (json_array_append_new(list, item) != 0)
 			goto out;
 	}
+	if (unlisted > 0)
+		buf_printf(&x->b, "(%zu more in structured content)\n",
+			   unlisted);
 	if (x->res->n_traces > 0) {
 		best = &x->res->traces[x->order[x->best]];
 		tracesummary_build(best, x->max_spans, node_failed, NULL, &s);
@@ -874,7 +886,8 @@ get_traces(struct call *call, const json_t *args, json_t **result)
 	struct traces_call x = {.call = call, .now = clock_wall_ms()};
 	int rc;
 
-	buf_init(&x.b, call_text_budget(call));
+	x.budget = call_text_budget(call);
+	buf_init(&x.b, x.budget);
 	*result = NULL;
 	if ((rc = traces_args(&x, args, result)) != STATUS_OK ||
 	    *result != NULL)

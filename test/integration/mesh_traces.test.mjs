@@ -220,6 +220,13 @@ describe('get_traces', () => {
 			assert.match(all.text, new RegExp(`\\(structured content: ${shown} traces shown, ${failedIds.length - shown} more: ask for fewer traces`));
 		}
 
+		// a hundred traces: a line each while the text has room, the
+		// worst one's lists always
+		const many = await tool({ service_name: 'api-gateway', lookback_seconds: DAY_S, limit: 100 });
+		const lines = many.text.split('\n').filter((l) => /^\d+\. [0-9a-f]{32} /.test(l)).length;
+		const rest = Number(many.text.match(/^\((\d+) more in structured content\)$/m)?.[1] ?? 0);
+		assert.equal(lines + rest, 100, many.text.slice(-600));
+		assert.match(many.text, /^### Trace \d+, the longest failed:\nBottlenecks/m);
 		// Kiali's camelCase names: the same answer
 		const camel = await tool({ serviceName: 'checkout', errorOnly: true, lookbackSeconds: DAY_S, maxSpans: 7 });
 		assert.deepEqual(camel.sc.traces, failed.traces);
