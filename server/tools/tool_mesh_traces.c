@@ -85,28 +85,10 @@ struct traces_call {
 
 /* ---- arguments ---------------------------------------------------------- */
 
-/* Kiali's clients send camelCase (traceId) or snake_case (trace_id): the
- * one given, camelCase first as the schema's default fills snake_case. */
-static const json_t *
-arg_of(const json_t *args, const char *snake, const char *camel)
-{
-	const json_t *v = json_object_get(args, camel);
-
-	return v != NULL ? v : json_object_get(args, snake);
-}
-
-static const char *
-str_of(const json_t *args, const char *snake, const char *camel)
-{
-	const char *s = tool_arg_str(args, camel);
-
-	return s != NULL ? s : tool_arg_str(args, snake);
-}
-
 static int64_t
-int_of(const json_t *args, const char *snake, const char *camel, int64_t dflt)
+int_of(const json_t *args, const char *name, int64_t dflt)
 {
-	const json_t *v = arg_of(args, snake, camel);
+	const json_t *v = json_object_get(args, name);
 
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
 }
@@ -115,16 +97,14 @@ int_of(const json_t *args, const char *snake, const char *camel, int64_t dflt)
 static int
 traces_args(struct traces_call *x, const json_t *args, json_t **result)
 {
-	const char *given = str_of(args, "service_name", "serviceName");
+	const char *given = tool_arg_str(args, "service_name");
 
-	x->tid_arg = str_of(args, "trace_id", "traceId");
+	x->tid_arg = tool_arg_str(args, "trace_id");
 	x->ns = tool_arg_str(args, "namespace");
-	x->error_only = json_is_true(arg_of(args, "error_only", "errorOnly"));
-	x->lookback_s = int_of(args, "lookback_seconds", "lookbackSeconds",
-			       DEFAULT_LOOKBACK_S);
-	x->limit = (size_t)int_of(args, "limit", "limit", DEFAULT_LIMIT);
-	x->max_spans = (size_t)int_of(args, "max_spans", "maxSpans",
-				      DEFAULT_MAX_SPANS);
+	x->error_only = json_is_true(json_object_get(args, "error_only"));
+	x->lookback_s = int_of(args, "lookback_seconds", DEFAULT_LOOKBACK_S);
+	x->limit = (size_t)int_of(args, "limit", DEFAULT_LIMIT);
+	x->max_spans = (size_t)int_of(args, "max_spans", DEFAULT_MAX_SPANS);
 	if (x->tid_arg != NULL) {
 		if (spanquery_is_trace_prefix(x->tid_arg)) {
 			x->prefix = x->tid_arg;

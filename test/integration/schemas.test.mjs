@@ -63,6 +63,7 @@ const CALLS = [
 	},
 	{ tool: 'get_mesh_graph', args: { rateInterval: '1d' }, rows: ['nodes', 'traffic'] },
 	{ tool: 'get_resource_detail', args: { resource_type: 'service', rateInterval: '1d' }, rows: ['resources'] },
+	{ tool: 'get_traces', args: { service_name: 'checkout', lookback_seconds: 86400 }, rows: ['traces'] },
 ];
 
 let pg, srv, mcp;
