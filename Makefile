@@ -138,7 +138,7 @@ SERVER_SRC += server/tools/tool_mesh_istio.c
 SERVER_SRC += server/tools/tool_mesh_graph.c
 SERVER_SRC += server/tools/tool_mesh_resource.c
 SERVER_SRC += server/tools/tool_mesh_traces.c
-SERVER_SRC += server/rest/routes.c
+SERVER_SRC += server/rest/routes.c server/rest/params.c server/rest/rest.c
 SERVER_SRC += server/rest/openapi.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance

@@ -35,6 +35,7 @@
 #include "mcp/sessstore.h"
 #include "mcp/tools.h"
 #include "rest/openapi.h"
+#include "rest/rest.h"
 #include "transport/legacy_sse.h"
 #include "transport/stdio_mcp.h"
 #include "transport/transport.h"
@@ -51,6 +52,9 @@ static const struct http_routes mcp_routes = {
 	.mcp = transport_mcp,
 	.sse = legacy_sse_open,
 	.messages = legacy_sse_post,
+	.rest = rest_handle,
+	.rest_refuse = rest_refuse,
+	.rest_origin = rest_origin_allowed,
 };
 
 static void
@@ -386,6 +390,12 @@ cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	raise_nofile();
+	if (rest_init(&srv) != STATUS_OK) {
+		log_error(&f, "cannot start the REST facade: out of memory or "
+			      "threads");
+		boot_free(&srv);
+		return EXIT_RUNTIME;
+	}
 	if (http_start(&srv, &mcp_routes, err, sizeof(err)) != STATUS_OK) {
 		log_error(&f, "%s", err);
 		boot_free(&srv);

@@ -336,6 +336,9 @@ static const struct key_def keys[] = {
 	     "kind of the allowed groups."),
 	LIST("kubernetes", "allowed_namespaces", kubernetes.allowed_namespaces,
 	     0, NULL, "Namespaces that may be written; empty = any."),
+	LIST("rest", "allowed_origins", rest.allowed_origins, 0, NULL,
+	     "Browser origins (\"https://ui.example.com\") the REST facade "
+	     "(/api/) answers with CORS headers; other origins get none."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

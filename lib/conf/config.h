@@ -183,6 +183,10 @@ struct config {
 		struct strlist allowed_namespaces; /* written; empty = any */
 	} kubernetes;
 	struct {
+		/* origins given CORS headers on /api/ (server/rest) */
+		struct strlist allowed_origins;
+	} rest;
+	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
 		struct config_instance *v;

@@ -295,12 +295,13 @@ enum route {
 	ROUTE_METRICS,
 	ROUTE_TRACES,
 	ROUTE_METRIC_POINTS,
+	ROUTE_REST, /* /api/...: the REST facade (routes->rest) */
 	ROUTE_NONE,
 };
 
 static const char *const route_labels[] = {
 	"/mcp",	    "/sse",	  "/messages",	 "/healthz", "/readyz",
-	"/metrics", "/v1/traces", "/v1/metrics", "other"};
+	"/metrics", "/v1/traces", "/v1/metrics", "/api",     "other"};
 
 static enum route
 route_of(const char *url)
@@ -321,6 +322,8 @@ route_of(const char *url)
 		return ROUTE_TRACES;
 	if (strcmp(url, "/v1/metrics") == 0)
 		return ROUTE_METRIC_POINTS;
+	if (strncmp(url, "/api/", 5) == 0 && routes->rest != NULL)
+		return ROUTE_REST;
 	return ROUTE_NONE;
 }
 
@@ -343,19 +346,29 @@ auth_ok(struct req *r)
 	return ok;
 }
 
+/* A refusal of the gate: a JSON-RPC error, or on /api/ the facade's
+ * problem+json. */
 static enum MHD_Result
-draining_reply(struct req *r)
+refuse(struct req *r, enum route route, unsigned status, int code,
+       const char *msg, const char *const *headers)
 {
-	return http_reply_rpc_error(
-		r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
-		"the server is shutting down: retry on another instance",
-		(const char *[]){"Retry-After", "1", "Connection", "close",
-				 NULL});
+	if (route == ROUTE_REST)
+		return routes->rest_refuse(r, status, msg, headers);
+	return http_reply_rpc_error(r, status, code, msg, headers);
+}
+
+static enum MHD_Result
+draining_reply(struct req *r, enum route route)
+{
+	return refuse(r, route, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+		      "the server is shutting down: retry on another instance",
+		      (const char *[]){"Retry-After", "1", "Connection",
+				       "close", NULL});
 }
 
 /* A POST that came during the drain, body read: 503 with its id. */
 static enum MHD_Result
-draining_refuse(struct req *r)
+draining_refuse(struct req *r, enum route route)
 {
 	json_t *body = NULL;
 	json_error_t jerr;
@@ -364,7 +377,24 @@ draining_refuse(struct req *r)
 		body = jsonload(r->body.data, r->body.len, &jerr);
 	http_set_rpc_id(r, body);
 	json_decref(body);
-	return draining_reply(r);
+	return draining_reply(r, route);
+}
+
+/* A Content-Length past server.max_body_bytes is refused before a byte is
+ * read, as a body past max is. */
+static void
+length_check(struct req *r)
+{
+	const char *clen = http_header(r, "Content-Length");
+	char *end;
+	unsigned long long n;
+
+	if (clen == NULL)
+		return;
+	n = strtoull(clen, &end, 10);
+	if (*end == '\0' &&
+	    n > (unsigned long long)r->srv->cfg->server.max_body_bytes)
+		buf_set_error(&r->body, STATUS_LIMIT);
 }
 
 /* The checks made before any body is read.  Returns true when the
@@ -373,12 +403,13 @@ static bool
 gate(struct req *r, enum route route, enum MHD_Result *ret)
 {
 	struct server *srv = r->srv;
-	const char *ctype, *clen;
+	const char *ctype, *origin = http_header(r, "Origin");
 
 	if (!host_allowed(srv, http_header(r, "Host")) ||
-	    !origin_allowed(srv, http_header(r, "Origin"))) {
-		*ret = http_reply_rpc_error(
-			r, MHD_HTTP_FORBIDDEN, RPC_SERVER_BUSY,
+	    (!origin_allowed(srv, origin) &&
+	     !(route == ROUTE_REST && routes->rest_origin(r, origin)))) {
+		*ret = refuse(
+			r, route, MHD_HTTP_FORBIDDEN, RPC_SERVER_BUSY,
 			"forbidden: this Host or Origin is not allowed (DNS "
 			"rebinding protection); list it in "
 			"server.allowed_hosts or server.allowed_origins",
@@ -398,7 +429,7 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS)
 		return ingest_gate(r, route == ROUTE_TRACES, ret);
 	if (route != ROUTE_MCP && route != ROUTE_SSE &&
-	    route != ROUTE_MESSAGES) {
+	    route != ROUTE_MESSAGES && route != ROUTE_REST) {
 		if (r->method != HTTP_GET) {
 			*ret = http_reply_rpc_error(
 				r, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_SERVER_BUSY,
@@ -408,11 +439,13 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		}
 		return true;
 	}
-	if (!auth_ok(r)) {
+	/* a CORS preflight carries no credentials (Fetch, 4.8) */
+	if (!auth_ok(r) &&
+	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS)) {
 		bool presented = http_header(r, "Authorization") != NULL;
 
-		*ret = http_reply_rpc_error(
-			r, MHD_HTTP_UNAUTHORIZED, RPC_SERVER_BUSY,
+		*ret = refuse(
+			r, route, MHD_HTTP_UNAUTHORIZED, RPC_SERVER_BUSY,
 			presented ? "unauthorized: the API key is not valid"
 				  : "unauthorized: send Authorization: Bearer "
 				    "<api key>",
@@ -425,8 +458,8 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		return false;
 	}
 	if (r->over_limit) {
-		*ret = http_reply_rpc_error(
-			r, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
+		*ret = refuse(
+			r, route, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_SERVER_BUSY,
 			"server busy: every connection "
 			"(server.max_connections) has a request under way; "
 			"retry in a second",
@@ -440,11 +473,15 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 			r->drain_refused = true;
 			return true;
 		}
-		*ret = draining_reply(r);
+		*ret = draining_reply(r, route);
 		return false;
 	}
 	if (r->method != HTTP_POST)
 		return true;
+	if (route == ROUTE_REST) { /* its types and Accept: rest.c */
+		length_check(r);
+		return true;
+	}
 	ctype = http_header(r, "Content-Type");
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
 	    (ctype[16] != '\0' && ctype[16] != ';' && ctype[16] != ' ')) {
@@ -464,16 +501,7 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 			NULL);
 		return false;
 	}
-	clen = http_header(r, "Content-Length");
-	if (clen != NULL) {
-		char *end;
-		unsigned long long n = strtoull(clen, &end, 10);
-
-		/* refused before a byte is read, as a body past max is */
-		if (*end == '\0' &&
-		    n > (unsigned long long)srv->cfg->server.max_body_bytes)
-			buf_set_error(&r->body, STATUS_LIMIT);
-	}
+	length_check(r);
 	return true;
 }
 
@@ -488,9 +516,8 @@ body_too_large(struct req *r, enum route route)
 		 "request body too large: the limit is %lld bytes "
 		 "(server.max_body_bytes)",
 		 (long long)r->srv->cfg->server.max_body_bytes);
-	return http_reply_rpc_error(
-		r, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST, msg,
-		(const char *[]){"Connection", "close", NULL});
+	return refuse(r, route, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
+		      msg, (const char *[]){"Connection", "close", NULL});
 }
 
 static struct req *
@@ -513,6 +540,10 @@ req_new(struct server *srv, struct MHD_Connection *conn, const char *method)
 		r->method = HTTP_GET;
 	else if (strcmp(method, "DELETE") == 0)
 		r->method = HTTP_DELETE;
+	else if (strcmp(method, "HEAD") == 0)
+		r->method = HTTP_HEAD;
+	else if (strcmp(method, "OPTIONS") == 0)
+		r->method = HTTP_OPTIONS;
 	else
 		r->method = HTTP_OTHER;
 	expo_inc(srv->m.inflight);
@@ -530,11 +561,14 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	enum route route = route_of(url);
 
 	(void)version;
+	if (r != NULL)
+		r->url = url;
 	if (r == NULL) {
 		r = req_new(srv, conn, method);
 		if (r == NULL)
 			return MHD_NO;
 		*con_cls = r;
+		r->url = url;
 		r->route = route_labels[route];
 		r->over_limit = conns_busy(conn);
 		if (!gate(r, route, &ret))
@@ -557,7 +591,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	if (buf_error(&r->body) != STATUS_OK)
 		return body_too_large(r, route);
 	if (r->drain_refused)
-		return draining_refuse(r);
+		return draining_refuse(r, route);
 	switch (route) {
 	case ROUTE_MCP: return routes->mcp(r);
 	case ROUTE_SSE: return routes->sse(r);
@@ -567,6 +601,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	case ROUTE_METRICS: return serve_metrics(r);
 	case ROUTE_TRACES: return ingest_handle(r, true);
 	case ROUTE_METRIC_POINTS: return ingest_handle(r, false);
+	case ROUTE_REST: return routes->rest(r);
 	case ROUTE_NONE: break;
 	}
 	return MHD_NO;

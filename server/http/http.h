@@ -26,7 +26,8 @@ struct req {
 	char rid[20];	   /* request id for logs: 16 hex */
 	int64_t start_us;  /* monotonic */
 	const char *route; /* metric label: "/mcp", "/healthz", ... */
-	int method;	   /* enum http_method */
+	const char *url; /* MHD's (decoded) path, valid while on_request runs */
+	int method;	 /* enum http_method */
 	/* an error in it: too large (by Content-Length, or past max) */
 	struct buf body;
 	bool replied;	     /* a response was queued */
@@ -47,6 +48,8 @@ enum http_method {
 	HTTP_GET,
 	HTTP_POST,
 	HTTP_DELETE,
+	HTTP_HEAD,
+	HTTP_OPTIONS,
 	HTTP_OTHER,
 };
 
@@ -56,6 +59,16 @@ struct http_routes {
 	enum MHD_Result (*mcp)(struct req *r);	    /* /mcp: Streamable HTTP */
 	enum MHD_Result (*sse)(struct req *r);	    /* GET /sse (2024-11-05) */
 	enum MHD_Result (*messages)(struct req *r); /* POST /messages */
+	/* /api/...: the REST facade, which checks its own methods, types
+	 * and Accept; NULL: not served */
+	enum MHD_Result (*rest)(struct req *r);
+	/* the gate's refusals on /api/, as the facade words errors (RFC 9457
+	 * problem+json); headers as http_reply's */
+	enum MHD_Result (*rest_refuse)(struct req *r, unsigned status,
+				       const char *detail,
+				       const char *const *headers);
+	/* Origin values the facade serves besides server.allowed_origins */
+	bool (*rest_origin)(struct req *r, const char *origin);
 };
 
 /* Starts the daemon on cfg's listen address, serving routes (borrowed:
