@@ -159,6 +159,7 @@ LIB_TESTS += tracesummary
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 SERVER_TESTS += openapi
+SERVER_TESTS += restparams
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
 	grafana seal note jsonload jsondump

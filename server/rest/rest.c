@@ -78,6 +78,7 @@ struct rest_call {
 	int fd;
 	enum kind kind;
 	bool view_text;
+	bool names_object; /* the arguments name one trace or session */
 	char tool[128];
 	char cache[32];	  /* Cache-Control of a 200 */
 	char cursor_q[8]; /* "cursor" when the tool pages, else "" */
@@ -636,11 +637,14 @@ result_text(const json_t *res)
 }
 
 /* A tool's answer that says the object is not there: get_trace and
- * get_session say found: false; others an error naming what is missing. */
+ * get_session say found: false for the id they were given (get_session
+ * without one lists sessions, found false too); others an error naming
+ * what is missing. */
 static bool
-says_not_found(const json_t *sc, const char *text, bool is_error)
+says_not_found(const struct rest_call *c, const json_t *sc, const char *text,
+	       bool is_error)
 {
-	if (json_is_false(json_object_get(sc, "found")))
+	if (c->names_object && json_is_false(json_object_get(sc, "found")))
 		return true;
 	if (!is_error || text == NULL)
 		return false;
@@ -778,7 +782,7 @@ answer(struct req *r, struct rest_call *c)
 			      NULL, c->tool);
 		goto out;
 	}
-	if (says_not_found(sc, text, is_error)) {
+	if (says_not_found(c, sc, text, is_error)) {
 		ret = problem(r, MHD_HTTP_NOT_FOUND, NULL, text, NULL, NULL,
 			      c->tool);
 		goto out;
@@ -912,6 +916,8 @@ start(struct req *r, const struct tool_def *tool, json_t *args, enum kind kind,
 	c->view_text = view_text;
 	c->start_ms = clock_mono_ms();
 	snprintf(c->tool, sizeof(c->tool), "%s", tool->name);
+	c->names_object = json_object_get(args, "trace_id") != NULL ||
+			  json_object_get(args, "session_id") != NULL;
 	cache_control(args, c->cache, sizeof(c->cache));
 	if (json_object_get(
 		    json_object_get(json_object_get(tool->def, "inputSchema"),
