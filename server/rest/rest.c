@@ -83,9 +83,14 @@ struct rest_call {
 	char cache[32];	  /* Cache-Control of a 200 */
 	char cursor_q[8]; /* "cursor" when the tool pages, else "" */
 	int64_t start_ms;
-	/* under s->mu */
+	/* under s->mu until done, then the request's */
 	bool parked, done;
-	json_t *answer; /* the JSON-RPC response; NULL: none (cancelled) */
+	json_t *answer;	   /* the JSON-RPC response; NULL: none (cancelled) */
+	unsigned status;   /* decide(): the HTTP status */
+	const char *slug;  /* a problem's type, NULL: the status's */
+	const char *ctype; /* a 200's Content-Type */
+	char *body;	   /* a 200's body, or a problem's detail */
+	char *next_cursor; /* query_spans' next page, for Link */
 	/* under watch.mu */
 	bool watched, hung_up;
 	struct rest_call *wprev, *wnext;
@@ -423,13 +428,15 @@ unwatch(struct rest_call *c)
 	pthread_mutex_unlock(&watch.mu);
 }
 
+static void decide(struct rest_call *c);
+
 static void
 rc_deliver(struct rest_call *c, json_t *answer)
 {
 	unwatch(c);
+	c->answer = answer; /* the call's one final answer: nothing races */
+	decide(c);
 	pthread_mutex_lock(&c->s->mu);
-	json_decref(c->answer);
-	c->answer = answer;
 	c->done = true;
 	rc_unpark(c);
 	pthread_mutex_unlock(&c->s->mu);
@@ -468,6 +475,8 @@ rc_free(struct exchange *base)
 	struct rest_call *c = (struct rest_call *)base;
 
 	json_decref(c->answer);
+	free(c->body);
+	free(c->next_cursor);
 	session_release(c->s);
 	free(c);
 }
@@ -717,114 +726,128 @@ next_link(struct req *r, const char *next)
 	return text;
 }
 
-/* A JSON-RPC error in place of a result: the engine refused or failed. */
-static enum MHD_Result
-answer_error(struct req *r, struct rest_call *c, const json_t *err)
+/*
+ * The call's answer, decided on the worker that produced it (so that the
+ * MHD threads only queue it): c->status, and for a 200 c->body (its
+ * content type c->ctype), else c->slug and c->body as the problem's
+ * detail.  c->answer is consumed.
+ */
+static void
+decide(struct rest_call *c)
 {
-	const char *msg = json_string_value(json_object_get(err, "message"));
-	int code = (int)json_integer_value(json_object_get(err, "code"));
-
-	if (msg == NULL)
-		msg = "the call failed";
-	if (json_is_true(json_object_get(json_object_get(err, "data"),
-					 "retryable")) ||
-	    strstr(msg, "shutting down") != NULL)
-		return problem(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, msg, NULL,
-			       (const char *[]){"Retry-After", "1", NULL},
-			       c->tool);
-	if (code == RPC_INVALID_PARAMS)
-		return problem(r, MHD_HTTP_BAD_REQUEST, NULL, msg, NULL, NULL,
-			       c->tool);
-	return problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, msg, NULL, NULL,
-		       c->tool);
-}
-
-/* The call's answer, as HTTP. */
-static enum MHD_Result
-answer(struct req *r, struct rest_call *c)
-{
-	const json_t *res, *sc;
+	const json_t *res, *sc, *err, *rt;
 	json_t *env = NULL;
-	char *text = NULL, *body = NULL, *link = NULL;
+	char *text = NULL;
 	bool is_error;
-	enum MHD_Result ret;
 	int64_t timeout_ms =
 		(int64_t)c->srv->cfg->workers.call_timeout_s * 1000;
 
-	if (c->answer == NULL)
-		return problem(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
-			       "the call was cancelled before it answered "
-			       "(the server is stopping): retry",
-			       NULL, (const char *[]){"Retry-After", "1", NULL},
-			       c->tool);
-	if (json_object_get(c->answer, "error") != NULL)
-		return answer_error(r, c, json_object_get(c->answer, "error"));
+	c->ctype = "application/json";
+	if (c->answer == NULL) {
+		c->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		c->body = strdup("the call was cancelled before it answered "
+				 "(the server is stopping): retry");
+		goto out;
+	}
+	if ((err = json_object_get(c->answer, "error")) != NULL) {
+		const char *msg =
+			json_string_value(json_object_get(err, "message"));
+		int code =
+			(int)json_integer_value(json_object_get(err, "code"));
+
+		if (msg == NULL)
+			msg = "the call failed";
+		if (json_is_true(json_object_get(json_object_get(err, "data"),
+						 "retryable")) ||
+		    strstr(msg, "shutting down") != NULL)
+			c->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		else if (code == RPC_INVALID_PARAMS)
+			c->status = MHD_HTTP_BAD_REQUEST;
+		else
+			c->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		c->body = strdup(msg);
+		goto out;
+	}
 	res = json_object_get(c->answer, "result");
 	sc = json_object_get(res, "structuredContent");
-	if (json_is_string(json_object_get(res, "resultType")) &&
-	    strcmp(json_string_value(json_object_get(res, "resultType")),
-		   "input_required") == 0)
-		return problem(r, MHD_HTTP_UNPROCESSABLE_CONTENT,
-			       "input-required",
-			       "this call needs input from the client "
-			       "(elicitation, sampling or roots), which REST "
-			       "cannot give: call the tool over MCP",
-			       NULL, NULL, c->tool);
+	rt = json_object_get(res, "resultType");
+	if (json_is_string(rt) &&
+	    strcmp(json_string_value(rt), "input_required") == 0) {
+		c->status = MHD_HTTP_UNPROCESSABLE_CONTENT;
+		c->slug = "input-required";
+		c->body = strdup("this call needs input from the client "
+				 "(elicitation, sampling or roots), which REST "
+				 "cannot give: call the tool over MCP");
+		goto out;
+	}
 	text = result_text(res);
 	if (text == NULL)
-		return problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-			       "out of memory", NULL, NULL, c->tool);
+		goto out;
 	is_error = json_is_true(json_object_get(res, "isError"));
 	/* the janitor ends a call past workers.call_timeout_s with an
 	 * error result: one that took that long is that one */
-	if (is_error && clock_mono_ms() - c->start_ms >= timeout_ms) {
-		ret = problem(r, MHD_HTTP_GATEWAY_TIMEOUT, NULL, text, NULL,
-			      NULL, c->tool);
-		goto out;
-	}
-	if (says_not_found(c, sc, text, is_error)) {
-		ret = problem(r, MHD_HTTP_NOT_FOUND, NULL, text, NULL, NULL,
-			      c->tool);
-		goto out;
-	}
-	if (is_error) {
-		ret = problem(r, MHD_HTTP_UNPROCESSABLE_CONTENT, NULL, text,
-			      NULL, NULL, c->tool);
-		goto out;
-	}
-	if (c->cursor_q[0] != '\0' &&
-	    json_is_string(json_object_get(sc, "next_cursor")) &&
-	    json_string_length(json_object_get(sc, "next_cursor")) > 0)
-		link = next_link(r, json_string_value(json_object_get(
-					    sc, "next_cursor")));
-	if (c->view_text) {
-		ret = send_body(r, MHD_HTTP_OK, "text/markdown; charset=utf-8",
-				text, strlen(text),
-				(const char *[]){"Cache-Control", c->cache,
-						 "Link", link, NULL},
-				c->tool);
+	if (is_error && clock_mono_ms() - c->start_ms >= timeout_ms)
+		c->status = MHD_HTTP_GATEWAY_TIMEOUT;
+	else if (says_not_found(c, sc, text, is_error))
+		c->status = MHD_HTTP_NOT_FOUND;
+	else if (is_error)
+		c->status = MHD_HTTP_UNPROCESSABLE_CONTENT;
+	if (c->status != 0 || c->view_text) {
+		if (c->status == 0)
+			c->ctype = "text/markdown; charset=utf-8";
+		c->body = text;
 		text = NULL;
 		goto out;
 	}
+	if (c->cursor_q[0] != '\0' &&
+	    json_string_length(json_object_get(sc, "next_cursor")) > 0)
+		c->next_cursor = strdup(
+			json_string_value(json_object_get(sc, "next_cursor")));
 	if (c->kind == K_KIALI)
 		env = sc != NULL ? json_incref((json_t *)sc)
 				 : json_pack("{s:s}", "text", text);
 	else
 		env = json_pack("{s:s, s:O, s:s}", "tool", c->tool, "data",
 				sc != NULL ? sc : json_null(), "text", text);
-	body = env != NULL ? jsondump(env, JSON_COMPACT) : NULL;
-	if (body == NULL) {
-		ret = problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-			      "out of memory", NULL, NULL, c->tool);
-		goto out;
-	}
-	ret = send_body(
-		r, MHD_HTTP_OK, "application/json", body, strlen(body),
-		(const char *[]){"Cache-Control", c->cache, "Link", link, NULL},
-		c->tool);
+	c->body = env != NULL ? jsondump(env, JSON_COMPACT) : NULL;
 out:
+	if (c->status == 0)
+		c->status = MHD_HTTP_OK;
+	if (c->body == NULL) { /* out of memory */
+		c->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		c->slug = NULL;
+	}
 	json_decref(env);
 	free(text);
+	json_decref(c->answer);
+	c->answer = NULL;
+}
+
+/* The decided answer, as HTTP (on the MHD thread). */
+static enum MHD_Result
+answer(struct req *r, struct rest_call *c)
+{
+	char *body = c->body, *link = NULL;
+	enum MHD_Result ret;
+
+	c->body = NULL;
+	if (c->status != MHD_HTTP_OK) {
+		bool retry = c->status == MHD_HTTP_SERVICE_UNAVAILABLE;
+
+		ret = problem(r, c->status, c->slug,
+			      body != NULL ? body : "out of memory", NULL,
+			      retry ? (const char *[]){"Retry-After", "1", NULL}
+				    : NULL,
+			      c->tool);
+		free(body);
+		return ret;
+	}
+	if (c->next_cursor != NULL)
+		link = next_link(r, c->next_cursor);
+	ret = send_body(
+		r, MHD_HTTP_OK, c->ctype, body, strlen(body),
+		(const char *[]){"Cache-Control", c->cache, "Link", link, NULL},
+		c->tool);
 	free(link);
 	return ret;
 }
