@@ -3,8 +3,10 @@
 -- open Streamable HTTP session or as stateless 2026-07-28 requests, and
 -- reports throughput, p50/p99 latency and every bad answer.
 --
--- wrk -t2 -c64 -d10s -s bench/wrk-mcp.lua URL -- METHOD SESSION PROTOCOL
---   METHOD    "ping", "tools/list", or "tools/call:<tool>" (no arguments)
+-- wrk -t2 -c64 -d10s -s bench/wrk-mcp.lua URL -- METHOD SESSION PROTOCOL [ARGS]
+--   METHOD    "ping", "tools/list", "tools/call:<tool>", or "GET:<path>"
+--             (bench/rest.sh: a REST GET, good when 200 with a "tool")
+--   ARGS      tools/call's arguments as JSON text (default {})
 --   SESSION   Mcp-Session-Id from initialize, "-" to send none
 --   PROTOCOL  MCP-Protocol-Version negotiated at initialize; 2026-07-28
 --             sends stateless requests instead: no session, the
@@ -32,7 +34,14 @@ function init(args)
 	method = args[1] or "ping"
 	local session = args[2] or "-"
 	local protocol = args[3] or "2025-11-25"
+	arguments = args[4] or "{}"
 	tool = nil
+	ok_mark = '"result"'
+	if method:sub(1, 4) == "GET:" then
+		ok_mark = '"tool"'
+		get_request = wrk.format("GET", method:sub(5),
+			{["Accept"] = "application/json"}, nil)
+	end
 	if method:sub(1, 11) == "tools/call:" then
 		tool = method:sub(12)
 		method = "tools/call"
@@ -72,10 +81,14 @@ local META = '"_meta":{"io.modelcontextprotocol/protocolVersion":'
 	.. '{"name":"sextant-bench","version":"1.0"}}'
 
 function request()
+	if get_request then
+		return get_request
+	end
 	next_id = next_id + 1
 	local params = {}
 	if tool then
-		table.insert(params, string.format('"name":"%s","arguments":{}', tool))
+		table.insert(params, string.format('"name":"%s","arguments":%s',
+			tool, arguments))
 	end
 	if stateless then
 		table.insert(params, META)
@@ -111,7 +124,7 @@ function response(status, headers, body)
 				first_404 = describe(status, headers, body)
 			end
 		end
-	elseif not body:find('"result"', 1, true) then
+	elseif not body:find(ok_mark, 1, true) then
 		no_result = no_result + 1
 	else
 		return
