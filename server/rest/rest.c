@@ -308,6 +308,13 @@ send_body(struct req *r, unsigned status, const char *ctype, char *body,
 	return ret;
 }
 
+enum MHD_Result
+rest_reply(struct req *r, unsigned status, const char *ctype, char *body,
+	   size_t len, const char *const *extra)
+{
+	return send_body(r, status, ctype, body, len, extra, NULL);
+}
+
 static const struct {
 	unsigned status;
 	const char *slug, *title;
