@@ -47,10 +47,9 @@
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "mcp/tools.h"
+#include "rest/openapi.h"
 #include "rest/params.h"
 #include "rest/routes.h"
-
-enum MHD_Result (*rest_openapi)(struct req *r);
 
 #define PROBLEM_BASE "https://sextant.dev/problems/"
 /* Answers shorter than this go out as they are: gzip's header and
@@ -339,6 +338,11 @@ static const struct {
  * (the request path), and errors (stolen; NULL: none).  On Kiali's route,
  * Kiali's {"error": detail}.  slug: NULL for the status's own.
  */
+static void url_encode(struct buf *b, const char *s, bool path);
+
+/* Most bytes of the request path a problem's instance repeats. */
+#define INSTANCE_MAX 1024
+
 static enum MHD_Result
 problem(struct req *r, unsigned status, const char *slug, const char *detail,
 	json_t *errors, const char *const *headers, const char *tool)
@@ -365,10 +369,22 @@ problem(struct req *r, unsigned status, const char *slug, const char *detail,
 		json_decref(errors);
 		p = json_pack("{s:s}", "error", detail);
 	} else {
+		/* the path as a URI reference: MHD hands it decoded; a
+		 * path past INSTANCE_MAX keeps its first bytes */
+		struct buf inst;
+		char path[INSTANCE_MAX + 1];
+
+		snprintf(path, sizeof(path), "%s",
+			 r->url != NULL ? r->url : "/api/");
+		buf_init(&inst, 3 * INSTANCE_MAX + 1);
+		url_encode(&inst, path, true);
+		buf_append(&inst, "", 1);
 		p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type,
 			      "title", title, "status", (int)status, "detail",
 			      detail, "instance",
-			      r->url != NULL ? r->url : "/api/");
+			      buf_error(&inst) == STATUS_OK ? inst.data
+							    : "/api/");
+		buf_free(&inst);
 		if (p != NULL && errors != NULL)
 			json_object_set_new(p, "errors", errors);
 		else
@@ -1320,6 +1336,63 @@ out:
 #define ALLOW_POST "POST, OPTIONS"
 
 /* The tool name after prefix in path, or NULL (none, or not a name). */
+/*
+ * GET /api/openapi.json: the document for the live registry, built once per
+ * registry (a reload that changes the tools builds a new registry, hence a
+ * new document).  The cache holds a reference on the registry it describes,
+ * so that a new registry at the same address cannot pass for it.
+ */
+static struct {
+	pthread_mutex_t mu;
+	struct tools *tools;
+	char *text;
+	size_t len;
+} openapi = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static enum MHD_Result
+serve_openapi(struct req *r)
+{
+	struct tools *t = live_tools(r->srv);
+	char err[256] = "";
+	char *body = NULL;
+	size_t len = 0;
+	json_t *doc = NULL;
+
+	pthread_mutex_lock(&openapi.mu);
+	if (openapi.tools != t && openapi_build(t, r->srv->cfg, &doc, err,
+						sizeof(err)) == STATUS_OK) {
+		char *text = json_dumps(doc, JSON_COMPACT);
+
+		json_decref(doc);
+		if (text != NULL) {
+			free(openapi.text);
+			openapi.text = text;
+			openapi.len = strlen(text);
+			if (openapi.tools != NULL)
+				tools_unref(openapi.tools);
+			tools_ref(t);
+			openapi.tools = t;
+		}
+	}
+	if (openapi.tools == t && (body = malloc(openapi.len)) != NULL) {
+		memcpy(body, openapi.text, openapi.len);
+		len = openapi.len;
+	}
+	pthread_mutex_unlock(&openapi.mu);
+	tools_unref(t);
+	if (body == NULL) {
+		log_error(&(struct log_fields){.request_id = r->rid,
+					       .duration_ms = -1},
+			  "openapi: %s",
+			  err[0] != '\0' ? err : "out of memory");
+		return problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+			       "the OpenAPI document could not be built: see "
+			       "the gateway's log",
+			       NULL, NULL, NULL);
+	}
+	return rest_reply(r, MHD_HTTP_OK, "application/json", body, len, NULL);
+}
+
 static const char *
 name_after(const char *path, const char *prefix)
 {
@@ -1364,13 +1437,13 @@ rest_handle(struct req *r)
 			return not_allowed(r, ALLOW_POST);
 		return post_tool(r, name, kiali ? K_KIALI : K_TOOL);
 	}
-	if (strcmp(path, "/api/openapi.json") == 0 && rest_openapi != NULL) {
+	if (strcmp(path, "/api/openapi.json") == 0) {
 		r->route = "/api/openapi.json";
 		if (r->method == HTTP_OPTIONS)
 			return preflight(r, ALLOW_GET);
 		if (!get)
 			return not_allowed(r, ALLOW_GET);
-		return rest_openapi(r);
+		return serve_openapi(r);
 	}
 	rt = rest_route_match(path, values, lens);
 	if (rt != NULL) {

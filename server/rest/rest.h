@@ -41,14 +41,6 @@ enum MHD_Result rest_refuse(struct req *r, unsigned status, const char *detail,
 bool rest_origin_allowed(struct req *r, const char *origin);
 
 /*
- * GET /api/openapi.json: the OpenAPI document (server/rest/openapi.c),
- * wired by main.c once it exists; NULL: the route answers 404.  rest.c
- * answers OPTIONS and refuses methods other than GET and HEAD before
- * calling it; it replies with rest_reply to get the facade's headers.
- */
-extern enum MHD_Result (*rest_openapi)(struct req *r);
-
-/*
  * Replies body (malloc'd, taken) with the facade's conventions: CORS for
  * [rest] allowed_origins, gzip past 1 KB when accepted, and on a GET or
  * HEAD 200 a strong ETag with 304 on If-None-Match; counted in

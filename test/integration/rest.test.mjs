@@ -18,14 +18,15 @@ import { after, before, describe, test } from 'node:test';
 import { metricValue, parseMetrics, request } from './lib/http.mjs';
 import { psql, startPostgres } from './lib/pg.mjs';
 import { ROOT, runSextant, startServer } from './lib/server.mjs';
-import { connect, sleep, TOOL_ENV } from './lib/tooltest.mjs';
+import { OpenApiChecker } from './lib/openapi.mjs';
+import { connect, EBPF_ENV, sleep, TOOL_ENV } from './lib/tooltest.mjs';
 
 const DEMO_SPANS = '20000';
 const ORIGIN = 'https://ui.example.com';
 const MAX_BODY = 16384;
 const API_KEY = 'rest-test-key-0123456789';
 
-let pg, srv, mcp;
+let pg, srv, mcp, oas;
 // The demo day, as absolute times: answers that do not move between the
 // REST call and the MCP call.
 const NOW = new Date();
@@ -37,11 +38,13 @@ before(async () => {
 	pg = await startPostgres({ name: 'rest' });
 	srv = await startServer({
 		name: 'rest',
-		env: { DATABASE_URL: pg.url, ...TOOL_ENV, SEXTANT_REST_ALLOWED_ORIGINS: ORIGIN, SEXTANT_SERVER_MAX_BODY_BYTES: String(MAX_BODY) },
+		env: { DATABASE_URL: pg.url, ...TOOL_ENV, ...EBPF_ENV, SEXTANT_REST_ALLOWED_ORIGINS: ORIGIN, SEXTANT_SERVER_MAX_BODY_BYTES: String(MAX_BODY) },
 	});
 	const demo = runSextant(['demo-data', '--spans', DEMO_SPANS], { env: { DATABASE_URL: pg.url }, timeoutMs: 60000 });
 	assert.equal(demo.code, 0, `sextant demo-data failed:\n${demo.stderr}`);
 	mcp = await connect(srv, 'rest');
+	// every answer below is checked against the gateway's own document
+	oas = await OpenApiChecker.load(srv.url, request);
 });
 
 after(async () => {
@@ -51,14 +54,23 @@ after(async () => {
 });
 
 const api = (p) => `${srv.url}${p}`;
-const post = (p, body, headers = {}) =>
-	request(api(p), {
-		method: 'POST',
-		headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-		body: typeof body === 'string' ? body : JSON.stringify(body),
-		timeoutMs: 60000,
-	});
-const get = (p, headers = {}) => request(api(p), { headers: { accept: 'application/json', ...headers }, timeoutMs: 60000 });
+// Each answer checked against the OpenAPI document (lib/openapi.mjs).
+async function checked(method, url, r) {
+	oas.check(method, url, r);
+	return r;
+}
+const post = async (p, body, headers = {}) =>
+	checked(
+		'POST',
+		p,
+		await request(api(p), {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+			body: typeof body === 'string' ? body : JSON.stringify(body),
+			timeoutMs: 60000,
+		}),
+	);
+const get = async (p, headers = {}) => checked('GET', p, await request(api(p), { headers: { accept: 'application/json', ...headers }, timeoutMs: 60000 }));
 const qs = (o) => new URLSearchParams(Object.entries(o).map(([k, v]) => [k, String(v)])).toString();
 
 // A problem+json answer with status (RFC 9457 members); returns its body.
@@ -119,6 +131,10 @@ const CALLS = {
 	get_trace: [(a) => ({ trace_id: a.query_traces[0].traces[0].trace_id }), (a) => ({ trace_id: a.query_traces[0].traces[1].trace_id })],
 	analyze_genai: [{ ...RANGE }, { ...RANGE, order: 'cost_desc' }],
 	get_session: [(a) => ({ session_id: a.analyze_genai[0].top_sessions[0].session_id, time_range: '7d' }), { time_range: '7d' }],
+	get_mesh_graph: [{ ...RANGE }, { ...RANGE, graphType: 'service' }],
+	// no from/to: a range that holds the whole demo day either way
+	get_resource_detail: [{ resource_type: 'service', rateInterval: '3d' }, { resource_type: 'workload', resource_name: 'checkout', rateInterval: '3d' }],
+	get_traces: [(a) => ({ trace_id: a.query_traces[0].traces[0].trace_id }), { service_name: 'checkout', error_only: true, lookback_seconds: 259200 }],
 	compare_sessions: [
 		(a) => ({
 			session_id_1: a.analyze_genai[0].top_sessions[0].session_id,
@@ -201,6 +217,7 @@ describe('REST and MCP: the same data', () => {
 			[`/api/v1/sessions/${encodeURIComponent(genai.top_sessions[0].session_id)}`, { time_range: '7d' }, 'get_session', { session_id: genai.top_sessions[0].session_id, time_range: '7d' }],
 			['/api/v1/genai/usage', { ...RANGE, order: 'cost_desc' }, 'analyze_genai', { ...RANGE, order: 'cost_desc' }],
 			[`/api/v1/metrics/${encodeURIComponent(metric)}`, RANGE, 'query_telemetry_metrics', { name: metric, ...RANGE }],
+			['/api/v1/graph', { ...RANGE, graphType: 'app' }, 'get_mesh_graph', { ...RANGE, graphType: 'app' }],
 		];
 		for (const [p, q, tool, args] of cases) {
 			const r = await get(`${p}?${qs(q)}`);
@@ -249,11 +266,6 @@ describe('REST and MCP: the same data', () => {
 		const viaMcp = await mcpCall('query_spans', { ...RANGE, limit: 3, cursor: next });
 		assert.deepEqual(second.json.data, viaMcp.structuredContent);
 		assert.notDeepEqual(second.json.data.spans, first.json.data.spans);
-	});
-
-	test('get_mesh_graph: 404 naming how to enable the mesh set', async () => {
-		const p = assertProblem(await get('/api/v1/graph'), 404, '/api/v1/graph');
-		assert.match(p.detail, /add "mesh" to \[tools\] enabled_sets/);
 	});
 
 	test('not found: an unknown trace, session, tool and route are 404s', async () => {
@@ -509,6 +521,8 @@ describe('cancellation, limits and timeouts', () => {
 					SEXTANT_WORKERS_QUEUE_SIZE: '1',
 					SEXTANT_WORKERS_CALL_TIMEOUT_S: '2',
 					SEXTANT_AUTH_KEYS: hash,
+					// no mesh set: its route says how to enable it
+					SEXTANT_TOOLS_ENABLED_SETS: 'core,query,spans,genai',
 				},
 			});
 		});
@@ -525,6 +539,20 @@ describe('cancellation, limits and timeouts', () => {
 			assertProblem(bad, 401, 'bad key');
 			assert.match(bad.headers['www-authenticate'], /invalid_token/);
 			assert.equal((await request(`${tight.url}/api/v1/tools`, { headers: AUTH })).status, 200);
+		});
+
+		test('the graph route without the mesh set: 404 naming how to enable it; the document without its paths', async () => {
+			const p = assertProblem(await request(`${tight.url}/api/v1/graph`, { headers: AUTH }), 404, '/api/v1/graph');
+			assert.match(p.detail, /add "mesh" to \[tools\] enabled_sets/);
+			const doc = await request(`${tight.url}/api/openapi.json`, { headers: AUTH });
+			assert.equal(doc.status, 200, doc.text.slice(0, 200));
+			assert.equal(doc.json.paths['/api/v1/graph'], undefined);
+			assert.equal(doc.json.paths['/api/v1/tools/get_mesh_graph'], undefined);
+			assert.ok(doc.json.paths['/api/v1/services']);
+			assert.ok(oas.doc.paths['/api/v1/graph'], 'the main gateway lists the mesh set');
+			// the key is required: its bearer scheme applies
+			assert.ok(doc.json.components.securitySchemes.bearer);
+			assert.equal((await request(`${tight.url}/api/openapi.json`)).status, 401);
 		});
 
 		test('queue full: 503 with Retry-After; the call past the timeout: 504', async () => {
@@ -547,6 +575,37 @@ describe('cancellation, limits and timeouts', () => {
 			tight.assertAlive();
 		});
 	});
+});
+
+test('the typed client (openapi-typescript + openapi-fetch, fixtures/openapi-client.ts) calls every route', async () => {
+	// Node runs the TypeScript fixture with its types stripped; openapi.test
+	// compiles the same file against the document's types
+	const { everyRoute, makeClient } = await import('./fixtures/openapi-client.ts');
+	const results = await Promise.all(everyRoute(makeClient(srv.url)));
+	const byStatus = {};
+	for (const { data, error, response } of results) {
+		const u = new URL(response.url);
+		const body = data ?? error;
+		const r = {
+			status: response.status,
+			headers: { 'content-type': response.headers.get('content-type') ?? '' },
+			text: body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body),
+			json: body,
+		};
+		assert.ok(response.status < 500, `${u.pathname}: HTTP ${response.status} ${r.text.slice(0, 200)}`);
+		// the tools' and Kiali's routes are POSTs, the others GETs
+		oas.check(/^\/api\/(v1\/tools|chat\/mcp)\//.test(u.pathname) ? 'POST' : 'GET', u.pathname, r);
+		byStatus[response.status] = (byStatus[response.status] ?? 0) + 1;
+	}
+	console.log(`typed client: ${results.length} routes called, by status ${JSON.stringify(byStatus)}`);
+	// the enabled tools answer; the opt-in sets' tools this gateway leaves
+	// off and the made-up ids are 404s
+	assert.ok(byStatus[200] >= 20, JSON.stringify(byStatus));
+	assert.deepEqual(Object.keys(byStatus).filter((c) => !['200', '404', '422'].includes(c)), [], JSON.stringify(byStatus));
+});
+
+test('every REST answer above matched the OpenAPI document', () => {
+	assert.ok(oas.checked >= 100, `${oas.checked} answers checked`);
 });
 
 describe('README: every curl line answers 2xx', () => {
