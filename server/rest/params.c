@@ -201,3 +201,47 @@ rest_param_add(const json_t *props, json_t *args, const char *key,
 	return json_object_set_new(args, key, v) == 0 ? STATUS_OK
 						      : STATUS_NOMEM;
 }
+
+/* "lookbackSeconds" as "lookback_seconds" into out (cap bytes); false when
+ * it does not fit or has no capital letter. */
+static bool
+snake_of(const char *camel, char *out, size_t cap)
+{
+	size_t n = 0;
+	bool upper = false;
+
+	for (const char *c = camel; *c != '\0'; c++) {
+		bool up = *c >= 'A' && *c <= 'Z';
+
+		if (n + 3 > cap)
+			return false;
+		if (up && c != camel)
+			out[n++] = '_';
+		out[n++] = up ? (char)(*c - 'A' + 'a') : *c;
+		upper |= up;
+	}
+	out[n] = '\0';
+	return upper;
+}
+
+int
+rest_snake_args(const json_t *props, json_t *args)
+{
+	const char *key;
+	json_t *v;
+	void *tmp;
+	char snake[128];
+
+	json_object_foreach_safe(args, tmp, key, v)
+	{
+		if (json_object_get(props, key) != NULL ||
+		    !snake_of(key, snake, sizeof(snake)) ||
+		    json_object_get(props, snake) == NULL ||
+		    json_object_get(args, snake) != NULL)
+			continue;
+		if (json_object_set(args, snake, v) != 0)
+			return STATUS_NOMEM;
+		json_object_del(args, key);
+	}
+	return STATUS_OK;
+}

@@ -41,4 +41,14 @@ int rest_param_add(const json_t *props, json_t *args, const char *key,
  * "string".  Borrowed static text. */
 const char *rest_param_type(const json_t *schema);
 
+/*
+ * Kiali's clients send camelCase argument names (traceId, lookbackSeconds)
+ * where Sextant's tools take snake_case (trace_id, lookback_seconds), and
+ * Kiali's own tools accept both: renames each key of args (changed in
+ * place) that props (inputSchema's "properties") lacks but whose snake_case
+ * form it has and args does not hold already.  Other keys are left for the
+ * schema to refuse.  STATUS_OK or STATUS_NOMEM.
+ */
+int rest_snake_args(const json_t *props, json_t *args) WUR;
+
 #endif

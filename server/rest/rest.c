@@ -1186,6 +1186,16 @@ post_tool(struct req *r, const char *name, enum kind kind)
 				name);
 		goto out;
 	}
+	/* Kiali's names for the same arguments (its tools take both) */
+	if (kind == K_KIALI &&
+	    rest_snake_args(
+		    json_object_get(json_object_get(tool->def, "inputSchema"),
+				    "properties"),
+		    args) != STATUS_OK) {
+		ret = problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+			      "out of memory", NULL, NULL, name);
+		goto out;
+	}
 	ret = start(r, tool, args, kind, text);
 	args = NULL;
 out:

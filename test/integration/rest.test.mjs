@@ -282,6 +282,12 @@ describe('REST and MCP: the same data', () => {
 		assert.deepEqual(r.json, m.structuredContent);
 		const empty = await request(api('/api/chat/mcp/get_server_status'), { method: 'POST' });
 		assert.equal(empty.status, 200, empty.text);
+		// Kiali's camelCase names for get_traces' snake_case arguments
+		const camel = await post('/api/chat/mcp/get_traces', { serviceName: 'checkout', errorOnly: true, lookbackSeconds: 259200, maxSpans: 3 });
+		assert.equal(camel.status, 200, camel.text.slice(0, 300));
+		const snake = await mcpCall('get_traces', { service_name: 'checkout', error_only: true, lookback_seconds: 259200, max_spans: 3 });
+		assert.deepEqual(camel.json, snake.structuredContent);
+		assert.ok(camel.json.total_found > 0, 'no failed checkout trace in the demo day');
 		const missing = await post('/api/chat/mcp/no_such_tool', {});
 		assert.equal(missing.status, 404);
 		assert.equal(typeof missing.json.error, 'string');

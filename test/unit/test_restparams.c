@@ -227,6 +227,45 @@ test_type_names(void **state)
 	}
 }
 
+/* Kiali's camelCase names onto the tool's snake_case ones, and only those. */
+static void
+test_snake_args(void **state)
+{
+	json_t *props = json_pack("{s:{}, s:{}, s:{}, s:{}}", "trace_id",
+				  "lookback_seconds", "limit", "graphType");
+	json_t *args = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s}", "traceId",
+				 "abcd1234", "lookbackSeconds", 60, "limit", 3,
+				 "graphType", "app", "errorOnly", 1,
+				 "trace_id_x", "y");
+	json_t *both = json_pack("{s:s, s:s}", "traceId", "camel", "trace_id",
+				 "snake");
+
+	(void)state;
+	assert_int_equal(rest_snake_args(props, args), STATUS_OK);
+	assert_string_equal(
+		json_string_value(json_object_get(args, "trace_id")),
+		"abcd1234");
+	assert_int_equal(
+		json_integer_value(json_object_get(args, "lookback_seconds")),
+		60);
+	assert_null(json_object_get(args, "traceId"));
+	assert_null(json_object_get(args, "lookbackSeconds"));
+	/* a property of its own (graphType) stays; no snake property
+	 * (errorOnly -> error_only), or no capital: left to the schema */
+	assert_non_null(json_object_get(args, "graphType"));
+	assert_non_null(json_object_get(args, "errorOnly"));
+	assert_non_null(json_object_get(args, "trace_id_x"));
+	assert_int_equal(json_object_size(args), 6);
+	/* both given: the snake_case value wins, the other is refused later */
+	assert_int_equal(rest_snake_args(props, both), STATUS_OK);
+	assert_string_equal(
+		json_string_value(json_object_get(both, "trace_id")), "snake");
+	assert_non_null(json_object_get(both, "traceId"));
+	json_decref(props);
+	json_decref(args);
+	json_decref(both);
+}
+
 int
 main(void)
 {
@@ -235,6 +274,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_long_value),
 		cmocka_unit_test(test_type_names),
+		cmocka_unit_test(test_snake_args),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
