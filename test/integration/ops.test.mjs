@@ -262,7 +262,7 @@ describe('default tool set (no fixtures)', () => {
 
 	test('README curl session works as printed', () => {
 		const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-		const m = /\*\*curl\*\*[^\n]*\n\n```sh\n([\s\S]*?)```/.exec(readme);
+		const m = /\*\*curl, MCP\*\*[^\n]*\n\n```sh\n([\s\S]*?)```/.exec(readme);
 		assert.ok(m, 'README has no curl block');
 		const script = m[1].replace('URL=http://127.0.0.1:8080/mcp', `URL=${srv.mcpUrl}`);
 		const r = spawnSync('bash', ['-euc', script], { encoding: 'utf8', timeout: 20000 });
