@@ -15,7 +15,7 @@
 VERSION := 0.1.0
 CC ?= gcc
 CLANG ?= clang
-PKGS := libmicrohttpd jansson libpq openssl libcurl zlib libprotobuf-c
+PKGS := libmicrohttpd jansson libpq openssl libcurl zlib libprotobuf-c cjose
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -97,6 +97,7 @@ DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
 LIB_SRC += lib/kube/kube.c
+LIB_SRC += $(addprefix lib/oauth/,oauth.c jwks.c fetch.c tokcache.c)
 
 # ---- [skills] the Skills extension (SEP-2640): the files of
 # server/mcp/skills/<name>/ (a SKILL.md and what it refers to), embedded like
@@ -156,6 +157,7 @@ LIB_TESTS += kube
 LIB_TESTS += meshquery
 LIB_TESTS += resourcequery
 LIB_TESTS += tracesummary
+LIB_TESTS += oauth
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 SERVER_TESTS += openapi
@@ -163,6 +165,7 @@ SERVER_TESTS += restparams
 UNIT_TESTS := $(LIB_TESTS) $(SERVER_TESTS)
 FUZZERS := toml jsonrpc jsonschema otlp merge timerange rollup redact \
 	grafana seal note jsonload jsondump
+FUZZERS += oauth
 
 # ---- variants: build/ (release) and build/asan/ ----------------------------
 B := build

@@ -15,7 +15,7 @@
 set -eu
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libpq-dev
 libssl-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
-zlib1g-dev"
+zlib1g-dev libcjose-dev"
 run="$build postgresql"
 case "${1:-}" in
 build) want=$build ;;

@@ -59,6 +59,7 @@ static bool check_session_store(const char *s, char *msg, size_t len);
 static bool check_regex(const char *s, char *msg, size_t len);
 static bool check_redact_key(const char *s, char *msg, size_t len);
 static bool check_link_url(const char *s, char *msg, size_t len);
+static bool check_oauth_alg(const char *s, char *msg, size_t len);
 
 #define KUBE_SA_TOKEN "/var/run/secrets/kubernetes.io/serviceaccount/token"
 #define OFF(f)	      offsetof(struct config, f)
@@ -339,6 +340,78 @@ static const struct key_def keys[] = {
 	LIST("rest", "allowed_origins", rest.allowed_origins, 0, NULL,
 	     "Browser origins (\"https://ui.example.com\") the REST facade "
 	     "(/api/) answers with CORS headers; other origins get none."),
+	BOOL("auth.oauth", "enabled", oauth.enabled, false,
+	     "Accept OAuth 2.1 access tokens from the issuer below (MCP "
+	     "authorization: Sextant is the resource server)."),
+	STR("auth.oauth", "resource", oauth.resource, "", 0, NULL,
+	    "Sextant's canonical URL as clients reach it "
+	    "(\"https://sextant.example.com/mcp\"): the resource of the "
+	    "protected resource metadata, and the audience tokens must name."),
+	STR("auth.oauth", "issuer", oauth.issuer, "", 0, NULL,
+	    "The authorization server's issuer URL; tokens' iss must equal "
+	    "it, and its metadata is found from it (RFC 8414, then OpenID "
+	    "discovery)."),
+	LIST("auth.oauth", "authorization_servers", oauth.authorization_servers,
+	     0, NULL,
+	     "Issuers listed in the protected resource metadata; empty = "
+	     "[issuer]."),
+	STR("auth.oauth", "jwks_uri", oauth.jwks_uri, "", 0, NULL,
+	    "The issuer's signing keys (JWKS URL); empty = the jwks_uri of its "
+	    "metadata."),
+	STR("auth.oauth", "audience", oauth.audience, "", 0, NULL,
+	    "What a token's aud must contain, compared exactly; empty = "
+	    "resource."),
+	LISTD("auth.oauth", "algorithms", oauth.algorithms,
+	      "RS256,RS384,RS512,PS256,ES256,ES384", 0, check_oauth_alg,
+	      "Signature algorithms accepted (RS*, PS*, ES*); \"none\" and "
+	      "HS* never are."),
+	BOOL("auth.oauth", "accept_generic_typ", oauth.accept_generic_typ,
+	     false,
+	     "Also accept access tokens typed \"JWT\" or untyped (Keycloak, "
+	     "Auth0, Entra ID); RFC 9068 asks for \"at+jwt\"."),
+	INT("auth.oauth", "leeway_s", oauth.leeway_s, 60, 0, 600,
+	    "Clock skew allowed on exp, nbf and iat, in seconds."),
+	INT("auth.oauth", "jwks_refetch_s", oauth.jwks_refetch_s, 30, 1, 86400,
+	    "An unknown key id refetches the JWKS at most once per this many "
+	    "seconds; the last good keys stay while the issuer is down."),
+	INT("auth.oauth", "timeout_ms", oauth.timeout_ms, 5000, 100, 60000,
+	    "One request to the authorization server (metadata, JWKS, "
+	    "introspection)."),
+	STR("auth.oauth", "ca_file", oauth.ca_file, "", 0, NULL,
+	    "PEM CA bundle for the authorization server; empty = the "
+	    "system's store."),
+	STR("auth.oauth", "introspection_endpoint",
+	    oauth.introspection_endpoint, "", 0, NULL,
+	    "RFC 7662 introspection URL for opaque (non-JWT) tokens; empty = "
+	    "opaque tokens are refused."),
+	STR("auth.oauth", "introspection_client_id",
+	    oauth.introspection_client_id, "", 0, NULL,
+	    "Sextant's client id at the introspection endpoint (HTTP Basic)."),
+	STR("auth.oauth", "introspection_client_secret_file",
+	    oauth.introspection_client_secret_file, "", 0, NULL,
+	    "File holding that client's secret (one line)."),
+	INT("auth.oauth", "introspection_cache_s", oauth.introspection_cache_s,
+	    60, 0, 3600,
+	    "Seconds an active introspection answer is reused (at most until "
+	    "the token's exp): how long a revoked token may still pass."),
+	INT("auth.oauth", "cache_entries", oauth.cache_entries, 4096, 0,
+	    1000000,
+	    "Verified tokens remembered by SHA-256 until they expire, so a "
+	    "repeated token costs a lookup."),
+	STR("auth.oauth", "scope_read", oauth.scope_read, "sextant:read", 0,
+	    NULL, "Scope for tools, resources, prompts and REST reads."),
+	STR("auth.oauth", "scope_ingest", oauth.scope_ingest, "sextant:ingest",
+	    0, NULL, "Scope for OTLP ingest."),
+	STR("auth.oauth", "scope_write", oauth.scope_write, "sextant:write", 0,
+	    NULL, "Scope for the tools with side effects (write_tools)."),
+	LISTD("auth.oauth", "write_tools", oauth.write_tools,
+	      "manage_istio_config", 0, NULL,
+	      "Tools, or tool sets, that need scope_write; every other tool "
+	      "needs scope_read."),
+	STR("auth.oauth", "resource_documentation",
+	    oauth.resource_documentation, "", 0, NULL,
+	    "URL of human-readable documentation for the protected resource "
+	    "metadata; empty = none."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -626,6 +699,24 @@ check_link_url(const char *s, char *msg, size_t len)
 		 "expected \"\" or an http:// or https:// address without "
 		 "query or fragment, got \"%s\"",
 		 printable(s, 100, shown, sizeof(shown)));
+	return false;
+}
+
+/* lib/oauth refuses the rest: "none" and HMAC have no place with an
+ * issuer's public keys (RFC 8725 3.1, 3.2); cjose has no EdDSA. */
+static bool
+check_oauth_alg(const char *s, char *msg, size_t len)
+{
+	static const char *const ok[] = {"RS256", "RS384", "RS512",
+					 "PS256", "PS384", "PS512",
+					 "ES256", "ES384", "ES512"};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (strcmp(s, ok[i]) == 0)
+			return true;
+	snprintf(msg, len,
+		 "expected RS256, RS384, RS512, PS256, PS384, PS512, ES256, "
+		 "ES384 or ES512");
 	return false;
 }
 

@@ -187,6 +187,31 @@ struct config {
 		struct strlist allowed_origins;
 	} rest;
 	struct {
+		/* [auth.oauth]: OAuth 2.1 access tokens (lib/oauth) */
+		bool enabled;
+		char *resource; /* canonical URL of /mcp (RFC 8707, 9728) */
+		char *issuer;	/* iss, and where discovery starts */
+		struct strlist authorization_servers; /* empty = [issuer] */
+		char *jwks_uri; /* "" = discovered from issuer */
+		char *audience; /* "" = resource */
+		struct strlist algorithms;
+		bool accept_generic_typ; /* typ "JWT" besides "at+jwt" */
+		int leeway_s;
+		int jwks_refetch_s;
+		int timeout_ms;
+		char *ca_file;
+		char *introspection_endpoint; /* "" = opaque tokens refused */
+		char *introspection_client_id;
+		char *introspection_client_secret_file;
+		int introspection_cache_s;
+		int cache_entries;
+		char *scope_read;
+		char *scope_ingest;
+		char *scope_write;
+		struct strlist write_tools; /* tools or tool sets */
+		char *resource_documentation;
+	} oauth;
+	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
 		struct config_instance *v;
