@@ -97,7 +97,7 @@ DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
 LIB_SRC += lib/kube/kube.c
-LIB_SRC += $(addprefix lib/oauth/,oauth.c jwks.c fetch.c tokcache.c)
+LIB_SRC += $(addprefix lib/oauth/,oauth.c jwks.c fetch.c tokcache.c prm.c)
 
 # ---- [skills] the Skills extension (SEP-2640): the files of
 # server/mcp/skills/<name>/ (a SKILL.md and what it refers to), embedded like

@@ -23,6 +23,7 @@
 
 #include "base/base64.h"
 #include "oauth/oauth.h"
+#include "oauth/prm.h"
 
 #define RESOURCE "https://sextant.example/mcp"
 /* a fixed instant: the verifier takes the time from its caller */
@@ -698,6 +699,57 @@ test_jwt_decode(void **state)
 	}
 }
 
+static void
+test_prm(void **state)
+{
+	const char *servers[] = {"https://as.example"};
+	const char *sc[] = {"sextant:read", "sextant:ingest"};
+	struct prm_info i = {RESOURCE, servers, 1, sc, 2, NULL};
+	json_t *d = prm_document(&i);
+	char *txt, url[128], ch[256];
+
+	(void)state;
+	txt = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(
+		txt,
+		"{\"authorization_servers\":[\"https://as.example\"],"
+		"\"bearer_methods_supported\":[\"header\"],"
+		"\"resource\":\"https://sextant.example/mcp\","
+		"\"scopes_supported\":[\"sextant:read\",\"sextant:ingest\"]}");
+	free(txt);
+	json_decref(d);
+
+	assert_int_equal(prm_url(RESOURCE, url, sizeof(url)), STATUS_OK);
+	assert_string_equal(url, "https://sextant.example/.well-known/"
+				 "oauth-protected-resource/mcp");
+	assert_int_equal(prm_url("http://h:8080/", url, sizeof(url)),
+			 STATUS_OK);
+	assert_string_equal(
+		url, "http://h:8080/.well-known/oauth-protected-resource");
+	assert_int_equal(prm_url("ftp://h/mcp", url, sizeof(url)),
+			 STATUS_INVALID);
+	assert_int_equal(prm_url(RESOURCE, url, 20), STATUS_LIMIT);
+	assert_string_equal(url, "");
+
+	/* no credentials: no error code (RFC 6750 3.1) */
+	assert_int_equal(prm_challenge(ch, sizeof(ch), "https://m", "a b", NULL,
+				       "ignored"),
+			 STATUS_OK);
+	assert_string_equal(
+		ch, "Bearer resource_metadata=\"https://m\", scope=\"a b\"");
+	assert_int_equal(prm_challenge(ch, sizeof(ch), "https://m",
+				       "sextant:write", "insufficient_scope",
+				       "needs \"write\"\\\n"),
+			 STATUS_OK);
+	assert_string_equal(ch, "Bearer resource_metadata=\"https://m\", "
+				"scope=\"sextant:write\", "
+				"error=\"insufficient_scope\", "
+				"error_description=\"needs ?write???\"");
+	assert_int_equal(prm_challenge(ch, 10, "https://m", NULL, NULL, NULL),
+			 STATUS_LIMIT);
+	assert_string_equal(ch, "");
+}
+
 int
 main(void)
 {
@@ -708,6 +760,7 @@ main(void)
 		cmocka_unit_test(test_rotation_and_server_down),
 		cmocka_unit_test(test_introspection),
 		cmocka_unit_test(test_jwt_decode),
+		cmocka_unit_test(test_prm),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
