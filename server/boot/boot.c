@@ -38,6 +38,8 @@
 #include "mcp/skills.h"
 #include "mcp/tasks.h"
 #include "mcp/tools.h"
+#include "oauth/oauth.h"
+#include "oauth/prm.h"
 #include "pg/pg.h"
 #include "tools/tool_core.h"
 #include "tools/tool_genai.h"
@@ -215,6 +217,73 @@ init_metrics(struct server *srv)
 	return STATUS_OK;
 }
 
+/* [auth.oauth]: the verifier and the metadata document it is served with
+ * (server/http/http.c: the gate and /.well-known/oauth-protected-resource). */
+static int
+build_oauth(struct server *srv, const struct config *cfg, char *err,
+	    size_t errlen)
+{
+	const struct strlist *as = &cfg->oauth.authorization_servers;
+	const char *audience = cfg->oauth.audience[0] != '\0'
+				       ? cfg->oauth.audience
+				       : cfg->oauth.resource;
+	const char *scopes[] = {cfg->oauth.scope_read, cfg->oauth.scope_ingest,
+				cfg->oauth.scope_write};
+	struct oauth_settings s = {
+		.issuer = cfg->oauth.issuer,
+		.audience = audience,
+		.jwks_uri = cfg->oauth.jwks_uri,
+		.algorithms = cfg->oauth.algorithms.v,
+		.n_algorithms = cfg->oauth.algorithms.n,
+		.accept_generic_typ = cfg->oauth.accept_generic_typ,
+		.leeway_s = cfg->oauth.leeway_s,
+		.introspection_endpoint = cfg->oauth.introspection_endpoint,
+		.introspection_client_id = cfg->oauth.introspection_client_id,
+		.introspection_client_secret_file =
+			cfg->oauth.introspection_client_secret_file,
+		.introspection_cache_s = cfg->oauth.introspection_cache_s,
+		.cache_entries = (size_t)cfg->oauth.cache_entries,
+		.jwks_refetch_s = cfg->oauth.jwks_refetch_s,
+		.timeout_ms = cfg->oauth.timeout_ms,
+		.ca_file = cfg->oauth.ca_file,
+	};
+	struct prm_info pi = {
+		.resource = cfg->oauth.resource,
+		.auth_servers =
+			as->n > 0 ? (const char *const *)as->v
+				  : (const char *const[]){cfg->oauth.issuer},
+		.n_auth_servers = as->n > 0 ? as->n : 1,
+		.scopes = scopes,
+		.n_scopes = 3,
+		.resource_documentation = cfg->oauth.resource_documentation,
+	};
+	char why[512];
+	json_t *doc;
+
+	if (!cfg->oauth.enabled)
+		return STATUS_OK;
+	if (prm_url(cfg->oauth.resource, srv->oauth_prm_url,
+		    sizeof(srv->oauth_prm_url)) != STATUS_OK) {
+		snprintf(err, errlen,
+			 "auth.oauth.resource: expected Sextant's absolute "
+			 "http(s) URL as clients reach /mcp "
+			 "(\"https://sextant.example.com/mcp\")");
+		return STATUS_INVALID;
+	}
+	if (oauth_new(&s, &srv->oauth, why, sizeof(why)) != STATUS_OK) {
+		snprintf(err, errlen, "auth.oauth: %s", why);
+		return STATUS_INVALID;
+	}
+	if ((doc = prm_document(&pi)) == NULL ||
+	    (srv->oauth_prm = json_dumps(doc, JSON_COMPACT)) == NULL) {
+		json_decref(doc);
+		snprintf(err, errlen, "out of memory");
+		return STATUS_NOMEM;
+	}
+	json_decref(doc);
+	return STATUS_OK;
+}
+
 static int
 build_keys(const struct config *cfg, struct auth_keys **out,
 	   struct auth_keys **ingest, char *err, size_t errlen)
@@ -340,6 +409,8 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 	if ((rc = build_keys(cfg, &srv->keys, &srv->ingest_keys, err,
 			     errlen)) != STATUS_OK)
 		return rc;
+	if ((rc = build_oauth(srv, cfg, err, errlen)) != STATUS_OK)
+		return rc;
 	if ((rc = redact_new((const char *const *)cfg->redact.keys.v,
 			     cfg->redact.keys.n,
 			     (const char *const *)cfg->redact.values.v,
@@ -414,6 +485,8 @@ boot_free(struct server *srv)
 	tools_unref(srv->tools);
 	auth_keys_free(srv->keys);
 	auth_keys_free(srv->ingest_keys);
+	oauth_free(srv->oauth);
+	free(srv->oauth_prm);
 	redact_free(srv->redact);
 	pg_pool_free(srv->pg);
 	instances_free(srv);

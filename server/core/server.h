@@ -22,6 +22,7 @@ struct session_table;
 struct pool;
 struct tools;
 struct auth_keys;
+struct oauth;
 struct MHD_Daemon;
 struct pg_pool;
 struct instances;
@@ -76,6 +77,10 @@ struct server {
 	struct auth_keys
 		*ingest_keys; /* the same for /v1/traces, /v1/metrics */
 	struct tools *tools;  /* enabled tool set */
+	/* [auth.oauth] (lib/oauth): NULL when off; start-up only */
+	struct oauth *oauth;
+	char *oauth_prm;	 /* the metadata document (RFC 9728), JSON */
+	char oauth_prm_url[512]; /* where it is served, for challenges */
 	/* resources, templates, prompts (mcp/catalog.c); start-up only */
 	struct catalog *catalog;
 

@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "base/auth.h"
+#include "oauth/oauth.h"
+#include "oauth/prm.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/expo.h"
@@ -296,12 +298,16 @@ enum route {
 	ROUTE_TRACES,
 	ROUTE_METRIC_POINTS,
 	ROUTE_REST, /* /api/...: the REST facade (routes->rest) */
+	ROUTE_PRM, /* RFC 9728 metadata: open, served with [auth.oauth] */
 	ROUTE_NONE,
 };
 
 static const char *const route_labels[] = {
-	"/mcp",	    "/sse",	  "/messages",	 "/healthz", "/readyz",
-	"/metrics", "/v1/traces", "/v1/metrics", "/api",     "other"};
+	"/mcp",	      "/sse",	     "/messages",
+	"/healthz",   "/readyz",     "/metrics",
+	"/v1/traces", "/v1/metrics", "/api",
+	"/.well-known/oauth-protected-resource",
+	"other"};
 
 static enum route
 route_of(const char *url)
@@ -324,6 +330,10 @@ route_of(const char *url)
 		return ROUTE_METRIC_POINTS;
 	if (strncmp(url, "/api/", 5) == 0 && routes->rest != NULL)
 		return ROUTE_REST;
+	/* the root form and the one suffixed with /mcp (RFC 9728 3.1) */
+	if (strcmp(url, "/.well-known/oauth-protected-resource") == 0 ||
+	    strcmp(url, "/.well-known/oauth-protected-resource/mcp") == 0)
+		return ROUTE_PRM;
 	return ROUTE_NONE;
 }
 
@@ -344,6 +354,98 @@ auth_ok(struct req *r)
 		     auth_keys_check(r->srv->keys, token, len);
 	server_live_unlock(r->srv);
 	return ok;
+}
+
+static enum MHD_Result refuse(struct req *r, enum route route,
+			       unsigned status, int code, const char *msg,
+			       const char *const *headers);
+
+/* A 401, 400 or 403 of the OAuth gate: the Bearer challenge with the
+ * metadata URL (MCP authorization, RFC 9728 5.1), and the same words in
+ * the JSON-RPC error body (problem+json on /api/). */
+static enum MHD_Result
+oauth_refuse(struct req *r, enum route route, unsigned status,
+	     const char *error, const char *why)
+{
+	const struct config *cfg = r->srv->cfg;
+	char ch[1024], msg[512];
+
+	if (prm_challenge(ch, sizeof(ch), r->srv->oauth_prm_url,
+			  cfg->oauth.scope_read, error, why) != STATUS_OK)
+		snprintf(ch, sizeof(ch), "Bearer resource_metadata=\"%s\"",
+			 r->srv->oauth_prm_url);
+	snprintf(msg, sizeof(msg), "%s: %s",
+		 status == MHD_HTTP_FORBIDDEN	  ? "forbidden"
+		 : status == MHD_HTTP_BAD_REQUEST ? "bad request"
+						  : "unauthorized",
+		 why);
+	return refuse(r, route, status, RPC_SERVER_BUSY, msg,
+		      (const char *[]){"WWW-Authenticate", ch, NULL});
+}
+
+/*
+ * The gate with [auth.oauth]: an API key (when keys are configured) or an
+ * access token for this resource holding scope_read.  MCP authorization:
+ * 401 without a token or with a bad one, 403 insufficient_scope, 400 for a
+ * malformed header; a token in the query string is never accepted (OAuth
+ * 2.1 5.2 drops RFC 6750's URI query form): 400 saying so.
+ */
+static bool
+oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
+{
+	struct server *srv = r->srv;
+	const struct config *cfg = srv->cfg;
+	const char *hdr = http_header(r, "Authorization"), *token;
+	struct oauth_principal p;
+	char why[300];
+	size_t len;
+	bool key_ok;
+	int rc;
+
+	if (MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+					"access_token") != NULL) {
+		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				    "access_token in the query string is "
+				    "refused (it ends up in logs): send "
+				    "Authorization: Bearer <token>");
+		return false;
+	}
+	if (hdr == NULL) {
+		*ret = oauth_refuse(r, route, MHD_HTTP_UNAUTHORIZED, NULL,
+				    "send Authorization: Bearer <access "
+				    "token>; the resource metadata names the "
+				    "authorization server");
+		return false;
+	}
+	if (auth_parse_bearer(hdr, &token, &len) != STATUS_OK) {
+		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				    "malformed Authorization header: expected "
+				    "\"Bearer <token>\"");
+		return false;
+	}
+	server_live_rdlock(srv);
+	key_ok = srv->keys != NULL && auth_keys_count(srv->keys) > 0 &&
+		 auth_keys_check(srv->keys, token, len);
+	server_live_unlock(srv);
+	if (key_ok)
+		return true;
+	rc = oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p, why,
+			  sizeof(why));
+	if (rc != STATUS_OK) {
+		*ret = oauth_refuse(r, route, MHD_HTTP_UNAUTHORIZED, "invalid_token",
+				    why);
+		return false;
+	}
+	snprintf(r->principal, sizeof(r->principal), "%.39s/%.39s", p.sub,
+		 p.client_id);
+	if (!oauth_scope_has(p.scope, cfg->oauth.scope_read)) {
+		snprintf(why, sizeof(why), "the token lacks scope %s",
+			 cfg->oauth.scope_read);
+		*ret = oauth_refuse(r, route, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+				    why);
+		return false;
+	}
+	return true;
 }
 
 /* A refusal of the gate: a JSON-RPC error, or on /api/ the facade's
@@ -428,6 +530,12 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	}
 	if (route == ROUTE_TRACES || route == ROUTE_METRIC_POINTS)
 		return ingest_gate(r, route == ROUTE_TRACES, ret);
+	if (route == ROUTE_PRM && srv->oauth_prm == NULL) {
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_FOUND, RPC_SERVER_BUSY,
+			"not found: OAuth is off ([auth.oauth] enabled)", NULL);
+		return false;
+	}
 	if (route != ROUTE_MCP && route != ROUTE_SSE &&
 	    route != ROUTE_MESSAGES && route != ROUTE_REST) {
 		if (r->method != HTTP_GET) {
@@ -440,7 +548,11 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 		return true;
 	}
 	/* a CORS preflight carries no credentials (Fetch, 4.8) */
-	if (!auth_ok(r) &&
+	if (srv->oauth != NULL &&
+	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS) &&
+	    !oauth_gate(r, route, ret))
+		return false;
+	if (srv->oauth == NULL && !auth_ok(r) &&
 	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS)) {
 		bool presented = http_header(r, "Authorization") != NULL;
 
@@ -602,6 +714,10 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	case ROUTE_TRACES: return ingest_handle(r, true);
 	case ROUTE_METRIC_POINTS: return ingest_handle(r, false);
 	case ROUTE_REST: return routes->rest(r);
+	case ROUTE_PRM:
+		return http_reply(r, MHD_HTTP_OK, "application/json",
+				  r->srv->oauth_prm, strlen(r->srv->oauth_prm),
+				  NULL);
 	case ROUTE_NONE: break;
 	}
 	return MHD_NO;
@@ -645,6 +761,9 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		else if (toe == MHD_REQUEST_TERMINATED_WITH_ERROR)
 			log_debug(&f, "%s: the client closed the connection",
 				  r->route);
+		else if (r->principal[0] != '\0')
+			log_debug(&f, "%s answered principal=%s", r->route,
+				  r->principal);
 		else
 			log_debug(&f, "%s answered", r->route);
 	}

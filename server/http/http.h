@@ -39,6 +39,7 @@ struct req {
 	json_t *rpc_id;
 	bool drain_refused; /* draining: answered 503 once the body is in */
 	bool over_limit;    /* came past server.max_connections: 503 */
+	char principal[80]; /* OAuth sub/client_id for the access log, or "" */
 	/* Transport state, freed with the request (after MHD completes). */
 	void *tp;
 	void (*tp_free)(void *tp);
