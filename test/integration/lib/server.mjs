@@ -62,7 +62,7 @@ export function runSextant(args, { env = {}, timeoutMs = 30000 } = {}) {
 	return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
-function freePort() {
+export function freePort() {
 	return new Promise((resolve, reject) => {
 		const srv = net.createServer();
 		srv.unref();
