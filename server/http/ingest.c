@@ -14,11 +14,14 @@
 #include <string.h>
 
 #include "base/auth.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/pool.h"
 #include "core/server.h"
 #include "http/http.h"
 #include "mcp/rpc.h"
+#include "oauth/oauth.h"
+#include "oauth/prm.h"
 #include "otlp/otlp.h"
 #include "otlp/store.h"
 #include "pg/pg.h"
@@ -248,6 +251,67 @@ ingest_key_ok(struct req *r)
 	return ok;
 }
 
+/*
+ * With [auth.oauth], OTLP takes an ingest key or an access token holding
+ * scope_ingest: true when the request may go on, else the OTLP status is
+ * queued in *ret (401 UNAUTHENTICATED with the Bearer challenge, 403
+ * PERMISSION_DENIED naming the scope).
+ */
+static bool
+ingest_oauth_ok(struct req *r, enum otlp_encoding enc, enum MHD_Result *ret)
+{
+	struct server *srv = r->srv;
+	const char *scope = srv->cfg->oauth.scope_ingest;
+	const char *hdr = http_header(r, "Authorization"), *token;
+	const char *error = NULL;
+	struct oauth_principal p;
+	char why[300] = "send Authorization: Bearer <ingest key or access "
+			"token>",
+	     ch[1024], msg[400];
+	unsigned status = MHD_HTTP_UNAUTHORIZED;
+	size_t len;
+	bool key_ok;
+
+	if (hdr != NULL && auth_parse_bearer(hdr, &token, &len) == STATUS_OK) {
+		server_live_rdlock(srv);
+		key_ok = srv->ingest_keys != NULL &&
+			 auth_keys_check(srv->ingest_keys, token, len);
+		server_live_unlock(srv);
+		if (key_ok)
+			return true;
+		error = "invalid_token";
+		if (oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p,
+				 why, sizeof(why)) == STATUS_OK) {
+			snprintf(r->principal, sizeof(r->principal),
+				 "%.39s/%.39s", p.sub, p.client_id);
+			if (oauth_scope_has(p.scope, scope))
+				return true;
+			status = MHD_HTTP_FORBIDDEN;
+			error = "insufficient_scope";
+			snprintf(why, sizeof(why), "the token lacks scope %s",
+				 scope);
+		}
+	} else if (hdr != NULL) {
+		error = "invalid_request";
+		snprintf(why, sizeof(why),
+			 "malformed Authorization header: expected \"Bearer "
+			 "<token>\"");
+	}
+	if (prm_challenge(ch, sizeof(ch), srv->oauth_prm_url, scope, error,
+			  why) != STATUS_OK)
+		snprintf(ch, sizeof(ch), "Bearer resource_metadata=\"%s\"",
+			 srv->oauth_prm_url);
+	snprintf(msg, sizeof(msg), "%s: %s",
+		 status == MHD_HTTP_FORBIDDEN ? "permission denied"
+					      : "unauthenticated",
+		 why);
+	/* gRPC codes: 16 UNAUTHENTICATED, 7 PERMISSION_DENIED */
+	*ret = reply_status(r, enc, status,
+			    status == MHD_HTTP_FORBIDDEN ? 7 : 16, msg,
+			    (const char *[]){"WWW-Authenticate", ch, NULL});
+	return false;
+}
+
 bool
 ingest_gate(struct req *r, bool traces, enum MHD_Result *ret)
 {
@@ -277,7 +341,9 @@ ingest_gate(struct req *r, bool traces, enum MHD_Result *ret)
 				  63, NULL);
 		return false;
 	}
-	if (!ingest_key_ok(r)) {
+	if (r->srv->oauth != NULL && !ingest_oauth_ok(r, enc, ret))
+		return false;
+	if (r->srv->oauth == NULL && !ingest_key_ok(r)) {
 		*ret = reply_status(r, enc, MHD_HTTP_UNAUTHORIZED, 16,
 				    "unauthenticated: send Authorization: "
 				    "Bearer <ingest key>",
