@@ -17,11 +17,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Provider from 'oidc-provider';
 
+import { startPostgres } from './lib/pg.mjs';
 import { CONFORMANCE_CONFIG, freePort, startServer } from './lib/server.mjs';
 
 const RESOURCE = 'https://sextant.test/mcp';
 const API_KEY = 'oauth-test-api-key-0123456789';
-let srv, as, issuer, tmp;
+let srv, as, issuer, tmp, pg;
 
 async function startProvider() {
 	const port = await freePort();
@@ -38,7 +39,7 @@ async function startProvider() {
 	});
 	const provider = new Provider(issuer, {
 		jwks: { keys: [jwk] },
-		clients: [client('reader', 'sextant:read'), client('nobody', 'other:scope')],
+		clients: [client('reader', 'sextant:read'), client('nobody', 'other:scope'), client('collector', 'sextant:ingest')],
 		scopes: ['sextant:read', 'sextant:ingest', 'sextant:write', 'other:scope'],
 		features: {
 			devInteractions: { enabled: false },
@@ -85,18 +86,20 @@ async function token(clientId, scope, resource = RESOURCE) {
 
 before(async () => {
 	as = await startProvider();
+	pg = await startPostgres({ name: 'oauth' });
 	tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-oauth-'));
 	const conf = path.join(tmp, 'oauth.toml');
 	const hash = 'sha256:' + crypto.createHash('sha256').update(API_KEY).digest('hex');
 	fs.writeFileSync(conf, fs.readFileSync(CONFORMANCE_CONFIG, 'utf8') +
 		`\n[auth]\nkeys = ["${hash}"]\n\n[auth.oauth]\nenabled = true\nresource = "${RESOURCE}"\n` +
 		`issuer = "${issuer}"\nresource_documentation = "https://sextant.test/docs"\n`);
-	srv = await startServer({ name: 'oauth', config: conf, env: { SEXTANT_LOG_LEVEL: 'debug' } });
+	srv = await startServer({ name: 'oauth', config: conf, env: { SEXTANT_LOG_LEVEL: 'debug', DATABASE_URL: pg.url } });
 });
 
 after(async () => {
 	if (srv) await srv.stop();
 	if (as) await new Promise((r) => as.close(r));
+	if (pg) await pg.stop();
 	if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -202,4 +205,20 @@ test('API keys keep working beside tokens; probes stay open', async () => {
 	assert.equal(r.isError, undefined);
 	await assert.rejects(callWith('wrong-key'), /401|invalid_token|Unauthorized/i);
 	for (const p of ['/healthz', '/metrics']) assert.equal((await fetch(base() + p)).status, 200, p);
+});
+
+test('OTLP ingest needs sextant:ingest: 401 without a token, 403 with a read token, 200 with an ingest token', async () => {
+	const send = (headers = {}) => fetch(`${base()}/v1/traces`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...headers },
+		body: JSON.stringify({ resourceSpans: [] }),
+	});
+	let r = await send();
+	assert.equal(r.status, 401);
+	assert.equal(r.headers.get('www-authenticate'), `Bearer resource_metadata="${PRM_URL}", scope="sextant:ingest"`);
+	r = await send({ authorization: `Bearer ${await token('reader', 'sextant:read')}` });
+	assert.equal(r.status, 403);
+	assert.match(r.headers.get('www-authenticate'), /scope="sextant:ingest", error="insufficient_scope"/);
+	r = await send({ authorization: `Bearer ${await token('collector', 'sextant:ingest')}` });
+	assert.equal(r.status, 200, await r.text());
 });
