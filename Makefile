@@ -110,6 +110,20 @@ build/gen/skills.c: $(SKILL_FILES) $(sort $(dir $(SKILL_FILES))) \
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)
 	$(Q)sh scripts/gen-embed.sh skills_files $(SKILL_FILES) > $@.tmp && mv $@.tmp $@
+# ---- [apps] the MCP Apps extension (SEP-1865): each server/ui/apps/<app>.html
+# with the server/ui/lib/ modules and styles it names inlined
+# (scripts/gen-apps.sh), embedded like the skills and served by
+# server/mcp/apps.c at ui://sextant/<app>.
+APP_PAGES := $(sort $(wildcard server/ui/apps/*.html))
+APP_LIB := $(sort $(wildcard server/ui/lib/*))
+build/gen/apps.c: $(APP_PAGES) $(APP_LIB) server/ui/apps server/ui/lib \
+		scripts/gen-apps.sh scripts/gen-embed.sh
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)
+	$(Q)sh scripts/gen-apps.sh build/gen/apps $(APP_PAGES) && \
+	sh scripts/gen-embed.sh apps_files \
+		$(patsubst server/ui/apps/%,build/gen/apps/%,$(APP_PAGES)) \
+		> $@.tmp && mv $@.tmp $@
 # ---- [citations] get_citations' index (server/tools/tool_mesh_ui.c): every
 # "## " section of Sextant's own documentation and of the curated
 # docs/citations/<domain>.md, embedded by scripts/gen-citations.sh.
@@ -141,6 +155,7 @@ SERVER_SRC += server/tools/tool_mesh_resource.c
 SERVER_SRC += server/tools/tool_mesh_traces.c
 SERVER_SRC += server/rest/routes.c server/rest/params.c server/rest/rest.c
 SERVER_SRC += server/rest/openapi.c
+SERVER_SRC += server/mcp/apps.c build/gen/apps.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes

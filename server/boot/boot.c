@@ -28,6 +28,7 @@
 #include "core/instances.h"
 #include "core/maintain.h"
 #include "core/server.h"
+#include "mcp/apps.h"
 #include "mcp/call.h"
 #include "mcp/catalog.h"
 #include "mcp/dispatch.h"
@@ -461,6 +462,8 @@ boot_init(struct server *srv, struct config *cfg, const char *config_path,
 		     : gateway_register_catalog(srv);
 	if (rc == STATUS_OK)
 		rc = skills_register_catalog(srv->catalog);
+	if (rc == STATUS_OK && !cfg->conformance.enabled)
+		rc = apps_register_catalog(srv->catalog);
 	if (rc != STATUS_OK) {
 		snprintf(err, errlen, "cannot register resources: %s",
 			 status_str(rc));

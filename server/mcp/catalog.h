@@ -27,6 +27,8 @@ struct resource_def {
 	 * when uri is not served (templates).
 	 */
 	int (*read)(const char *uri, void *arg, json_t **contents);
+	/* JSON text of the listed entry's _meta (an object), or NULL */
+	const char *meta;
 };
 
 struct resource_template_def {

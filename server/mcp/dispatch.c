@@ -17,6 +17,7 @@
 #include "base/seal.h"
 #include "core/server.h"
 #include "json/jsonschema.h"
+#include "mcp/apps.h"
 #include "mcp/call.h"
 #include "mcp/catalog.h"
 #include "mcp/exchange.h"
@@ -231,10 +232,12 @@ do_discover(struct rq *r)
 				      json_string(reqmeta_versions[i]));
 	/* listChanged and subscribe: delivered on subscriptions/listen */
 	/* skills: {} = no directoryRead (optional, SEP-2640) */
-	caps = json_pack("{s:{s:b}, s:{s:b}, s:{}, s:{}, s:{}, s:{s:{}, s:{}}}",
-			 "tools", "listChanged", 1, "resources", "subscribe", 1,
-			 "prompts", "completions", "logging", "extensions",
-			 TASKS_EXTENSION, SKILLS_EXTENSION);
+	caps = json_pack(
+		"{s:{s:b}, s:{s:b}, s:{}, s:{}, s:{}, s:{s:{}, s:{}, s:o}}",
+		"tools", "listChanged", 1, "resources", "subscribe", 1,
+		"prompts", "completions", "logging", "extensions",
+		TASKS_EXTENSION, SKILLS_EXTENSION, APPS_EXTENSION,
+		apps_capability());
 	(void)r;
 	return json_pack("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}",
 			 "supportedVersions", versions, "capabilities", caps,
@@ -557,10 +560,18 @@ static json_t *
 resource_item(const struct rq *r, size_t i)
 {
 	const struct resource_def *d = catalog_resource_at(r->srv->catalog, i);
-
-	return with_details(
+	json_t *o = with_details(
 		r, json_pack("{s:s, s:s}", "uri", d->uri, "name", d->name),
 		d->title, d->description, d->mime_type);
+
+	/* _meta: 2025-06-18 on (the MCP Apps' CSP, for one) */
+	if (o != NULL && d->meta != NULL && at_least(r->s, "2025-06-18") &&
+	    json_object_set_new(o, "_meta", json_loads(d->meta, 0, NULL)) !=
+		    0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static json_t *
@@ -901,9 +912,11 @@ do_tools_list(struct rq *r)
 		return STATUS_INVALID;
 	server_live_rdlock(r->srv);
 	t = r->srv->tools;
-	page = tools_list_json(
-		t, r->s->stateless ? REQMETA_VERSION : r->s->version, start,
-		&len);
+	page = tools_list_json_ui(
+		t, r->s->stateless ? REQMETA_VERSION : r->s->version,
+		reqmeta_has_capability(r->s->client_caps,
+				       "extensions/" APPS_EXTENSION),
+		start, &len);
 	text = page != NULL ? rpc_result_text(r->id, page, len, &outlen) : NULL;
 	server_live_unlock(r->srv);
 	if (page == NULL) {
@@ -1334,6 +1347,11 @@ server_capabilities(const char *version)
 
 	if (caps != NULL && strcmp(version, "2025-03-26") >= 0)
 		json_object_set_new(caps, "completions", json_object());
+	/* the MCP Apps extension (SEP-1724's extensions capability) */
+	if (caps != NULL && strcmp(version, "2025-06-18") >= 0)
+		json_object_set_new(
+			caps, "extensions",
+			json_pack("{s:o}", APPS_EXTENSION, apps_capability()));
 	return caps;
 }
 

@@ -41,7 +41,9 @@ struct tools {
 	size_t nall;
 	const struct tool_def **enabled;
 	size_t nenabled;
-	struct page *pages[NREV]; /* per revision, npages each */
+	/* per revision, npages each: [0] without _meta.ui, [1] with it for
+	 * clients of the MCP Apps extension */
+	struct page *pages[NREV][2];
 	size_t npages;
 	size_t page_size; /* server.list_page_size */
 };
@@ -597,14 +599,23 @@ check_def(struct tool_def *d, const char *path, const char *text, char *err,
 	return STATUS_OK;
 }
 
-/* The Tool object as a revision knows it (new reference). */
+/* The Tool object as a revision knows it (new reference); _meta.ui (MCP
+ * Apps, SEP-1865) only for a client that declared the extension, as the
+ * spec advises, so that the others' tools/list does not carry it. */
 static json_t *
-shape_for(const json_t *def, size_t rev)
+shape_for(const json_t *def, size_t rev, bool ui)
 {
 	json_t *t = json_deep_copy(def);
 
 	if (t == NULL)
 		return NULL;
+	if (!ui) {
+		json_t *meta = json_object_get(t, "_meta");
+
+		json_object_del(meta, "ui");
+		if (meta != NULL && json_object_size(meta) == 0)
+			json_object_del(t, "_meta");
+	}
 	if (rev < 3) { /* before 2025-11-25 */
 		json_object_del(t, "icons");
 		json_object_del(t, "execution");
@@ -630,9 +641,11 @@ shape_for(const json_t *def, size_t rev)
 }
 
 /* Serializes one tools/list page: the tools from start on, as revision
- * rev shows them, and the cursor of the next page if there is one. */
+ * rev shows them (with _meta.ui if ui), and the cursor of the next page if
+ * there is one. */
 static int
-build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
+build_page(const struct tools *t, size_t rev, bool ui, size_t start,
+	   struct page *out)
 {
 	json_t *res = json_object(), *arr = json_array();
 	size_t i;
@@ -642,8 +655,8 @@ build_page(const struct tools *t, size_t rev, size_t start, struct page *out)
 	    json_object_set(res, "tools", arr) != 0)
 		goto out;
 	for (i = start; i < t->nenabled && i < start + t->page_size; i++)
-		if (json_array_append_new(arr,
-					  shape_for(t->enabled[i]->def, rev)))
+		if (json_array_append_new(
+			    arr, shape_for(t->enabled[i]->def, rev, ui)))
 			goto out;
 	if (start + t->page_size < t->nenabled) {
 		char cursor[32];
@@ -674,30 +687,33 @@ out:
 static int
 build_pages(struct tools *t)
 {
-	size_t rev, p;
+	size_t rev, ui, p;
 	int rc;
 
 	t->npages = t->nenabled == 0
 			    ? 1
 			    : (t->nenabled + t->page_size - 1) / t->page_size;
-	for (rev = 0; rev < NREV; rev++) {
-		t->pages[rev] = calloc(t->npages, sizeof(struct page));
-		if (t->pages[rev] == NULL)
-			return STATUS_NOMEM;
-		for (p = 0; p < t->npages; p++) {
-			rc = build_page(t, rev, p * t->page_size,
-					&t->pages[rev][p]);
-			if (rc != STATUS_OK)
-				return rc;
+	for (rev = 0; rev < NREV; rev++)
+		for (ui = 0; ui < 2; ui++) {
+			t->pages[rev][ui] =
+				calloc(t->npages, sizeof(struct page));
+			if (t->pages[rev][ui] == NULL)
+				return STATUS_NOMEM;
+			for (p = 0; p < t->npages; p++) {
+				rc = build_page(t, rev, ui == 1,
+						p * t->page_size,
+						&t->pages[rev][ui][p]);
+				if (rc != STATUS_OK)
+					return rc;
+			}
 		}
-	}
 	return STATUS_OK;
 }
 
 static void
 tools_free(struct tools *t)
 {
-	size_t i, rev;
+	size_t i, rev, ui;
 
 	for (i = 0; i < t->nall; i++) {
 		jsonschema_free(t->all[i].input);
@@ -705,13 +721,14 @@ tools_free(struct tools *t)
 		tools_headers_free(t->all[i].headers, t->all[i].nheaders);
 		json_decref(t->all[i].def);
 	}
-	for (rev = 0; rev < NREV; rev++) {
-		if (t->pages[rev] == NULL)
-			continue;
-		for (i = 0; i < t->npages; i++)
-			free(t->pages[rev][i].json);
-		free(t->pages[rev]);
-	}
+	for (rev = 0; rev < NREV; rev++)
+		for (ui = 0; ui < 2; ui++) {
+			if (t->pages[rev][ui] == NULL)
+				continue;
+			for (i = 0; i < t->npages; i++)
+				free(t->pages[rev][ui][i].json);
+			free(t->pages[rev][ui]);
+		}
 	free(t->all);
 	free(t->enabled);
 	free(t);
@@ -866,6 +883,13 @@ const char *
 tools_list_json(const struct tools *t, const char *version, size_t start,
 		size_t *len)
 {
+	return tools_list_json_ui(t, version, false, start, len);
+}
+
+const char *
+tools_list_json_ui(const struct tools *t, const char *version, bool ui,
+		   size_t start, size_t *len)
+{
 	size_t rev = NREV - 2, i; /* unknown: the newest session revision */
 
 	for (i = 0; i < NREV; i++)
@@ -873,6 +897,6 @@ tools_list_json(const struct tools *t, const char *version, size_t start,
 			rev = i;
 	if (start % t->page_size != 0 || start / t->page_size >= t->npages)
 		return NULL;
-	*len = t->pages[rev][start / t->page_size].len;
-	return t->pages[rev][start / t->page_size].json;
+	*len = t->pages[rev][ui][start / t->page_size].len;
+	return t->pages[rev][ui][start / t->page_size].json;
 }

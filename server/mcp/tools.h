@@ -90,6 +90,10 @@ bool tools_same(const struct tools *a, const struct tools *b);
  */
 const char *tools_list_json(const struct tools *t, const char *version,
 			    size_t start, size_t *len);
+/* As tools_list_json; with ui, the tools keep their _meta.ui (the MCP Apps
+ * extension's resourceUri), for a client that declared the extension. */
+const char *tools_list_json_ui(const struct tools *t, const char *version,
+			       bool ui, size_t start, size_t *len);
 
 /*
  * Indexes the x-mcp-header annotations of a compiled inputSchema (schema

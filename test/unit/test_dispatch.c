@@ -486,6 +486,16 @@ test_initialize_negotiation(void **state)
 		assert_non_null(json_object_get(s->client_caps, "sampling"));
 		assert_false(s->initialized);
 		caps = json_object_get(r, "capabilities");
+		/* the MCP Apps extension, from 2025-06-18 on */
+		if (strcmp(cases[i].got, "2025-06-18") >= 0) {
+			assert_json(json_object_get(caps, "extensions"),
+				    "{\"io.modelcontextprotocol/ui\":{"
+				    "\"mimeTypes\":[\"text/html;profile="
+				    "mcp-app\"]}}");
+			json_object_del(json_object_get(r, "capabilities"),
+					"extensions");
+		} else
+			assert_null(json_object_get(caps, "extensions"));
 		if (cases[i].completions)
 			assert_json(caps,
 				    "{\"tools\":{\"listChanged\":true},"
