@@ -20,7 +20,7 @@ run="$build postgresql"
 case "${1:-}" in
 build) want=$build ;;
 run) want=$run ;;
-test) want="$run libcmocka-dev clang-format prometheus nginx-light npm curl
+test) want="$run libcmocka-dev clang-format prometheus nginx-light npm curl chromium
 openssl kubernetes-client" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
 bench) want="$run wrk nginx-light npm curl jq" ;;

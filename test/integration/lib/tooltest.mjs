@@ -71,9 +71,10 @@ export const EBPF_ENV = { SEXTANT_TOOLS_ENABLED_SETS: 'core,query,spans,genai,me
 
 export const textOf = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 
-// A connected SDK client with every tool listed: {client, tools, byName}.
-export async function connect(server, name = 'sextant-tool-test') {
-	const client = new Client({ name, version: '1.0.0' });
+// A connected SDK client with every tool listed: {client, tools, byName};
+// capabilities: the client's (e.g. extensions it declares).
+export async function connect(server, name = 'sextant-tool-test', { capabilities } = {}) {
+	const client = new Client({ name, version: '1.0.0' }, capabilities ? { capabilities } : undefined);
 	await client.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl)));
 	const tools = [];
 	let cursor;
