@@ -105,6 +105,11 @@ export function renderGraph(container, sc, { onNode, onEdge } = {}) {
 		svgEl('path', { d: 'M0,0 L10,5 L0,10 z', fill: healthColor(h) }, m);
 	}
 	const edgeEls = [];
+	// boxes of the nodes and their labels, then of the edge labels placed
+	const taken = nodes.map((n) => {
+		const [x, y] = xy(n.name);
+		return { x: x - Math.max(GR_R, n.name.length * 3.2), y: y - GR_R, w: Math.max(2 * GR_R, n.name.length * 6.4), h: 2 * GR_R + 18 };
+	});
 	const eg = svgEl('g', { class: 'gr-edges' }, svg);
 	for (const e of edges) {
 		const [x1, y1] = xy(e.source);
@@ -118,9 +123,21 @@ export function renderGraph(container, sc, { onNode, onEdge } = {}) {
 		const g = svgEl('g', { class: 'gr-edge' + (e.async ? ' async' : ''), 'data-source': e.source, 'data-target': e.target, 'data-protocol': e.protocol, tabindex: 0 }, eg);
 		svgEl('path', { d, fill: 'none', stroke: healthColor(h), 'stroke-width': 1.6, 'stroke-dasharray': e.async ? '6 4' : null, 'marker-end': `url(#gr-arrow-${h})` }, g);
 		svgEl('path', { d, fill: 'none', stroke: 'transparent', 'stroke-width': 10 }, g);
-		// on the curve, nearer the callee: edges leaving one caller part there
-		const lx = bez(0.6, c[0], c[2], c[4], c[6]), ly = bez(0.6, c[1], c[3], c[5], c[7]) - 4;
-		svgEl('text', { x: lx, y: ly, class: 'gr-edge-label', 'text-anchor': 'middle' }, g, edgeLabel(e));
+		// on the curve where it overlaps no label or node placed before;
+		// where none is free, shown on hover only
+		const text = edgeLabel(e);
+		const lw = text.length * 5.4, lh = 12;
+		let at = null;
+		for (const t of [0.6, 0.4, 0.75, 0.3, 0.5, 0.85]) {
+			const box = { x: bez(t, c[0], c[2], c[4], c[6]) - lw / 2, y: bez(t, c[1], c[3], c[5], c[7]) - 4 - lh, w: lw, h: lh };
+			if (!taken.some((b) => box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h)) {
+				at = box;
+				break;
+			}
+		}
+		if (at) taken.push(at);
+		const lx = at ? at.x + lw / 2 : bez(0.6, c[0], c[2], c[4], c[6]), ly = at ? at.y + lh : bez(0.6, c[1], c[3], c[5], c[7]) - 4;
+		svgEl('text', { x: lx, y: ly, class: 'gr-edge-label' + (at ? '' : ' crowded'), 'text-anchor': 'middle' }, g, text);
 		svgEl('title', {}, g, `${e.source} → ${e.target} (${e.protocol}${e.async ? ', async' : ''})`);
 		if (onEdge) g.addEventListener('click', () => onEdge(e));
 		edgeEls.push(g);
