@@ -97,6 +97,19 @@ set_err(char *err, size_t errlen, const char *list, size_t i, const char *s,
 		snprintf(err, errlen, "%s item %zu: %s", list, i + 1, why);
 }
 
+/*
+ * A key pattern ending in "token" that matched only as the start of a
+ * key's last word "tokens" (gen_ai.usage.input_tokens,
+ * gen_ai.request.max_tokens): a count of tokens, not a secret.  p is the
+ * pattern of length n, rest what follows the match in the key.
+ */
+static bool
+token_count(const char *p, size_t n, const char *rest)
+{
+	return n >= 5 && memcmp(p + n - 5, "token", 5) == 0 &&
+	       (rest[0] == 's' || rest[0] == 'S') && rest[1] == '\0';
+}
+
 void
 redact_free(struct redact *r)
 {
@@ -225,7 +238,7 @@ redact_key(const struct redact *r, const char *key)
 
 			while (p[j] != '\0' && norm(s[j]) == p[j])
 				j++;
-			if (p[j] == '\0')
+			if (p[j] == '\0' && !token_count(p, j, s + j))
 				return true;
 			/* s[j] was NUL (norm keeps it) while p went on: no
 			 * later start can fit either */

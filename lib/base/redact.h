@@ -6,10 +6,12 @@
  * What a key match is: a pattern matches a key when it occurs anywhere in
  * it, ignoring ASCII case and treating '-' and '_' alike, so "api_key"
  * hides "X-Api-Key", "API_KEY" and "openai.api_key", and "token" hides
- * "access_token".  Substrings on purpose: hiding too much beats leaking;
- * the price is that "token" also hides counts such as
- * "gen_ai.usage.input_tokens" inside attribute maps (the GenAI tools read
- * token counts from their own columns, not from there).
+ * "access_token".  Substrings on purpose: hiding too much beats leaking.
+ * One exception: a pattern ending in "token" that matches only as the
+ * start of the key's last word "tokens" (gen_ai.usage.input_tokens,
+ * gen_ai.request.max_tokens) names a count of tokens, which is shown.
+ * The price of the exception: a plural such as "access_tokens" is shown
+ * too.
  *
  * Value patterns are POSIX extended regular expressions, matched without
  * regard to case (REG_EXTENDED | REG_ICASE) on the bytes of a value; a

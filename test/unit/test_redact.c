@@ -69,8 +69,13 @@ static const struct {
 	{"API_KEY", true},
 	{"api-key", true},
 	{"set_cookie", true},
-	/* the documented price of substrings */
-	{"gen_ai.usage.input_tokens", true},
+	/* counts of tokens are no secret (a last word "tokens") */
+	{"gen_ai.usage.input_tokens", false},
+	{"gen_ai.request.max_tokens", false},
+	{"llm.usage.total_tokens", false},
+	/* "token" inside a word, or a later word: still a secret */
+	{"tokens_list", true},
+	{"auth_token_s", true},
 	/* not a match: other separators, pieces, unrelated keys */
 	{"apikey", false},
 	{"api.key", false},
