@@ -298,15 +298,16 @@ enum route {
 	ROUTE_TRACES,
 	ROUTE_METRIC_POINTS,
 	ROUTE_REST, /* /api/...: the REST facade (routes->rest) */
-	ROUTE_PRM, /* RFC 9728 metadata: open, served with [auth.oauth] */
+	ROUTE_PRM,  /* RFC 9728 metadata: open, served with [auth.oauth] */
 	ROUTE_NONE,
 };
 
 static const char *const route_labels[] = {
-	"/mcp",	      "/sse",	     "/messages",
-	"/healthz",   "/readyz",     "/metrics",
-	"/v1/traces", "/v1/metrics", "/api",
-	"/.well-known/oauth-protected-resource",
+	"/mcp",	      "/sse",
+	"/messages",  "/healthz",
+	"/readyz",    "/metrics",
+	"/v1/traces", "/v1/metrics",
+	"/api",	      "/.well-known/oauth-protected-resource",
 	"other"};
 
 static enum route
@@ -356,9 +357,9 @@ auth_ok(struct req *r)
 	return ok;
 }
 
-static enum MHD_Result refuse(struct req *r, enum route route,
-			       unsigned status, int code, const char *msg,
-			       const char *const *headers);
+static enum MHD_Result refuse(struct req *r, enum route route, unsigned status,
+			      int code, const char *msg,
+			      const char *const *headers);
 
 /* A 401, 400 or 403 of the OAuth gate: the Bearer challenge with the
  * metadata URL (MCP authorization, RFC 9728 5.1), and the same words in
@@ -404,7 +405,8 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 
 	if (MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
 					"access_token") != NULL) {
-		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST,
+				    "invalid_request",
 				    "access_token in the query string is "
 				    "refused (it ends up in logs): send "
 				    "Authorization: Bearer <token>");
@@ -418,7 +420,8 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 		return false;
 	}
 	if (auth_parse_bearer(hdr, &token, &len) != STATUS_OK) {
-		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		*ret = oauth_refuse(r, route, MHD_HTTP_BAD_REQUEST,
+				    "invalid_request",
 				    "malformed Authorization header: expected "
 				    "\"Bearer <token>\"");
 		return false;
@@ -432,8 +435,8 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 	rc = oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p, why,
 			  sizeof(why));
 	if (rc != STATUS_OK) {
-		*ret = oauth_refuse(r, route, MHD_HTTP_UNAUTHORIZED, "invalid_token",
-				    why);
+		*ret = oauth_refuse(r, route, MHD_HTTP_UNAUTHORIZED,
+				    "invalid_token", why);
 		return false;
 	}
 	snprintf(r->principal, sizeof(r->principal), "%.39s/%.39s", p.sub,
@@ -441,8 +444,8 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 	if (!oauth_scope_has(p.scope, cfg->oauth.scope_read)) {
 		snprintf(why, sizeof(why), "the token lacks scope %s",
 			 cfg->oauth.scope_read);
-		*ret = oauth_refuse(r, route, MHD_HTTP_FORBIDDEN, "insufficient_scope",
-				    why);
+		*ret = oauth_refuse(r, route, MHD_HTTP_FORBIDDEN,
+				    "insufficient_scope", why);
 		return false;
 	}
 	return true;
