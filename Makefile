@@ -135,6 +135,18 @@ build/gen/citations.c: $(CITE_DOCS) $(CITE_CURATED) docs docs/citations \
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)
 	$(Q)sh scripts/gen-citations.sh $(CITE_DOCS) -- $(CITE_CURATED) > $@.tmp && mv $@.tmp $@
+# ---- [ui] the web console (server/rest/ui.c): server/ui/console/ and the
+# drawing modules of server/ui/lib/, embedded under a content hash
+# (scripts/gen-ui.sh) so their URLs can be cached for good.
+UI_FILES := $(sort $(shell cd server/ui && find console lib -type f \
+	! -name '.*' ! -name index.html ! -name README.md))
+build/gen/ui.c: $(addprefix server/ui/,$(UI_FILES) console/index.html) \
+		server/ui/console server/ui/lib scripts/gen-ui.sh \
+		scripts/gen-embed.sh
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)
+	$(Q)cd server/ui && sh ../../scripts/gen-ui.sh console/index.html \
+		$(UI_FILES) > ../../$@.tmp && mv ../../$@.tmp ../../$@
 SERVER_SRC := server/boot/boot.c \
 	$(addprefix server/core/,server.c maintain.c instances.c demo_data.c) \
 	$(addprefix server/http/,http.c ingest.c) \
@@ -156,6 +168,7 @@ SERVER_SRC += server/tools/tool_mesh_traces.c
 SERVER_SRC += server/rest/routes.c server/rest/params.c server/rest/rest.c
 SERVER_SRC += server/rest/openapi.c
 SERVER_SRC += server/mcp/apps.c build/gen/apps.c
+SERVER_SRC += server/rest/ui.c build/gen/ui.c
 MAIN_SRC := server/main.c
 # Tool definitions: server/tools/<set>/<name>.json, and the conformance
 # set's in server/conformance/ (the set is the folder's name); the shapes

@@ -9,7 +9,8 @@
 #   build  make all: the compiler and the -dev libraries
 #   run    make run: build, and the PostgreSQL server for the private store
 #   test   make test: run, and cmocka, clang-format, Prometheus, nginx, npm,
-#          curl, openssl and kubectl for the unit and integration tests
+#          curl, openssl and kubectl for the unit and integration tests,
+#          chromium for the console's browser test
 #   fuzz   make fuzz: build, and clang with its libFuzzer runtime
 #   bench  make bench: run, and wrk, nginx, npm, curl and jq
 set -eu

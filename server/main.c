@@ -36,6 +36,7 @@
 #include "mcp/tools.h"
 #include "rest/openapi.h"
 #include "rest/rest.h"
+#include "rest/ui.h"
 #include "transport/legacy_sse.h"
 #include "transport/stdio_mcp.h"
 #include "transport/transport.h"
@@ -55,6 +56,7 @@ static const struct http_routes mcp_routes = {
 	.rest = rest_handle,
 	.rest_refuse = rest_refuse,
 	.rest_origin = rest_origin_allowed,
+	.ui = ui_handle,
 };
 
 static void

@@ -412,6 +412,9 @@ static const struct key_def keys[] = {
 	    oauth.resource_documentation, "", 0, NULL,
 	    "URL of human-readable documentation for the protected resource "
 	    "metadata; empty = none."),
+	BOOL("ui", "enabled", ui.enabled, true,
+	     "Serve the web console at /ui/ (its pages read the REST facade, "
+	     "/api/); false answers 404 there."),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

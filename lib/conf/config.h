@@ -212,6 +212,9 @@ struct config {
 		char *resource_documentation;
 	} oauth;
 	struct {
+		bool enabled; /* the web console at /ui/ (server/rest/ui.c) */
+	} ui;
+	struct {
 		/* [grafana.*] and [prometheus.*] in file order; v[0] is the
 		 * default instance */
 		struct config_instance *v;

@@ -299,6 +299,7 @@ enum route {
 	ROUTE_METRIC_POINTS,
 	ROUTE_REST, /* /api/...: the REST facade (routes->rest) */
 	ROUTE_PRM,  /* RFC 9728 metadata: open, served with [auth.oauth] */
+	ROUTE_UI,   /* /ui/...: the web console's files (routes->ui) */
 	ROUTE_NONE,
 };
 
@@ -308,7 +309,7 @@ static const char *const route_labels[] = {
 	"/readyz",    "/metrics",
 	"/v1/traces", "/v1/metrics",
 	"/api",	      "/.well-known/oauth-protected-resource",
-	"other"};
+	"/ui",	      "other"};
 
 static enum route
 route_of(const char *url)
@@ -335,6 +336,9 @@ route_of(const char *url)
 	if (strcmp(url, "/.well-known/oauth-protected-resource") == 0 ||
 	    strcmp(url, "/.well-known/oauth-protected-resource/mcp") == 0)
 		return ROUTE_PRM;
+	if ((strcmp(url, "/ui") == 0 || strncmp(url, "/ui/", 4) == 0) &&
+	    routes->ui != NULL)
+		return ROUTE_UI;
 	return ROUTE_NONE;
 }
 
@@ -721,6 +725,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		return http_reply(r, MHD_HTTP_OK, "application/json",
 				  r->srv->oauth_prm, strlen(r->srv->oauth_prm),
 				  NULL);
+	case ROUTE_UI: return routes->ui(r);
 	case ROUTE_NONE: break;
 	}
 	return MHD_NO;

@@ -70,6 +70,8 @@ struct http_routes {
 				       const char *const *headers);
 	/* Origin values the facade serves besides server.allowed_origins */
 	bool (*rest_origin)(struct req *r, const char *origin);
+	/* GET /ui/...: the web console's files; NULL: not served */
+	enum MHD_Result (*ui)(struct req *r);
 };
 
 /* Starts the daemon on cfg's listen address, serving routes (borrowed:
