@@ -193,16 +193,25 @@ get_citations(struct call *call, const json_t *args, json_t **result)
 /* ---- get_action_ui ------------------------------------------------------ */
 
 /*
- * The gateway's own pages for each resourceType.  Sextant's console (its
- * own issue) will add one per view; until then the gateway serves only
- * these operator pages over HTTP (server/http/http.c: GET /readyz,
- * /metrics), so the other views have no Sextant page yet.
+ * The gateway's own pages for each resourceType: the web console's deep
+ * links (server/rest/ui.c, docs/console.md), the resource's name appended
+ * percent-encoded where with_name is set (left out without a name), and the
+ * operator pages (server/http/http.c: GET /readyz, /metrics).  The console
+ * has no workload page: a workload opens the overview filtered by its name.
  */
 static const struct {
-	const char *type, *path, *title;
+	const char *type, *path, *title; /* the name follows the title */
+	bool with_name;
 } gateway_views[] = {
-	{"overview", "/readyz", "Sextant gateway readiness"},
-	{"overview", "/metrics", "Sextant gateway metrics (Prometheus text)"},
+	{"overview", "/ui/", "Sextant console: services overview", false},
+	{"overview", "/readyz", "Sextant gateway readiness", false},
+	{"overview", "/metrics", "Sextant gateway metrics (Prometheus text)",
+	 false},
+	{"graph", "/ui/graph", "Sextant console: service graph", false},
+	{"service", "/ui/services/", "Sextant console: service ", true},
+	{"app", "/ui/services/", "Sextant console: service ", true},
+	{"workload", "/ui/?filter=", "Sextant console: services matching ",
+	 true},
 };
 
 /* Kiali's tabs of a detail page by resource type (get_action_ui.go's
@@ -477,11 +486,16 @@ mesh_ui_actions(const struct mesh_links *links, const json_t *args, json_t **sc,
 	actions = json_object_get(out, "actions");
 	for (size_t i = 0; i < sizeof(gateway_views) / sizeof(gateway_views[0]);
 	     i++) {
-		if (strcmp(gateway_views[i].type, type) != 0)
+		if (strcmp(gateway_views[i].type, type) != 0 ||
+		    (gateway_views[i].with_name && name == NULL))
 			continue;
 		buf_puts(&b, gateway_views[i].path);
-		if ((rc = add_action(actions, "sextant", gateway_views[i].title,
-				     &b)) != STATUS_OK)
+		if (gateway_views[i].with_name)
+			put_escaped(&b, name);
+		snprintf(title, sizeof(title), "%s%s", gateway_views[i].title,
+			 gateway_views[i].with_name ? name : "");
+		if ((rc = add_action(actions, "sextant", title, &b)) !=
+		    STATUS_OK)
 			goto out;
 	}
 	if (configured(links->kiali_url)) {

@@ -94,12 +94,25 @@ describe('mesh tools for people and UIs, no [links]', { timeout: 60000 }, () => 
 		await callRefused(g.mcp, 'get_citations', { keywords: 'x', domain: 'grafana' });
 	});
 
-	test('get_action_ui: the gateway paths answer 200; no console without [links]', async () => {
+	test("get_action_ui: the console's deep links and the gateway paths answer 200; no console without [links]", async () => {
 		const { text, sc } = await callTool(g.mcp, 'get_action_ui', { resourceType: 'overview' });
-		assert.deepEqual(sc.actions.map((a) => a.payload), ['/readyz', '/metrics']);
+		assert.deepEqual(sc.actions.map((a) => a.payload), ['/ui/', '/readyz', '/metrics']);
 		assert.match(text, /^Views to open: /);
 		await assertGatewayPaths(g.srv, sc.actions);
-		const none = await callTool(g.mcp, 'get_action_ui', { resourceType: 'service', resourceName: 'checkout' });
+		const views = [
+			[{ resourceType: 'service', resourceName: 'check out' }, ['/ui/services/check%20out']],
+			[{ resourceType: 'app', resourceName: 'checkout' }, ['/ui/services/checkout']],
+			[{ resourceType: 'workload', resourceName: 'checkout-v3' }, ['/ui/?filter=checkout-v3']],
+			[{ resourceType: 'graph' }, ['/ui/graph']],
+			[{ resourceType: 'service' }, []],
+		];
+		for (const [args, paths] of views) {
+			const v = await callTool(g.mcp, 'get_action_ui', args);
+			assert.deepEqual(v.sc.actions.map((a) => a.payload), paths, JSON.stringify(args));
+			for (const a of v.sc.actions) assert.match(a.title, /^Sextant console: /);
+			await assertGatewayPaths(g.srv, v.sc.actions);
+		}
+		const none = await callTool(g.mcp, 'get_action_ui', { resourceType: 'istio' });
 		assert.deepEqual(none.sc.actions, []);
 		assert.match(none.text, /\[links\] names no console/);
 		const bad = await callRefused(g.mcp, 'get_action_ui', { resourceType: 'service', namespaces: 'Shop_1' });
@@ -115,7 +128,8 @@ describe('get_action_ui with [links]', { timeout: 60000 }, () => {
 			resourceType: 'service', resourceName: 'check out', namespaces: 'shop', tab: 'traces', clusterName: 'east',
 		});
 		const by = Object.fromEntries(sc.actions.map((a) => [a.target, a]));
-		assert.deepEqual(Object.keys(by).sort(), ['grafana', 'jaeger', 'kiali']);
+		assert.deepEqual(Object.keys(by).sort(), ['grafana', 'jaeger', 'kiali', 'sextant']);
+		assert.equal(by.sextant.payload, '/ui/services/check%20out');
 		assert.equal(by.kiali.payload, 'https://kiali.example.com/kiali/console/namespaces/shop/services/check%20out?tab=traces&clusterName=east');
 		assert.equal(by.jaeger.payload, 'https://jaeger.example.com/search?service=check%20out');
 		const u = new URL(by.grafana.payload);
@@ -133,15 +147,15 @@ describe('get_action_ui with [links]', { timeout: 60000 }, () => {
 	test('graph, overview, istio and lists; details need one namespace', async () => {
 		const graph = await callTool(g.mcp, 'get_action_ui', { resourceType: 'graph', namespaces: 'shop,pay', graphType: 'service' });
 		assert.deepEqual(graph.sc.actions.map((a) => a.payload),
-			['https://kiali.example.com/kiali/console/graph/namespaces?namespaces=shop,pay&graphType=service']);
+			['/ui/graph', 'https://kiali.example.com/kiali/console/graph/namespaces?namespaces=shop,pay&graphType=service']);
 		const overview = await callTool(g.mcp, 'get_action_ui', { resourceType: 'overview' });
 		assert.deepEqual(overview.sc.actions.map((a) => a.payload),
-			['/readyz', '/metrics', 'https://kiali.example.com/kiali/console/overview']);
+			['/ui/', '/readyz', '/metrics', 'https://kiali.example.com/kiali/console/overview']);
 		await assertGatewayPaths(g.srv, overview.sc.actions);
 		const istio = await callTool(g.mcp, 'get_action_ui', { resourceType: 'istio', namespaces: 'shop' });
 		assert.deepEqual(istio.sc.actions.map((a) => a.payload), ['https://kiali.example.com/kiali/console/istio?namespaces=shop']);
 		const two = await callTool(g.mcp, 'get_action_ui', { resourceType: 'workload', resourceName: 'api-v1', namespaces: 'shop,pay' });
-		assert.deepEqual(two.sc.actions.map((a) => a.target), ['grafana']);
+		assert.deepEqual(two.sc.actions.map((a) => a.target), ['sextant', 'grafana']);
 		assert.match(two.sc.errors, /exactly one namespace/);
 		assert.match(two.text, /Left out: Kiali's workload details need exactly one namespace/);
 	});

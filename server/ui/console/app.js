@@ -70,6 +70,8 @@ function dataTable(parent, rows, cols, { caption, sortKey, desc = true, filter, 
 	if (filter) {
 		const lab = el('label', { class: 'cx-filter' }, wrap, 'Filter ');
 		const inp = el('input', { type: 'search', placeholder: filter, 'aria-label': `filter ${caption ?? ''}` }, lab);
+		inp.value = query().get('filter') ?? '';
+		needle = inp.value.trim().toLowerCase();
 		inp.addEventListener('input', () => {
 			needle = inp.value.trim().toLowerCase();
 			draw();
