@@ -9,9 +9,9 @@
 // go to opts.onNode(node) and opts.onEdge(edge).
 import { el, fmtMs, fmtNum, healthClass, svg } from './dom.js';
 
-const NODE_W = 156;
+const NODE_W = 176;
 const NODE_H = 40;
-const COL_GAP = 120;
+const COL_GAP = 110;
 const ROW_GAP = 30;
 const PAD = 24;
 
@@ -162,7 +162,11 @@ export function renderGraph(container, sc, opts = {}) {
 
 	for (const n of nodes) {
 		const hc = healthClass(n.health);
-		const g = svg('g', { class: `gr-node h-${hc}${n.kind ? ` kind-${n.kind}` : ''}`, transform: `translate(${n.x},${n.y})`, tabindex: 0, role: 'link', 'data-name': n.name, 'data-service': nodeService(n), 'aria-label': `${n.name}${n.kind ? ` (${n.kind})` : ''}, ${String(n.health ?? 'no health').toLowerCase()}` }, nodeLayer);
+		const title = n.kind === 'external' ? n.name : nodeService(n);
+		const sub = [n.namespace, n.version && `v${n.version}`, n.kind, String(n.health ?? 'no health').toLowerCase()].filter(Boolean).join(' · ');
+		const shown = title.length > 22 ? title.slice(0, 21) + '…' : title;
+		// named by the text it shows (WCAG 2.5.3, label in name)
+		const g = svg('g', { class: `gr-node h-${hc}${n.kind ? ` kind-${n.kind}` : ''}`, transform: `translate(${n.x},${n.y})`, tabindex: 0, role: 'link', 'data-name': n.name, 'data-service': nodeService(n) }, nodeLayer);
 		if (n.kind === 'db') {
 			svg('path', { d: `M0,8 A${NODE_W / 2},8 0 0 1 ${NODE_W},8 L${NODE_W},${NODE_H - 6} A${NODE_W / 2},8 0 0 1 0,${NODE_H - 6} Z`, class: 'gr-shape' }, g);
 			svg('path', { d: `M0,8 A${NODE_W / 2},8 0 0 0 ${NODE_W},8`, class: 'gr-shape-line' }, g);
@@ -170,11 +174,8 @@ export function renderGraph(container, sc, opts = {}) {
 		else if (n.kind === 'external') svg('rect', { width: NODE_W, height: NODE_H, rx: NODE_H / 2, class: 'gr-shape gr-dashed' }, g);
 		else svg('rect', { width: NODE_W, height: NODE_H, rx: 6, class: 'gr-shape' }, g);
 		svg('circle', { cx: 12, cy: NODE_H / 2, r: 5, class: 'gr-dot' }, g);
-		const title = n.kind === 'external' ? n.name : nodeService(n);
-		svg('text', { x: 22, y: 17, class: 'gr-name' }, g, title.length > 22 ? title.slice(0, 21) + '…' : title);
-		const sub = [n.namespace, n.version && `v${n.version}`, n.kind].filter(Boolean).join(' · ');
+		svg('text', { x: 22, y: 17, class: 'gr-name' }, g, shown);
 		svg('text', { x: 22, y: 32, class: 'gr-sub' }, g, sub);
-		svg('title', {}, g, `${n.name}: ${n.health ?? 'no health'}`);
 		n.element = g;
 		const go = () => opts.onNode?.(n);
 		g.addEventListener('click', go);

@@ -100,6 +100,8 @@ export function renderWaterfall(container, sc, opts = {}) {
 	const root = el('div', { class: 'wf' });
 	const bar = el('div', { class: 'wf-toolbar' }, root);
 	el('span', { class: 'wf-sum' }, bar, `${rows.length} spans · ${fmtMs(total)}${sc.error_spans ? ` · ${sc.error_spans} failed` : ''}`);
+	// get_trace keeps to the gateway's answer size and counts the rest
+	if (sc.spans_not_shown) el('span', { class: 'wf-cut' }, bar, `${sc.spans_not_shown} more spans not shown (the answer is full: [tools] max_answer_bytes)`);
 	el('span', { class: 'wf-key wf-key-crit' }, bar, 'critical path');
 	el('span', { class: 'wf-key wf-key-async' }, bar, 'async');
 	el('span', { class: 'wf-key wf-key-err' }, bar, 'error');
@@ -195,7 +197,7 @@ export function renderWaterfall(container, sc, opts = {}) {
 			const y = AXIS_H + k * ROW_H;
 			const run = runs.get(i);
 			const cls = ['wf-row', r.critical && 'crit', r.async && 'async', r.error && 'err', selected === i && 'sel'].filter(Boolean).join(' ');
-			const g = svg('g', { class: cls, 'data-index': i, 'data-span-id': r.id, tabindex: 0, role: 'button', 'aria-label': `${r.service}: ${r.name}, ${fmtMs(r.dur)}${r.critical ? ', critical path' : ''}${r.async ? ', async' : ''}${r.error ? ', error' : ''}` }, s);
+			const g = svg('g', { class: cls, 'data-index': i, 'data-span-id': r.id, tabindex: 0, role: 'button', 'aria-roledescription': r.critical ? 'span on the critical path' : 'span' }, s);
 			svg('rect', { x: 0, y, width, height: ROW_H, class: 'wf-hit' }, g);
 			if (r.critical) svg('rect', { x: 0, y: y + 3, width: 3, height: ROW_H - 6, class: 'wf-crit-mark' }, g);
 			const indent = 8 + Math.min(r.depth, 16) * 12;
