@@ -185,6 +185,7 @@ describe('web console', { timeout: 180000 }, () => {
 		const panel = await page.$eval('.wf-panel', (p) => p.innerText);
 		assert.match(panel, new RegExp(`span id\\s+${spanId}`));
 		assert.match(panel, /duration/);
+		await page.screenshot({ path: path.join(SHOTS, 'trace-span.png') });
 		await page.goBack();
 		await ready(page, 'service');
 		assert.deepEqual(page.problems, []);

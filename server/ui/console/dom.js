@@ -22,11 +22,12 @@ export const el = (tag, attrs = {}, parent = null, text = null) => fill(document
 export const svg = (tag, attrs = {}, parent = null, text = null) => fill(document.createElementNS(SVG_NS, tag), attrs, parent, text);
 
 // A stable colour per service: a hue from the name's FNV-1a hash, at a
-// lightness that keeps white text and the dark bar outline readable.
+// lightness that keeps white text and the dark bar outline readable; the
+// reds (hue 340..20) are left to errors.
 export function serviceColor(name) {
 	let h = 2166136261;
 	for (const c of String(name ?? '')) h = Math.imul(h ^ c.charCodeAt(0), 16777619);
-	return `hsl(${(h >>> 0) % 360} 60% 42%)`;
+	return `hsl(${20 + ((h >>> 0) % 320)} 60% 42%)`;
 }
 
 // Kiali's health verdicts (and get_mesh_graph's) as a class suffix.

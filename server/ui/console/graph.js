@@ -10,7 +10,7 @@
 import { el, fmtMs, fmtNum, healthClass, svg } from './dom.js';
 
 const NODE_W = 176;
-const NODE_H = 40;
+const NODE_H = 42;
 const COL_GAP = 110;
 const ROW_GAP = 30;
 const PAD = 24;
@@ -168,14 +168,16 @@ export function renderGraph(container, sc, opts = {}) {
 		// named by the text it shows (WCAG 2.5.3, label in name)
 		const g = svg('g', { class: `gr-node h-${hc}${n.kind ? ` kind-${n.kind}` : ''}`, transform: `translate(${n.x},${n.y})`, tabindex: 0, role: 'link', 'data-name': n.name, 'data-service': nodeService(n) }, nodeLayer);
 		if (n.kind === 'db') {
-			svg('path', { d: `M0,8 A${NODE_W / 2},8 0 0 1 ${NODE_W},8 L${NODE_W},${NODE_H - 6} A${NODE_W / 2},8 0 0 1 0,${NODE_H - 6} Z`, class: 'gr-shape' }, g);
-			svg('path', { d: `M0,8 A${NODE_W / 2},8 0 0 0 ${NODE_W},8`, class: 'gr-shape-line' }, g);
+			// a cylinder: its top a flat ellipse above the name
+			svg('path', { d: `M0,5 A${NODE_W / 2},5 0 0 1 ${NODE_W},5 L${NODE_W},${NODE_H - 4} A${NODE_W / 2},5 0 0 1 0,${NODE_H - 4} Z`, class: 'gr-shape' }, g);
+			svg('path', { d: `M0,5 A${NODE_W / 2},5 0 0 0 ${NODE_W},5`, class: 'gr-shape-line' }, g);
 		} else if (n.kind === 'queue') svg('path', { d: `M12,0 L${NODE_W},0 L${NODE_W - 12},${NODE_H} L0,${NODE_H} Z`, class: 'gr-shape' }, g);
 		else if (n.kind === 'external') svg('rect', { width: NODE_W, height: NODE_H, rx: NODE_H / 2, class: 'gr-shape gr-dashed' }, g);
 		else svg('rect', { width: NODE_W, height: NODE_H, rx: 6, class: 'gr-shape' }, g);
-		svg('circle', { cx: 12, cy: NODE_H / 2, r: 5, class: 'gr-dot' }, g);
-		svg('text', { x: 22, y: 17, class: 'gr-name' }, g, shown);
-		svg('text', { x: 22, y: 32, class: 'gr-sub' }, g, sub);
+		const dy = n.kind === 'db' ? 4 : 0; // below the cylinder's top
+		svg('circle', { cx: 12, cy: NODE_H / 2 + dy, r: 5, class: 'gr-dot' }, g);
+		svg('text', { x: 22, y: 17 + dy, class: 'gr-name' }, g, shown);
+		svg('text', { x: 22, y: 32 + dy, class: 'gr-sub' }, g, sub);
 		n.element = g;
 		const go = () => opts.onNode?.(n);
 		g.addEventListener('click', go);

@@ -75,7 +75,7 @@ export function renderSession(container, sc, opts = {}) {
 	const table = el('table', { class: 'sx-table ss-calls' }, root);
 	el('caption', {}, table, `${calls.length} calls`);
 	const hr = el('tr', {}, el('thead', {}, table));
-	for (const h of ['start', 'model', 'operation', 'duration', 'input tokens', 'output tokens', 'cost']) el('th', { scope: 'col' }, hr, h);
+	for (const h of ['start', 'model', 'operation', 'duration', 'input tokens', 'output tokens', 'cost']) el('th', { scope: 'col', class: ['duration', 'input tokens', 'output tokens', 'cost'].includes(h) ? 'num' : null }, hr, h);
 	const tb = el('tbody', {}, table);
 	for (const c of calls) {
 		const tr = el('tr', { class: c.failed ? 'err' : null, tabindex: 0, 'data-trace-id': c.trace_id }, tb);
@@ -94,11 +94,11 @@ export function renderSession(container, sc, opts = {}) {
 		const t = el('table', { class: 'sx-table ss-models' }, root);
 		el('caption', {}, t, 'By model');
 		const h = el('tr', {}, el('thead', {}, t));
-		for (const x of ['model', 'calls', 'errors', 'input tokens', 'output tokens', 'cost', 'P95']) el('th', { scope: 'col' }, h, x);
+		['model', 'calls', 'errors', 'input tokens', 'output tokens', 'cost', 'P95'].forEach((x, i) => el('th', { scope: 'col', class: i ? 'num' : null }, h, x));
 		const b = el('tbody', {}, t);
 		for (const m of bm) {
 			const tr = el('tr', {}, b);
-			for (const v of [m.model, fmtNum(m.calls), fmtNum(m.errors), fmtNum(m.input_tokens), fmtNum(m.output_tokens), fmtUsd(m.cost_usd), fmtMs(m.p95_ms)]) el('td', {}, tr, v);
+			[m.model, fmtNum(m.calls), fmtNum(m.errors), fmtNum(m.input_tokens), fmtNum(m.output_tokens), fmtUsd(m.cost_usd), fmtMs(m.p95_ms)].forEach((v, i) => el('td', { class: i ? 'num' : null }, tr, v));
 		}
 	}
 	container.replaceChildren(root);
