@@ -266,17 +266,19 @@ test_actions_table(void **state)
 		const char *args, *want;
 	} cases[] = {
 		{false, "{\"resourceType\": \"overview\"}",
-		 "sextant /readyz\nsextant /metrics"},
+		 "sextant /ui/\nsextant /readyz\nsextant /metrics"},
 		{false,
 		 "{\"resourceType\": \"service\", \"resourceName\": \"a\"}",
-		 ""},
+		 "sextant /ui/services/a"},
+		{false, "{\"resourceType\": \"service\"}", ""},
 		{true, "{\"resourceType\": \"overview\"}",
-		 "sextant /readyz\nsextant /metrics\n"
+		 "sextant /ui/\nsextant /readyz\nsextant /metrics\n"
 		 "kiali https://kiali.example.com/kiali/console/overview"},
 		{true,
 		 "{\"resourceType\": \"service\", \"resourceName\": "
 		 "\"reviews\", \"namespaces\": \" bookinfo \", \"tab\": "
 		 "\"in_metrics\"}",
+		 "sextant /ui/services/reviews\n"
 		 "kiali https://kiali.example.com/kiali/console/namespaces/"
 		 "bookinfo/services/reviews?tab=metrics\n"
 		 "grafana GRAFANA\n"
@@ -285,6 +287,7 @@ test_actions_table(void **state)
 		 "{\"resourceType\": \"workload\", \"resourceName\": "
 		 "\"reviews-v1\", \"namespaces\": \"bookinfo\", \"tab\": "
 		 "\"envoy\", \"clusterName\": \"east\"}",
+		 "sextant /ui/?filter=reviews-v1\n"
 		 "kiali https://kiali.example.com/kiali/console/namespaces/"
 		 "bookinfo/workloads/reviews-v1?tab=envoy&clusterName=east\n"
 		 "grafana GRAFANA"},
@@ -292,6 +295,7 @@ test_actions_table(void **state)
 		 "{\"resourceType\": \"app\", \"resourceName\": \"reviews "
 		 "v2\", "
 		 "\"namespaces\": \"bookinfo\", \"tab\": \"envoy\"}",
+		 "sextant /ui/services/reviews%20v2\n"
 		 "kiali https://kiali.example.com/kiali/console/namespaces/"
 		 "bookinfo/applications/reviews%20v2?tab=info\n"
 		 "grafana GRAFANA\n"
@@ -308,11 +312,14 @@ test_actions_table(void **state)
 		 "{\"resourceType\": \"graph\", \"namespaces\": \"a, b\", "
 		 "\"graphType\": \"app\", \"clusterName\": \"east\", "
 		 "\"resourceName\": \"ignored\"}",
+		 "sextant /ui/graph\n"
 		 "kiali https://kiali.example.com/kiali/console/graph/"
 		 "namespaces?namespaces=a,b&graphType=app&clusterName=east"},
 		{true, "{\"resourceType\": \"graph\", \"graph\": \"mesh\"}",
+		 "sextant /ui/graph\n"
 		 "kiali https://kiali.example.com/kiali/console/mesh"},
 		{true, "{\"resourceType\": \"graph\"}",
+		 "sextant /ui/graph\n"
 		 "kiali https://kiali.example.com/kiali/console/graph/"
 		 "namespaces?graphType=versionedApp"},
 		{true,
