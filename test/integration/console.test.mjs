@@ -207,6 +207,15 @@ describe('web console', { timeout: 180000 }, () => {
 		await page.click('.gr-node[data-service="checkout"]');
 		await ready(page, 'service');
 		assert.equal(new URL(page.url()).pathname, '/ui/services/checkout');
+		await page.goBack();
+		await ready(page, 'graph');
+		await page.click('.gr-edge[data-source="shop/checkout (3.2.0)"][data-target="payments/payments (4.1.2)"] .gr-elabel');
+		await ready(page, 'service');
+		const u = new URL(page.url());
+		assert.equal(u.pathname, '/ui/services/checkout', 'an edge opens its caller');
+		assert.equal(u.searchParams.get('calls'), 'payments');
+		assert.equal(u.hash, '#traces');
+		assert.ok(await page.$('#traces tr.cx-rowlink'), "the caller's traces");
 		assert.deepEqual(page.problems, []);
 		await page.close();
 	});
@@ -216,14 +225,35 @@ describe('web console', { timeout: 180000 }, () => {
 			const data = await getJson(`/api/v1/traces/${id}`);
 			const page = await openPage(`/ui/traces/${id}`, 'trace');
 			await page.click('.wf-expand');
-			const rows = await page.$$eval('.wf-row', (gs) => gs.map((g) => ({ id: g.dataset.spanId, crit: g.classList.contains('crit') })));
+			const rows = await page.$$eval('.wf-row', (gs) => gs.map((g) => ({ id: g.dataset.spanId, crit: g.classList.contains('crit'), async: g.classList.contains('async'), err: g.classList.contains('err'), text: g.textContent })));
 			assert.equal(rows.length, data.lines.length, id);
 			assert.deepEqual(rows.map((r) => r.id), data.lines.map((l) => l.span_id));
 			assert.deepEqual(rows.filter((r) => r.crit).map((r) => r.id), data.lines.filter((l) => l.critical).map((l) => l.span_id));
+			assert.deepEqual(rows.filter((r) => r.async).map((r) => r.id), data.lines.filter((l) => l.async).map((l) => l.span_id));
+			assert.deepEqual(rows.filter((r) => r.err).map((r) => r.id), data.lines.filter((l) => l.status === 'error').map((l) => l.span_id));
+			rows.forEach((r, i) => assert.ok(r.text.includes(data.lines[i].source === 'ebpf' ? '[eBPF]' : '[OTLP]'), r.text));
 			assert.ok(rows.some((r) => r.crit));
 			assert.deepEqual(page.problems, []);
 			await page.close();
 		}
+	});
+
+	test('the overview sorts by a column and filters by name or namespace', async () => {
+		const page = await openPage('/ui/?range=24h', 'overview');
+		const names = () => page.$$eval('tbody tr.cx-rowlink td:first-child', (tds) => tds.map((td) => td.textContent));
+		const all = await names();
+		await page.click('th:nth-child(1) .cx-sort');
+		const sorted = await names();
+		assert.deepEqual(sorted, [...all].sort((a, b) => a.localeCompare(b)), 'names A to Z first');
+		await page.click('th:nth-child(1) .cx-sort');
+		assert.deepEqual(await names(), [...all].sort((a, b) => b.localeCompare(a)), 'then Z to A');
+		await page.type('.cx-filter input', 'payments');
+		assert.deepEqual((await names()).sort(), ['fraud', 'ledger', 'payments'], 'the payments namespace');
+		assert.deepEqual(page.problems, []);
+		await page.close();
+		const filtered = await openPage('/ui/?range=24h&filter=checkout', 'overview');
+		assert.deepEqual(await filtered.$$eval('tbody tr.cx-rowlink td:first-child', (tds) => tds.map((td) => td.textContent)), ['checkout']);
+		await filtered.close();
 	});
 
 	test('keyboard: Tab reaches a row, Enter opens it', async () => {
