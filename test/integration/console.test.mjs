@@ -256,6 +256,26 @@ describe('web console', { timeout: 180000 }, () => {
 		await filtered.close();
 	});
 
+	test('auto-refresh reads the services again and keeps the sort and filter', async () => {
+		const page = await openPage('/ui/?range=24h', 'overview');
+		let calls = 0;
+		page.on('request', (r) => r.url().includes('/api/v1/services?') && calls++);
+		await page.type('.cx-filter input', 'shop');
+		await page.click('th:nth-child(7) .cx-sort'); // P95, largest first
+		const before = await page.$$eval('tbody tr.cx-rowlink td:first-child', (tds) => tds.map((td) => td.textContent));
+		await page.select('#cx-refresh', '5');
+		await ready(page, 'overview');
+		assert.equal(new URL(page.url()).searchParams.get('refresh'), '5');
+		assert.equal(new URL(page.url()).searchParams.get('filter'), 'shop');
+		const n = calls;
+		await new Promise((r) => setTimeout(r, 6000));
+		assert.ok(calls > n, `refreshed (${calls - n} more calls in 6 s)`);
+		const afterRows = await page.$$eval('tbody tr.cx-rowlink td:first-child', (tds) => tds.map((td) => td.textContent));
+		assert.deepEqual(afterRows, before, 'the same rows in the same order');
+		assert.deepEqual(page.problems, []);
+		await page.close();
+	});
+
 	test('keyboard: Tab reaches a row, Enter opens it', async () => {
 		const page = await openPage('/ui/?range=24h', 'overview');
 		let onRow = false;

@@ -15,6 +15,7 @@ const refreshSel = document.getElementById('cx-refresh');
 const STEPS = { '15m': '1m', '1h': '5m', '6h': '15m', '24h': '1h', '7d': '6h' };
 let timer = null;
 let generation = 0; // a page drawn for an older navigation is dropped
+let lastPath = null;
 
 const query = () => new URLSearchParams(location.search);
 const range = () => (STEPS[query().get('range')] ? query().get('range') : '1h');
@@ -63,9 +64,13 @@ function healthBadge(parent, h) {
 }
 
 // A sortable, filterable table: cols [{key, label, num, fmt, cell}].
+// The sort each table (by caption) was left in, so that an auto-refresh
+// redraws it the same way.
+const sorts = new Map();
+
 function dataTable(parent, rows, cols, { caption, sortKey, desc = true, filter, rowPath } = {}) {
 	const wrap = el('div', { class: 'cx-tablewrap' }, parent);
-	let sort = { key: sortKey ?? cols[0].key, desc };
+	let sort = sorts.get(caption) ?? { key: sortKey ?? cols[0].key, desc };
 	let needle = '';
 	if (filter) {
 		const lab = el('label', { class: 'cx-filter' }, wrap, 'Filter ');
@@ -74,6 +79,11 @@ function dataTable(parent, rows, cols, { caption, sortKey, desc = true, filter, 
 		needle = inp.value.trim().toLowerCase();
 		inp.addEventListener('input', () => {
 			needle = inp.value.trim().toLowerCase();
+			// the filter is part of the view's link (and survives a refresh)
+			const q = query();
+			if (needle) q.set('filter', inp.value.trim());
+			else q.delete('filter');
+			history.replaceState(null, '', `${location.pathname}${q.size ? `?${q}` : ''}${location.hash}`);
 			draw();
 		});
 	}
@@ -85,6 +95,7 @@ function dataTable(parent, rows, cols, { caption, sortKey, desc = true, filter, 
 		const b = el('button', { type: 'button', class: 'cx-sort' }, th, c.label);
 		b.addEventListener('click', () => {
 			sort = { key: c.key, desc: sort.key === c.key ? !sort.desc : !!c.num };
+			sorts.set(caption, sort);
 			draw();
 		});
 		return th;
@@ -297,6 +308,8 @@ const ROUTES = [
 async function route() {
 	const gen = ++generation;
 	const path = location.pathname;
+	if (path !== lastPath) sorts.clear();
+	lastPath = path;
 	const hit = ROUTES.map(([re, name, fn]) => [path.match(re), name, fn]).find(([m]) => m);
 	rangeSel.value = range();
 	refreshSel.value = query().get('refresh') ?? '0';
