@@ -238,6 +238,29 @@ describe('web console', { timeout: 180000 }, () => {
 		}
 	});
 
+	test('a subtree folds under its caret and opens again from the keyboard', async () => {
+		const data = await getJson(`/api/v1/traces/${st.trace}`);
+		const page = await openPage(`/ui/traces/${st.trace}`, 'trace');
+		// the first line with children below the root, and the size of its subtree
+		const i = data.lines.findIndex((l, k) => k > 0 && data.lines[k + 1]?.depth > l.depth);
+		let end = i + 1;
+		while (end < data.lines.length && data.lines[end].depth > data.lines[i].depth) end++;
+		const count = () => page.$$eval('.wf-row', (g) => g.length);
+		await page.click(`.wf-row[data-index="${i}"] .wf-caret`);
+		assert.equal(await count(), data.lines.length - (end - i - 1), 'its subtree hidden');
+		assert.equal(await page.$(`.wf-row[data-index="${i + 1}"]`), null);
+		await page.$eval(`.wf-row[data-index="${i}"]`, (g) => g.focus());
+		await page.keyboard.press('ArrowRight');
+		assert.equal(await count(), data.lines.length, 'open again');
+		await page.keyboard.press('ArrowLeft');
+		assert.equal(await count(), data.lines.length - (end - i - 1), 'folded from the keyboard');
+		await page.keyboard.press('Enter');
+		await page.waitForSelector('.wf-panel:not([hidden])');
+		assert.match(await page.$eval('.wf-panel', (p) => p.innerText), new RegExp(data.lines[i].span_id));
+		assert.deepEqual(page.problems, []);
+		await page.close();
+	});
+
 	test('the overview sorts by a column and filters by name or namespace', async () => {
 		const page = await openPage('/ui/?range=24h', 'overview');
 		const names = () => page.$$eval('tbody tr.cx-rowlink td:first-child', (tds) => tds.map((td) => td.textContent));
