@@ -224,7 +224,8 @@ async function service(gen, name) {
 	main.replaceChildren();
 	const tt = m.service_totals ?? {};
 	const t = tt.http ?? tt.grpc ?? tt.sql ?? {};
-	heading(name, `${fmtNum(t.requests)} requests, ${fmtPct(t.error_rate_pct)} errors, P95 ${fmtMs(t.p95_ms)} in ${r}`);
+	const errPct = t.error_rate_pct ?? (t.requests ? (100 * (t.errors ?? 0)) / t.requests : null);
+	heading(name, `${fmtNum(t.requests)} requests, ${fmtPct(errPct)} errors, P95 ${fmtMs(t.p95_ms)} in ${r}`);
 	timelines(main, m.timeline);
 	const merged = (list) => list.filter((x) => !(x.merged && x.source === 'ebpf')).map((x) => ({ ...x, source: x.merged ? 'eBPF + OTLP' : x.source === 'ebpf' ? 'eBPF' : 'OTLP' }));
 	const common = [
