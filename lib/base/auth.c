@@ -27,6 +27,7 @@ struct auth_keys {
 	EVP_MD *md; /* fetched once: implicit fetches per check are slow */
 	size_t n;
 	unsigned char (*hash)[SHA256_LEN];
+	char **scopes; /* per entry: the scopes after the hash, or NULL */
 };
 
 static int
@@ -95,7 +96,7 @@ parse_hash(const char *s, size_t i, size_t n, unsigned char out[SHA256_LEN],
 		return STATUS_INVALID;
 	}
 	s += HASH_PREFIX_N;
-	hexlen = strlen(s);
+	hexlen = strcspn(s, " \t");
 	if (hexlen != 2 * SHA256_LEN) {
 		set_err(err, errlen,
 			"key hash %zu of %zu has %zu characters after "
@@ -115,6 +116,35 @@ parse_hash(const char *s, size_t i, size_t n, unsigned char out[SHA256_LEN],
 		}
 		out[j] = (unsigned char)(hi << 4 | lo);
 	}
+	return STATUS_OK;
+}
+
+/* The scopes an entry names after its hash, blanks squeezed to one space:
+ * *out NULL when it names none (full access).  STATUS_NOMEM. */
+static int
+parse_scopes(const char *s, char **out)
+{
+	const char *p = s + strcspn(s, " \t");
+	char *d;
+
+	*out = NULL;
+	p += strspn(p, " \t");
+	if (*p == '\0')
+		return STATUS_OK;
+	d = *out = malloc(strlen(p) + 1);
+	if (d == NULL)
+		return STATUS_NOMEM;
+	while (*p != '\0') {
+		size_t w = strcspn(p, " \t");
+
+		if (d != *out)
+			*d++ = ' ';
+		memcpy(d, p, w);
+		d += w;
+		p += w;
+		p += strspn(p, " \t");
+	}
+	*d = '\0';
 	return STATUS_OK;
 }
 
@@ -144,7 +174,8 @@ auth_keys_new(char *const *hashes, size_t n, struct auth_keys **out, char *err,
 		goto out;
 	if (n > 0) {
 		k->hash = calloc(n, sizeof(*k->hash));
-		if (k->hash == NULL)
+		k->scopes = calloc(n, sizeof(*k->scopes));
+		if (k->hash == NULL || k->scopes == NULL)
 			goto out;
 	}
 	k->md = EVP_MD_fetch(NULL, "SHA256", NULL);
@@ -155,6 +186,8 @@ auth_keys_new(char *const *hashes, size_t n, struct auth_keys **out, char *err,
 	}
 	for (i = 0; i < n; i++) {
 		rc = parse_hash(hashes[i], i, n, k->hash[i], err, errlen);
+		if (rc == STATUS_OK)
+			rc = parse_scopes(hashes[i], &k->scopes[i]);
 		if (rc != STATUS_OK)
 			goto out;
 	}
@@ -174,6 +207,9 @@ auth_keys_free(struct auth_keys *k)
 		return;
 	EVP_MD_free(k->md);
 	free(k->hash);
+	for (size_t i = 0; k->scopes != NULL && i < k->n; i++)
+		free(k->scopes[i]);
+	free(k->scopes);
 	free(k);
 }
 
@@ -183,22 +219,49 @@ auth_keys_count(const struct auth_keys *k)
 	return k != NULL ? k->n : 0;
 }
 
-bool
-auth_keys_check(const struct auth_keys *k, const char *token, size_t len)
+long
+auth_keys_find(const struct auth_keys *k, const char *token, size_t len)
 {
 	unsigned char md[SHA256_LEN];
-	unsigned int match = 0;
+	long found = -1;
 	size_t i;
 
 	if (k == NULL || k->n == 0 || token == NULL || len == 0)
-		return false;
+		return -1;
 	if (sha256(k->md, token, len, md) != STATUS_OK)
-		return false;
-	for (i = 0; i < k->n; i++)
-		match |= (unsigned int)(CRYPTO_memcmp(md, k->hash[i],
-						      SHA256_LEN) == 0);
+		return -1;
+	/* no early exit: every hash is compared (an equal one twice in the
+	 * list: the last wins, as any would) */
+	for (i = 0; i < k->n; i++) {
+		long eq = CRYPTO_memcmp(md, k->hash[i], SHA256_LEN) == 0;
+
+		found = eq ? (long)i : found;
+	}
 	OPENSSL_cleanse(md, sizeof(md));
-	return match != 0;
+	return found;
+}
+
+bool
+auth_keys_check(const struct auth_keys *k, const char *token, size_t len)
+{
+	return auth_keys_find(k, token, len) >= 0;
+}
+
+const char *
+auth_keys_scopes(const struct auth_keys *k, size_t i)
+{
+	return k != NULL && i < k->n ? k->scopes[i] : NULL;
+}
+
+void
+auth_keys_id(const struct auth_keys *k, size_t i, char out[AUTH_KEY_ID_LEN + 1])
+{
+	memcpy(out, "key:", 4);
+	if (k == NULL || i >= k->n)
+		memset(out + 4, '0', AUTH_KEY_ID_LEN - 4);
+	else
+		hex_encode(k->hash[i], (AUTH_KEY_ID_LEN - 4) / 2, out + 4);
+	out[AUTH_KEY_ID_LEN] = '\0';
 }
 
 static bool

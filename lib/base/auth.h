@@ -34,9 +34,15 @@ int auth_hash_key(const char *key, size_t keylen,
  * check from any number of threads. */
 struct auth_keys;
 
+/* "key:" and 16 hex digits of the key's hash: names a key in logs and
+ * binds the sessions it opens; says nothing of the key itself. */
+#define AUTH_KEY_ID_LEN 20
+
 /*
  * Builds a set from n "sha256:<64 hex>" strings (hex in either case; the
- * strings are copied, not kept).  n == 0 gives a set that accepts nothing.
+ * strings are copied, not kept), each optionally followed by blanks and
+ * the scopes the key carries ("sha256:<hex> sextant:read sextant:ingest";
+ * none: every scope).  n == 0 gives a set that accepts nothing.
  * On a malformed entry returns STATUS_INVALID and writes to err (if errlen >
  * 0) a message naming the entry by 1-based position and saying what is
  * expected, without echoing the entry; more than AUTH_MAX_KEYS gives
@@ -59,6 +65,14 @@ size_t auth_keys_count(const struct auth_keys *k);
  * for a NULL set, an empty set, a NULL or empty token.  Thread-safe.
  */
 bool auth_keys_check(const struct auth_keys *k, const char *token, size_t len);
+/* As auth_keys_check, giving the 0-based entry that matched, or -1. */
+long auth_keys_find(const struct auth_keys *k, const char *token, size_t len);
+/* Entry i's scopes, space-separated, or NULL when it names none (the key
+ * may do everything).  Borrowed, valid while k lives. */
+const char *auth_keys_scopes(const struct auth_keys *k, size_t i);
+/* Entry i's id (AUTH_KEY_ID_LEN characters and a NUL). */
+void auth_keys_id(const struct auth_keys *k, size_t i,
+		  char out[AUTH_KEY_ID_LEN + 1]);
 
 /*
  * Parses an Authorization header value "Bearer <token>" (RFC 6750 2.1):

@@ -54,6 +54,7 @@ struct key_def {
 
 static bool check_listen(const char *s, char *msg, size_t len);
 static bool check_key_hash(const char *s, char *msg, size_t len);
+static bool check_api_key(const char *s, char *msg, size_t len);
 static bool check_timescaledb(const char *s, char *msg, size_t len);
 static bool check_session_store(const char *s, char *msg, size_t len);
 static bool check_regex(const char *s, char *msg, size_t len);
@@ -163,9 +164,11 @@ static const struct key_def keys[] = {
 	    workers.client_request_timeout_s, 60, 1, 3600,
 	    "Seconds to wait for a client to answer a sampling, elicitation or "
 	    "roots request."),
-	LIST("auth", "keys", auth.keys, K_SECRET | K_RELOAD, check_key_hash,
+	LIST("auth", "keys", auth.keys, K_SECRET | K_RELOAD, check_api_key,
 	     "Hashes of accepted API keys (\"sha256:<64 hex>\", from "
-	     "`sextant hash-key`); empty = no authentication."),
+	     "`sextant hash-key`), each optionally followed by the scopes the "
+	     "key carries (\"sha256:<64 hex> sextant:read sextant:ingest\"; "
+	     "none named: every scope); empty = no authentication."),
 	{"log", "level", KT_LOGLEVEL, OFF(log.level), "info", 0, 0, 0, K_RELOAD,
 	 NULL, "Log level: \"debug\", \"info\", \"warn\" or \"error\"."},
 	LIST("tools", "enabled_sets", tools.enabled_sets, K_RELOAD, NULL,
@@ -649,6 +652,30 @@ check_key_hash(const char *s, char *msg, size_t len)
 			 "expected \"sha256:\" followed by 64 lowercase hex "
 			 "digits; produce one with `sextant hash-key`");
 	return ok;
+}
+
+/* An [auth] keys entry: a key hash, then optionally blanks and scopes
+ * (RFC 6749 3.3 scope-tokens: visible ASCII but space, '"' and '\\'). */
+static bool
+check_api_key(const char *s, char *msg, size_t len)
+{
+	size_t n = strcspn(s, " \t");
+	char hash[80];
+
+	snprintf(hash, sizeof(hash), "%.*s", (int)(n < 79 ? n : 79), s);
+	if (!check_key_hash(hash, msg, len))
+		return false;
+	for (s += n; *s != '\0'; s++)
+		if (*s != ' ' && *s != '\t' &&
+		    (*s < 0x21 || *s > 0x7e || *s == '"' || *s == '\\')) {
+			snprintf(
+				msg, len,
+				"a scope after the key hash holds a character "
+				"scopes cannot: name them as "
+				"\"sha256:<hex> sextant:read sextant:ingest\"");
+			return false;
+		}
+	return true;
 }
 
 /* One [redact] pattern, checked by lib/base/redact itself: a key pattern when

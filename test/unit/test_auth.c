@@ -90,6 +90,40 @@ test_keys_good(void **state)
 	assert_int_equal(auth_keys_count(NULL), 0);
 }
 
+/* Entries with scopes: "sha256:<hex>" then blanks and scopes; none named
+ * means every scope.  find gives the entry, id a stable short name. */
+static void
+test_keys_scopes(void **state)
+{
+	char *hashes[] = {HASH_KEY1,
+			  HASH_ABC " sextant:read\t  sextant:ingest ",
+			  HASH_KEY2_UPPER "   "};
+	char *bad[] = {HASH_ABC "x sextant:read"};
+	struct auth_keys *k = NULL;
+	char id[AUTH_KEY_ID_LEN + 1], err[256];
+
+	(void)state;
+	assert_int_equal(auth_keys_new(hashes, 3, &k, err, sizeof(err)),
+			 STATUS_OK);
+	assert_int_equal(auth_keys_find(k, "abc", 3), 1);
+	assert_int_equal(auth_keys_find(k, "abd", 3), -1);
+	assert_true(auth_keys_check(k, "abc", 3));
+	assert_null(auth_keys_scopes(k, 0));
+	assert_string_equal(auth_keys_scopes(k, 1),
+			    "sextant:read sextant:ingest");
+	assert_null(auth_keys_scopes(k, 2)); /* blanks only: none */
+	assert_null(auth_keys_scopes(k, 3));
+	auth_keys_id(k, 1, id);
+	assert_string_equal(id, "key:ba7816bf8f01cfea");
+	auth_keys_id(k, 0, id);
+	assert_string_equal(id, "key:a6c1eaef9d5f23f4");
+	auth_keys_free(k);
+	assert_int_equal(auth_keys_new(bad, 1, &k, err, sizeof(err)),
+			 STATUS_INVALID);
+	assert_null(k);
+	assert_non_null(strstr(err, "has 65 characters"));
+}
+
 static void
 test_keys_malformed(void **state)
 {
@@ -111,7 +145,7 @@ test_keys_malformed(void **state)
 		 "non-hex character at position 1 after"},
 		{"sha256:a6c1eaef9d5f23f4e13d9b574cbbe07ae877227d92be87d077005d"
 		 "c6776bcdc ",
-		 "non-hex character at position 64 after"},
+		 "has 63 characters after"}, /* a blank ends the hash */
 	};
 	struct auth_keys *k;
 	char err[512];
@@ -336,6 +370,7 @@ main(void)
 		cmocka_unit_test(test_keys_good),
 		cmocka_unit_test(test_keys_malformed),
 		cmocka_unit_test(test_keys_check),
+		cmocka_unit_test(test_keys_scopes),
 		cmocka_unit_test(test_parse_bearer),
 		cmocka_unit_test(test_random_hex),
 	};

@@ -158,7 +158,7 @@ static const char full_doc[] =
 	"call_timeout_s = 120\n"
 	"client_request_timeout_s = 30\n"
 	"[auth]\n"
-	"keys = [\"" HASH_A "\", \"" HASH_B "\"]\n"
+	"keys = [\"" HASH_A "\", \"" HASH_B " sextant:read\"]\n"
 	"[log]\n"
 	"level = \"debug\"\n"
 	"[tools]\n"
@@ -205,7 +205,7 @@ test_full_file(void **state)
 	assert_int_equal(c->workers.client_request_timeout_s, 30);
 	assert_int_equal(c->auth.keys.n, 2);
 	assert_string_equal(c->auth.keys.v[0], HASH_A);
-	assert_string_equal(c->auth.keys.v[1], HASH_B);
+	assert_string_equal(c->auth.keys.v[1], HASH_B " sextant:read");
 	assert_int_equal(c->log.level, CONFIG_LOG_DEBUG);
 	assert_int_equal(c->tools.enabled_sets.n, 2);
 	assert_string_equal(c->tools.enabled_sets.v[0], "traces");
@@ -331,6 +331,9 @@ static const struct err_case err_cases[] = {
 	 "item 2: expected \"sha256:\" followed by 64 lowercase hex digits; "
 	 "produce one with `sextant hash-key`",
 	 "sk-secret-1"},
+	{"auth key scope with a quote",
+	 "[auth]\nkeys = ['" HASH_A " sextant:read \"x']", STATUS_INVALID, 2, 9,
+	 "auth.keys", "a scope after the key hash holds a character", NULL},
 	{"auth key upper-case hex",
 	 "[auth]\nkeys = ['sha256:"
 	 "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef']",
