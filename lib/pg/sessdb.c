@@ -223,14 +223,16 @@ sessdb_insert(struct pg_conn *c, const struct sessdb_session *s, int max,
 	rc = pg_query(c,
 		      "WITH c AS (SELECT n FROM mcp_session_count FOR UPDATE), "
 		      "i AS (INSERT INTO mcp_sessions (key, version, "
-		      "client_caps, client_info, log_level, subscriptions) "
+		      "client_caps, client_info, log_level, subscriptions, "
+		      "owner) "
 		      "SELECT $1, $2, $3::jsonb, $4::jsonb, $5::smallint, "
-		      "coalesce($6::jsonb, '{}') FROM c WHERE c.n < "
+		      "coalesce($6::jsonb, '{}'), $8 FROM c WHERE c.n < "
 		      "$7::bigint ON CONFLICT (key) DO NOTHING RETURNING 1) "
 		      "SELECT (SELECT n FROM c), (SELECT count(*) FROM i)",
-		      7,
+		      8,
 		      (const char *[]){s->key, s->version, s->caps, s->info,
-				       level, s->subscriptions, maxtext},
+				       level, s->subscriptions, maxtext,
+				       s->owner},
 		      &res, err);
 	if (rc != STATUS_OK)
 		goto out;
@@ -287,8 +289,8 @@ sessdb_get(struct pg_conn *c, const char *key, struct sessdb_session **out,
 	*out = NULL;
 	rc = pg_query(c,
 		      "SELECT version, client_caps::text, client_info::text, "
-		      "log_level, subscriptions::text, rev FROM mcp_sessions "
-		      "WHERE key = $1",
+		      "log_level, subscriptions::text, rev, owner "
+		      "FROM mcp_sessions WHERE key = $1",
 		      1, (const char *[]){key}, &res, err);
 	if (rc != STATUS_OK)
 		goto out;
@@ -303,6 +305,7 @@ sessdb_get(struct pg_conn *c, const char *key, struct sessdb_session **out,
 	}
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	copy_field(s->version, sizeof(s->version), res, 0, 0);
+	copy_field(s->owner, sizeof(s->owner), res, 0, 6);
 	s->caps = strdup(PQgetvalue(res, 0, 1));
 	s->info = strdup(PQgetvalue(res, 0, 2));
 	s->subscriptions = strdup(PQgetvalue(res, 0, 4));

@@ -87,6 +87,7 @@ int sessdb_retire(struct pg_conn *c, const char *replica,
 struct sessdb_session {
 	char key[SESSDB_KEY_LEN + 1];
 	char version[16];
+	char owner[40];	     /* who opened it (migration 0017); "" none */
 	char *caps, *info;   /* compact JSON objects; owned */
 	char *subscriptions; /* JSON object uri -> true; owned */
 	int log_level;

@@ -159,9 +159,10 @@ init_metrics(struct server *srv)
 		"JSON-RPC error responses by code", "code", NULL, 0);
 	srv->m.tool_calls = expo_family(
 		m, EXPO_COUNTER, "sextant_tool_calls_total",
-		"Tool calls by tool and outcome (ok, error, invalid, "
-		"cancelled, timeout, failed)",
-		"tool,outcome", NULL, 0);
+		"Tool calls by tool, outcome (ok, error, invalid, "
+		"cancelled, timeout, failed) and client (an access token's "
+		"client_id, the first 100 then \"other\"; \"apikey\"; \"\")",
+		"tool,outcome,client", NULL, 0);
 	srv->m.tool_duration = expo_family(
 		m, EXPO_HISTOGRAM, "sextant_tool_call_duration_seconds",
 		"Tool call duration by tool", "tool", NULL, 0);

@@ -342,23 +342,103 @@ route_of(const char *url)
 	return ROUTE_NONE;
 }
 
+/* The first HTTP_MAX_CLIENTS client ids seen are their own metric label,
+ * later ones "other": /metrics stays bounded whoever registers clients. */
+#define HTTP_MAX_CLIENTS 100
+static struct {
+	pthread_mutex_t mu;
+	char ids[HTTP_MAX_CLIENTS][64];
+	size_t n;
+} clients = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void
+http_client_label(const char *client_id, char *out, size_t outlen)
+{
+	size_t i;
+
+	if (client_id == NULL || client_id[0] == '\0') {
+		snprintf(out, outlen, "%s", "");
+		return;
+	}
+	pthread_mutex_lock(&clients.mu);
+	for (i = 0; i < clients.n; i++)
+		if (strncmp(clients.ids[i], client_id,
+			    sizeof(clients.ids[i]) - 1) == 0)
+			break;
+	if (i == clients.n && clients.n < HTTP_MAX_CLIENTS)
+		snprintf(clients.ids[clients.n++], sizeof(clients.ids[0]), "%s",
+			 client_id);
+	snprintf(out, outlen, "%s", i < clients.n ? clients.ids[i] : "other");
+	pthread_mutex_unlock(&clients.mu);
+}
+
+/*
+ * The credential of an API key (the caller holds the live read lock):
+ * false when token is none of the keys.  A key naming scopes has those
+ * only; *lacks is then scope_read if it is not among them, else NULL.
+ */
 static bool
-auth_ok(struct req *r)
+key_credential(struct req *r, const char *token, size_t len, const char **lacks)
+{
+	const struct config *cfg = r->srv->cfg;
+	long i = auth_keys_find(r->srv->keys, token, len);
+	const char *scopes;
+
+	*lacks = NULL;
+	if (i < 0)
+		return false;
+	scopes = auth_keys_scopes(r->srv->keys, (size_t)i);
+	auth_keys_id(r->srv->keys, (size_t)i, r->owner);
+	snprintf(r->principal, sizeof(r->principal), "%s", r->owner);
+	snprintf(r->client, sizeof(r->client), "apikey");
+	r->read_only = scopes != NULL &&
+		       !oauth_scope_has(scopes, cfg->oauth.scope_write);
+	if (scopes != NULL && !oauth_scope_has(scopes, cfg->oauth.scope_read))
+		*lacks = cfg->oauth.scope_read;
+	return true;
+}
+
+/* The credential of a verified access token: its sessions are bound to
+ * sub and client_id together (MCP authorization: bind sessions to the
+ * principal), hashed to a fixed length. */
+static int
+token_credential(struct req *r, const struct oauth_principal *p)
+{
+	char who[2 * OAUTH_MAX_ID], h[AUTH_HASH_LEN + 1];
+	size_t n = strlen(p->sub);
+
+	memcpy(who, p->sub, n + 1); /* the NUL separates the two */
+	snprintf(who + n + 1, sizeof(who) - n - 1, "%s", p->client_id);
+	if (auth_hash_key(who, n + 1 + strlen(p->client_id), h) != STATUS_OK)
+		return STATUS_IO;
+	snprintf(r->owner, sizeof(r->owner), "tok:%.32s",
+		 h + sizeof("sha256:") - 1);
+	snprintf(r->principal, sizeof(r->principal), "%.39s/%.39s", p->sub,
+		 p->client_id);
+	http_client_label(p->client_id, r->client, sizeof(r->client));
+	r->read_only =
+		!oauth_scope_has(p->scope, r->srv->cfg->oauth.scope_write);
+	return STATUS_OK;
+}
+
+/* Without [auth.oauth]: 0 when no key is configured or a key is
+ * presented, MHD_HTTP_UNAUTHORIZED, or MHD_HTTP_FORBIDDEN for a key whose
+ * scopes leave out scope_read. */
+static unsigned
+auth_check(struct req *r)
 {
 	const char *hdr = http_header(r, "Authorization");
-	const char *token;
+	const char *token, *lacks = NULL;
 	size_t len;
-	bool ok;
+	unsigned status = 0;
 
 	server_live_rdlock(r->srv);
-	if (r->srv->keys == NULL || auth_keys_count(r->srv->keys) == 0)
-		ok = true;
-	else
-		ok = hdr != NULL &&
-		     auth_parse_bearer(hdr, &token, &len) == STATUS_OK &&
-		     auth_keys_check(r->srv->keys, token, len);
+	if (r->srv->keys != NULL && auth_keys_count(r->srv->keys) > 0 &&
+	    (hdr == NULL || auth_parse_bearer(hdr, &token, &len) != STATUS_OK ||
+	     !key_credential(r, token, len, &lacks)))
+		status = MHD_HTTP_UNAUTHORIZED;
 	server_live_unlock(r->srv);
-	return ok;
+	return status == 0 && lacks != NULL ? MHD_HTTP_FORBIDDEN : status;
 }
 
 static enum MHD_Result refuse(struct req *r, enum route route, unsigned status,
@@ -402,6 +482,7 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 	const struct config *cfg = srv->cfg;
 	const char *hdr = http_header(r, "Authorization"), *token;
 	struct oauth_principal p;
+	const char *lacks = NULL;
 	char why[300];
 	size_t len;
 	bool key_ok;
@@ -432,19 +513,45 @@ oauth_gate(struct req *r, enum route route, enum MHD_Result *ret)
 	}
 	server_live_rdlock(srv);
 	key_ok = srv->keys != NULL && auth_keys_count(srv->keys) > 0 &&
-		 auth_keys_check(srv->keys, token, len);
+		 key_credential(r, token, len, &lacks);
 	server_live_unlock(srv);
+	if (key_ok && lacks != NULL) {
+		snprintf(why, sizeof(why), "the API key lacks scope %s", lacks);
+		*ret = oauth_refuse(r, route, MHD_HTTP_FORBIDDEN,
+				    "insufficient_scope", why);
+		return false;
+	}
 	if (key_ok)
 		return true;
 	rc = oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p, why,
 			  sizeof(why));
+	if (rc == STATUS_IO) {
+		/* Not the token's fault: a 401 would have the client drop a
+		 * good token and send its user through the authorization
+		 * server that is down; 503 says retry (RFC 9110 15.6.4).  The
+		 * detail names the issuer's URL: the log only. */
+		log_warn(&(struct log_fields){.request_id = r->rid,
+					      .duration_ms = -1},
+			 "access token not checked: %s", why);
+		*ret = refuse(r, route, MHD_HTTP_SERVICE_UNAVAILABLE,
+			      RPC_SERVER_BUSY,
+			      "the authorization server could not be reached: "
+			      "retry later",
+			      (const char *[]){"Retry-After", "5", NULL});
+		return false;
+	}
 	if (rc != STATUS_OK) {
 		*ret = oauth_refuse(r, route, MHD_HTTP_UNAUTHORIZED,
 				    "invalid_token", why);
 		return false;
 	}
-	snprintf(r->principal, sizeof(r->principal), "%.39s/%.39s", p.sub,
-		 p.client_id);
+	if (token_credential(r, &p) != STATUS_OK) {
+		*ret = refuse(r, route, MHD_HTTP_SERVICE_UNAVAILABLE,
+			      RPC_SERVER_BUSY,
+			      "the access token could not be checked: retry",
+			      (const char *[]){"Retry-After", "1", NULL});
+		return false;
+	}
 	if (!oauth_scope_has(p.scope, cfg->oauth.scope_read)) {
 		snprintf(why, sizeof(why), "the token lacks scope %s",
 			 cfg->oauth.scope_read);
@@ -513,6 +620,7 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 {
 	struct server *srv = r->srv;
 	const char *ctype, *origin = http_header(r, "Origin");
+	unsigned key_status = 0;
 
 	if (!host_allowed(srv, http_header(r, "Host")) ||
 	    (!origin_allowed(srv, origin) &&
@@ -559,8 +667,20 @@ gate(struct req *r, enum route route, enum MHD_Result *ret)
 	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS) &&
 	    !oauth_gate(r, route, ret))
 		return false;
-	if (srv->oauth == NULL && !auth_ok(r) &&
-	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS)) {
+	if (srv->oauth == NULL &&
+	    !(route == ROUTE_REST && r->method == HTTP_OPTIONS))
+		key_status = auth_check(r);
+	if (key_status == MHD_HTTP_FORBIDDEN) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "forbidden: the API key lacks scope %s",
+			 srv->cfg->oauth.scope_read);
+		*ret = refuse(r, route, MHD_HTTP_FORBIDDEN, RPC_SERVER_BUSY,
+			      why, NULL);
+		return false;
+	}
+	if (key_status == MHD_HTTP_UNAUTHORIZED) {
 		bool presented = http_header(r, "Authorization") != NULL;
 
 		*ret = refuse(

@@ -40,6 +40,14 @@ struct req {
 	bool drain_refused; /* draining: answered 503 once the body is in */
 	bool over_limit;    /* came past server.max_connections: 503 */
 	char principal[80]; /* OAuth sub/client_id for the access log, or "" */
+	/* The gate's verdict on the credential.  owner binds the sessions
+	 * the request opens: "key:<16 hex>" for an API key (auth_keys_id),
+	 * "tok:<32 hex of SHA-256(sub NUL client_id)>" for an access token,
+	 * "" without credentials.  read_only: it lacks scope_write (no
+	 * write tools).  client: the tool-call metric label (http_client). */
+	char owner[40];
+	bool read_only;
+	char client[64];
 	/* Transport state, freed with the request (after MHD completes). */
 	void *tp;
 	void (*tp_free)(void *tp);
@@ -80,6 +88,10 @@ struct http_routes {
 int http_start(struct server *srv, const struct http_routes *routes, char *err,
 	       size_t errlen) WUR;
 void http_stop(struct server *srv);
+/* The tool-call metric label of a client_id: itself for the first 100
+ * distinct ids the process sees, then "other" (bounded cardinality); ""
+ * for none.  Thread-safe. */
+void http_client_label(const char *client_id, char *out, size_t outlen);
 /* The port actually bound (useful with port 0). */
 int http_port(struct server *srv);
 

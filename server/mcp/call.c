@@ -579,9 +579,9 @@ call_run(struct pool_job *job)
 	}
 	json_decref(result);
 	ms = (double)(clock_mono_us() - c->start_us) / 1000.0;
-	expo_inc(expo_series(
-		c->srv->m.tool_calls,
-		(const char *[]){c->tool->name, outcomes[outcome]}));
+	expo_inc(expo_series(c->srv->m.tool_calls,
+			     (const char *[]){c->tool->name, outcomes[outcome],
+					      c->ex->client}));
 	expo_observe(expo_series(c->srv->m.tool_duration,
 				 (const char *[]){c->tool->name}),
 		     ms / 1000.0);

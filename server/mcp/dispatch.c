@@ -912,11 +912,11 @@ do_tools_list(struct rq *r)
 		return STATUS_INVALID;
 	server_live_rdlock(r->srv);
 	t = r->srv->tools;
-	page = tools_list_json_ui(
+	page = tools_list_json_for(
 		t, r->s->stateless ? REQMETA_VERSION : r->s->version,
 		reqmeta_has_capability(r->s->client_caps,
 				       "extensions/" APPS_EXTENSION),
-		start, &len);
+		r->ex->read_only, start, &len);
 	text = page != NULL ? rpc_result_text(r->id, page, len, &outlen) : NULL;
 	server_live_unlock(r->srv);
 	if (page == NULL) {
@@ -1083,6 +1083,17 @@ do_tools_call(struct rq *r, bool *answered)
 		rc = STATUS_INVALID;
 		goto out;
 	}
+	if (tool->write && r->ex->read_only) {
+		const char *scope = r->srv->cfg->oauth.scope_write;
+
+		rq_fail(r, RPC_INSUFFICIENT_SCOPE,
+			json_pack("{s:s}", "scope", scope),
+			"insufficient scope: tool \"%s\" needs scope %s, which "
+			"this credential lacks; authorize again asking for it",
+			name, scope);
+		rc = STATUS_INVALID;
+		goto out;
+	}
 	targs = json_is_object(args) ? json_deep_copy(args) : json_object();
 	/* STATUS_LIMIT (arguments nested too deep) is left to validation,
 	 * which says so to the model. */
@@ -1098,8 +1109,9 @@ do_tools_call(struct rq *r, bool *answered)
 		json_t *res = tool_result_error(
 			"invalid arguments for tool %s: %s", name, verr.msg);
 
-		expo_inc(expo_series(r->srv->m.tool_calls,
-				     (const char *[]){name, "invalid"}));
+		expo_inc(expo_series(
+			r->srv->m.tool_calls,
+			(const char *[]){name, "invalid", r->ex->client}));
 		shape_stateless(r, res);
 		exchange_send(r->ex, rpc_result(r->id, res), true);
 		*answered = true;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "base/status.h"
 
@@ -39,6 +40,13 @@ struct exchange_ops {
 struct exchange {
 	const struct exchange_ops *ops;
 	atomic_int refs;
+	/* The caller's credential as the HTTP gate found it (zero: full
+	 * access, no label), set by the transport before the first dispatch
+	 * and constant after.  read_only: lacks scope_write, so the write
+	 * tools are neither listed nor callable; client: the tool-call
+	 * metric label (a bounded set of client ids, "apikey", or ""). */
+	bool read_only;
+	char client[64];
 };
 
 static inline void
@@ -51,6 +59,15 @@ static inline void
 exchange_send_text(struct exchange *ex, char *text, size_t len)
 {
 	ex->ops->send_text(ex, text, len);
+}
+
+/* Sets the caller's credential (client: NULL or a label, copied). */
+static inline void
+exchange_grant(struct exchange *ex, bool read_only, const char *client)
+{
+	ex->read_only = read_only;
+	snprintf(ex->client, sizeof(ex->client), "%s",
+		 client != NULL ? client : "");
 }
 
 static inline void

@@ -23,6 +23,9 @@ enum rpc_code {
 	RPC_HEADER_MISMATCH = -32020,	  /* HTTP headers vs the body */
 	RPC_MISSING_CAPABILITY = -32021,  /* needs an undeclared capability */
 	RPC_UNSUPPORTED_VERSION = -32022, /* protocolVersion not served */
+	/* Sextant's: the caller's credential lacks the scope a tool needs
+	 * (data {"scope"}); HTTP's 403 insufficient_scope as JSON-RPC */
+	RPC_INSUFFICIENT_SCOPE = -32030,
 };
 
 /* The answer to a tools/call the worker queue has no room for (with

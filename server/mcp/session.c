@@ -374,6 +374,7 @@ session_find_key(struct session_table *t, const char *key)
 
 struct adopt {
 	const char *key;
+	const char *owner;
 	struct sessstore *store;
 	int log_level;
 	json_t *subs; /* taken */
@@ -386,6 +387,7 @@ adopt_init(struct session *s, void *arg)
 	struct adopt *a = arg;
 
 	share(s, a->key, a->store);
+	snprintf(s->owner, sizeof(s->owner), "%s", a->owner);
 	s->log_level = a->log_level;
 	s->rev = a->rev;
 	json_decref(s->subscriptions);
@@ -398,9 +400,10 @@ int
 session_adopt(struct session_table *t, const char *id, const char *key,
 	      struct sessstore *store, const char *version, const json_t *caps,
 	      const json_t *info, int log_level, const json_t *subscriptions,
-	      int64_t rev, struct session **out)
+	      int64_t rev, const char *owner, struct session **out)
 {
-	struct adopt a = {key, store, log_level, NULL, rev};
+	struct adopt a = {
+		key, owner != NULL ? owner : "", store, log_level, NULL, rev};
 	int rc;
 
 	/* two requests may load one session at once: the first copy wins */

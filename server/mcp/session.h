@@ -119,10 +119,15 @@ struct pending {
 struct session {
 	char id[SESSION_ID_LEN + 1]; /* [const] */
 	char version[16];	     /* [const] negotiated revision */
-	json_t *client_caps;	     /* [const] */
-	json_t *client_info;	     /* [const] */
-	int64_t created_ms;	     /* [const] */
-	struct session_limits lim;   /* [const] a copy: outlives the table */
+	/* [const] who opened it (struct req's owner; "" without
+	 * credentials): set before its id goes out; a request of another
+	 * owner finds no such session (MCP authorization: sessions bound to
+	 * the principal) */
+	char owner[40];
+	json_t *client_caps;	   /* [const] */
+	json_t *client_info;	   /* [const] */
+	int64_t created_ms;	   /* [const] */
+	struct session_limits lim; /* [const] a copy: outlives the table */
 	atomic_int refs;
 	pthread_mutex_t mu;
 	/* [const] a 2026-07-28 request's scope (session_create_request):
@@ -188,12 +193,13 @@ int session_create_request(struct session_table *t, const char *version,
 /*
  * A resident copy of a shared session loaded from the store: same
  * contract as session_create, with the id given.  An id already resident
- * gives that session (acquired).  subscriptions: borrowed (copied).
+ * gives that session (acquired).  subscriptions: borrowed (copied);
+ * owner: as stored (NULL: "").
  */
 int session_adopt(struct session_table *t, const char *id, const char *key,
 		  struct sessstore *store, const char *version,
 		  const json_t *caps, const json_t *info, int log_level,
-		  const json_t *subscriptions, int64_t rev,
+		  const json_t *subscriptions, int64_t rev, const char *owner,
 		  struct session **out) WUR;
 /* Marks s shared (before anyone else sees it: right after
  * session_create) and indexes it by key. */

@@ -391,6 +391,7 @@ create_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 	if (c != NULL) {
 		snprintf(row.key, sizeof(row.key), "%s", s->key);
 		snprintf(row.version, sizeof(row.version), "%s", s->version);
+		snprintf(row.owner, sizeof(row.owner), "%s", s->owner);
 		row.caps = json_dumps(s->client_caps, JSON_COMPACT);
 		row.info = json_dumps(s->client_info, JSON_COMPACT);
 		pthread_mutex_lock(&s->mu);
@@ -464,7 +465,7 @@ lookup_fn(struct job *j, struct pg_conn *c, int rc, struct pg_error *err)
 		subs = json_loads(row->subscriptions, 0, NULL);
 		rc = session_adopt(j->st->srv->sessions, j->sid, j->key, j->st,
 				   row->version, caps, info, row->log_level,
-				   subs, row->rev, &s);
+				   subs, row->rev, row->owner, &s);
 		if (rc == STATUS_OK) {
 			/* deleted while we read it: the 'd' job ran before
 			 * the copy existed (it records the key first) */

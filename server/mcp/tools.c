@@ -45,6 +45,12 @@ struct tools {
 	 * clients of the MCP Apps extension */
 	struct page *pages[NREV][2];
 	size_t npages;
+	/* the same without the write tools (callers lacking scope_write),
+	 * built only when some listed tool needs it, else NULL */
+	const struct tool_def **readable;
+	size_t nreadable;
+	struct page *ro_pages[NREV][2];
+	size_t ro_npages;
 	size_t page_size; /* server.list_page_size */
 };
 
@@ -644,8 +650,8 @@ shape_for(const json_t *def, size_t rev, bool ui)
  * rev shows them (with _meta.ui if ui), and the cursor of the next page if
  * there is one. */
 static int
-build_page(const struct tools *t, size_t rev, bool ui, size_t start,
-	   struct page *out)
+build_page(const struct tools *t, const struct tool_def *const *list, size_t n,
+	   size_t rev, bool ui, size_t start, struct page *out)
 {
 	json_t *res = json_object(), *arr = json_array();
 	size_t i;
@@ -654,11 +660,11 @@ build_page(const struct tools *t, size_t rev, bool ui, size_t start,
 	if (res == NULL || arr == NULL ||
 	    json_object_set(res, "tools", arr) != 0)
 		goto out;
-	for (i = start; i < t->nenabled && i < start + t->page_size; i++)
-		if (json_array_append_new(
-			    arr, shape_for(t->enabled[i]->def, rev, ui)))
+	for (i = start; i < n && i < start + t->page_size; i++)
+		if (json_array_append_new(arr,
+					  shape_for(list[i]->def, rev, ui)))
 			goto out;
-	if (start + t->page_size < t->nenabled) {
+	if (start + t->page_size < n) {
 		char cursor[32];
 
 		snprintf(cursor, sizeof(cursor), "p%zu", start + t->page_size);
@@ -684,25 +690,24 @@ out:
 	return rc;
 }
 
+/* The pages of list[0..n) into pages, *npages of them. */
 static int
-build_pages(struct tools *t)
+build_pages_of(struct tools *t, const struct tool_def *const *list, size_t n,
+	       struct page *pages[NREV][2], size_t *npages)
 {
 	size_t rev, ui, p;
 	int rc;
 
-	t->npages = t->nenabled == 0
-			    ? 1
-			    : (t->nenabled + t->page_size - 1) / t->page_size;
+	*npages = n == 0 ? 1 : (n + t->page_size - 1) / t->page_size;
 	for (rev = 0; rev < NREV; rev++)
 		for (ui = 0; ui < 2; ui++) {
-			t->pages[rev][ui] =
-				calloc(t->npages, sizeof(struct page));
-			if (t->pages[rev][ui] == NULL)
+			pages[rev][ui] = calloc(*npages, sizeof(struct page));
+			if (pages[rev][ui] == NULL)
 				return STATUS_NOMEM;
-			for (p = 0; p < t->npages; p++) {
-				rc = build_page(t, rev, ui == 1,
+			for (p = 0; p < *npages; p++) {
+				rc = build_page(t, list, n, rev, ui == 1,
 						p * t->page_size,
-						&t->pages[rev][ui][p]);
+						&pages[rev][ui][p]);
 				if (rc != STATUS_OK)
 					return rc;
 			}
@@ -710,10 +715,47 @@ build_pages(struct tools *t)
 	return STATUS_OK;
 }
 
+static int
+build_pages(struct tools *t)
+{
+	size_t i;
+	int rc;
+
+	rc = build_pages_of(t, t->enabled, t->nenabled, t->pages, &t->npages);
+	for (i = 0; rc == STATUS_OK && i < t->nenabled; i++)
+		if (t->enabled[i]->write)
+			break;
+	if (rc != STATUS_OK || i == t->nenabled)
+		return rc;
+	t->readable = calloc(t->nenabled, sizeof(*t->readable));
+	if (t->readable == NULL)
+		return STATUS_NOMEM;
+	for (i = 0; i < t->nenabled; i++)
+		if (!t->enabled[i]->write)
+			t->readable[t->nreadable++] = t->enabled[i];
+	return build_pages_of(t, t->readable, t->nreadable, t->ro_pages,
+			      &t->ro_npages);
+}
+
+static void
+free_pages(struct page *pages[NREV][2], size_t npages)
+{
+	size_t rev, ui, i;
+
+	for (rev = 0; rev < NREV; rev++)
+		for (ui = 0; ui < 2; ui++) {
+			if (pages[rev][ui] == NULL)
+				continue;
+			for (i = 0; i < npages; i++)
+				free(pages[rev][ui][i].json);
+			free(pages[rev][ui]);
+		}
+}
+
 static void
 tools_free(struct tools *t)
 {
-	size_t i, rev, ui;
+	size_t i;
 
 	for (i = 0; i < t->nall; i++) {
 		jsonschema_free(t->all[i].input);
@@ -721,14 +763,9 @@ tools_free(struct tools *t)
 		tools_headers_free(t->all[i].headers, t->all[i].nheaders);
 		json_decref(t->all[i].def);
 	}
-	for (rev = 0; rev < NREV; rev++)
-		for (ui = 0; ui < 2; ui++) {
-			if (t->pages[rev][ui] == NULL)
-				continue;
-			for (i = 0; i < t->npages; i++)
-				free(t->pages[rev][ui][i].json);
-			free(t->pages[rev][ui]);
-		}
+	free_pages(t->pages, t->npages);
+	free_pages(t->ro_pages, t->ro_npages);
+	free(t->readable);
 	free(t->all);
 	free(t->enabled);
 	free(t);
@@ -799,6 +836,8 @@ tools_load(const struct tool_handler *const *tables, const struct config *cfg,
 	for (i = 0; i < t->nall; i++) {
 		struct tool_def *d = &t->all[i];
 
+		d->write = strlist_has(&cfg->oauth.write_tools, d->name) ||
+			   strlist_has(&cfg->oauth.write_tools, d->set);
 		if (tool_enabled(d, cfg))
 			t->enabled[t->nenabled++] = d;
 		else
@@ -890,13 +929,26 @@ const char *
 tools_list_json_ui(const struct tools *t, const char *version, bool ui,
 		   size_t start, size_t *len)
 {
-	size_t rev = NREV - 2, i; /* unknown: the newest session revision */
+	return tools_list_json_for(t, version, ui, false, start, len);
+}
 
+const char *
+tools_list_json_for(const struct tools *t, const char *version, bool ui,
+		    bool read_only, size_t start, size_t *len)
+{
+	size_t rev = NREV - 2, i; /* unknown: the newest session revision */
+	struct page *const(*pages)[2] = t->pages;
+	size_t npages = t->npages;
+
+	if (read_only && t->readable != NULL) {
+		pages = t->ro_pages;
+		npages = t->ro_npages;
+	}
 	for (i = 0; i < NREV; i++)
 		if (strcmp(revisions[i], version) == 0)
 			rev = i;
-	if (start % t->page_size != 0 || start / t->page_size >= t->npages)
+	if (start % t->page_size != 0 || start / t->page_size >= npages)
 		return NULL;
-	*len = t->pages[rev][ui][start / t->page_size].len;
-	return t->pages[rev][ui][start / t->page_size].json;
+	*len = pages[rev][ui][start / t->page_size].len;
+	return pages[rev][ui][start / t->page_size].json;
 }

@@ -55,6 +55,9 @@ struct tool_def {
 	tool_fn fn;
 	/* callable though not listed: a deprecated alias, unless disabled */
 	bool unlisted_callable;
+	/* named (or its set) in [auth.oauth] write_tools: a caller needs
+	 * scope_write to see and call it */
+	bool write;
 	/* inputSchema's x-mcp-header properties, in schema order */
 	struct tool_header *headers;
 	size_t nheaders;
@@ -94,6 +97,11 @@ const char *tools_list_json(const struct tools *t, const char *version,
  * extension's resourceUri), for a client that declared the extension. */
 const char *tools_list_json_ui(const struct tools *t, const char *version,
 			       bool ui, size_t start, size_t *len);
+/* As tools_list_json_ui; with read_only, without the write tools (a
+ * caller lacking scope_write), paged on their own. */
+const char *tools_list_json_for(const struct tools *t, const char *version,
+				bool ui, bool read_only, size_t start,
+				size_t *len);
 
 /*
  * Indexes the x-mcp-header annotations of a compiled inputSchema (schema

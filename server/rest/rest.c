@@ -47,6 +47,7 @@
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "mcp/tools.h"
+#include "oauth/prm.h"
 #include "rest/openapi.h"
 #include "rest/params.h"
 #include "rest/routes.h"
@@ -891,6 +892,31 @@ cache_control(const json_t *args, char *out, size_t cap)
 		snprintf(out, cap, "no-store");
 }
 
+/* 403 for a write tool called without scope_write, with the challenge
+ * that lets an OAuth client step up (MCP authorization, runtime
+ * insufficient scope). */
+static enum MHD_Result
+insufficient_scope(struct req *r, const struct tool_def *tool)
+{
+	const char *scope = r->srv->cfg->oauth.scope_write;
+	char detail[300], ch[1024];
+
+	snprintf(detail, sizeof(detail),
+		 "tool %s needs scope %s, which this credential lacks: "
+		 "authorize again asking for it",
+		 tool->name, scope);
+	if (r->srv->oauth_prm_url[0] == '\0' ||
+	    prm_challenge(ch, sizeof(ch), r->srv->oauth_prm_url, scope,
+			  "insufficient_scope", detail) != STATUS_OK)
+		snprintf(ch, sizeof(ch),
+			 "Bearer realm=\"sextant\", "
+			 "error=\"insufficient_scope\", scope=\"%s\"",
+			 scope);
+	return problem(r, MHD_HTTP_FORBIDDEN, NULL, detail, NULL,
+		       (const char *[]){"WWW-Authenticate", ch, NULL},
+		       tool->name);
+}
+
 /*
  * Validates args (taken) against tool's inputSchema, as tools/call does,
  * then runs the tool on the worker pool and parks the request.
@@ -909,6 +935,10 @@ start(struct req *r, const struct tool_def *tool, json_t *args, enum kind kind,
 	bool parked;
 	int rc;
 
+	if (tool->write && r->read_only) {
+		ret = insufficient_scope(r, tool);
+		goto out;
+	}
 	if (jsonschema_apply_defaults(tool->input, args) == STATUS_NOMEM) {
 		ret = problem(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
 			      "out of memory", NULL, NULL, tool->name);
@@ -952,6 +982,7 @@ start(struct req *r, const struct tool_def *tool, json_t *args, enum kind kind,
 	}
 	c->base.ops = &rest_exchange_ops;
 	atomic_init(&c->base.refs, 1);
+	exchange_grant(&c->base, r->read_only, r->client);
 	c->srv = srv;
 	c->s = s; /* the exchange holds the reference now */
 	c->conn = r->conn;
@@ -1096,7 +1127,11 @@ list_tools(struct req *r)
 
 	for (size_t i = 0; list != NULL && i < tools_count(t); i++) {
 		const json_t *def = tools_at(t, i)->def;
-		json_t *item = json_object();
+		json_t *item;
+
+		if (r->read_only && tools_at(t, i)->write)
+			continue; /* as tools/list: only what it may call */
+		item = json_object();
 
 		for (size_t k = 0; item != NULL && k < 6; k++) {
 			json_t *v = json_object_get(def, keys[k]);

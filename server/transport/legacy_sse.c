@@ -68,6 +68,11 @@ struct legacy_conn {
 	char id[LEGACY_ID_LEN + 1];  /* [const] */
 	struct server *srv;	     /* [const] */
 	struct MHD_Connection *conn; /* [const] */
+	/* [const] the GET's credential (struct req's): POSTs of another
+	 * owner find no session; the session's calls have its scopes */
+	char owner[40];
+	bool read_only;
+	char client[64];
 	atomic_int refs;
 	pthread_mutex_t mu;
 	/* under mu */
@@ -488,6 +493,9 @@ legacy_sse_open(struct req *r)
 	}
 	c->srv = r->srv;
 	c->conn = r->conn;
+	memcpy(c->owner, r->owner, sizeof(c->owner));
+	c->read_only = r->read_only;
+	memcpy(c->client, r->client, sizeof(c->client));
 	atomic_init(&c->refs, 1); /* the response's */
 	pthread_mutex_init(&c->mu, NULL);
 	buf_init(&c->pre, PRE_MAX);
@@ -614,6 +622,7 @@ legacy_initialize(struct legacy_conn *c, const json_t *msg)
 		goto nomem;
 	ex->base.ops = &legacy_exchange_ops;
 	atomic_init(&ex->base.refs, 1); /* the connection's */
+	exchange_grant(&ex->base, c->read_only, c->client);
 	ex->s = s;
 	session_ref(s);
 
@@ -749,6 +758,10 @@ legacy_sse_post(struct req *r)
 	kind = rpc_classify(msg, &why, &bad_id);
 	http_set_rpc_id(r, msg); /* every error answer echoes it */
 	c = conn_find(id);
+	if (c != NULL && strcmp(c->owner, r->owner) != 0) {
+		conn_unref(c); /* another principal's: as unknown */
+		c = NULL;
+	}
 	if (c == NULL) {
 		ret = http_reply_rpc_error(
 			r, MHD_HTTP_NOT_FOUND, -32001,

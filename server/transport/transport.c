@@ -723,6 +723,19 @@ find_session(struct req *r, enum MHD_Result *ret)
 			NULL);
 		return NULL;
 	}
+	if (strcmp(s->owner, r->owner) != 0) {
+		/* another principal's session: as if unknown, so that an id
+		 * seen elsewhere tells nothing (MCP authorization, sessions
+		 * bound to the principal) */
+		session_release(s);
+		wait_clear(r);
+		*ret = http_reply_rpc_error(
+			r, MHD_HTTP_NOT_FOUND, -32001,
+			"session not found (expired or deleted): initialize a "
+			"new session",
+			NULL);
+		return NULL;
+	}
 	if (s->shared && wait_of(r) == NULL)
 		sessstore_hit(s->store);
 	wait_clear(r);
@@ -802,6 +815,8 @@ post_initialize(struct req *r, const json_t *msg)
 		return reply_json(r, MHD_HTTP_OK, response, NULL);
 	}
 	memcpy(sid, s->id, sizeof(sid));
+	/* before the id goes out or is stored: no one else has s yet */
+	memcpy(s->owner, r->owner, sizeof(s->owner));
 	snprintf(r->session, sizeof(r->session), "%s", sid);
 	if (r->srv->store != NULL) {
 		/* stored before its id goes out: the client's next request
@@ -1252,6 +1267,7 @@ post_stateless(struct req *r, const json_t *body)
 	}
 	ex->base.ops = &http_exchange_ops;
 	atomic_init(&ex->base.refs, 1);
+	exchange_grant(&ex->base, r->read_only, r->client);
 	ex->s = s; /* the exchange holds the reference now */
 	ex->conn = r->conn;
 	ex->outstanding = 1;
@@ -1381,6 +1397,7 @@ post_first(struct req *r)
 	}
 	ex->base.ops = &http_exchange_ops;
 	atomic_init(&ex->base.refs, 1);
+	exchange_grant(&ex->base, r->read_only, r->client);
 	ex->s = s;
 	s = NULL; /* the exchange holds the reference now */
 	ex->conn = r->conn;
@@ -1572,6 +1589,14 @@ delete_session(struct req *r)
 		return http_reply_rpc_error(
 			r, MHD_HTTP_BAD_REQUEST, RPC_SERVER_BUSY,
 			"missing Mcp-Session-Id header", NULL);
+	if (r->owner[0] != '\0') { /* only its owner ends it */
+		enum MHD_Result ret = MHD_YES;
+		struct session *s = find_session(r, &ret);
+
+		if (s == NULL)
+			return ret;
+		session_release(s);
+	}
 	if (r->srv->store != NULL && strlen(id) == SESSION_ID_LEN) {
 		struct store_wait *w = wait_new(r, W_DELETE);
 

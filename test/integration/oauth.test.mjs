@@ -15,6 +15,8 @@ import { after, before, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import Provider from 'oidc-provider';
 
 import { startPostgres } from './lib/pg.mjs';
@@ -22,7 +24,10 @@ import { CONFORMANCE_CONFIG, freePort, startServer } from './lib/server.mjs';
 
 const RESOURCE = 'https://sextant.test/mcp';
 const API_KEY = 'oauth-test-api-key-0123456789';
-let srv, as, issuer, tmp, pg;
+const READ_KEY = 'oauth-test-read-only-key-9876543210';
+const INGEST_KEY = 'oauth-test-ingest-only-key-5555555555';
+const WRITE_TOOL = 'test_image_content'; // in write_tools below
+let srv, srvB, as, issuer, tmp, pg;
 
 async function startProvider() {
 	const port = await freePort();
@@ -39,11 +44,16 @@ async function startProvider() {
 	});
 	const provider = new Provider(issuer, {
 		jwks: { keys: [jwk] },
-		clients: [client('reader', 'sextant:read'), client('nobody', 'other:scope'), client('collector', 'sextant:ingest')],
+		clients: [client('reader', 'sextant:read'), client('nobody', 'other:scope'), client('collector', 'sextant:ingest'),
+			client('writer', 'sextant:read sextant:write')],
 		scopes: ['sextant:read', 'sextant:ingest', 'sextant:write', 'other:scope'],
+		// the consent step, automated: every interaction is answered at
+		// once by the handler below (alice logs in, grants what was asked)
+		interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
 		features: {
 			devInteractions: { enabled: false },
 			clientCredentials: { enabled: true },
+			registration: { enabled: true }, // RFC 7591, as MCP clients use
 			resourceIndicators: {
 				enabled: true,
 				defaultResource: () => RESOURCE,
@@ -63,6 +73,22 @@ async function startProvider() {
 		},
 	});
 	provider.on('server_error', (ctx, err) => console.error('oidc-provider:', err));
+	provider.use(async (ctx, next) => {
+		if (!/^\/interaction\/[^/]+$/.test(ctx.path)) return next();
+		const details = await provider.interactionDetails(ctx.req, ctx.res);
+		let result;
+		if (details.prompt.name === 'login') {
+			result = { login: { accountId: 'alice' } };
+		} else {
+			const { params, prompt } = details;
+			const grant = new provider.Grant({ accountId: details.session.accountId, clientId: params.client_id });
+			if (prompt.details.missingOIDCScope) grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
+			for (const [rs, scopes] of Object.entries(prompt.details.missingResourceScopes ?? {}))
+				grant.addResourceScope(rs, scopes.join(' '));
+			result = { consent: { grantId: await grant.save() } };
+		}
+		ctx.redirect(await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: true }));
+	});
 	const server = provider.listen(port);
 	await new Promise((r) => server.once('listening', r));
 	return server;
@@ -89,15 +115,20 @@ before(async () => {
 	pg = await startPostgres({ name: 'oauth' });
 	tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-oauth-'));
 	const conf = path.join(tmp, 'oauth.toml');
-	const hash = 'sha256:' + crypto.createHash('sha256').update(API_KEY).digest('hex');
+	const sha = (k) => 'sha256:' + crypto.createHash('sha256').update(k).digest('hex');
 	fs.writeFileSync(conf, fs.readFileSync(CONFORMANCE_CONFIG, 'utf8') +
-		`\n[auth]\nkeys = ["${hash}"]\n\n[auth.oauth]\nenabled = true\nresource = "${RESOURCE}"\n` +
+		`\n[auth]\nkeys = ["${sha(API_KEY)}", "${sha(READ_KEY)} sextant:read", "${sha(INGEST_KEY)}  sextant:ingest"]\n\n` +
+		`[auth.oauth]\nenabled = true\nresource = "${RESOURCE}"\nwrite_tools = ["${WRITE_TOOL}"]\n` +
 		`issuer = "${issuer}"\nresource_documentation = "https://sextant.test/docs"\n`);
-	srv = await startServer({ name: 'oauth', config: conf, env: { SEXTANT_LOG_LEVEL: 'debug', DATABASE_URL: pg.url } });
+	const env = { SEXTANT_LOG_LEVEL: 'debug', DATABASE_URL: pg.url };
+	srv = await startServer({ name: 'oauth', config: conf, env });
+	// a second replica on the same database: shared sessions
+	srvB = await startServer({ name: 'oauth-b', config: conf, env });
 });
 
 after(async () => {
 	if (srv) await srv.stop();
+	if (srvB) await srvB.stop();
 	if (as) await new Promise((r) => as.close(r));
 	if (pg) await pg.stop();
 	if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
@@ -221,4 +252,234 @@ test('OTLP ingest needs sextant:ingest: 401 without a token, 403 with a read tok
 	assert.match(r.headers.get('www-authenticate'), /scope="sextant:ingest", error="insufficient_scope"/);
 	r = await send({ authorization: `Bearer ${await token('collector', 'sextant:ingest')}` });
 	assert.equal(r.status, 200, await r.text());
+});
+
+// connect with credential; the caller closes the client
+async function connectWith(credential, url = `${base()}/mcp`) {
+	const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+	const transport = new StreamableHTTPClientTransport(new URL(url), {
+		requestInit: { headers: { authorization: `Bearer ${credential}` } },
+	});
+	await client.connect(transport);
+	return { client, transport };
+}
+
+test('write_tools need sextant:write: tools/list shows them only to callers that may call them; a call beyond the scopes names the scope', async () => {
+	const reader = await token('reader', 'sextant:read');
+	const writer = await token('writer', 'sextant:read sextant:write');
+	const cases = [[reader, false], [READ_KEY, false], [writer, true], [API_KEY, true]];
+	for (const [cred, may] of cases) {
+		const { client } = await connectWith(cred);
+		try {
+			const names = (await client.listTools()).tools.map((t) => t.name);
+			assert.ok(names.includes('test_simple_text'), 'read tools are listed');
+			assert.equal(names.includes(WRITE_TOOL), may, `${WRITE_TOOL} listed: ${names.includes(WRITE_TOOL)}`);
+			if (may) {
+				const r = await client.callTool({ name: WRITE_TOOL });
+				assert.equal(r.isError, undefined);
+			} else {
+				await assert.rejects(client.callTool({ name: WRITE_TOOL }), (e) => {
+					assert.equal(e.code, -32030);
+					assert.equal(e.data?.scope, 'sextant:write');
+					assert.match(e.message, /tool "test_image_content" needs scope sextant:write/);
+					return true;
+				});
+			}
+		} finally {
+			await client.close();
+		}
+	}
+});
+
+test('REST facade: a write tool without sextant:write is 403 insufficient_scope with the challenge; its list leaves the tool out', async () => {
+	const reader = await token('reader', 'sextant:read');
+	let r = await fetch(`${base()}/api/v1/tools/${WRITE_TOOL}`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: `Bearer ${reader}` },
+		body: '{}',
+	});
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'),
+		`Bearer resource_metadata="${PRM_URL}", scope="sextant:write", error="insufficient_scope", ` +
+		'error_description="tool test_image_content needs scope sextant:write, which this credential lacks: authorize again asking for it"');
+	assert.match((await r.json()).detail, /needs scope sextant:write/);
+	r = await fetch(`${base()}/api/v1/tools`, { headers: { authorization: `Bearer ${reader}` } });
+	assert.equal(r.status, 200);
+	const names = (await r.json()).tools.map((t) => t.name);
+	assert.ok(names.includes('test_simple_text') && !names.includes(WRITE_TOOL));
+	r = await fetch(`${base()}/api/v1/tools/${WRITE_TOOL}`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: `Bearer ${await token('writer', 'sextant:read sextant:write')}` },
+		body: '{}',
+	});
+	assert.equal(r.status, 200, await r.text());
+});
+
+test('an API key whose scopes leave out sextant:read is 403 naming it', async () => {
+	const r = await post({ authorization: `Bearer ${INGEST_KEY}` });
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'),
+		`Bearer resource_metadata="${PRM_URL}", scope="sextant:read", error="insufficient_scope", ` +
+		'error_description="the API key lacks scope sextant:read"');
+});
+
+test('sessions are bound to the principal that opened them, on every replica: another token or key gets 404', async () => {
+	const reader = await token('reader', 'sextant:read');
+	const { client, transport } = await connectWith(reader);
+	try {
+		const sid = transport.sessionId;
+		assert.match(sid, /^[0-9a-f]{32}$/);
+		const ping = (cred, b = base()) => fetch(`${b}/mcp`, {
+			method: 'POST',
+			headers: {
+				'content-type': 'application/json', accept: 'application/json, text/event-stream',
+				'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', authorization: `Bearer ${cred}`,
+			},
+			body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }),
+		});
+		const writer = await token('writer', 'sextant:read sextant:write');
+		for (const b of [base(), `http://127.0.0.1:${srvB.port}`]) {
+			// the owner: another token of the same client works on both replicas
+			assert.equal((await ping(await token('reader', 'sextant:read'), b)).status, 200, b);
+			for (const other of [writer, API_KEY, READ_KEY]) {
+				const r = await ping(other, b);
+				assert.equal(r.status, 404, `${b}: ${other.slice(0, 8)}`);
+				assert.match((await r.json()).error.message, /session not found/);
+			}
+			const del = await fetch(`${b}/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': sid, authorization: `Bearer ${writer}` } });
+			assert.equal(del.status, 404, 'another principal cannot end it');
+		}
+		assert.equal((await client.callTool({ name: 'test_simple_text' })).isError, undefined, 'still the owner\'s');
+	} finally {
+		await client.close();
+	}
+});
+
+test('tool-call metrics carry the client_id ("apikey" for keys)', async () => {
+	const { client } = await connectWith(await token('writer', 'sextant:read sextant:write'));
+	await client.callTool({ name: 'test_simple_text' });
+	await client.close();
+	const k = await connectWith(API_KEY);
+	await k.client.callTool({ name: 'test_simple_text' });
+	await k.client.close();
+	const text = await (await fetch(`${base()}/metrics`)).text();
+	assert.match(text, /sextant_tool_calls_total\{tool="test_simple_text",outcome="ok",client="writer"\} [1-9]/);
+	assert.match(text, /sextant_tool_calls_total\{tool="test_simple_text",outcome="ok",client="apikey"\} [1-9]/);
+});
+
+test('authorization server unreachable, nothing cached: 503 with a generic message, the detail in the log only', async () => {
+	const dead = await freePort(); // nothing listens there
+	const conf = path.join(tmp, 'dead.toml');
+	fs.writeFileSync(conf, fs.readFileSync(CONFORMANCE_CONFIG, 'utf8') +
+		`\n[auth.oauth]\nenabled = true\nresource = "${RESOURCE}"\nissuer = "http://127.0.0.1:${dead}"\ntimeout_ms = 500\n`);
+	const s = await startServer({ name: 'oauth-dead', config: conf });
+	try {
+		const r = await fetch(`http://127.0.0.1:${s.port}/mcp`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await token('reader', 'sextant:read')}` },
+			body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+		});
+		assert.equal(r.status, 503);
+		assert.equal(r.headers.get('retry-after'), '5');
+		const body = JSON.stringify(await r.json());
+		assert.match(body, /the authorization server could not be reached: retry later/);
+		assert.ok(!body.includes(String(dead)) && !body.includes('127.0.0.1'), body);
+		let log = '';
+		for (let i = 0; i < 40 && !/access token not checked/.test(log); i++) {
+			await new Promise((res) => setTimeout(res, 50));
+			log = fs.readFileSync(s.stderrPath, 'utf8');
+		}
+		assert.match(log, /access token not checked: .*127\.0\.0\.1/);
+	} finally {
+		await s.stop();
+	}
+});
+
+// The SDK is pointed at the canonical URL (the resource in the metadata);
+// this fetch takes its requests for that host to the gateway's port.
+const toGateway = (input, init) => {
+	const u = String(input instanceof Request ? input.url : input);
+	return fetch(u.replace('https://sextant.test', base()), init);
+};
+
+// A browser for the authorization step: follows the redirects through the
+// interaction (cookies kept) until the redirect URI, and gives the code.
+async function authorize(url, redirectUri) {
+	const jar = new Map();
+	for (let i = 0; i < 12; i++) {
+		const r = await fetch(url, { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+		for (const c of r.headers.getSetCookie()) {
+			const kv = c.split(';')[0];
+			jar.set(kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1));
+		}
+		const loc = r.headers.get('location');
+		assert.ok(loc, `the authorization stopped at ${r.status} ${url}: ${(await r.text()).slice(0, 300)}`);
+		const next = new URL(loc, url);
+		if (next.href.startsWith(redirectUri)) {
+			assert.equal(next.searchParams.get('error'), null, next.href);
+			return next.searchParams.get('code');
+		}
+		url = next.href;
+	}
+	throw new Error('too many redirects');
+}
+
+test('the MCP SDK client end to end through its OAuth support: 401 -> metadata -> registration -> code with PKCE -> token for the resource -> tools/call', async () => {
+	const redirectUri = 'http://127.0.0.1:9/callback';
+	const seen = { authUrl: null, code: null, tokens: null, client: null, verifier: null };
+	const provider = {
+		get redirectUrl() { return redirectUri; },
+		get clientMetadata() {
+			return { client_name: 'oauth-test', redirect_uris: [redirectUri], grant_types: ['authorization_code'],
+				response_types: ['code'], token_endpoint_auth_method: 'none', application_type: 'native' };
+		},
+		clientInformation: () => seen.client,
+		saveClientInformation: (c) => { seen.client = c; },
+		tokens: () => seen.tokens,
+		saveTokens: (t) => { seen.tokens = t; },
+		redirectToAuthorization: async (u) => { seen.authUrl = u; seen.code = await authorize(u.href, redirectUri); },
+		saveCodeVerifier: (v) => { seen.verifier = v; },
+		codeVerifier: () => seen.verifier,
+	};
+	const mk = () => new StreamableHTTPClientTransport(new URL(RESOURCE), { authProvider: provider, fetch: toGateway });
+	let transport = mk();
+	const first = new Client({ name: 'oauth-sdk', version: '1.0.0' });
+	await assert.rejects(first.connect(transport), UnauthorizedError);
+	// the SDK found the server through the 401 and registered itself
+	assert.ok(seen.client?.client_id, 'dynamic client registration');
+	const au = seen.authUrl;
+	assert.equal(au.origin, issuer);
+	assert.equal(au.searchParams.get('code_challenge_method'), 'S256');
+	assert.equal(au.searchParams.get('resource'), RESOURCE);
+	assert.match(au.searchParams.get('scope'), /sextant:read/);
+	assert.ok(seen.code, 'the authorization code');
+	await transport.finishAuth(seen.code);
+	const claims = JSON.parse(Buffer.from(seen.tokens.access_token.split('.')[1], 'base64url'));
+	assert.equal(claims.aud, RESOURCE);
+	assert.equal(claims.sub, 'alice');
+	transport = mk();
+	const client = new Client({ name: 'oauth-sdk', version: '1.0.0' });
+	await client.connect(transport);
+	try {
+		const r = await client.callTool({ name: 'test_simple_text' });
+		assert.equal(r.isError, undefined);
+		assert.match(r.content[0].text, /\S/);
+	} finally {
+		await client.close();
+	}
+});
+
+test('the MCP SDK client with client credentials (ClientCredentialsProvider)', async () => {
+	const provider = new ClientCredentialsProvider({ clientId: 'writer', clientSecret: 'writer-secret', scope: 'sextant:read sextant:write', expectedIssuer: issuer });
+	const transport = new StreamableHTTPClientTransport(new URL(RESOURCE), { authProvider: provider, fetch: toGateway });
+	const client = new Client({ name: 'oauth-cc', version: '1.0.0' });
+	await client.connect(transport);
+	try {
+		const names = (await client.listTools()).tools.map((t) => t.name);
+		assert.ok(names.includes(WRITE_TOOL), 'the write scope lists the write tool');
+		assert.equal((await client.callTool({ name: WRITE_TOOL })).isError, undefined);
+		assert.equal(JSON.parse(Buffer.from(provider.tokens().access_token.split('.')[1], 'base64url')).aud, RESOURCE);
+	} finally {
+		await client.close();
+	}
 });

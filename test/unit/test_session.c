@@ -1193,7 +1193,7 @@ adopt_thread(void *arg)
 	a->rc = session_adopt(a->t, "aaaabbbbccccddddeeeeffff00001111",
 			      "0123456789abcdef0123456789abcdef", NULL,
 			      "2025-11-25", NULL, NULL, MCP_LEVEL_INFO, NULL, 1,
-			      &a->got);
+			      NULL, &a->got);
 	return NULL;
 }
 
@@ -1247,7 +1247,7 @@ test_find_key(void **state)
 	session_unref(got);
 	assert_int_equal(session_adopt(t, "aaaabbbbccccddddeeeeffff00001111",
 				       kb, NULL, "2025-11-25", NULL, NULL,
-				       MCP_LEVEL_INFO, NULL, 1, &b),
+				       MCP_LEVEL_INFO, NULL, 1, NULL, &b),
 			 STATUS_OK);
 	got = session_find_key(t, kb);
 	assert_ptr_equal(got, b);

@@ -163,6 +163,52 @@ listed(const json_t *pg, const char *name)
 	return NULL;
 }
 
+/* [auth.oauth] write_tools, by name or set: a read-only caller's pages
+ * leave those tools out and page on their own; the rest see them all. */
+static void
+test_write_tools_read_only(void **state)
+{
+	struct tools *t;
+	const char *text;
+	json_t *pg;
+	size_t len = 0, n_all = 0, n_ro = 0, start;
+
+	(void)state;
+	t = load("[conformance]\nenabled = true\n[server]\nlist_page_size = "
+		 "4\n[auth.oauth]\nwrite_tools = [\"test_sampling\", "
+		 "\"core\"]\n");
+	assert_true(tools_find(t, "test_sampling")->write);
+	assert_false(tools_find(t, "test_elicitation")->write);
+	for (start = 0;; start += 4) {
+		text = tools_list_json_for(t, "2025-11-25", false, true, start,
+					   &len);
+		if (text == NULL)
+			break;
+		pg = json_loadb(text, len, 0, NULL);
+		assert_non_null(pg);
+		assert_null(listed(pg, "test_sampling"));
+		n_ro += json_array_size(json_object_get(pg, "tools"));
+		json_decref(pg);
+	}
+	for (start = 0; tools_list_json_for(t, "2025-11-25", false, false,
+					    start, &len) != NULL;
+	     start += 4)
+		n_all += len > 0;
+	assert_int_equal(n_ro, tools_count(t) - 1);
+	assert_true(n_all * 4 >= tools_count(t));
+	pg = page(t, "2025-11-25", 0); /* full access: unchanged */
+	assert_int_equal(json_array_size(json_object_get(pg, "tools")), 4);
+	json_decref(pg);
+	tools_unref(t);
+
+	/* no write tool listed: read-only callers get the same pages */
+	t = load("[conformance]\nenabled = true\n");
+	assert_ptr_equal(
+		tools_list_json_for(t, "2025-11-25", true, true, 0, &len),
+		tools_list_json_ui(t, "2025-11-25", true, 0, &len));
+	tools_unref(t);
+}
+
 static void
 test_fixtures_enabled(void **state)
 {
@@ -1238,6 +1284,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures_enabled),
+		cmocka_unit_test(test_write_tools_read_only),
 		cmocka_unit_test(test_fixtures_disabled),
 		cmocka_unit_test(test_disabled_and_sets),
 		cmocka_unit_test(test_default_sets),
