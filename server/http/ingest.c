@@ -231,6 +231,20 @@ reply_status(struct req *r, enum otlp_encoding enc, unsigned status,
 				body, len, headers);
 }
 
+/* An [auth] key naming scope_ingest among its scopes (the caller holds
+ * the live read lock); a key naming no scope keeps to [auth]'s routes, as
+ * before keys had scopes. */
+static bool
+auth_key_ingests(struct req *r, const char *token, size_t len)
+{
+	long i = auth_keys_find(r->srv->keys, token, len);
+	const char *scopes =
+		i >= 0 ? auth_keys_scopes(r->srv->keys, (size_t)i) : NULL;
+
+	return scopes != NULL &&
+	       oauth_scope_has(scopes, r->srv->cfg->oauth.scope_ingest);
+}
+
 static bool
 ingest_key_ok(struct req *r)
 {
@@ -246,7 +260,8 @@ ingest_key_ok(struct req *r)
 	else
 		ok = hdr != NULL &&
 		     auth_parse_bearer(hdr, &token, &len) == STATUS_OK &&
-		     auth_keys_check(r->srv->ingest_keys, token, len);
+		     (auth_keys_check(r->srv->ingest_keys, token, len) ||
+		      auth_key_ingests(r, token, len));
 	server_live_unlock(r->srv);
 	return ok;
 }
@@ -271,17 +286,33 @@ ingest_oauth_ok(struct req *r, enum otlp_encoding enc, enum MHD_Result *ret)
 	unsigned status = MHD_HTTP_UNAUTHORIZED;
 	size_t len;
 	bool key_ok;
+	int rc;
 
 	if (hdr != NULL && auth_parse_bearer(hdr, &token, &len) == STATUS_OK) {
 		server_live_rdlock(srv);
-		key_ok = srv->ingest_keys != NULL &&
-			 auth_keys_check(srv->ingest_keys, token, len);
+		key_ok = (srv->ingest_keys != NULL &&
+			  auth_keys_check(srv->ingest_keys, token, len)) ||
+			 auth_key_ingests(r, token, len);
 		server_live_unlock(srv);
 		if (key_ok)
 			return true;
 		error = "invalid_token";
-		if (oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p,
-				 why, sizeof(why)) == STATUS_OK) {
+		rc = oauth_verify(srv->oauth, token, len, clock_wall_ms(), &p,
+				  why, sizeof(why));
+		if (rc == STATUS_IO) {
+			/* as at the MCP gate: the issuer is down, the token
+			 * may be good; the detail for the log only */
+			log_warn(&(struct log_fields){.request_id = r->rid,
+						      .duration_ms = -1},
+				 "access token not checked: %s", why);
+			*ret = reply_status(
+				r, enc, MHD_HTTP_SERVICE_UNAVAILABLE, 14,
+				"the authorization server could not be "
+				"reached: retry later",
+				(const char *[]){"Retry-After", "5", NULL});
+			return false;
+		}
+		if (rc == STATUS_OK) {
 			snprintf(r->principal, sizeof(r->principal),
 				 "%.39s/%.39s", p.sub, p.client_id);
 			if (oauth_scope_has(p.scope, scope))

@@ -252,6 +252,11 @@ test('OTLP ingest needs sextant:ingest: 401 without a token, 403 with a read tok
 	assert.match(r.headers.get('www-authenticate'), /scope="sextant:ingest", error="insufficient_scope"/);
 	r = await send({ authorization: `Bearer ${await token('collector', 'sextant:ingest')}` });
 	assert.equal(r.status, 200, await r.text());
+	// an [auth] key naming sextant:ingest ingests; one naming other scopes does not
+	r = await send({ authorization: `Bearer ${INGEST_KEY}` });
+	assert.equal(r.status, 200, await r.text());
+	r = await send({ authorization: `Bearer ${READ_KEY}` });
+	assert.equal(r.status, 401);
 });
 
 // connect with credential; the caller closes the client
@@ -390,6 +395,15 @@ test('authorization server unreachable, nothing cached: 503 with a generic messa
 			log = fs.readFileSync(s.stderrPath, 'utf8');
 		}
 		assert.match(log, /access token not checked: .*127\.0\.0\.1/);
+		const otlp = await fetch(`http://127.0.0.1:${s.port}/v1/traces`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', authorization: `Bearer ${await token('collector', 'sextant:ingest')}` },
+			body: JSON.stringify({ resourceSpans: [] }),
+		});
+		assert.equal(otlp.status, 503);
+		const st = await otlp.json();
+		assert.equal(st.code, 14);
+		assert.equal(st.message, 'the authorization server could not be reached: retry later');
 	} finally {
 		await s.stop();
 	}
