@@ -1,11 +1,13 @@
 // oauth.test.mjs - Sextant as an OAuth 2.1 resource server ([auth.oauth]),
-// against a real authorization server: oidc-provider started here with
-// client credentials and resource indicators, issuing JWT access tokens
-// (at+jwt, RS256) for Sextant's resource.  Checks the protected resource
-// metadata (RFC 9728), the 401 challenges, a tools/call through the MCP SDK
-// client with the token, 403 insufficient_scope, 400 for a malformed header
-// and for a token in the query string, API keys beside tokens, and the
-// probes staying open.
+// against a real authorization server (lib/issuer.mjs: oidc-provider with
+// resource indicators, issuing JWT access tokens for Sextant's resource).
+// Checks the protected resource metadata (RFC 9728), the 401 challenges,
+// tools/call through the MCP SDK client with a token, and the SDK's own
+// OAuth support end to end (authorization code with PKCE, client
+// credentials); 403 insufficient_scope, write_tools behind sextant:write
+// (MCP and REST), scoped API keys, sessions bound to their principal on
+// two replicas, the client_id metric label, 400 for a malformed header and
+// a query-string token, an unreachable issuer (503), probes staying open.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,8 +19,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import Provider from 'oidc-provider';
 
+import { startIssuer } from './lib/issuer.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { CONFORMANCE_CONFIG, freePort, startServer } from './lib/server.mjs';
 
@@ -29,89 +31,15 @@ const INGEST_KEY = 'oauth-test-ingest-only-key-5555555555';
 const WRITE_TOOL = 'test_image_content'; // in write_tools below
 let srv, srvB, as, issuer, tmp, pg;
 
-async function startProvider() {
-	const port = await freePort();
-	issuer = `http://127.0.0.1:${port}`;
-	const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-	const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'as-key-1', use: 'sig', alg: 'RS256' };
-	const client = (id, scope) => ({
-		client_id: id,
-		client_secret: `${id}-secret`,
-		grant_types: ['client_credentials'],
-		redirect_uris: [],
-		response_types: [],
-		scope,
-	});
-	const provider = new Provider(issuer, {
-		jwks: { keys: [jwk] },
-		clients: [client('reader', 'sextant:read'), client('nobody', 'other:scope'), client('collector', 'sextant:ingest'),
-			client('writer', 'sextant:read sextant:write')],
-		scopes: ['sextant:read', 'sextant:ingest', 'sextant:write', 'other:scope'],
-		// the consent step, automated: every interaction is answered at
-		// once by the handler below (alice logs in, grants what was asked)
-		interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
-		features: {
-			devInteractions: { enabled: false },
-			clientCredentials: { enabled: true },
-			registration: { enabled: true }, // RFC 7591, as MCP clients use
-			resourceIndicators: {
-				enabled: true,
-				defaultResource: () => RESOURCE,
-				useGrantedResource: () => true,
-				getResourceServerInfo: (ctx, indicator) => {
-					if (indicator !== RESOURCE && indicator !== 'https://other.test/mcp')
-						throw new Error(`unknown resource ${indicator}`);
-					return {
-						scope: 'sextant:read sextant:ingest sextant:write other:scope',
-						audience: indicator,
-						accessTokenTTL: 600,
-						accessTokenFormat: 'jwt',
-						jwt: { sign: { alg: 'RS256' } },
-					};
-				},
-			},
-		},
-	});
-	provider.on('server_error', (ctx, err) => console.error('oidc-provider:', err));
-	provider.use(async (ctx, next) => {
-		if (!/^\/interaction\/[^/]+$/.test(ctx.path)) return next();
-		const details = await provider.interactionDetails(ctx.req, ctx.res);
-		let result;
-		if (details.prompt.name === 'login') {
-			result = { login: { accountId: 'alice' } };
-		} else {
-			const { params, prompt } = details;
-			const grant = new provider.Grant({ accountId: details.session.accountId, clientId: params.client_id });
-			if (prompt.details.missingOIDCScope) grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
-			for (const [rs, scopes] of Object.entries(prompt.details.missingResourceScopes ?? {}))
-				grant.addResourceScope(rs, scopes.join(' '));
-			result = { consent: { grantId: await grant.save() } };
-		}
-		ctx.redirect(await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: true }));
-	});
-	const server = provider.listen(port);
-	await new Promise((r) => server.once('listening', r));
-	return server;
-}
-
 // A client-credentials token from the provider for resource and scope.
-async function token(clientId, scope, resource = RESOURCE) {
-	const r = await fetch(`${issuer}/token`, {
-		method: 'POST',
-		headers: {
-			'content-type': 'application/x-www-form-urlencoded',
-			authorization: 'Basic ' + Buffer.from(`${clientId}:${clientId}-secret`).toString('base64'),
-		},
-		body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource }),
-	});
-	const body = await r.json();
-	assert.equal(r.status, 200, JSON.stringify(body));
-	assert.equal(body.token_type.toLowerCase(), 'bearer');
-	return body.access_token;
-}
+const token = (clientId, scope, resource) => as.token(clientId, scope, resource);
 
 before(async () => {
-	as = await startProvider();
+	as = await startIssuer({
+		clients: { reader: 'sextant:read', nobody: 'other:scope', collector: 'sextant:ingest', writer: 'sextant:read sextant:write' },
+		resources: [RESOURCE, 'https://other.test/mcp'],
+	});
+	issuer = as.issuer;
 	pg = await startPostgres({ name: 'oauth' });
 	tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sextant-oauth-'));
 	const conf = path.join(tmp, 'oauth.toml');
@@ -129,7 +57,7 @@ before(async () => {
 after(async () => {
 	if (srv) await srv.stop();
 	if (srvB) await srvB.stop();
-	if (as) await new Promise((r) => as.close(r));
+	if (as) await as.close();
 	if (pg) await pg.stop();
 	if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
