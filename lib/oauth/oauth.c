@@ -45,6 +45,7 @@ struct oauth {
 	char *ca_file;
 	struct jwks *jwks;
 	struct tokcache *cache;
+	EVP_MD *sha256; /* fetched once: an implicit fetch per token is slow */
 };
 
 static char *
@@ -157,7 +158,8 @@ oauth_new(const struct oauth_settings *s, struct oauth **out, char *err,
 	o->timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : 5000;
 	jo.timeout_ms = o->timeout_ms;
 	rc = STATUS_NOMEM;
-	if (jwks_new(&jo, &o->jwks) != STATUS_OK ||
+	if ((o->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL ||
+	    jwks_new(&jo, &o->jwks) != STATUS_OK ||
 	    tokcache_new(s->cache_entries, sizeof(struct oauth_principal),
 			 &o->cache) != STATUS_OK)
 		goto fail;
@@ -187,6 +189,7 @@ oauth_free(struct oauth *o)
 	free(o->ca_file);
 	jwks_free(o->jwks);
 	tokcache_free(o->cache);
+	EVP_MD_free(o->sha256);
 	free(o);
 }
 
@@ -572,6 +575,27 @@ introspect(struct oauth *o, const char *token, size_t len, int64_t now_ms,
 	return rc;
 }
 
+/* p->id from sub and client_id (the NUL between them keeps "a" + "bc"
+ * apart from "ab" + "c"), computed once per token and cached with it. */
+static int
+principal_id(struct oauth *o, struct oauth_principal *p, char *err,
+	     size_t errlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], who[2 * OAUTH_MAX_ID];
+	unsigned int mdlen = 0;
+	size_t n = strlen(p->sub), m = strlen(p->client_id);
+
+	memcpy(who, p->sub, n + 1);
+	memcpy(who + n + 1, p->client_id, m);
+	if (!EVP_Digest(who, n + 1 + m, md, &mdlen, o->sha256, NULL)) {
+		snprintf(err, errlen, "cannot hash the principal");
+		return STATUS_IO;
+	}
+	for (size_t i = 0; i < (sizeof(p->id) - 1) / 2; i++)
+		snprintf(p->id + 2 * i, 3, "%02x", md[i]);
+	return STATUS_OK;
+}
+
 int
 oauth_verify(struct oauth *o, const char *token, size_t len, int64_t now_ms,
 	     struct oauth_principal *p, char *err, size_t errlen)
@@ -594,7 +618,7 @@ oauth_verify(struct oauth *o, const char *token, size_t len, int64_t now_ms,
 			 OAUTH_MAX_TOKEN_BYTES);
 		return STATUS_LIMIT;
 	}
-	if (!EVP_Digest(token, len, key, &keylen, EVP_sha256(), NULL)) {
+	if (!EVP_Digest(token, len, key, &keylen, o->sha256, NULL)) {
 		snprintf(err, errlen, "cannot hash the token");
 		return STATUS_IO;
 	}
@@ -603,6 +627,8 @@ oauth_verify(struct oauth *o, const char *token, size_t len, int64_t now_ms,
 	jwt = is_jwt(token, len, dots);
 	rc = jwt ? verify_jwt(o, token, len, now_ms, p, err, errlen)
 		 : introspect(o, token, len, now_ms, p, err, errlen);
+	if (rc == STATUS_OK)
+		rc = principal_id(o, p, err, errlen);
 	if (rc != STATUS_OK) {
 		memset(p, 0, sizeof(*p));
 		return rc;

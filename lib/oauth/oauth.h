@@ -32,7 +32,10 @@ struct oauth_principal {
 	char sub[OAUTH_MAX_ID];	      /* "" when the token has none */
 	char client_id[OAUTH_MAX_ID]; /* client_id, else azp; may be "" */
 	char scope[OAUTH_MAX_SCOPE];  /* "scope", or "scp" joined by spaces */
-	int64_t exp;		      /* Unix seconds */
+	/* 32 hex digits of SHA-256(sub NUL client_id): names the principal
+	 * at a fixed length (sessions are bound to it) */
+	char id[33];
+	int64_t exp; /* Unix seconds */
 };
 
 /* What oauth_new needs; the strings are copied. */
