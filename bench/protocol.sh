@@ -5,6 +5,10 @@
 #
 # Run from anywhere as `sh bench/protocol.sh` (POSIX sh).  Knobs (env):
 #   BENCH_SERVERS      servers to compare, in order   "sextant ts nginx"
+#                      (also: sextant-key and sextant-jwt, one Sextant
+#                      with [auth.oauth] and an API key, asked with the
+#                      key and with a JWT access token from a local
+#                      issuer, bench/oauth-issuer.mjs: the OAuth run)
 #   BENCH_ROUNDS       interleaved rounds             3
 #   BENCH_DURATION     seconds per wrk run            10
 #   BENCH_WARMUP       seconds of unrecorded warm-up per server and
@@ -46,6 +50,11 @@ WRK_PID=""
 SEXTANT_PID=""
 TS_PID=""
 NGINX_PID=""
+OAUTH_PID=""
+ISSUER_PID=""
+RPC_AUTH=""
+BENCH_KEY=protocol-bench-api-key-0123456789abcdef
+OAUTH_RESOURCE=https://sextant.bench/mcp
 
 die() {
 	echo "protocol.sh: $*" >&2
@@ -116,8 +125,8 @@ case "$TS_PATCH" in
 esac
 for s in $SERVERS; do
 	case "$s" in
-	sextant | ts | nginx) ;;
-	*) die "BENCH_SERVERS: unknown server \"$s\": expected sextant, ts or nginx" ;;
+	sextant | ts | nginx | sextant-key | sextant-jwt) ;;
+	*) die "BENCH_SERVERS: unknown server \"$s\": expected sextant, ts, nginx, sextant-key or sextant-jwt" ;;
 	esac
 done
 has() {
@@ -134,7 +143,7 @@ if has nginx; then
 	has sextant || has ts ||
 		die "nginx serves answers captured from sextant or ts: add one of them to BENCH_SERVERS"
 fi
-if has sextant; then
+if has sextant || has sextant-key || has sextant-jwt; then
 	[ -x "$SEXTANT" ] || die "$SEXTANT not found: run 'make all' first" \
 		"(or BENCH_SERVERS=\"ts nginx\" to leave Sextant out)"
 	[ -r "$SEXTANT_CFG" ] || die "$SEXTANT_CFG not readable: expected Sextant's conformance config"
@@ -175,6 +184,7 @@ wait_up() {
 url_for() { # SERVER METHOD
 	case "$1" in
 	sextant) echo "http://127.0.0.1:$SEXTANT_PORT$MCP_PATH" ;;
+	sextant-key | sextant-jwt) echo "http://127.0.0.1:$OAUTH_PORT$MCP_PATH" ;;
 	ts) echo "http://127.0.0.1:$TS_PORT$MCP_PATH" ;;
 	nginx) echo "http://127.0.0.1:$NGINX_PORT$MCP_PATH/$(echo "$2" | tr / _)" ;;
 	esac
@@ -189,6 +199,7 @@ rpc() {
 		-H 'Content-Type: application/json' \
 		-H 'Accept: application/json, text/event-stream'
 	[ "$2" = - ] || set -- "$@" -H "Mcp-Session-Id: $2"
+	[ -z "$RPC_AUTH" ] || set -- "$@" -H "Authorization: Bearer $RPC_AUTH"
 	[ -z "$3" ] || set -- "$@" -H "MCP-Protocol-Version: $3"
 	url=$1 body=$4 pfx=$5
 	shift 5
@@ -220,6 +231,7 @@ open_session() {
 		PROTO=$REF_PROTO
 		return 0
 	fi
+	RPC_AUTH=$(auth_for "$1")
 	server_alive "$1"
 	url=$(url_for "$1" ping)
 	p=$OUT/check/$1-$2
@@ -242,8 +254,10 @@ open_session() {
 # status is logged, not checked (a server may answer 405 by the spec).
 close_session() {
 	[ "$SID" = - ] && return 0
+	RPC_AUTH=$(auth_for "$1")
 	code=$(curl -sS --max-time "$CURL_MAX_S" -o /dev/null -w '%{http_code}' \
 		-X DELETE -H "Mcp-Session-Id: $SID" -H "MCP-Protocol-Version: $PROTO" \
+		${RPC_AUTH:+-H "Authorization: Bearer $RPC_AUTH"} \
 		"$(url_for "$1" ping)") || code=000
 	echo "$1 $2 DELETE session: HTTP $code" >>"$OUT/check/sessions.log"
 }
@@ -257,6 +271,7 @@ rss_kb() { # PID...: summed VmRSS in kB
 server_pids() { # SERVER; nginx: master + workers
 	case "$1" in
 	sextant) echo "$SEXTANT_PID" ;;
+	sextant-key | sextant-jwt) echo "$OAUTH_PID" ;;
 	ts) echo "$TS_PID" ;;
 	nginx)
 		echo "$NGINX_PID"
@@ -288,6 +303,8 @@ mib() { # kB -> "12.3 MiB"
 label() {
 	case "$1" in
 	sextant) echo "sextant" ;;
+	sextant-key) echo "sextant [auth.oauth], API key" ;;
+	sextant-jwt) echo "sextant [auth.oauth], JWT" ;;
 	ts) echo "ts-sdk (node${TS_ARGS:+, patched})" ;;
 	nginx) echo "nginx (static)" ;;
 	esac
@@ -299,15 +316,60 @@ rm -rf "$OUT/check" "$OUT/nginx"
 rm -f "$OUT"/wrk-*.txt "$OUT/results.tsv" "$OUT/protocol.md"
 mkdir -p "$OUT/check"
 
+# start_sextant CONFIG LOG: a Sextant on a free port, answering; sets
+# STARTED_PORT and STARTED_PID.
+start_sextant() {
+	STARTED_PORT=$(free_port)
+	note "starting sextant ($1) on 127.0.0.1:$STARTED_PORT"
+	SEXTANT_LISTEN=127.0.0.1:$STARTED_PORT \
+		"$SEXTANT" serve --config "$1" >"$2" 2>&1 &
+	STARTED_PID=$!
+	PIDS="$PIDS $STARTED_PID"
+	wait_up sextant "$STARTED_PID" "http://127.0.0.1:$STARTED_PORT$MCP_PATH" "$2"
+}
+
 if has sextant; then
-	SEXTANT_PORT=$(free_port)
-	note "starting sextant on 127.0.0.1:$SEXTANT_PORT"
-	SEXTANT_LISTEN=127.0.0.1:$SEXTANT_PORT \
-		"$SEXTANT" serve --config "$SEXTANT_CFG" >"$OUT/sextant.log" 2>&1 &
-	SEXTANT_PID=$!
-	PIDS="$PIDS $SEXTANT_PID"
-	wait_up sextant "$SEXTANT_PID" "http://127.0.0.1:$SEXTANT_PORT$MCP_PATH" "$OUT/sextant.log"
+	start_sextant "$SEXTANT_CFG" "$OUT/sextant.log"
+	SEXTANT_PORT=$STARTED_PORT
+	SEXTANT_PID=$STARTED_PID
 fi
+
+# The OAuth run: a local issuer, then a Sextant that takes its JWTs for
+# OAUTH_RESOURCE and an API key beside them.
+if has sextant-key || has sextant-jwt; then
+	note "starting the authorization server (bench/oauth-issuer.mjs)"
+	"$NODE" bench/oauth-issuer.mjs "$OAUTH_RESOURCE" >"$OUT/issuer.log" 2>&1 &
+	ISSUER_PID=$!
+	PIDS="$PIDS $ISSUER_PID"
+	i=0
+	JWT=""
+	while [ -z "$JWT" ] && [ "$i" -lt "$START_TENTHS" ]; do
+		alive "$ISSUER_PID" || die "the issuer exited during start-up (log: $OUT/issuer.log)"
+		JWT=$(sed -n 's/^token //p' "$OUT/issuer.log")
+		[ -n "$JWT" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$JWT" ] || die "the issuer gave no token within $((START_TENTHS / 10)) s (log: $OUT/issuer.log)"
+	ISSUER=$(sed -n 's/^issuer //p' "$OUT/issuer.log")
+	{
+		cat "$SEXTANT_CFG"
+		printf '\n[auth]\nkeys = ["sha256:%s"]\n' \
+			"$(printf %s "$BENCH_KEY" | sha256sum | cut -d' ' -f1)"
+		printf '\n[auth.oauth]\nenabled = true\nissuer = "%s"\nresource = "%s"\n' \
+			"$ISSUER" "$OAUTH_RESOURCE"
+	} >"$OUT/oauth.toml"
+	start_sextant "$OUT/oauth.toml" "$OUT/sextant-oauth.log"
+	OAUTH_PORT=$STARTED_PORT
+	OAUTH_PID=$STARTED_PID
+fi
+
+auth_for() { # SERVER: the Bearer credential it is asked with, or ""
+	case "$1" in
+	sextant-key) echo "$BENCH_KEY" ;;
+	sextant-jwt) echo "$JWT" ;;
+	*) echo "" ;;
+	esac
+}
 
 if has ts; then
 	note "starting the TypeScript SDK peer ($("$NODE" --version))"
@@ -334,6 +396,7 @@ fi
 
 REF=sextant
 has sextant || REF=ts
+has sextant || ! has sextant-key || REF=sextant-key
 REF_PROTO=$PROTOCOL
 WANT_NAMES=""
 if [ -d "$TOOLS_DIR" ]; then
@@ -370,7 +433,7 @@ for s in $SERVERS; do
   got:      $NAMES
   expected: $WANT_NAMES"
 	fi
-	eval "NAMES_$s=\$NAMES"
+	eval "NAMES_$(echo "$s" | tr - _)=\$NAMES"
 done
 
 if has nginx; then
@@ -400,7 +463,7 @@ fi
 
 first=""
 for s in $SERVERS; do
-	eval "n=\$NAMES_$s"
+	eval "n=\$NAMES_$(echo "$s" | tr - _)"
 	# shellcheck disable=SC2154 # set by the eval
 	if [ -z "$first" ]; then
 		first=$n
@@ -464,7 +527,7 @@ run_wrk() { # SERVER METHOD ROUND SECONDS; ROUND "warmup" is not a measurement
 	cpu0=$(server_cpu_ticks "$1")
 	timeout -k 5 $(($4 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" \
 		-d"$4s" --timeout 5s --latency -s bench/wrk-mcp.lua \
-		"$url" -- "$2" "$SID" "$PROTO" >>"$f" 2>&1 &
+		"$url" -- "$2" "$SID" "$PROTO" "{}" "${RPC_AUTH:--}" >>"$f" 2>&1 &
 	WRK_PID=$!
 	if wait "$WRK_PID"; then rc=0; else rc=$?; fi
 	WRK_PID=""
@@ -548,6 +611,8 @@ END {
 	ns = split(servers, S, " "); nm = split(methods, M, " ")
 	name["sextant"] = "sextant"; name["ts"] = tslabel
 	name["nginx"] = "nginx (static)"
+	name["sextant-key"] = "sextant [auth.oauth], API key"
+	name["sextant-jwt"] = "sextant [auth.oauth], JWT"
 	print "| server | request | req/s (median) | p50 | p99 | ratio to nginx | server CPU/req | valid runs |"
 	print "|---|---|---:|---:|---:|---:|---:|---:|"
 	for (j = 1; j <= nm; j++)
@@ -563,6 +628,38 @@ END {
 				ms(median(p50[k])), ms(median(p99[k])), ratio, median(cpu[k]), n[k], total[k]
 		}
 }' "$OUT/results.tsv")
+
+# The OAuth run's measure: the JWT's median req/s over the API key's, per
+# request (issue 23 asks for at least 0.9x).
+OAUTH_RATIO=""
+if has sextant-key && has sextant-jwt; then
+	OAUTH_RATIO=$(awk -F '\t' -v methods="$METHODS" '
+function median(s,   a, n, i, j, t) {
+	n = split(s, a, " ")
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+NR > 1 && $1 != "warmup" && $7 == 0 {
+	rps[$2 SUBSEP $3] = rps[$2 SUBSEP $3] " " $4
+	cpu[$2 SUBSEP $3] = cpu[$2 SUBSEP $3] " " $9
+}
+END {
+	nm = split(methods, M, " ")
+	for (j = 1; j <= nm; j++) {
+		k = rps["sextant-key" SUBSEP M[j]]; t = rps["sextant-jwt" SUBSEP M[j]]
+		if (k == "" || t == "") { out = out sep M[j] " invalid"; sep = ", "; continue }
+		r = median(t) / median(k)
+		c = median(cpu["sextant-jwt" SUBSEP M[j]]) / median(cpu["sextant-key" SUBSEP M[j]])
+		out = out sep sprintf("%s %.2fx%s (server CPU per request %.2fx)", M[j], r,
+			r < 0.9 ? ", below 0.9x" : "", c)
+		sep = ", "
+	}
+	print out
+}' "$OUT/results.tsv")
+fi
 
 runs_table=$(awk -F '\t' '
 BEGIN {
@@ -591,6 +688,8 @@ NR > 1 {
 	echo
 	echo "$table"
 	echo
+	[ -z "$OAUTH_RATIO" ] ||
+		echo "OAuth: req/s with a JWT access token over req/s with an API key, same server: $OAUTH_RATIO."
 	echo "Resident memory (VmRSS) after start-up: $MEM_START."
 	echo "Resident memory (VmRSS) after the runs: $MEM_END$(has nginx && echo ' (nginx: master + workers)')."
 	echo "Response sizes: $SIZES."

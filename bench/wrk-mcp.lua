@@ -62,6 +62,10 @@ function init(args)
 	if session ~= "-" then
 		h["Mcp-Session-Id"] = session
 	end
+	local authorization = args[5] or "-"
+	if authorization ~= "-" then
+		h["Authorization"] = "Bearer " .. authorization
+	end
 	-- Request line, Host and the headers above, without the blank line
 	-- that ends them: request() adds Content-Length and the body.
 	prefix = wrk.format(nil, nil, h, nil):gsub("\r\n$", "")
