@@ -162,7 +162,7 @@ describe('the Views in a host', () => {
 		const { frame, app } = await loadView('get_trace', { trace_id: pick.sc.trace_id }, pick.r);
 		assert.equal(app.name, 'sextant-trace');
 		await waitState(frame, 'waterfall');
-		const bars = await frame.$$eval('rect.bar', (els) => els.map((e) => ({ id: e.dataset.spanId, critical: e.dataset.critical === '1', error: e.dataset.error === '1', source: e.dataset.source })));
+		const bars = await frame.$$eval('g.wf-row', (els) => els.map((e) => ({ id: e.dataset.spanId, critical: e.classList.contains('crit'), error: e.classList.contains('err'), source: e.dataset.source })));
 		assert.equal(bars.length, pick.sc.span_count, 'one bar per span');
 		assert.deepEqual(bars.map((b) => b.id), pick.sc.lines.map((l) => l.span_id), 'in the answer\'s order');
 		assert.deepEqual(bars.map((b) => b.critical), pick.sc.lines.map((l) => l.critical === true), 'critical path');
@@ -172,8 +172,8 @@ describe('the Views in a host', () => {
 		const marks = await frame.$$eval('.wf-mark', (els) => els.map((e) => e.textContent));
 		assert.ok(marks.every((m) => /\[(eBPF|OTLP)\]/.test(m)), `source marks: ${marks.join(' | ')}`);
 		const bottleneck = pick.sc.bottlenecks[0].span_id;
-		await frame.click(`g.wf-row[data-span-id="${bottleneck}"] rect.bar`);
-		const panel = await frame.$eval('#panel', (e) => (e.hidden ? '' : e.textContent));
+		await frame.click(`g.wf-row[data-span-id="${bottleneck}"] .wf-bar`);
+		const panel = await frame.$eval('.wf-panel', (e) => (e.hidden ? '' : e.textContent));
 		assert.ok(panel.includes(bottleneck), `side panel: ${panel}`);
 		const attrs = pick.sc.key_attributes.find((k) => k.span_id === bottleneck)?.attributes || {};
 		for (const k of Object.keys(attrs)) assert.ok(panel.includes(k), `attribute ${k} in the side panel`);
@@ -192,7 +192,7 @@ describe('the Views in a host', () => {
 		await waitState(frame, 'waterfall');
 		assert.deepEqual(calls.slice(n), [{ name: 'get_trace', arguments: { trace_id: rows[1] } }]);
 		const want = (await tool('get_trace', { trace_id: rows[1] })).structuredContent;
-		const ids = await frame.$$eval('rect.bar', (els) => els.map((e) => e.dataset.spanId));
+		const ids = await frame.$$eval('g.wf-row', (els) => els.map((e) => e.dataset.spanId));
 		assert.deepEqual(ids, want.lines.map((l) => l.span_id));
 	});
 
@@ -242,7 +242,7 @@ describe('the Views in a host', () => {
 		const { frame } = await loadView('get_session', { session_id: top }, r);
 		await waitState(frame, 'session');
 		const want = new Map([...sc.slowest_calls, ...sc.most_expensive_calls].map((c) => [c.span_id, c]));
-		const drawn = await frame.$$eval('g.tl-call', (els) => els.map((e) => ({ id: e.dataset.spanId, text: e.textContent })));
+		const drawn = await frame.$$eval('g.ss-call', (els) => els.map((e) => ({ id: e.dataset.spanId, text: e.textContent })));
 		assert.deepEqual(drawn.map((d) => d.id).sort(), [...want.keys()].sort());
 		const starts = drawn.map((d) => Date.parse(want.get(d.id).start));
 		assert.deepEqual(starts, [...starts].sort((a, b) => a - b), 'by start time');
@@ -259,7 +259,7 @@ describe('the Views in a host', () => {
 		await v.frame.click(`tr.session-row[data-session-id="${top}"]`);
 		await waitState(v.frame, 'session');
 		assert.deepEqual(calls.slice(n), [{ name: 'get_session', arguments: { session_id: top } }]);
-		const again = await v.frame.$$eval('g.tl-call', (els) => els.length);
+		const again = await v.frame.$$eval('g.ss-call', (els) => els.length);
 		assert.equal(again, want.size);
 	});
 

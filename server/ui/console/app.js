@@ -1,13 +1,14 @@
 // app.js - the console: a router over path routes under /ui/ (the list is
 // docs/console.md) and one function per page, each reading the REST facade
-// through api.js and drawing with the modules of this folder.  The range picker
+// through api.js and drawing with the modules of ../lib/ (shared with the
+// MCP Apps).  The range picker
 // and auto-refresh keep their values in the URL's query (?range=, ?refresh=),
 // so every view is a link.
 import { api, ApiError } from './api.js';
-import { el, fmtMs, fmtNum, fmtPct, fmtRate, fmtUsd, healthClass, isoMs, svg } from './dom.js';
-import { nodeService, renderGraph } from './graph.js';
-import { renderSession } from './session.js';
-import { renderWaterfall } from './waterfall.js';
+import { el, fmtMs, fmtNum, fmtPct, fmtRate, fmtUsd, healthClass, isoMs, svg } from '../lib/dom.js';
+import { nodeService, renderGraph } from '../lib/graph.js';
+import { renderSession } from '../lib/session.js';
+import { renderWaterfall } from '../lib/waterfall.js';
 
 const main = document.getElementById('cx-main');
 const rangeSel = document.getElementById('cx-range');
@@ -166,8 +167,8 @@ async function graph(gen) {
 	heading('Service graph', `${d.nodes.length} nodes, ${d.traffic.length} edges; overall ${String(d.health?.overallStatus ?? 'n/a').toLowerCase()}`);
 	const box = el('div', { class: 'cx-graph' }, main);
 	renderGraph(box, d, {
-		onNode: (n) => n.namespace && go(href(`services/${enc(nodeService(n))}`)),
-		onEdge: (e) => go(href(`services/${enc(nodeService({ name: e.source }))}`, { calls: nodeService({ name: e.target }) }) + '#traces'),
+		onNode: (n) => n.namespace && go(href(`services/${enc(nodeService(n.name))}`)),
+		onEdge: (e) => go(href(`services/${enc(nodeService(e.source))}`, { calls: nodeService(e.target) }) + '#traces'),
 	});
 }
 

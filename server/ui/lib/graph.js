@@ -3,12 +3,15 @@
 // barycentre pass to uncross edges).  Nodes coloured by health; databases
 // (SQL targets) drawn as cylinders, queues (async targets) as
 // parallelograms, external APIs (leaf nodes) as hexagons; edges labelled
-// rate / errors / P95, async ones dashed.  Used by the graph app and the
-// console.
-import { fmtMs, healthColor, svgEl } from './draw.js';
+// rate / errors / P95, async ones dashed.  The edge labels lie in a layer
+// above the edges and nodes, each where it overlaps no node and no label
+// placed before; one with no free place shows over the rest while its edge
+// (or the label) is hovered or focused.  Used by the graph app and the
+// console; no fetches: clicks go to onNode(node) and onEdge(edge).
+import { el, fmtMs, healthClass, svg } from './dom.js';
 
-const GR_COL_W = 230;
-const GR_ROW_H = 96;
+const GR_COL_W = 250;
+const GR_ROW_H = 104;
 const GR_PAD = 100; // half a long node label
 const GR_R = 18;
 
@@ -72,20 +75,21 @@ function edgeLabel(e) {
 // The point at t of a cubic Bézier curve.
 const bez = (t, a, b, c, d) => (1 - t) ** 3 * a + 3 * (1 - t) ** 2 * t * b + 3 * (1 - t) * t * t * c + t ** 3 * d;
 
-function drawNode(g, kind, x, y, fill) {
-	const a = { fill, class: 'gr-shape', stroke: 'var(--sx-fg)', 'stroke-width': 1.2 };
+function drawNode(g, kind, x, y) {
+	const a = { class: 'gr-shape' };
 	if (kind === 'db') {
-		svgEl('path', { ...a, d: `M${x - 16},${y - 12} v24 a16,6 0 0 0 32,0 v-24 a16,6 0 0 0 -32,0 a16,6 0 0 0 32,0` }, g);
+		svg('path', { ...a, d: `M${x - 16},${y - 12} v24 a16,6 0 0 0 32,0 v-24 a16,6 0 0 0 -32,0 a16,6 0 0 0 32,0` }, g);
 	} else if (kind === 'queue') {
-		svgEl('path', { ...a, d: `M${x - 20},${y + 12} L${x - 12},${y - 12} L${x + 20},${y - 12} L${x + 12},${y + 12} Z` }, g);
+		svg('path', { ...a, d: `M${x - 20},${y + 12} L${x - 12},${y - 12} L${x + 20},${y - 12} L${x + 12},${y + 12} Z` }, g);
 	} else if (kind === 'external') {
 		const pts = [0, 60, 120, 180, 240, 300].map((deg) => `${x + 19 * Math.cos((deg * Math.PI) / 180)},${y + 19 * Math.sin((deg * Math.PI) / 180)}`);
-		svgEl('polygon', { ...a, points: pts.join(' ') }, g);
-	} else svgEl('circle', { ...a, cx: x, cy: y, r: GR_R }, g);
+		svg('polygon', { ...a, points: pts.join(' ') }, g);
+	} else svg('circle', { ...a, cx: x, cy: y, r: GR_R }, g);
 }
 
-// Draws sc into container; onNode(node) and onEdge(edge) on clicks.
-// Returns {nodes: Map name -> element, edges: [element]}.
+// Draws sc into container (replacing its content), with a legend; onNode(node)
+// and onEdge(edge) on a click or Enter.  Returns {nodes: Map name ->
+// element, edges: [element]}.
 export function renderGraph(container, sc, { onNode, onEdge } = {}) {
 	const nodes = sc.nodes || [];
 	const edges = (sc.traffic || []).filter((e) => nodes.some((n) => n.name === e.source) && nodes.some((n) => n.name === e.target));
@@ -97,65 +101,104 @@ export function renderGraph(container, sc, { onNode, onEdge } = {}) {
 		const p = at[n];
 		return [GR_PAD + p.layer * GR_COL_W, GR_PAD + (p.pos + (rows - p.layerSize) / 2) * GR_ROW_H];
 	};
-	// scaled down to the room there is, never up
-	const svg = svgEl('svg', { width: '100%', style: `max-width:${width}px`, viewBox: `0 0 ${width} ${height}`, class: 'gr-svg', role: 'img', 'aria-label': `service graph, ${nodes.length} nodes, ${edges.length} edges` });
-	const defs = svgEl('defs', {}, svg);
-	for (const h of ['HEALTHY', 'DEGRADED', 'FAILURE', 'NA']) {
-		const m = svgEl('marker', { id: `gr-arrow-${h}`, viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, defs);
-		svgEl('path', { d: 'M0,0 L10,5 L0,10 z', fill: healthColor(h) }, m);
+	const root = el('div', { class: 'gr' });
+	const s = svg('svg', { width: '100%', viewBox: `0 0 ${width} ${height}`, class: 'gr-svg', role: 'group', 'aria-label': `service graph, ${nodes.length} nodes, ${edges.length} edges` }, root);
+	s.style.maxWidth = `${width}px`; // scaled down to the room there is, never up (CSSOM: no style attribute under the console's CSP)
+	const defs = svg('defs', {}, s);
+	for (const h of ['ok', 'warn', 'bad', 'none']) {
+		const m = svg('marker', { id: `gr-arrow-${h}`, viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, defs);
+		svg('path', { d: 'M0,0 L10,5 L0,10 z', class: `gr-arrowhead h-${h}` }, m);
 	}
 	const edgeEls = [];
-	// boxes of the nodes and their labels, then of the edge labels placed
+	// boxes of the nodes and their names, then of the edge labels placed
 	const taken = nodes.map((n) => {
 		const [x, y] = xy(n.name);
 		return { x: x - Math.max(GR_R, n.name.length * 3.2), y: y - GR_R, w: Math.max(2 * GR_R, n.name.length * 6.4), h: 2 * GR_R + 18 };
 	});
-	const eg = svgEl('g', { class: 'gr-edges' }, svg);
+	const eg = svg('g', { class: 'gr-edges' }, s);
+	const ng = svg('g', { class: 'gr-nodes' }, s);
+	const lg = svg('g', { class: 'gr-labels' }, s);
+	const crowded = []; // drawn last, so that one shown lies over the others
 	for (const e of edges) {
 		const [x1, y1] = xy(e.source);
 		const [x2, y2] = xy(e.target);
 		const back = x2 <= x1;
-		const sx = x1 + GR_R + 2, tx = x2 - GR_R - 4;
+		const sx = x1 + GR_R + 2;
+		const tx = x2 - GR_R - 4;
 		const bend = back ? 60 : Math.max(30, (tx - sx) / 2);
 		const c = back ? [x1, y1 + GR_R, x1, y1 + GR_R + bend, x2, y2 + GR_R + bend, x2, y2 + GR_R + 3] : [sx, y1, sx + bend, y1, tx - bend, y2, tx, y2];
 		const d = `M${c[0]},${c[1]} C${c[2]},${c[3]} ${c[4]},${c[5]} ${c[6]},${c[7]}`;
-		const h = ['HEALTHY', 'DEGRADED', 'FAILURE'].includes(String(e.health).toUpperCase()) ? String(e.health).toUpperCase() : 'NA';
-		const g = svgEl('g', { class: 'gr-edge' + (e.async ? ' async' : ''), 'data-source': e.source, 'data-target': e.target, 'data-protocol': e.protocol, tabindex: 0 }, eg);
-		svgEl('path', { d, fill: 'none', stroke: healthColor(h), 'stroke-width': 1.6, 'stroke-dasharray': e.async ? '6 4' : null, 'marker-end': `url(#gr-arrow-${h})` }, g);
-		svgEl('path', { d, fill: 'none', stroke: 'transparent', 'stroke-width': 10 }, g);
-		// on the curve where it overlaps no label or node placed before;
-		// where none is free, shown on hover only
+		const h = healthClass(e.health);
+		const g = svg('g', { class: `gr-edge h-${h}${e.async ? ' async' : ''}`, 'data-source': e.source, 'data-target': e.target, 'data-protocol': e.protocol, tabindex: 0, role: 'link' }, eg);
+		svg('path', { d, class: 'gr-line', 'marker-end': `url(#gr-arrow-${h})` }, g);
+		svg('path', { d, class: 'gr-hit' }, g);
+		// just above or below the curve where it overlaps no label or node
+		// placed before
 		const text = edgeLabel(e);
-		const lw = text.length * 5.4, lh = 12;
-		let at = null;
-		for (const t of [0.6, 0.4, 0.75, 0.3, 0.5, 0.85]) {
-			const box = { x: bez(t, c[0], c[2], c[4], c[6]) - lw / 2, y: bez(t, c[1], c[3], c[5], c[7]) - 4 - lh, w: lw, h: lh };
-			if (!taken.some((b) => box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h)) {
-				at = box;
-				break;
+		const lw = text.length * 6.2 + 4; // 10.5 px text, with room to spare
+		const lh = 15; // its ascent and descent
+		let box = null;
+		for (const t of [0.6, 0.4, 0.75, 0.3, 0.5, 0.85, 0.2, 0.9, 0.15])
+			for (const dy of [-2 - lh, 2]) {
+				const b = { x: bez(t, c[0], c[2], c[4], c[6]) - lw / 2, y: bez(t, c[1], c[3], c[5], c[7]) + dy, w: lw, h: lh };
+				if (!box && !taken.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)) box = b;
 			}
+		if (box) taken.push(box);
+		const lx = box ? box.x + lw / 2 : bez(0.6, c[0], c[2], c[4], c[6]);
+		const ly = box ? box.y + lh - 4 : bez(0.6, c[1], c[3], c[5], c[7]) - 4; // the baseline
+		const label = svg('text', { x: lx, y: ly, class: `gr-edge-label${box ? '' : ' crowded'}`, 'text-anchor': 'middle', 'data-source': e.source, 'data-target': e.target });
+		if (box) lg.appendChild(label);
+		else crowded.push(label);
+		const title = `${e.source} → ${e.target} (${e.protocol}${e.async ? ', async' : ''}): ${text}`;
+		svg('title', {}, g, title);
+		g.setAttribute('aria-label', title);
+		label.textContent = text;
+		// a crowded label shows while its edge or itself is hovered or focused
+		const on = new Set();
+		const show = (why, yes) => {
+			if (yes) on.add(why);
+			else on.delete(why);
+			label.classList.toggle('show', on.size > 0);
+		};
+		for (const [node, why] of [
+			[g, 'edge'],
+			[label, 'label'],
+		]) {
+			node.addEventListener('mouseenter', () => show(why, true));
+			node.addEventListener('mouseleave', () => show(why, false));
 		}
-		if (at) taken.push(at);
-		const lx = at ? at.x + lw / 2 : bez(0.6, c[0], c[2], c[4], c[6]), ly = at ? at.y + lh : bez(0.6, c[1], c[3], c[5], c[7]) - 4;
-		svgEl('text', { x: lx, y: ly, class: 'gr-edge-label' + (at ? '' : ' crowded'), 'text-anchor': 'middle' }, g, text);
-		svgEl('title', {}, g, `${e.source} → ${e.target} (${e.protocol}${e.async ? ', async' : ''})`);
-		if (onEdge) g.addEventListener('click', () => onEdge(e));
+		g.addEventListener('focus', () => show('focus', true));
+		g.addEventListener('blur', () => show('focus', false));
+		if (onEdge) {
+			for (const node of [g, label]) node.addEventListener('click', () => onEdge(e));
+			g.addEventListener('keydown', (ev) => ev.key === 'Enter' && onEdge(e));
+		}
 		edgeEls.push(g);
 	}
+	for (const label of crowded) lg.appendChild(label);
 	const nodeEls = new Map();
-	const ng = svgEl('g', { class: 'gr-nodes' }, svg);
 	for (const n of nodes) {
 		const [x, y] = xy(n.name);
-		const g = svgEl('g', { class: `gr-node ${kind.get(n.name)}`, 'data-name': n.name, 'data-kind': kind.get(n.name), 'data-health': n.health || 'NA', tabindex: 0 }, ng);
-		drawNode(g, kind.get(n.name), x, y, healthColor(n.health));
-		svgEl('text', { x, y: y + GR_R + 14, class: 'gr-node-label', 'text-anchor': 'middle' }, g, n.name);
-		svgEl('title', {}, g, `${n.name}: ${n.health || 'no health'}`);
+		const k = kind.get(n.name);
+		const g = svg('g', { class: `gr-node kind-${k} h-${healthClass(n.health)}`, 'data-name': n.name, 'data-service': nodeService(n.name), 'data-kind': k, 'data-health': n.health || 'NA', tabindex: 0, role: 'link' }, ng);
+		drawNode(g, k, x, y);
+		svg('text', { x, y: y + GR_R + 14, class: 'gr-node-label', 'text-anchor': 'middle' }, g, n.name);
+		svg('title', {}, g, `${n.name}: ${n.health || 'no health'}`);
 		if (onNode) {
 			g.addEventListener('click', () => onNode(n));
 			g.addEventListener('keydown', (ev) => ev.key === 'Enter' && onNode(n));
 		}
 		nodeEls.set(n.name, g);
 	}
-	container.replaceChildren(svg);
+	const legend = el('p', { class: 'gr-legend' }, root);
+	for (const [c, t] of [
+		['h-ok', 'healthy'],
+		['h-warn', 'degraded'],
+		['h-bad', 'failing'],
+		['h-none', 'no health'],
+	])
+		el('span', { class: `gr-key ${c}` }, legend, t);
+	el('span', {}, legend, 'cylinder: database · parallelogram: queue · hexagon: external API · dashed: async · a crowded edge shows its label on hover or focus');
+	container.replaceChildren(root);
 	return { nodes: nodeEls, edges: edgeEls };
 }

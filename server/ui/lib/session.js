@@ -4,12 +4,14 @@
 // the session's usage by model as a table.  get_session carries the most
 // expensive and the slowest calls; opts.calls may add the session's other
 // calls (query_spans' spans with gen_ai, as the console reads them).
-// No fetches: a click on a call goes to opts.onCall(call).
+// No fetches: a click on a call goes to opts.onCall(call).  Without a
+// session, renderSessionList draws get_session's sessions by cost to pick
+// from.  Used by the console and the session app.
 import { el, fmtMs, fmtNum, fmtUsd, isoMs, serviceColor, svg } from './dom.js';
 
-const LANE_H = 34;
-const LABEL_W = 190;
-const AXIS_H = 24;
+const SS_LANE_H = 34;
+const SS_LABEL_W = 190;
+const SS_AXIS_H = 24;
 
 // The session's calls, one per span id, by start time.
 export function sessionCalls(sc, extra = []) {
@@ -45,27 +47,29 @@ export function renderSession(container, sc, opts = {}) {
 	const span = Math.max(1, t1 - t0);
 	const models = [...new Set(calls.map((c) => c.model))];
 	const width = Math.max(720, container.clientWidth || 960);
-	const barW = width - LABEL_W - 20;
-	const x = (t) => LABEL_W + ((t - t0) / span) * barW;
-	const height = AXIS_H + models.length * LANE_H + 8;
+	const barW = width - SS_LABEL_W - 20;
+	const x = (t) => SS_LABEL_W + ((t - t0) / span) * barW;
+	const height = SS_AXIS_H + models.length * SS_LANE_H + 8;
 	const s = svg('svg', { class: 'ss-svg', width, height, viewBox: `0 0 ${width} ${height}`, role: 'group', 'aria-label': `session timeline: ${calls.length} calls over ${fmtMs(span)}` }, root);
 	for (let t = 0; t <= 4; t++) {
 		const ms = (span * t) / 4;
-		svg('line', { x1: x(t0 + ms), x2: x(t0 + ms), y1: AXIS_H - 6, y2: height, class: 'ss-tick' }, s);
+		svg('line', { x1: x(t0 + ms), x2: x(t0 + ms), y1: SS_AXIS_H - 6, y2: height, class: 'ss-tick' }, s);
 		svg('text', { x: x(t0 + ms), y: 15, class: 'ss-axis', 'text-anchor': t === 0 ? 'start' : t === 4 ? 'end' : 'middle' }, s, `+${fmtMs(ms)}`);
 	}
 	models.forEach((m, k) => {
-		const y = AXIS_H + k * LANE_H;
+		const y = SS_AXIS_H + k * SS_LANE_H;
 		svg('text', { x: 6, y: y + 21, class: 'ss-model' }, s, m.length > 28 ? m.slice(0, 27) + '…' : m);
-		svg('line', { x1: LABEL_W, x2: width, y1: y + LANE_H, y2: y + LANE_H, class: 'ss-lane' }, s);
+		svg('line', { x1: SS_LABEL_W, x2: width, y1: y + SS_LANE_H, y2: y + SS_LANE_H, class: 'ss-lane' }, s);
 	});
 	for (const c of calls) {
-		const y = AXIS_H + models.indexOf(c.model) * LANE_H;
+		const y = SS_AXIS_H + models.indexOf(c.model) * SS_LANE_H;
 		const bx = x(isoMs(c.start));
 		const bw = Math.max(3, x(isoMs(c.start) + c.duration_ms) - bx);
-		const tokens = `${fmtNum(c.input_tokens)} in / ${fmtNum(c.output_tokens)} out`;
+		// exact counts: the call's own, not a summary
+		const exact = (n) => (n === null || n === undefined ? '-' : n.toLocaleString('en-US'));
+		const tokens = `${exact(c.input_tokens)} in / ${exact(c.output_tokens)} out`;
 		const g = svg('g', { class: `ss-call${c.failed ? ' err' : ''}`, tabindex: 0, role: 'button', 'data-span-id': c.span_id, 'aria-label': `${c.model}${c.operation ? ` ${c.operation}` : ''} at +${fmtMs(isoMs(c.start) - t0)}: ${fmtMs(c.duration_ms)}, ${tokens}, ${fmtUsd(c.cost_usd)}${c.failed ? ', failed' : ''}` }, s);
-		svg('rect', { x: bx, y: y + 6, width: bw, height: LANE_H - 12, rx: 3, class: 'ss-bar', fill: serviceColor(c.model) }, g);
+		svg('rect', { x: bx, y: y + 6, width: bw, height: SS_LANE_H - 12, rx: 3, class: 'ss-bar', fill: serviceColor(c.model) }, g);
 		svg('title', {}, g, `${c.name} (${c.service})\n${c.model}: ${tokens}, ${fmtUsd(c.cost_usd)}, ${fmtMs(c.duration_ms)}${c.failed ? '\nfailed' : ''}`);
 		const go = () => opts.onCall?.(c);
 		g.addEventListener('click', go);
@@ -103,4 +107,28 @@ export function renderSession(container, sc, opts = {}) {
 	}
 	container.replaceChildren(root);
 	return { calls };
+}
+
+// Sessions by cost (get_session without session_id, or the REST usage's
+// top and least expensive sessions), each once; onPick(session_id).
+export function renderSessionList(container, sc, onPick) {
+	const table = el('table', { class: 'sx-table ss-list' });
+	const head = el('tr', {}, el('thead', {}, table));
+	for (const h of ['session', 'service', 'calls', 'errors', 'tokens in / out', 'cost']) el('th', { scope: 'col', class: ['session', 'service'].includes(h) ? null : 'num' }, head, h);
+	const body = el('tbody', {}, table);
+	const seen = new Set();
+	for (const s of [...(sc.top_sessions ?? []), ...(sc.least_expensive_sessions ?? [])]) {
+		if (seen.has(s.session_id)) continue;
+		seen.add(s.session_id);
+		const tr = el('tr', { class: 'session-row', 'data-session-id': s.session_id, tabindex: 0 }, body);
+		el('td', {}, tr, s.session_id);
+		el('td', {}, tr, s.service ?? '');
+		el('td', { class: 'num' }, tr, fmtNum(s.calls));
+		el('td', { class: 'num' }, tr, fmtNum(s.errors));
+		el('td', { class: 'num' }, tr, `${fmtNum(s.input_tokens)} / ${fmtNum(s.output_tokens)}`);
+		el('td', { class: 'num' }, tr, fmtUsd(s.cost_usd));
+		tr.addEventListener('click', () => onPick(s.session_id));
+		tr.addEventListener('keydown', (ev) => ev.key === 'Enter' && onPick(s.session_id));
+	}
+	container.replaceChildren(table);
 }

@@ -63,7 +63,8 @@ export function fmtNum(n) {
 }
 
 export const fmtPct = (p) => (p === null || p === undefined ? '-' : `${p < 1 && p > 0 ? p.toFixed(2) : p.toFixed(1)}%`);
-export const fmtUsd = (v) => (v === null || v === undefined ? '-' : `$${v < 0.01 && v > 0 ? v.toFixed(4) : v.toFixed(2)}`);
+// dollars as the text answers write them: four decimals below $1
+export const fmtUsd = (v) => (v === null || v === undefined ? '-' : `$${v.toFixed(v < 1 ? 4 : 2)}`);
 export const fmtRate = (r) => (r === null || r === undefined ? '-' : r >= 1 ? `${r.toFixed(1)}/s` : `${(r * 60).toFixed(1)}/min`);
 export const isoMs = (s) => (s ? Date.parse(s) : NaN);
 
