@@ -57,6 +57,15 @@ run_wrk() {
 		"$2" - "$3" "$4" >"$1" 2>&1 || echo "MCPBENCH wrk-failed errors=1" >>"$1"
 }
 
+# The gateway's CPU time (user + system, all threads) in clock ticks: per
+# request it is each face's own cost, whatever else the machine runs (the
+# store's work is PostgreSQL's, the same for both faces).  Fields 14 and 15
+# of /proc/PID/stat, counted after the ")" that ends the command name.
+gw_ticks() {
+	sed 's/.*) //' "/proc/$SEXTANT_PID/stat" | awk '{ print $12 + $13 }'
+}
+CLK_TCK=$(getconf CLK_TCK)
+
 # Waits (10 s at most) until no call is running or queued: the calls a
 # run left in flight when wrk stopped (list_services takes ~0.4 s each) would
 # otherwise slow the start of the next run.
@@ -90,14 +99,18 @@ while [ "$r" -le "$ROUNDS" ]; do
 			f=$OUT/wrk-r$r-$name-$face.txt
 			settle
 			echo "== round $r $name $face" >&2
+			t0=$(gw_ticks)
 			if [ "$face" = rest ]; then
 				run_wrk "$f" "GET:$path" 2025-11-25 "{}"
 			else
 				run_wrk "$f" "tools/call:$tool" 2026-07-28 "$args"
 			fi
-			sed -n 's/^MCPBENCH requests=.* rps=\([0-9.]*\) .*p99_us=\([0-9]*\) .*errors=\([0-9]*\)$/\1 \2 \3/p' "$f" |
-				awk -v n="$name" -v fc="$face" -v r="$r" '{print n "\t" fc "\t" r "\t" $1 "\t" $2 "\t" $3}' >>"$OUT/results.tsv"
-			grep -q '^MCPBENCH requests=' "$f" || printf '%s\t%s\t%s\t0\t0\t1\n' "$name" "$face" "$r" >>"$OUT/results.tsv"
+			settle
+			t1=$(gw_ticks)
+			sed -n 's/^MCPBENCH requests=\([0-9]*\) .*rps=\([0-9.]*\) .*p99_us=\([0-9]*\) .*errors=\([0-9]*\)$/\1 \2 \3 \4/p' "$f" |
+				awk -v n="$name" -v fc="$face" -v r="$r" -v t=$((t1 - t0)) -v hz="$CLK_TCK" \
+					'{printf "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n", n, fc, r, $2, $3, $4, ($1 > 0 ? t * 1e6 / hz / $1 : 0)}' >>"$OUT/results.tsv"
+			grep -q '^MCPBENCH requests=' "$f" || printf '%s\t%s\t%s\t0\t0\t1\t0\n' "$name" "$face" "$r" >>"$OUT/results.tsv"
 		done
 	done
 	r=$((r + 1))
@@ -105,25 +118,27 @@ done
 
 # medians of the rounds per cell; the ratio REST / MCP per request
 {
-	echo "| request | face | req/s | p99 ms | errors |"
-	echo "|---|---|---:|---:|---:|"
+	echo "| request | face | req/s | p99 ms | gateway CPU us/req | errors |"
+	echo "|---|---|---:|---:|---:|---:|"
 	for name in services trace; do
 		for face in rest mcp; do
 			awk -F'\t' -v n="$name" -v f="$face" '$1 == n && $2 == f' "$OUT/results.tsv" >"$OUT/cell.tsv"
 			rps=$(cut -f4 "$OUT/cell.tsv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 			p99=$(cut -f5 "$OUT/cell.tsv" | sort -n | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]/1000}')
 			err=$(cut -f6 "$OUT/cell.tsv" | awk '{s+=$1} END {print s}')
-			echo "| $name | $face | $rps | $p99 | $err |"
-			echo "$name $face $rps $p99 $err" >>"$OUT/medians.txt"
+			cpu=$(cut -f7 "$OUT/cell.tsv" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+			echo "| $name | $face | $rps | $p99 | $cpu | $err |"
+			echo "$name $face $rps $p99 $err $cpu" >>"$OUT/medians.txt"
 		done
 	done
 	echo
-	awk '{rps[$1 " " $2] = $3; p99[$1 " " $2] = $4}
+	awk '{rps[$1 " " $2] = $3; p99[$1 " " $2] = $4; cpu[$1 " " $2] = $6}
 	END {
 		for (c in rps) { split(c, part, " "); if (part[2] == "rest") names[part[1]] = 1 }
 		for (nm in names)
-			printf "- %s: REST / MCP req/s %.2f (target >= 0.95), p99 %s ms against %s ms\n",
-				nm, rps[nm " rest"] / rps[nm " mcp"], p99[nm " rest"], p99[nm " mcp"]
+			printf "- %s: REST / MCP req/s %.2f (target >= 0.95), p99 %s ms against %s ms; gateway CPU per request REST / MCP %.2f\n",
+				nm, rps[nm " rest"] / rps[nm " mcp"], p99[nm " rest"], p99[nm " mcp"],
+				(cpu[nm " mcp"] > 0 ? cpu[nm " rest"] / cpu[nm " mcp"] : 0)
 	}' "$OUT/medians.txt"
 	echo
 	echo "$(nproc) CPUs shared by wrk and the gateway, loopback; $SPANS demo spans;" \
