@@ -13,24 +13,52 @@
 #include <libpq-fe.h>
 
 #include "base/buf.h"
+#include "telemetry/rollup.h"
 
-/* A span's resource as the type $5 names it (get_mesh_graph's nodes),
- * and its namespace. */
-#define NAME_SQL                                                               \
-	"CASE WHEN $5::text = 'workload' AND " MESHQUERY_WORKLOAD_SQL          \
-	" <> '' THEN " MESHQUERY_WORKLOAD_SQL " ELSE service_name END"
+/* MESHQUERY_SLACK_S as SQL: how far apart the two copies of a span (eBPF
+ * and OTLP) may start and still count once */
+#define SLACK "interval '300 s'"
+_Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 #define NS_SQL                                                                 \
 	"coalesce(nullif(service_namespace, ''), nullif(k8s_namespace_name, "  \
 	"''), '')"
-/* The spans of the range [$1, $2) in the namespaces $3 (none: any) of the
- * resource $6 (NULL: any) of type $5; a service named is found through
- * the service_name index. */
-#define SPANS_OF                                                               \
-	"FROM spans WHERE start_time >= $1::timestamptz AND start_time < "     \
-	"$2::timestamptz AND ($6::text IS NULL OR $5::text <> 'service' OR "   \
-	"service_name = $6::text) AND (cardinality($3::text[]) = 0 OR " NS_SQL \
-	" = ANY ($3::text[])) AND ($6::text IS NULL OR " NAME_SQL              \
-	" = $6::text)"
+#define OUTCOME_SQL                                                            \
+	"sextant_span_outcome(kind, status_code, http_status_code, "           \
+	"rpc_grpc_status_code)"
+
+/*
+ * The spans starting in the windows w (lo, hi) that meet cond, as rows of
+ * resource_rollup_minute (migrations/0018, whose backfill states the same
+ * rule): per period (the expression period), service, namespace, version,
+ * workload, pod, host and source, the spans, the newest start and error,
+ * and the SERVER and CONSUMER spans counted once per span id (an eBPF copy
+ * only when no OTLP copy starts within SLACK of it) by outcome.  The
+ * refresh and the raw parts of a query read spans through this alone.
+ */
+#define RES_ROWS(period, cond)                                                 \
+	"SELECT " period " AS p, service_name, ns, ver, wl, pod, host, "       \
+	"source, count(*) AS spans, max(start_time) AS last, max(start_time) " \
+	"FILTER (WHERE o = 1) AS last_error, count(*) FILTER (WHERE req) AS "  \
+	"n, count(*) FILTER (WHERE req AND o = 1) AS e, count(*) FILTER "      \
+	"(WHERE req AND o = 2) AS ce FROM (SELECT s.start_time, "              \
+	"s.service_name, s.ns, s.ver, s.wl, s.pod, s.host, s.source, s.o, "    \
+	"s.kind IN (2, 5) AND (s.source = 'otlp' OR NOT EXISTS (SELECT 1 "     \
+	"FROM spans d WHERE d.trace_id = s.trace_id AND d.span_id = "          \
+	"s.span_id AND d.source = 'otlp' AND d.start_time >= s.start_time - "  \
+	"" SLACK " AND d.start_time <= s.start_time + " SLACK ")) AS req "     \
+	"FROM w CROSS JOIN LATERAL (SELECT trace_id, span_id, kind, "          \
+	"start_time, service_name, " NS_SQL " AS ns, coalesce("                \
+	"service_version, '') AS ver, " MESHQUERY_WORKLOAD_SQL " AS wl, "      \
+	"coalesce(k8s_pod_name, '') AS pod, coalesce(host_name, '') AS host, " \
+	"source, " OUTCOME_SQL " AS o FROM spans WHERE " ROLLUP_ALL_SOURCES    \
+	"AND start_time >= w.lo AND start_time < w.hi AND " cond               \
+	" OFFSET 0) s) x GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
+
+/* A rollup row's resource as the type $5 names it (get_mesh_graph's
+ * nodes). */
+#define NAME_SQL                                                               \
+	"CASE WHEN $5::text = 'workload' AND workload <> '' THEN workload "    \
+	"ELSE service_name END"
 /* The first RESOURCEQUERY_NAMES names of column v, joined by chr(31), and
  * how many there are. */
 #define NAMES(v)                                                               \
@@ -38,32 +66,85 @@
 	" <> ''))[1:10], chr(31)), count(DISTINCT " v ") FILTER (WHERE " v     \
 	" <> '')"
 _Static_assert(RESOURCEQUERY_NAMES == 10, "NAMES says RESOURCEQUERY_NAMES");
+#define US(t) "(extract(epoch FROM " t ") * 1000000)::bigint"
 
-/* A resource's columns: name, namespace, sources, last seen (Unix us),
- * the names it was seen with (enum RESOURCEQUERY_VERSIONS ...). */
-#define ITEM_COLS                                                              \
-	"k.name, k.ns, string_agg(DISTINCT source, ','), (extract(epoch FROM " \
-	"max(start_time)) * 1000000)::bigint, " NAMES("ver") ", " NAMES(       \
-		"wl") ", " NAMES("service_name") ", " NAMES("pod") ", " NAMES("host")
-/* k: the spans as resources; i: the requests each served, once per span
- * id (the OTLP copy of a span both sources saw, as meshquery's).  $4
- * unused (error_sql's namespace: both statements bind the same values). */
+/*
+ * The resources of type $5 (named $6; NULL: all) in the namespaces $3
+ * (none: any) over [$1, $2): the rows of resource_rollup_minute for the
+ * clean minutes of [$4, $7) (dm: the dirty ones), and RES_ROWS over the
+ * spans of the rest: [$1, $4), each dirty minute, [$7, $2).  A
+ * resource's columns: name, namespace, sources, last seen (Unix us), the names it was seen with
+ * (enum RESOURCEQUERY_VERSIONS ...), requests, errors, client errors, its
+ * newest error (Unix us, NULL without).
+ */
+#define SERVICE_NAMED                                                          \
+	"($6::text IS NULL OR $5::text <> 'service' OR service_name = "        \
+	"$6::text)"
+#define RES_COLS                                                               \
+	"service_name, namespace, version, workload, pod, host, source, "      \
+	"spans, last_start, last_error, requests, errors, client_errors"
 static const char items_sql[] =
-	"WITH k AS (SELECT " NAME_SQL " AS name, " NS_SQL " AS ns, "
-	"service_name, coalesce(service_version, '') AS "
-	"ver, " MESHQUERY_WORKLOAD_SQL
-	" AS wl, coalesce(k8s_pod_name, '') AS pod, "
-	"coalesce(host_name, '') AS host, source, start_time, kind, trace_id, "
-	"span_id, sextant_span_outcome(kind, status_code, http_status_code, "
-	"rpc_grpc_status_code) AS o " SPANS_OF " AND $4::text IS NULL), "
-	"i AS (SELECT name, ns, count(*) AS n, count(*) FILTER (WHERE o = 1) "
-	"AS e, count(*) FILTER (WHERE o = 2) AS ce FROM (SELECT DISTINCT ON "
-	"(trace_id, span_id) name, ns, o FROM k WHERE kind IN (2, 5) ORDER BY "
-	"trace_id, span_id, source DESC) d GROUP BY 1, 2) "
-	"SELECT " ITEM_COLS ", coalesce(min(i.n), 0), coalesce(min(i.e), 0), "
-	"coalesce(min(i.ce), 0) FROM k LEFT JOIN i USING (name, ns) GROUP BY "
-	"k.name, k.ns ORDER BY k.name COLLATE \"C\", k.ns COLLATE \"C\" "
-	"LIMIT 10001";
+	"WITH dm AS (SELECT DISTINCT period FROM span_rollup_minute_dirty "
+	"WHERE period >= $4::timestamptz AND period < $7::timestamptz), "
+	"w AS (SELECT $1::timestamptz AS lo, $4::timestamptz AS hi UNION "
+	"ALL "
+	"SELECT $7::timestamptz, $2::timestamptz UNION ALL SELECT period, "
+	"period + interval '1 minute' FROM dm), "
+	"parts (" RES_COLS ") AS (SELECT " RES_COLS " FROM "
+	"resource_rollup_minute WHERE period >= $4::timestamptz AND "
+	"period < "
+	"$7::timestamptz AND period NOT IN (SELECT period FROM dm) AND "
+	"" SERVICE_NAMED " UNION ALL SELECT service_name, ns, ver, wl, pod, "
+	"host, source, spans, last, last_error, n, e, ce FROM (" RES_ROWS(
+		"NULL::timestamptz",
+		SERVICE_NAMED) ") r), "
+			       "k AS (SELECT " NAME_SQL
+			       " AS name, * FROM parts WHERE "
+			       "(cardinality($3::text[]) = 0 OR namespace "
+			       "= ANY ($3::text[])) AND "
+			       "($6::text IS NULL OR " NAME_SQL " = $6::text)) "
+			       "SELECT name, namespace, "
+			       "string_agg(DISTINCT source, ','), " US(
+				       "ma"
+				       "x("
+				       "la"
+				       "st"
+				       "_s"
+				       "ta"
+				       "rt"
+				       ")") ", " NAMES("version") ", " NAMES("w"
+									     "o"
+									     "r"
+									     "k"
+									     "l"
+									     "o"
+									     "a"
+									     "d") ", " NAMES("service_name") ", " NAMES("pod") ", " NAMES("host") ", "
+																		  "sum("
+																		  "requests"
+																		  "), "
+																		  "sum("
+																		  "errors),"
+																		  " sum("
+																		  "client_"
+																		  "errors),"
+																		  " " US("m"
+																			 "a"
+																			 "x"
+																			 "("
+																			 "l"
+																			 "a"
+																			 "s"
+																			 "t"
+																			 "_"
+																			 "e"
+																			 "r"
+																			 "r"
+																			 "o"
+																			 "r"
+																			 ")") " FROM k GROUP BY name, namespace ORDER BY "
+																			      "name COLLATE \"C\", namespace COLLATE "
+																			      "\"C\" LIMIT 10001";
 _Static_assert(RESOURCEQUERY_MAX_ITEMS == 10000, "LIMIT says MAX_ITEMS + 1");
 
 /* Columns of items_sql. */
@@ -76,20 +157,45 @@ enum {
 	C_IN = C_SEEN + 2 * RESOURCEQUERY_SEEN,
 	C_IN_E,
 	C_IN_CE,
+	C_LAST_ERROR,
 	C_COLS
 };
 
-/* The newest error of the resource $6 in namespace $4 ('' none). */
-static const char error_sql[] =
-	"SELECT (extract(epoch FROM start_time) * 1000000)::bigint, "
-	"encode(trace_id, 'hex'), service_name, left(name, 160), source, "
-	"coalesce(http_status_code, -1), coalesce(rpc_grpc_status_code, -1), "
-	"left(coalesce(nullif(status_message, ''), CASE WHEN events IS NOT "
-	"NULL THEN jsonb_path_query_first(events, '$[*] ? (@.name == "
-	"\"exception\").attributes.\"exception.message\"') #>> '{}' END), "
-	"320) " SPANS_OF " AND " NS_SQL " = $4::text AND "
-	"sextant_span_outcome(kind, status_code, http_status_code, "
-	"rpc_grpc_status_code) = 1 ORDER BY start_time DESC LIMIT 1";
+/* The refresh of the minutes $1 (Unix s, bigint[]): one window each. */
+static const char minutes_clear_sql[] =
+	"DELETE FROM resource_rollup_minute WHERE period = ANY (ARRAY(SELECT "
+	"to_timestamp(unnest($1::bigint[]))))";
+static const char minutes_sql[] =
+	"WITH w AS (SELECT to_timestamp(m) AS lo, to_timestamp(m + 60) AS hi "
+	"FROM unnest($1::bigint[]) m) INSERT INTO resource_rollup_minute "
+	"(period, " RES_COLS ") " RES_ROWS("date_trunc('minute', start_time, "
+					   "'UTC')",
+					   "true");
+
+/* The newest error of the resource $6 of type $5 in namespace $4 ('' none),
+ * at $1 (Unix us: resourcequery_item.last_error_us); $2, $3 unused. */
+static const char error_sql[] = "SELECT " US(
+	"start_time") ", encode(trace_id, 'hex'), service_name, "
+		      "left(name, 160), source, coalesce(http_status_code, "
+		      "-1), "
+		      "coalesce(rpc_grpc_status_code, -1), "
+		      "left(coalesce(nullif("
+		      "status_message, ''), CASE WHEN events IS NOT NULL THEN "
+		      "jsonb_path_query_first(events, '$[*] ? (@.name == "
+		      "\"exception\").attributes.\"exception.message\"') #>> "
+		      "'{}' END), "
+		      "320) FROM spans WHERE " ROLLUP_ALL_SOURCES
+		      "AND start_time = "
+		      "'epoch'::timestamptz + $1::bigint * interval '1 "
+		      "microsecond' AND "
+		      "$2::text IS NULL AND $3::text IS NULL AND " SERVICE_NAMED
+		      " AND "
+		      "" NS_SQL
+		      " = $4::text AND (CASE WHEN $5::text = 'workload' AND "
+		      "" MESHQUERY_WORKLOAD_SQL
+		      " <> '' THEN " MESHQUERY_WORKLOAD_SQL
+		      " ELSE service_name END) = $6::text AND " OUTCOME_SQL
+		      " = 1 LIMIT 1";
 
 static const char *const type_names[] = {
 	[RESOURCEQUERY_SERVICE] = "service",
@@ -135,24 +241,32 @@ ns_array(const struct resourcequery_filter *f, struct buf *b)
 	return buf_error(b);
 }
 
-/* The values both statements bind: $1 from, $2 to, $3 namespaces, $4, $5
- * type, $6 name. */
+/* The values items_sql binds: $1 from, $2 to, $3 namespaces, $4 and $7
+ * the settled minutes (rollup_split_range; both $2 when none), $5 type,
+ * $6 name. */
 struct params {
 	char from[PG_TS_TEXT_MAX], to[PG_TS_TEXT_MAX];
+	char mfrom[PG_TS_TEXT_MAX], mto[PG_TS_TEXT_MAX];
 	struct buf ns;
-	const char *v[6];
+	const char *v[7];
 };
 
 static int
 params_make(struct params *p, const struct resourcequery_filter *f,
-	    const char *v4, struct pg_error *err)
+	    struct pg_error *err)
 {
+	struct rollup_split sp;
+
 	if (f->from_ms >= f->to_ms)
 		return pg_error_set(err, STATUS_INVALID,
 				    "the time range is empty: from must be "
 				    "before to");
+	if (!rollup_split_range(f->from_ms, f->to_ms, f->now_ms, &sp))
+		sp.minute_from = sp.minute_to = f->to_ms;
 	pg_ts_text(f->from_ms, p->from, sizeof(p->from));
 	pg_ts_text(f->to_ms, p->to, sizeof(p->to));
+	pg_ts_text(sp.minute_from, p->mfrom, sizeof(p->mfrom));
+	pg_ts_text(sp.minute_to, p->mto, sizeof(p->mto));
 	buf_init(&p->ns, 1u << 20);
 	if (ns_array(f, &p->ns) != STATUS_OK)
 		return pg_error_set(err, STATUS_INVALID,
@@ -160,9 +274,10 @@ params_make(struct params *p, const struct resourcequery_filter *f,
 	p->v[0] = p->from;
 	p->v[1] = p->to;
 	p->v[2] = p->ns.data;
-	p->v[3] = v4;
+	p->v[3] = p->mfrom;
 	p->v[4] = (size_t)f->type < 2 ? type_names[f->type] : "service";
 	p->v[5] = f->name;
+	p->v[6] = p->mto;
 	return STATUS_OK;
 }
 
@@ -232,8 +347,12 @@ item_row(struct resourcequery_list *l, int row, struct pg_error *err)
 		    STATUS_OK ||
 	    u64_col(res, row, C_IN, &it->in_requests) != STATUS_OK ||
 	    u64_col(res, row, C_IN_E, &it->in_errors) != STATUS_OK ||
-	    u64_col(res, row, C_IN_CE, &it->in_client_errors) != STATUS_OK)
+	    u64_col(res, row, C_IN_CE, &it->in_client_errors) != STATUS_OK ||
+	    (!PQgetisnull(res, row, C_LAST_ERROR) &&
+	     pg_text_i64(PQgetvalue(res, row, C_LAST_ERROR),
+			 &it->last_error_us) != STATUS_OK))
 		return pg_bad_row(err, "resource row");
+	it->has_error = !PQgetisnull(res, row, C_LAST_ERROR);
 	return STATUS_OK;
 }
 
@@ -270,7 +389,7 @@ resourcequery_list(struct pg_conn *c, const struct resourcequery_filter *f,
 	int rc, rows;
 
 	*out = NULL;
-	if ((rc = params_make(&pm, f, NULL, err)) != STATUS_OK)
+	if ((rc = params_make(&pm, f, err)) != STATUS_OK)
 		goto out;
 	if ((l = calloc(1, sizeof(*l))) == NULL ||
 	    (p = calloc(1, sizeof(*p))) == NULL) {
@@ -280,7 +399,7 @@ resourcequery_list(struct pg_conn *c, const struct resourcequery_filter *f,
 		goto out;
 	}
 	l->priv_ = p;
-	if ((rc = pg_query(c, items_sql, 6, pm.v, &p->res, err)) != STATUS_OK)
+	if ((rc = pg_query(c, items_sql, 7, pm.v, &p->res, err)) != STATUS_OK)
 		goto out;
 	if (PQnfields(p->res) != C_COLS) {
 		rc = pg_bad_row(err, "resource columns");
@@ -460,23 +579,29 @@ detail_routes(struct pg_conn *c, const struct resourcequery_filter *f,
 	return STATUS_OK;
 }
 
+/* The span at the item's newest error (the rollups say when). */
 static int
 detail_error(struct pg_conn *c, const struct resourcequery_filter *f,
 	     struct resourcequery_detail *d, struct pg_error *err)
 {
 	struct detail_priv *p = d->priv_;
 	struct resourcequery_error *e = &d->last_error;
-	struct resourcequery_filter one = *f;
-	struct params pm = {0};
+	char at[24];
+	const char *v[6];
 	int64_t http, grpc;
 	int rc;
 
-	one.name = d->item->name;
-	if ((rc = params_make(&pm, &one, d->item->ns, err)) != STATUS_OK ||
-	    (rc = pg_query(c, error_sql, 6, pm.v, &p->error, err)) != STATUS_OK)
-		goto out;
-	if (PQntuples(p->error) == 0)
-		goto out;
+	if (!d->item->has_error)
+		return STATUS_OK;
+	snprintf(at, sizeof(at), "%lld", (long long)d->item->last_error_us);
+	v[0] = at;
+	v[1] = v[2] = NULL;
+	v[3] = d->item->ns;
+	v[4] = (size_t)f->type < 2 ? type_names[f->type] : "service";
+	v[5] = d->item->name;
+	if ((rc = pg_query(c, error_sql, 6, v, &p->error, err)) != STATUS_OK ||
+	    PQntuples(p->error) == 0)
+		return rc;
 	e->found = true;
 	e->trace_id = PQgetvalue(p->error, 0, 1);
 	e->service = PQgetvalue(p->error, 0, 2);
@@ -486,15 +611,11 @@ detail_error(struct pg_conn *c, const struct resourcequery_filter *f,
 		PQgetisnull(p->error, 0, 7) ? NULL : PQgetvalue(p->error, 0, 7);
 	if (pg_text_i64(PQgetvalue(p->error, 0, 0), &e->at_us) != STATUS_OK ||
 	    pg_text_i64(PQgetvalue(p->error, 0, 5), &http) != STATUS_OK ||
-	    pg_text_i64(PQgetvalue(p->error, 0, 6), &grpc) != STATUS_OK) {
-		rc = pg_bad_row(err, "error row");
-		goto out;
-	}
+	    pg_text_i64(PQgetvalue(p->error, 0, 6), &grpc) != STATUS_OK)
+		return pg_bad_row(err, "error row");
 	e->http_status = (int)http;
 	e->grpc_code = (int)grpc;
-out:
-	buf_free(&pm.ns);
-	return rc;
+	return STATUS_OK;
 }
 
 int
@@ -557,4 +678,19 @@ resourcequery_detail_free(struct resourcequery_detail *d)
 	free(d->in);
 	free(d->out);
 	free(d);
+}
+
+/* ---- the rollup ---------------------------------------------------------- */
+
+int
+resourcequery_rollup_minutes(struct pg_conn *c, const char *minutes,
+			     struct pg_error *err)
+{
+	const char *one[] = {minutes};
+	int rc;
+
+	if ((rc = pg_query(c, minutes_clear_sql, 1, one, NULL, err)) !=
+	    STATUS_OK)
+		return rc;
+	return pg_query(c, minutes_sql, 1, one, NULL, err);
 }

@@ -67,7 +67,8 @@ enum {
  * One resource: a name in a namespace ("" none; the namespace is
  * service.namespace, else k8s.namespace.name, as get_mesh_graph's).
  *   in_*: its SERVER and CONSUMER spans, once per span id whichever
- *       sources saw it (the OTLP copy's outcome), errors and client
+ *       sources saw it (the OTLP copy, when one starts within
+ *       MESHQUERY_SLACK_S of the eBPF copy; its outcome), errors and client
  *       errors by sextant_span_outcome (migration 0012): every request it
  *       served, from instrumented callers or not.
  *   out_*: the calls of its outbound edges in get_mesh_graph's graph of
@@ -80,7 +81,9 @@ struct resourcequery_item {
 	unsigned sources; /* RESOURCEQUERY_EBPF | RESOURCEQUERY_OTLP */
 	uint64_t in_requests, in_errors, in_client_errors;
 	uint64_t out_requests, out_errors, out_client_errors;
-	int64_t last_seen_us; /* start of its newest span (Unix us) */
+	int64_t last_seen_us;  /* start of its newest span (Unix us) */
+	bool has_error;	       /* a span with outcome 1 (an error) */
+	int64_t last_error_us; /* start of the newest (Unix us) */
 };
 
 struct resourcequery_filter {
@@ -106,10 +109,13 @@ struct resourcequery_list {
 
 /*
  * The resources of f on c (borrowed, idle, left idle): one statement over
- * the spans of the range (a service named: through its index), and the
- * graph of the range (meshquery_graph, its own read-only transaction).
- * Strings live until resourcequery_list_free.  STATUS_INVALID for from >=
- * to (err->client says so); else lib/pg errors.  *out NULL on failure.
+ * resource_rollup_minute (migrations/0018) for the clean settled minutes
+ * of the range and over the spans of the rest (its ends, its dirty
+ * minutes; all of it when no minute has settled), the same numbers
+ * either way; and the graph of the range (meshquery_graph, its own
+ * read-only transaction).  Strings live until resourcequery_list_free.
+ * STATUS_INVALID for from >= to (err->client says so); else lib/pg
+ * errors.  *out NULL on failure.
  */
 int resourcequery_list(struct pg_conn *c, const struct resourcequery_filter *f,
 		       struct resourcequery_list **out,
@@ -164,5 +170,17 @@ int resourcequery_detail(struct pg_conn *c,
 			 struct resourcequery_detail **out,
 			 struct pg_error *err) WUR;
 void resourcequery_detail_free(struct resourcequery_detail *d); /* NULL ok */
+
+/*
+ * The refresh of resource_rollup_minute, run by lib/telemetry/rollup in
+ * the transaction that refreshes the same minutes of span_rollup_minute
+ * ("{...}" of Unix s), before meshquery_rollup_minutes (which turns nested
+ * loops off: the OTLP copy of each SERVER span is found by index probes).
+ * Their rows deleted and computed again from the spans.  An OTLP copy
+ * stored after the eBPF copy's minute was refreshed counts twice until
+ * that minute is dirty again.  Errors: those of pg_query.
+ */
+int resourcequery_rollup_minutes(struct pg_conn *c, const char *minutes,
+				 struct pg_error *err) WUR;
 
 #endif

@@ -17,6 +17,7 @@
 #include "pg/locks.h"
 #include "pg/migrate.h"
 #include "telemetry/meshquery.h"
+#include "telemetry/resourcequery.h"
 
 /* Extra buckets allocated beyond the ones asked for when a histogram
  * grows, so rows arriving in ascending bucket order reallocate rarely. */
@@ -639,6 +640,7 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 		    STATUS_OK ||
 	    (rc = pg_query(c, five_aggregate_sql, 4, four, NULL, err)) !=
 		    STATUS_OK ||
+	    (rc = resourcequery_rollup_minutes(c, one[0], err)) != STATUS_OK ||
 	    (rc = meshquery_rollup_minutes(c, one[0], err)) != STATUS_OK)
 		goto out;
 	if ((rc = pg_commit(c, err)) == STATUS_OK)
@@ -924,6 +926,9 @@ rollup_prune(struct pg_conn *c, int retention_days, struct pg_error *err)
 		 "make_interval(days => $1::integer, secs => $2::integer)",
 		 ROLLUP_PERIOD_S},
 		{"DELETE FROM edge_rollup_minute WHERE period <= now() - "
+		 "make_interval(days => $1::integer, secs => $2::integer)",
+		 ROLLUP_MINUTE_S},
+		{"DELETE FROM resource_rollup_minute WHERE period <= now() - "
 		 "make_interval(days => $1::integer, secs => $2::integer)",
 		 ROLLUP_MINUTE_S},
 	};

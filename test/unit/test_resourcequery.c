@@ -6,7 +6,9 @@
  * none), their versions, pods, hosts and sources, requests in counted once
  * per span id, all compared with this test's own SQL over the spans; the
  * detail's edges (those of meshquery's graph), routes, last error; the
- * namespace filter; an unknown name and a bad range.
+ * namespace filter; an unknown name and a bad range; and the rollup path
+ * (resource_rollup_minute, refreshed by lib/telemetry/rollup) equal to
+ * the raw spans over a range with edges mid-minute and a dirty minute.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include "storetest.h"
 #include "telemetry/meshquery.h"
 #include "telemetry/resourcequery.h"
+#include "telemetry/rollup.h"
 
 #define MIN_MS (60LL * 1000)
 
@@ -459,6 +462,132 @@ test_not_found(void **state)
 	assert_null(detail(&f, STATUS_INVALID));
 }
 
+static void
+exec1(struct pg_conn *c, const char *sql)
+{
+	struct pg_error err;
+
+	if (pg_query(c, sql, 0, NULL, NULL, &err) != STATUS_OK)
+		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, sql);
+}
+
+static void
+assert_same_names(const struct resourcequery_names *a,
+		  const struct resourcequery_names *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_int_equal(a->total, b->total);
+	for (size_t i = 0; i < a->n; i++)
+		assert_string_equal(a->v[i], b->v[i]);
+}
+
+/* Every number of every item of a and b equal; how many items. */
+static size_t
+assert_same_list(const struct resourcequery_list *a,
+		 const struct resourcequery_list *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct resourcequery_item *x = &a->items[i],
+						*y = &b->items[i];
+
+		assert_string_equal(x->name, y->name);
+		assert_string_equal(x->ns, y->ns);
+		assert_int_equal(x->sources, y->sources);
+		assert_int_equal(x->last_seen_us, y->last_seen_us);
+		assert_int_equal(x->has_error, y->has_error);
+		assert_int_equal(x->last_error_us, y->last_error_us);
+		assert_int_equal(x->in_requests, y->in_requests);
+		assert_int_equal(x->in_errors, y->in_errors);
+		assert_int_equal(x->in_client_errors, y->in_client_errors);
+		assert_int_equal(x->out_requests, y->out_requests);
+		for (int k = 0; k < RESOURCEQUERY_SEEN; k++)
+			assert_same_names(&x->seen[k], &y->seen[k]);
+	}
+	return a->n;
+}
+
+/* A resource's in_requests in l (0 when absent). */
+static uint64_t
+in_of(const struct resourcequery_list *l, const char *name)
+{
+	const struct resourcequery_item *it = item(l, name);
+
+	return it != NULL ? it->in_requests : 0;
+}
+
+/*
+ * Spans 2 to 3 h ago, rolled up: the list of a range starting and ending
+ * mid-minute (and mid-hour) is the same from the rollup as from the raw
+ * spans (now_ms = from: nothing settled), for services and workloads,
+ * with a minute written again after the refresh (dirty: read raw).
+ */
+static void
+test_rollup_equals_raw(void **state)
+{
+	static const struct res *const rs[] = {&WEB, &API1, &API2, &STORE,
+					       &BATCH};
+	static const int codes[] = {200, 503, 404, 200, 0};
+	struct resourcequery_filter f = filter(RESOURCEQUERY_SERVICE, NULL), fr;
+	struct resourcequery_list *raw, *rolled;
+	struct pg_conn *c = storetest_conn(&store);
+	struct pg_error err;
+	int done = 0, pending = 0;
+
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		const struct res *r = rs[i % 5];
+		int ago = 12010 - i * 127, t = 40 + i;
+		int kind = i % 7 == 6 ? 5 : i % 5 == 4 ? 1 : 2;
+
+		put(c, r, t, 1, 0, ago, kind, codes[i % 5],
+		    i % 4 == 0 ? EB : OT, NULL, i % 9 == 2 ? "boom" : NULL);
+		/* both sources saw some: counted once, the OTLP copy's */
+		if (i % 3 == 0)
+			put(c, r, t, 1, 0, ago, kind, codes[i % 5],
+			    i % 4 == 0 ? OT : EB, NULL, NULL);
+		/* a client call out of it */
+		put(c, r, t, 2, 1, ago - 1, 3, 200, OT, NULL, NULL);
+	}
+	if (rollup_refresh_fenced(c, &done, &pending, &err) != STATUS_OK)
+		fail_msg("rollup_refresh_fenced: %s (%s)", err.client,
+			 err.detail);
+	assert_true(done > 0);
+	/* written after the refresh beside api's span of i = 21: its minute is
+	 * dirty, read raw (not from its stale row as well) */
+	put(c, &API2, 90, 1, 0, 9343, 2, 503, OT, NULL, "late");
+	f.from_ms = now_ms - 12000 * 1000LL + 30500;
+	f.to_ms = now_ms - 7205 * 1000LL - 250;
+	f.now_ms = now_ms;
+	for (int type = 0; type < 2; type++) {
+		f.type = (enum resourcequery_type)type;
+		fr = f;
+		fr.now_ms = f.from_ms;
+		raw = list(&fr);
+		rolled = list(&f);
+		/* web, api, store, batch; their workloads */
+		assert_int_equal(assert_same_list(raw, rolled), 4);
+		resourcequery_list_free(rolled);
+		/* the rollup rows are what the rolled list read: a changed
+		 * row changes it (and only it) */
+		exec1(c,
+		      "UPDATE resource_rollup_minute SET requests = "
+		      "requests + 100 WHERE service_name = 'web' AND "
+		      "source = 'otlp' AND period = (SELECT max(period) FROM "
+		      "resource_rollup_minute WHERE service_name = 'web' "
+		      "AND period < now() - interval '2 hours 10 minutes')");
+		rolled = list(&f);
+		assert_int_equal(
+			in_of(rolled, type == 0 ? "web" : "web-deploy"),
+			in_of(raw, type == 0 ? "web" : "web-deploy") + 100);
+		exec1(c, "UPDATE resource_rollup_minute SET requests = "
+			 "requests - 100 WHERE requests >= 100");
+		resourcequery_list_free(raw);
+		resourcequery_list_free(rolled);
+	}
+	pg_release(c);
+}
+
 int
 main(void)
 {
@@ -468,6 +597,7 @@ main(void)
 		cmocka_unit_test(test_namespaces),
 		cmocka_unit_test(test_detail),
 		cmocka_unit_test(test_not_found),
+		cmocka_unit_test(test_rollup_equals_raw),
 	};
 
 	return cmocka_run_group_tests_name("resourcequery", db, group_setup,
