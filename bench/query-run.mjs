@@ -10,7 +10,7 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h,g1h,g24h]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h]
 //        [--traces-sql walk|group|prepared]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
@@ -80,9 +80,18 @@ const KINDS = {
 	tl24h: { tool: 'query_metrics', hours: 24, step: '5m', what: 'query_metrics 24h, step 5m' },
 	g1h: { tool: 'get_mesh_graph', hours: 1, graph: true, what: 'get_mesh_graph 1h' },
 	g24h: { tool: 'get_mesh_graph', hours: 24, graph: true, what: 'get_mesh_graph 24h' },
+	r24h: { tool: 'get_resource_detail', hours: 24, resource: 'list', what: 'get_resource_detail services 24h' },
+	rd24h: { tool: 'get_resource_detail', hours: 24, resource: 'detail', what: 'get_resource_detail one service 24h' },
 };
 const kinds = opt.kinds.split(',').filter(Boolean);
 for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (${Object.keys(KINDS).join(', ')})`);
+
+// get_resource_detail takes no from/to, only Kiali's rateInterval: in the
+// anchored mode its kinds ask for the last N hours, N whole hours that
+// reach back past the start of the dataset's 24 h (which ends at the
+// anchor), so that both sides read all of it however long the run takes
+// (up to an hour); the SQL side asks for the same N hours before now().
+const resourceHours = opt.live ? 24 : Math.ceil((Date.now() - (anchorMs - 24 * HOUR_MS)) / HOUR_MS) + 1;
 
 // ---- the SQL ---------------------------------------------------------------------
 // range: {from, to} ISO strings, or null for "the last N hours as of now()".
@@ -197,6 +206,32 @@ function graphSql(hours, range) {
 	);
 }
 
+// get_resource_detail's numbers for every service (r24h) or one (rd24h):
+// namespace, sources, the versions, workloads, pods and hosts its spans
+// name, its SERVER and CONSUMER spans once per span id (an eBPF copy only
+// when no OTLP copy starts within 300 s of it, found through the primary
+// key) by outcome, and its newest error.  The calls out are the graph's
+// (g1h, g24h).  One statement over the spans of the range.
+function resourceSql(service, range) {
+	const [from, to] = sqlRange(resourceHours, null);
+	const ns = "coalesce(nullif(service_namespace, ''), nullif(k8s_namespace_name, ''), '')";
+	const wl = "coalesce(nullif(k8s_deployment_name, ''), nullif(resource_attributes ->> 'k8s.statefulset.name', ''), nullif(host_name, ''), '')";
+	const names = (v) => `coalesce(string_agg(DISTINCT ${v}, ',' ORDER BY ${v}) FILTER (WHERE ${v} <> ''), '')`;
+	const one = service ? `AND service_name = '${service}' ` : '';
+	return (
+		`SELECT service_name, ns, string_agg(DISTINCT source, ',' ORDER BY source), ${names('ver')}, ${names('wl')}, ` +
+		`${names('pod')}, ${names('host')}, count(*) FILTER (WHERE req), count(*) FILTER (WHERE req AND o = 1), ` +
+		"count(*) FILTER (WHERE req AND o = 2), max(start_time) FILTER (WHERE o = 1) FROM (SELECT service_name, ns, ver, wl, pod, host, " +
+		"source, start_time, o, kind IN (2, 5) AND (source = 'otlp' OR NOT EXISTS (SELECT 1 FROM spans d WHERE d.trace_id = s.trace_id " +
+		"AND d.span_id = s.span_id AND d.source = 'otlp' AND d.start_time >= s.start_time - interval '300 s' " +
+		"AND d.start_time <= s.start_time + interval '300 s')) AS req FROM (SELECT trace_id, span_id, kind, start_time, source, " +
+		`service_name, ${ns} AS ns, coalesce(service_version, '') AS ver, ${wl} AS wl, coalesce(k8s_pod_name, '') AS pod, ` +
+		"coalesce(host_name, '') AS host, sextant_span_outcome(kind, status_code, http_status_code, rpc_grpc_status_code) AS o " +
+		`FROM spans WHERE source IN ('ebpf', 'otlp') AND start_time >= ${from} AND start_time < ${to} ${one}) s) x ` +
+		'GROUP BY 1, 2 ORDER BY 1, 2'
+	);
+}
+
 // Runs kind's statement on psql: {ms, rows}.  The graph's self-join runs
 // with nested loops off (not timed: a SET before, a RESET after), as the
 // tool's does: PostgreSQL estimates a CTE's filtered rows at one or two
@@ -215,6 +250,7 @@ async function runSql(psql, kind, service, range) {
 function sqlFor(kind, service, range) {
 	const k = KINDS[kind];
 	if (k.graph) return graphSql(k.hours, range);
+	if (k.resource) return resourceSql(k.resource === 'detail' ? service : null, range);
 	if (k.step) return timelineSql(service, k.hours, range);
 	return k.tool === 'query_metrics' ? metricsSql(service, k.hours, range) : tracesSql(service, k.hours, range);
 }
@@ -222,6 +258,8 @@ function sqlFor(kind, service, range) {
 function argsFor(kind, service, range) {
 	const k = KINDS[kind];
 	if (k.graph) return range ? { graphType: 'service', from: range.from, to: range.to } : { graphType: 'service', rateInterval: `${k.hours}h` };
+	if (k.resource === 'list') return { resource_type: 'service', rateInterval: `${resourceHours}h` };
+	if (k.resource) return { resource_type: 'service', resource_name: service, rateInterval: `${resourceHours}h` };
 	const step = k.step ? { step: k.step } : {};
 	if (range) return { service, from: range.from, to: range.to, ...step };
 	return { service, time_range: `${k.hours}h`, ...step };
@@ -468,6 +506,41 @@ function checkGraph(result, rows) {
 	return { problems, keys: rows.length, maxPctDiff: maxPct, rollup: /from the minute and hourly rollups/.test(result.content?.[0]?.text ?? '') };
 }
 
+// Compares get_resource_detail's list (r24h) or detail (rd24h) with the
+// SQL rows: per service its requests, errors and client errors exact, its
+// sources, and the versions and workloads (and the detail's pods and
+// hosts) it names (the first 10 of each, and how many), the same.
+function checkResources(result, rows) {
+	const problems = [];
+	const sc = result.structuredContent ?? {};
+	const items = sc.resources ?? (sc.name ? [sc] : []);
+	const tool = new Map(items.map((r) => [`${r.namespace ?? ''}/${r.name}`, r]));
+	if ((sc.not_shown ?? 0) > 0) problems.push(`${sc.not_shown} resources not shown (the answer's budget)`);
+	const detail = !sc.resources;
+	for (const [svc, ns, sources, ver, wl, pod, host, n, e, ce] of rows) {
+		const key = `${ns}/${svc}`;
+		const t = tool.get(key);
+		if (!t) {
+			if (!detail) problems.push(`no tool resource ${key}`);
+			continue;
+		}
+		tool.delete(key);
+		const got = [t.requests, t.errors ?? 0, t.client_errors ?? 0].join();
+		if (got !== [n, e, ce].map(Number).join()) problems.push(`${key}: ${got} vs SQL ${n},${e},${ce}`);
+		if ([...t.sources].sort().join() !== sources) problems.push(`${key}: sources ${t.sources} vs SQL ${sources}`);
+		const lists = [['versions', ver], ['workloads', wl]];
+		if (detail) lists.push(['pods', pod], ['hosts', host]);
+		for (const [field, want] of lists) {
+			const all = want ? want.split(',') : [];
+			const shown = t[field] ?? [];
+			const total = t[`${field}_total`] ?? shown.length;
+			if (total !== all.length || shown.some((x) => !all.includes(x))) problems.push(`${key}: ${field} ${shown.join(',')} (${total}) vs SQL ${want}`);
+		}
+	}
+	if (!detail) for (const k of tool.keys()) problems.push(`tool resource without SQL row: ${k}`);
+	return { problems, keys: rows.length, maxPctDiff: 0, rollup: null };
+}
+
 function checkTraces(result, rows) {
 	const problems = [];
 	const sc = result.structuredContent ?? {};
@@ -509,6 +582,14 @@ function summary(values) {
 	};
 }
 
+// A result as compared between the two clients: a rateInterval's range
+// (get_resource_detail's kinds) ends at each call's now, and so differs.
+function sameRange(kind, result) {
+	if (!KINDS[kind].resource || !result.structuredContent) return result;
+	const { time_range: _, ...sc } = result.structuredContent;
+	return { ...result, structuredContent: sc };
+}
+
 // ---- the run ------------------------------------------------------------------------
 function rangeAt(kind, endMs) {
 	const to = new Date(endMs);
@@ -547,7 +628,7 @@ async function main() {
 	for (const svc of services) {
 		for (const k of kinds) {
 			// one graph for every service: checked once
-			if (KINDS[k].graph && svc !== services[0]) continue;
+			if ((KINDS[k].graph || KINDS[k].resource === 'list') && svc !== services[0]) continue;
 			const range = rangeAt(k, checkEnd);
 			const m = await callTool(KINDS[k].tool, argsFor(k, svc, range));
 			const p = await callTool(KINDS[k].tool, argsFor(k, svc, range), rawPost);
@@ -556,10 +637,10 @@ async function main() {
 			if (m.result.isError) {
 				c.problems = [`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`];
 			} else {
-				const check = KINDS[k].graph ? checkGraph : KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
+				const check = KINDS[k].graph ? checkGraph : KINDS[k].resource ? checkResources : KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
 				Object.assign(c, check(m.result, s.rows));
 			}
-			if (JSON.stringify(p.result) !== JSON.stringify(m.result)) c.problems.push('the plain client got another result than node:http');
+			if (JSON.stringify(sameRange(k, p.result)) !== JSON.stringify(sameRange(k, m.result))) c.problems.push('the plain client got another result than node:http');
 			out.checks.push(c);
 			const tag = c.problems.length ? 'DIFFERS' : 'same';
 			console.error(

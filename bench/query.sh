@@ -19,7 +19,9 @@
 #   --services L  comma-separated                checkout,payments,api-gateway,inventory
 #   --kinds L     queries measured, comma-separated: m1h, m24h, t1h, tl24h
 #                 (query_metrics 24 h with step 5m), g1h, g24h
-#                 (get_mesh_graph, tool set "mesh")     m1h,m24h,t1h,tl24h
+#                 (get_mesh_graph, tool set "mesh"), r24h, rd24h
+#                 (get_resource_detail: the services, one service; the
+#                 dataset's whole 24 h: see query-run.mjs)  m1h,m24h,t1h,tl24h
 #   --pg-set N=V  a PostgreSQL setting for the runs (ALTER DATABASE ... SET,
 #                 so the gateway and psql both get it), e.g. jit=off;
 #                 repeatable; every run starts from RESET ALL
@@ -68,6 +70,7 @@ TARGET_1H_P95=100   # ms
 TARGET_24H_SPEEDUP=5
 TARGET_TL_P95=100 # ms: query_metrics 24 h with step 5m (issue 18)
 TARGET_G_P95=200  # ms: get_mesh_graph 24 h (issue 20), besides >= 5x SQL
+TARGET_R_P95=1000 # ms: get_resource_detail 24 h, list and detail (issue 20)
 # Bounds, in seconds.
 START_S=60      # gateway start-up
 STOP_S=20       # gateway shutdown after SIGTERM
@@ -135,8 +138,8 @@ for v in SPANS CALLS RUNS; do
 		die "--${v,,}: expected a positive integer, got \"${!v}\""
 done
 is_uint "$SEED" || die "--seed: expected a non-negative integer, got \"$SEED\""
-[[ "$KINDS" =~ ^(m1h|m24h|t1h|tl24h|g1h|g24h)(,(m1h|m24h|t1h|tl24h|g1h|g24h))*$ ]] ||
-	die "--kinds: expected some of m1h,m24h,t1h,tl24h,g1h,g24h, comma-separated, got \"$KINDS\""
+[[ "$KINDS" =~ ^(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h)(,(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h))*$ ]] ||
+	die "--kinds: expected some of m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h, comma-separated, got \"$KINDS\""
 [[ "$SERVICES" =~ ^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$ ]] ||
 	die "--services: expected comma-separated service names, got \"$SERVICES\""
 
@@ -348,8 +351,9 @@ PORT=$("$NODE" -e "const s=require('net').createServer();
 s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
 BASE=http://127.0.0.1:$PORT
 note "starting $SEXTANT on 127.0.0.1:$PORT"
-# get_mesh_graph is in the "mesh" set, listed only when named
-[[ ",$KINDS," != *,g* ]] || export SEXTANT_TOOLS_ENABLED_SETS=${SEXTANT_TOOLS_ENABLED_SETS:-core,query,spans,genai,grafana,mesh}
+# get_mesh_graph and get_resource_detail are in the "mesh" set, listed
+# only when named
+[[ ",$KINDS," != *,[gr]* ]] || export SEXTANT_TOOLS_ENABLED_SETS=${SEXTANT_TOOLS_ENABLED_SETS:-core,query,spans,genai,grafana,mesh}
 DATABASE_URL=$PG_URL SEXTANT_LISTEN=127.0.0.1:$PORT "$SEXTANT" serve "${CONFIG_ARGS[@]}" >"$OUT/sextant.log" 2>&1 &
 SEXTANT_PID=$!
 i=0
@@ -389,9 +393,9 @@ sql "SELECT calls, round(mean_exec_time::numeric, 2), round(stddev_exec_time::nu
 	ORDER BY total_exec_time DESC LIMIT 12" | tr '|' '\t' >"$OUT/statements.tsv" || true
 
 # ---- report ------------------------------------------------------------------------------
-"$NODE" - "$OUT" "$RUNS" "$TARGET_1H_RATIO" "$TARGET_1H_P95" "$TARGET_24H_SPEEDUP" "$TARGET_TL_P95" "$TARGET_G_P95" <<'EOF' >"$OUT/table.md"
+"$NODE" - "$OUT" "$RUNS" "$TARGET_1H_RATIO" "$TARGET_1H_P95" "$TARGET_24H_SPEEDUP" "$TARGET_TL_P95" "$TARGET_G_P95" "$TARGET_R_P95" <<'EOF' >"$OUT/table.md"
 const fs = require('fs');
-const [out, runs, t1hRatio, t1hP95, t24Speed, tlP95, gP95] = process.argv.slice(2);
+const [out, runs, t1hRatio, t1hP95, t24Speed, tlP95, gP95, rP95] = process.argv.slice(2);
 const rs = [];
 for (let r = 1; r <= Number(runs); r++) rs.push(JSON.parse(fs.readFileSync(`${out}/run-${r}.json`, 'utf8')));
 const med = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
@@ -421,6 +425,9 @@ for (const k of Object.keys(rs[0].summary)) {
 		target = `SQL/MCP p50 >= ${t24Speed}x, p95 < ${gP95} ms`;
 		const okS = sp50 / mp50 >= Number(t24Speed), okP = mp95 < Number(gP95);
 		met = `${okS && okP ? 'yes' : '**no**'} (${(sp50 / mp50).toFixed(1)}x)`;
+	} else if (k === 'r24h' || k === 'rd24h') {
+		target = `p95 < ${rP95} ms`;
+		met = `${mp95 < Number(rP95) ? 'yes' : '**no**'} (${(sp50 / mp50).toFixed(1)}x SQL)`;
 	} else if (k === 'tl24h') {
 		target = `p95 < ${tlP95} ms`;
 		met = mp95 < Number(tlP95) ? 'yes' : '**no**';
