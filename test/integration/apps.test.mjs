@@ -47,6 +47,9 @@ async function serveHarness() {
 		write: false,
 		logLevel: 'error',
 	});
+	// esbuild's service process ends now, while this process can reap it
+	// (else it outlives the test as a zombie in the test's process group)
+	await esbuild.stop();
 	const files = {
 		'/host.html': ['text/html', fs.readFileSync(path.join(FIXTURES, 'apps-host.html'))],
 		'/apps-host.js': ['text/javascript', fs.readFileSync(path.join(FIXTURES, 'apps-host.js'))],
