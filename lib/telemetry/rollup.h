@@ -212,8 +212,9 @@ int rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
 int rollup_analyze(struct pg_conn *c, int *analyzed, struct pg_error *err) WUR;
 
 /*
- * Deletes the rows of span_rollup, span_rollup_minute, span_rollup_5m and
- * the dirty tables whose period ended before now() - retention_days (1..3650), the
+ * Deletes the rows of span_rollup, span_rollup_minute, span_rollup_5m,
+ * edge_rollup, edge_rollup_minute, resource_rollup_minute and the dirty
+ * tables whose period ended before now() - retention_days (1..3650), the
  * cutoff of sextant_drop_expired().  Called by partition upkeep.  c (borrowed) idle.
  * Errors: STATUS_INVALID (bad arguments), those of pg_query.
  */
