@@ -93,6 +93,7 @@ TELEMETRY_SRC := $(addprefix lib/telemetry/,spanquery.c spanlist.c \
 TELEMETRY_SRC += lib/telemetry/meshquery.c
 TELEMETRY_SRC += lib/telemetry/resourcequery.c
 TELEMETRY_SRC += lib/telemetry/tracesummary.c
+TELEMETRY_SRC += lib/telemetry/spanread.c
 DEMO_SRC := lib/demo/demo.c
 LIB_SRC := $(BASE_SRC) $(JSON_SRC) $(CONF_SRC) $(PG_SRC) $(OTLP_SRC) \
 	$(PROM_SRC) $(TELEMETRY_SRC) $(DEMO_SRC)
@@ -156,7 +157,7 @@ SERVER_SRC := server/boot/boot.c \
 		prompts.c) \
 	build/gen/skills.c \
 	$(addprefix server/tools/,tool_common.c tool_core.c tool_query.c \
-		tool_query_otlp.c tool_spans.c tool_genai.c tool_spans_services.c \
+		tool_query_otlp.c tool_spans.c tool_genai.c tool_spans_services.c tool_spans_span.c \
 		tool_grafana.c tool_detail.c) \
 	$(addprefix server/conformance/,conformance_fixtures.c \
 		tool_conformance.c tool_conformance_2026.c)
@@ -186,6 +187,7 @@ LIB_TESTS += meshquery
 LIB_TESTS += resourcequery
 LIB_TESTS += tracesummary
 LIB_TESTS += oauth
+LIB_TESTS += spanread
 SERVER_TESTS := session rpc dispatch tools stdio_mcp legacy_sse reqmeta \
 	tasks sessstore phrases citations
 SERVER_TESTS += openapi

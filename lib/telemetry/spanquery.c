@@ -664,9 +664,7 @@ static const struct pg_stmt walk_svc = {"spanquery_walk_svc",
  * a failed gRPC call), so that error chains and counts follow the one
  * rule; a server's client error (a 404 it answered) is not a failure.
  */
-#define SPAN_STATUS                                                            \
-	"CASE WHEN sextant_span_outcome(kind, status_code, http_status_code, " \
-	"rpc_grpc_status_code) = 1 THEN 2::smallint ELSE status_code END"
+#define SPAN_STATUS SPANQUERY_STATUS_SQL
 /*
  * The span id of the span's first link into its own trace (the one merge
  * can place it under), NULL when it has none: links is NULL for most

@@ -226,6 +226,15 @@ int spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 			     struct pg_error *err) WUR;
 
 /*
+ * A span's status as the trees show it (SQL over a spans row): ERROR (2)
+ * also for a span that failed by sextant_span_outcome without that
+ * status, so that every answer follows the one rule.
+ */
+#define SPANQUERY_STATUS_SQL                                                   \
+	"CASE WHEN sextant_span_outcome(kind, status_code, http_status_code, " \
+	"rpc_grpc_status_code) = 1 THEN 2::smallint ELSE status_code END"
+
+/*
  * What explains a failed or slow span: its codes, the remote peer (on a
  * span that calls out), the first "exception" event, and on request its
  * attributes.  The trace statements read it with every span (attributes

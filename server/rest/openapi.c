@@ -691,9 +691,10 @@ route_get(const struct rest_route *rt, const struct tool_def *def,
 	}
 	snprintf(name, sizeof(name), "%s.answer", def->name);
 	op = json_pack(
-		"{s:s+, s:s, s:s++, s:[s], s:o, s:o}", "operationId", def->name,
-		"_resource", "summary", rt->summary, "description",
-		"Runs the tool ", def->name,
+		"{s:s+, s:s, s:s++, s:[s], s:o, s:o}", "operationId",
+		rt->operation != NULL ? rt->operation : def->name,
+		rt->operation != NULL ? "" : "_resource", "summary",
+		rt->summary, "description", "Runs the tool ", def->name,
 		" with the path parameters and the query parameters as its "
 		"arguments (the query parameters are the tool's other "
 		"arguments, typed by its inputSchema).",

@@ -28,6 +28,9 @@ struct rest_route {
 	const char *summary;
 	struct rest_path_param params[REST_MAX_PATH_PARAMS];
 	size_t nparams;
+	/* its OpenAPI operationId; NULL: "<tool>_resource" (a second route
+	 * of one tool names its own) */
+	const char *operation;
 };
 
 extern const struct rest_route rest_routes[];

@@ -304,6 +304,23 @@ tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
 }
 
 int
+tool_put_line(struct buf *b, const char *s, size_t max)
+{
+	size_t n = 0;
+	int rc = STATUS_OK;
+
+	for (; *s != '\0' && rc == STATUS_OK; s++, n++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (n >= max && (c & 0xc0) != 0x80)
+			return buf_puts(b, "…");
+		rc = c < 0x20 || c == 0x7f ? buf_puts(b, " ")
+					   : buf_append(b, s, 1);
+	}
+	return rc;
+}
+
+int
 tool_fit(struct buf *b)
 {
 	int rc = buf_error(b);
@@ -924,10 +941,9 @@ tool_service_name(struct call *call, const char *given, char *out, size_t cap,
 	return res;
 }
 
-/* The trace whose id begins with prefix, into id (tool_trace_spans). */
-static int
-trace_prefix(struct call *call, const char *tool, struct pg_conn *c,
-	     const char *prefix, uint8_t id[16], json_t **result)
+int
+tool_trace_prefix(struct call *call, const char *tool, struct pg_conn *c,
+		  const char *prefix, uint8_t id[16], json_t **result)
 {
 	uint8_t ids[2][16];
 	char a[33], b[33];
@@ -991,9 +1007,10 @@ tool_trace_spans(struct call *call, const char *tool,
 	int rc, failed = 0;
 
 	*result = NULL;
-	if (prefix != NULL && ((rc = trace_prefix(call, tool, k->c[0], prefix,
-						  id, result)) != STATUS_OK ||
-			       *result != NULL))
+	if (prefix != NULL &&
+	    ((rc = tool_trace_prefix(call, tool, k->c[0], prefix, id,
+				     result)) != STATUS_OK ||
+	     *result != NULL))
 		return rc;
 	rc = tool_round_run(
 		&(struct tool_round){.call = call,

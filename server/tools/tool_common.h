@@ -144,6 +144,11 @@ int tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
  */
 int tool_fit(struct buf *b);
 
+/* Appends s with control bytes as spaces, cut to max bytes (at a UTF-8
+ * character boundary) with "…": a value shown in a line stays on it.
+ * Returns b's status (buf errors are kept for the one check). */
+int tool_put_line(struct buf *b, const char *s, size_t max);
+
 /*
  * render_md_row and render_md_rule (lib/telemetry/render) under tool_fit's
  * rule: a row that does not fit is left out, b as it was (STATUS_LIMIT),
@@ -371,6 +376,15 @@ json_t *tool_codes_json(const struct spanquery_code *codes);
  */
 bool tool_unknown_service(struct pg_conn *c, const char *service,
 			  const char *list_tool, char *out, size_t cap);
+
+/*
+ * The trace whose id begins with the hex digits prefix, into id, read on
+ * c: STATUS_OK with *result NULL when exactly one does; else *result says
+ * none or which ones (an error answer), or the store failed
+ * (tool_store_failed for tool).
+ */
+int tool_trace_prefix(struct call *call, const char *tool, struct pg_conn *c,
+		      const char *prefix, uint8_t id[16], json_t **result) WUR;
 
 /*
  * One trace's spans from each span source at once (a tool_round on k):

@@ -206,27 +206,6 @@ tool_detail_code(const struct spanquery_detail *x, char *out, size_t cap)
 		out[0] = '\0';
 }
 
-/* Appends s with control bytes as spaces, cut to max bytes at a UTF-8
- * character boundary with "…": a detail stays on its line. */
-static void
-put_short(struct buf *b, const char *s, size_t max)
-{
-	size_t n = 0;
-
-	for (; *s != '\0'; s++, n++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (n >= max && (c & 0xc0) != 0x80) {
-			buf_puts(b, "…");
-			return;
-		}
-		if (c < 0x20 || c == 0x7f)
-			buf_puts(b, " ");
-		else
-			buf_append(b, s, 1);
-	}
-}
-
 /* A span that calls out (client, producer, internal, unknown) has a
  * remote peer; on a server or consumer span server.address is its own. */
 static bool
@@ -248,16 +227,16 @@ tool_detail_text(struct buf *b, const struct merge_node *node,
 	if (calls_out(s->kind) && (x->db_system != NULL || x->peer != NULL)) {
 		buf_puts(b, " → ");
 		if (x->db_system != NULL) {
-			put_short(b, x->db_system, 40);
+			(void)tool_put_line(b, x->db_system, 40);
 			if (x->db_table != NULL) {
 				buf_puts(b, " ");
-				put_short(b, x->db_table, 60);
+				(void)tool_put_line(b, x->db_table, 60);
 			}
 			if (x->peer != NULL)
 				buf_puts(b, " at ");
 		}
 		if (x->peer != NULL)
-			put_short(b, x->peer, 80);
+			(void)tool_put_line(b, x->peer, 80);
 	}
 	if (x->grpc_code >= 0)
 		buf_printf(b, ", gRPC %s", otlp_grpc_code_name(x->grpc_code));
@@ -271,11 +250,11 @@ tool_detail_text(struct buf *b, const struct merge_node *node,
 	if (x->exception_type != NULL || msg != NULL) {
 		buf_puts(b, ", exception ");
 		if (x->exception_type != NULL)
-			put_short(b, x->exception_type, 80);
+			(void)tool_put_line(b, x->exception_type, 80);
 		if (x->exception_type != NULL && msg != NULL)
 			buf_puts(b, ": ");
 		if (msg != NULL)
-			put_short(b, msg, 120);
+			(void)tool_put_line(b, msg, 120);
 	}
 	return buf_puts(b, "]");
 }
@@ -344,9 +323,10 @@ tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max)
 				json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (n++ > 0)
 			buf_puts(b, ", ");
-		put_short(b, key, 80);
+		(void)tool_put_line(b, key, 80);
 		buf_puts(b, "=");
-		put_short(b, text != NULL ? text : "?", ATTR_VALUE_MAX);
+		(void)tool_put_line(b, text != NULL ? text : "?",
+				    ATTR_VALUE_MAX);
 		free(dump);
 	}
 	if (n == 0)

@@ -28,6 +28,7 @@
 #include "tools/tool_common.h"
 #include "tools/tool_detail.h"
 #include "tools/tool_spans.h"
+#include "tools/tool_spans_span.h"
 
 /* Bytes of the whole answer ([tools] max_answer_bytes) query_spans keeps
  * for what is not a row: the text's closing lines escaped as JSON, the
@@ -62,25 +63,6 @@ opt_string(const char *s)
 	if (v == NULL) /* not UTF-8: the store's encoding is not UTF8 */
 		v = json_string("(not valid UTF-8)");
 	return v;
-}
-
-/* Appends s with control bytes as spaces, cut to max bytes (at a UTF-8
- * character boundary) with "…": one line of a tree stays one line. */
-static int
-put_line_text(struct buf *b, const char *s, size_t max)
-{
-	size_t n = 0;
-	int rc = STATUS_OK;
-
-	for (; *s != '\0' && rc == STATUS_OK; s++, n++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (n >= max && (c & 0xc0) != 0x80)
-			return buf_puts(b, "…");
-		rc = c < 0x20 || c == 0x7f ? buf_puts(b, " ")
-					   : buf_append(b, s, 1);
-	}
-	return rc;
 }
 
 /* ---- query_spans -------------------------------------------------------- */
@@ -724,7 +706,7 @@ error_text(struct buf *b, const struct spanquery_span *s,
 	if (rc == STATUS_OK && s->status_message != NULL) {
 		rc = buf_puts(b, ": ");
 		if (rc == STATUS_OK)
-			rc = put_line_text(b, s->status_message, MESSAGE_MAX);
+			rc = tool_put_line(b, s->status_message, MESSAGE_MAX);
 	}
 	return rc;
 }
@@ -746,11 +728,11 @@ trace_label(struct buf *b, const struct merge_node *node, void *arg)
 	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
 	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->service, 200);
+		rc = tool_put_line(b, s->service, 200);
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, ": ");
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->name, 200);
+		rc = tool_put_line(b, s->name, 200);
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, " (%s)", dur);
 	if (rc == STATUS_OK && node->also_seen_by != 0)
@@ -797,11 +779,11 @@ trace_run_label(struct buf *b, const struct merge_trace *t,
 	rc = buf_printf(b, "× %zu %s ", l->count,
 			render_source_label(node->span->source));
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->service, 200);
+		rc = tool_put_line(b, s->service, 200);
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, ": ");
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->name, 200);
+		rc = tool_put_line(b, s->name, 200);
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, " (min %s, avg %s, max %s)", lo, avg, hi);
 	if (rc == STATUS_OK && nested > 0) {
@@ -953,11 +935,11 @@ span_ref(struct buf *b, const struct merge_node *node)
 	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
 	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->service, 200);
+		rc = tool_put_line(b, s->service, 200);
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, ": ");
 	if (rc == STATUS_OK)
-		rc = put_line_text(b, s->name, 200);
+		rc = tool_put_line(b, s->name, 200);
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, " (%s)", dur);
 	return rc;
@@ -1247,7 +1229,7 @@ services_line(struct buf *b, const struct merge_trace *t)
 		if (distinct < SERVICES_NAMED) {
 			rc = buf_puts(b, distinct == 0 ? "services: " : ", ");
 			if (rc == STATUS_OK)
-				rc = put_line_text(b, names[i], 100);
+				rc = tool_put_line(b, names[i], 100);
 		}
 		distinct++;
 	}
@@ -1602,9 +1584,12 @@ static int
 get_trace(struct call *call, const json_t *args, json_t **result)
 {
 	const char *trace_id = tool_arg_str(args, "trace_id");
+	const char *span_id = tool_arg_str(args, "span_id");
 	struct get_call x = {.call = call, .budget = call_text_budget(call)};
 	int rc = STATUS_OK;
 
+	if (span_id != NULL)
+		return tool_get_span(call, trace_id, span_id, result);
 	buf_init(&x.b, 2 * x.budget + 4096);
 	buf_init(&x.sect[0], 2 * x.budget + 4096);
 	buf_init(&x.sect[1], 2 * x.budget + 4096);

@@ -175,11 +175,20 @@ describe('the Views in a host', () => {
 		const marks = await frame.$$eval('.wf-mark', (els) => els.map((e) => e.textContent));
 		assert.ok(marks.every((m) => /\[(eBPF|OTLP)\]/.test(m)), `source marks: ${marks.join(' | ')}`);
 		const bottleneck = pick.sc.bottlenecks[0].span_id;
+		const n = calls.length;
 		await frame.click(`g.wf-row[data-span-id="${bottleneck}"] .wf-bar`);
 		const panel = await frame.$eval('.wf-panel', (e) => (e.hidden ? '' : e.textContent));
 		assert.ok(panel.includes(bottleneck), `side panel: ${panel}`);
 		const attrs = pick.sc.key_attributes.find((k) => k.span_id === bottleneck)?.attributes || {};
 		for (const k of Object.keys(attrs)) assert.ok(panel.includes(k), `attribute ${k} in the side panel`);
+		// then the span whole, read through the host (get_trace with its span_id)
+		await frame.waitForSelector('.wf-whole h4');
+		assert.deepEqual(calls.slice(n), [{ name: 'get_trace', arguments: { trace_id: pick.sc.trace_id, span_id: bottleneck } }]);
+		const whole = (await tool('get_trace', { trace_id: pick.sc.trace_id, span_id: bottleneck })).structuredContent;
+		const full = await frame.$eval('.wf-panel', (e) => e.textContent);
+		assert.ok(whole.attributes.length > 0, 'the bottleneck has attributes');
+		for (const a of [...whole.attributes, ...whole.resource]) assert.ok(full.includes(a.key), `${a.key} in the side panel`);
+		assert.ok(full.includes(`Events (${whole.span.events_total}`), `events counted: ${full}`);
 		await shot('trace-waterfall');
 	});
 

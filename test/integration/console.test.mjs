@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 
 import puppeteer from 'puppeteer-core';
 
-import { KIND, newId, span, SpanBatch } from './lib/otlpjson.mjs';
+import { attrs, KIND, newId, span, SpanBatch } from './lib/otlpjson.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { LOG_DIR, ROOT, runSextant, startServer } from './lib/server.mjs';
 import { TOOL_ENV } from './lib/tooltest.mjs';
@@ -34,6 +34,7 @@ const ENV = { ...TOOL_ENV, SEXTANT_TOOLS_ENABLED_SETS: 'core,query,spans,genai,m
 const BIG_ANSWERS = { SEXTANT_TOOLS_MAX_ANSWER_BYTES: '16777216', SEXTANT_TOOLS_MAX_ANSWER_CHARS: '1000000' };
 
 let st;
+let bigVerify; // the span id of the big trace's "verify token"
 
 // A trace of 2,000 spans: a root, an auth call, 37 batches of 53 queries,
 // each name distinct so that none folds; returns its id.
@@ -44,7 +45,16 @@ async function postBigTrace(url) {
 	const ms = 1000000n;
 	const root = newId(8);
 	batch.add('bulk-api', 'otlp', span({ traceId, spanId: root, name: 'POST /bulk', kind: KIND.SERVER, startNs: t0, durNs: 2500n * ms, attributes: { 'http.request.method': 'POST', 'http.route': '/bulk', 'http.response.status_code': 200 } }));
-	batch.add('bulk-api', 'otlp', span({ traceId, spanId: newId(8), parentSpanId: root, name: 'verify token', startNs: t0 + ms, durNs: 2n * ms }));
+	// the span a side panel reads whole: attributes (a secret among them),
+	// two events and a link
+	const verify = span({ traceId, spanId: newId(8), parentSpanId: root, name: 'verify token', startNs: t0 + ms, durNs: 2n * ms, attributes: { 'enduser.id': 'u-42', 'auth.api_key': 'sk-live-do-not-show', 'auth.cache.hit': false } });
+	verify.events = [
+		{ name: 'cache miss', timeUnixNano: (t0 + ms + 250000n).toString(), attributes: attrs({ 'cache.key': 'tok:u-42' }) },
+		{ name: 'exception', timeUnixNano: (t0 + 2n * ms).toString(), attributes: attrs({ 'exception.type': 'JWKSFetchError', 'exception.message': 'jwks refetch timed out' }) },
+	];
+	verify.links = [{ traceId, spanId: root, attributes: attrs({ 'link.why': 'batch' }) }];
+	batch.add('bulk-api', 'otlp', verify);
+	bigVerify = verify.spanId;
 	for (let i = 0; i < 37; i++) {
 		const b = newId(8);
 		const bs = t0 + BigInt(3 + i * 66) * ms;
@@ -185,9 +195,37 @@ describe('web console', { timeout: 180000 }, () => {
 		const panel = await page.$eval('.wf-panel', (p) => p.innerText);
 		assert.match(panel, new RegExp(`span id\\s+${spanId}`));
 		assert.match(panel, /duration/);
+		// then the span whole, as GET /api/v1/traces/{id}/spans/{span} gives it
+		await page.waitForSelector('.wf-whole h4');
+		const whole = await getJson(`/api/v1/traces/${id}/spans/${spanId}`);
+		const full = await page.$eval('.wf-panel', (p) => p.innerText);
+		assert.ok(whole.attributes.length > 0 && whole.resource.length > 0, 'the span has attributes and a resource');
+		for (const a of [...whole.attributes, ...whole.resource]) assert.ok(full.includes(a.key), `${a.key} in the side panel`);
+		assert.match(full, new RegExp(`Attributes \\(${whole.span.attributes_total}\\)`));
+		assert.match(full, new RegExp(`Resource \\(${whole.span.resource_total}\\)`));
 		await page.screenshot({ path: path.join(SHOTS, 'trace-span.png') });
 		await page.goBack();
 		await ready(page, 'service');
+		assert.deepEqual(page.problems, []);
+		await page.close();
+	});
+
+	test("a span's side panel: every attribute (redacted), its events at their offsets, its link", async () => {
+		const page = await openPage(`/ui/traces/${st.bigTrace}`, 'trace');
+		await page.click(`g.wf-row[data-span-id="${bigVerify}"] .wf-bar`);
+		await page.waitForSelector('.wf-whole h4');
+		const panel = await page.$eval('.wf-panel', (p) => p.innerText);
+		assert.match(panel, /Attributes \(3\)/);
+		assert.match(panel, /enduser\.id\s+u-42/);
+		assert.match(panel, /auth\.api_key\s+\[REDACTED\]/);
+		assert.doesNotMatch(panel, /sk-live-do-not-show/);
+		assert.match(panel, /Events \(2\)/);
+		assert.match(panel, /\+250 µs cache miss\s+cache\.key\s+tok:u-42/);
+		assert.match(panel, /\+1\.0 ms exception/);
+		assert.match(panel, /exception\.message\s+jwks refetch timed out/);
+		assert.match(panel, /Links \(1\)/);
+		assert.match(panel, /Resource \(3\)\s+service\.name\s+bulk-api/);
+		await page.screenshot({ path: path.join(SHOTS, 'trace-span-whole.png') });
 		assert.deepEqual(page.problems, []);
 		await page.close();
 	});

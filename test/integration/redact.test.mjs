@@ -4,7 +4,8 @@
 // set-cookie), e-mail addresses inside values, names and status messages,
 // and a configured extra key and value pattern, in the text and the
 // structuredContent of query_traces, query_ebpf_traces,
-// query_telemetry_spans, query_metrics, query_spans, get_trace,
+// query_telemetry_spans, query_metrics, query_spans, get_trace (a trace
+// and one span whole, its events too),
 // get_session, analyze_genai, compare_sessions and list_services.  The
 // secrets are put in through the OTLP receiver and checked to be in the
 // store (redaction is at answer time), so an answer that leaves them out
@@ -19,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
-import { KIND, STATUS, SpanBatch, newId, span } from './lib/otlpjson.mjs';
+import { attrs, KIND, STATUS, SpanBatch, newId, span } from './lib/otlpjson.mjs';
 import { psqlJson } from './lib/pgjson.mjs';
 import { CONFORMANCE_CONFIG, startServer } from './lib/server.mjs';
 import { EBPF_ENV, MIN_MS, MS, TOOL_ENV, assertNoSecrets, callTool, connect, hexLit, startStack, strings } from './lib/tooltest.mjs';
@@ -84,12 +85,15 @@ const ID = {};
 		},
 		status: { code: STATUS.ERROR, message: `denied for ${EMAILS[1]} (ticket ${EXTRA_VALUES[0]})` },
 	}));
-	batch.add('vault-api', 'otlp', span({
+	// its exception event carries a password and an address too
+	const notify = span({
 		traceId: T1, spanId: ID.notify, parentSpanId: ID.root, name: `notify ${EMAILS[2]}`, kind: KIND.INTERNAL,
 		startNs: t0 + 10n * MS, durNs: 400n * MS,
 		attributes: { ...sess, 'vault.ticket': `ticket ${EXTRA_VALUES[1]} for ${EMAILS[3]}` },
 		status: { code: STATUS.ERROR, message: `mailbox ${EMAILS[3]} full` },
-	}));
+	});
+	notify.events = [{ name: 'exception', timeUnixNano: (t0 + 300n * MS).toString(), attributes: attrs({ 'exception.message': `smtp refused ${EMAILS[3]}`, 'smtp.password': KEY_SECRETS['db.password'] }) }];
+	batch.add('vault-api', 'otlp', notify);
 	batch.add('vault-api', 'otlp', span({
 		traceId: T1, spanId: ID.chat, parentSpanId: ID.root, name: `chat summary for ${EMAILS[4]}`, kind: KIND.CLIENT,
 		startNs: t0 + 420n * MS, durNs: 70n * MS,
@@ -181,6 +185,22 @@ const CALLS = [
 	['get_trace', { trace_id: T1 }, ({ text }) => assert.match(text, /denied for \[REDACTED\]/), ({ text }) => {
 		assert.match(text, /notify \[REDACTED\]/);
 		assert.match(text, /chat summary for \[REDACTED\]/);
+	}],
+	['get_trace', { trace_id: T1, span_id: ID.root }, ({ sc, text }) => {
+		const a = Object.fromEntries(sc.attributes.map((r) => [r.key, r.value]));
+		for (const k of Object.keys(KEY_SECRETS)) assert.equal(a[k], MARK, `attribute ${k}`);
+		for (const [k, v] of Object.entries(VISIBLE)) assert.equal(a[k], v, `attribute ${k} must stay visible`);
+		assert.equal(a['user.contact'], `write to ${MARK} today`);
+		assert.match(sc.span.status_message, /^denied for \[REDACTED\] \(ticket /);
+		assert.match(text, /- db\.password: \[REDACTED\]/);
+	}, ({ text }) => assert.match(text, /POST \/api\/vault/)],
+	['get_trace', { trace_id: T1, span_id: ID.notify }, ({ sc, text }) => {
+		assert.equal(sc.span.status_message, `mailbox ${MARK} full`);
+		assert.deepEqual(sc.events[0].attributes, { 'exception.message': `smtp refused ${MARK}`, 'smtp.password': MARK });
+		assert.match(text, /exception: exception\.message=smtp refused \[REDACTED\], smtp\.password=\[REDACTED\]/);
+	}, ({ sc, text }) => {
+		assert.equal(sc.span.name, `notify ${MARK}`);
+		assert.match(text, /vault-api: notify \[REDACTED\]/);
 	}],
 	['get_session', { session_id: 'sess-redact-1' }, ({ text }) => assert.match(text, /denied for \[REDACTED\]/), ({ text }) => assert.match(text, /notify \[REDACTED\]/)],
 	['get_session', { session_id: 'sess-redact-2' }, ({ text }) => assert.match(text, /quota of \[REDACTED\] exceeded/), ({ text }) => assert.match(text, /chat draft for \[REDACTED\]/)],

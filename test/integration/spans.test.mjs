@@ -665,6 +665,53 @@ describe('get_trace', () => {
 	});
 });
 
+describe('get_trace with a span_id: one span whole', () => {
+	test('the span as stored: every attribute and resource key, its event at its offset, redacted', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_FAIL, span_id: FAIL.pay });
+		const row = await psqlJson(st.pg.url, `SELECT json_build_object('attrs', attributes, 'res', resource_attributes) FROM spans WHERE trace_id = ${hexLit(T_FAIL)} AND span_id = ${hexLit(FAIL.pay)}`);
+		assert.equal(sc.found, true);
+		assert.deepEqual({ ...sc.span, duration_ms: undefined, start: undefined, resource_total: undefined }, {
+			sources: ['otlp'], span_id: FAIL.pay, parent_span_id: FAIL.charge, service: 'fail-payments', name: 'POST /charge', kind: 'server',
+			duration_ms: undefined, start: undefined, status: 'error', status_message: 'card declined', scope: sc.span.scope,
+			attributes_total: Object.keys(row.attrs).length, resource_total: undefined, events_total: 1, links_total: 0,
+		});
+		assert.equal(sc.span.duration_ms, 50);
+		assert.deepEqual(sc.attributes.map((a) => a.key), Object.keys(row.attrs).sort());
+		assert.deepEqual(sc.resource.map((a) => a.key), Object.keys(row.res).sort());
+		assert.equal(sc.span.resource_total, Object.keys(row.res).length);
+		const a = Object.fromEntries(sc.attributes.map((x) => [x.key, x.value]));
+		assert.equal(a['card.token'], '[REDACTED]');
+		assert.equal(a['customer.contact'], '[REDACTED]');
+		assert.equal(a['payment.amount'], 129.5);
+		assert.equal(a['http.route'], '/charge');
+		assert.deepEqual(sc.events, [{
+			offset_ms: 30, name: 'exception', attributes_total: 3,
+			attributes: { 'exception.message': 'insufficient funds for [REDACTED]', 'exception.stacktrace': 'at charge (pay.js:12)', 'exception.type': 'CardDeclinedError' },
+		}]);
+		assert.match(text, new RegExp(`^## Span ${FAIL.pay} of trace ${T_FAIL}\\nfail-payments: POST /charge · server · \\[OTLP\\] · started \\S+ · 50(\\.0+)?ms · ERROR: card declined\\nParent: ${FAIL.charge}`));
+		assert.match(text, new RegExp(`### Attributes \\(${Object.keys(row.attrs).length}\\)`));
+		assert.match(text, /- card\.token: \[REDACTED\]/);
+		assert.match(text, /- payment\.amount: 129\.5\n/);
+		assert.match(text, /### Events \(1\)\n- \+30(\.0+)?ms exception: exception\.message=insufficient funds for \[REDACTED\], exception\.stacktrace=at charge \(pay\.js:12\), exception\.type=CardDeclinedError/);
+		assert.doesNotMatch(JSON.stringify(sc) + text, /tok_live_4242|ann@example\.com/);
+	});
+
+	test('a link into its own trace; the trace by its first digits', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_LINK.slice(0, 12), span_id: LINK.job });
+		assert.equal(sc.trace_id, T_LINK);
+		assert.equal(sc.span.links_total, 1);
+		assert.deepEqual(sc.links, [{ trace_id: T_LINK, span_id: LINK.req, attributes: {} }]);
+		assert.match(text, new RegExp(`### Links \\(1\\)\\n- trace ${T_LINK} \\(this one\\) span ${LINK.req}`));
+	});
+
+	test('an unknown span is an answer; a bad span_id names the field', async () => {
+		const { sc, text } = await call('get_trace', { trace_id: T_FAIL, span_id: '0123456789abcdef' });
+		assert.equal(sc.found, false);
+		assert.match(text, new RegExp(`no span 0123456789abcdef in trace ${T_FAIL}`));
+		assert.match(await callRefused(st.mcp, 'get_trace', { trace_id: T_FAIL, span_id: 'xyz' }), /span_id/);
+	});
+});
+
 describe('the details that explain a failure', () => {
 	const D = '(\\.0+)?ms';
 	const PAY = `fail-payments: POST /charge \\(50${D}\\) ERROR 402: card declined \\[server, HTTP 402, exception CardDeclinedError: insufficient funds for \\[REDACTED\\]\\]`;

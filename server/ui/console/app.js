@@ -255,7 +255,7 @@ async function trace(gen, id) {
 	heading(`Trace ${id.slice(0, 16)}`, `${fmtNum(d.span_count)} spans, ${fmtMs(d.duration_ms)}, started ${new Date(isoMs(d.start)).toLocaleString()}`);
 	const box = el('div', { class: 'cx-waterfall' }, main);
 	const t0 = performance.now();
-	renderWaterfall(box, d);
+	renderWaterfall(box, d, { loadSpan: (sid) => api(`traces/${enc(d.trace_id)}/spans/${enc(sid)}`) });
 	performance.measure('sx-waterfall', { start: t0 });
 }
 

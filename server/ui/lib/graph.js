@@ -13,6 +13,9 @@ import { el, fmtMs, healthClass, svg } from './dom.js';
 const GR_COL_W = 250;
 const GR_ROW_H = 104;
 const GR_PAD = 100; // half a long node label
+// where along an edge its label may lie (a fraction of the curve), nearest
+// the middle first: the finer the steps, the more labels find a free spot
+const GR_LABEL_AT = Array.from({ length: 17 }, (_, i) => 0.1 + i * 0.05).sort((a, b) => Math.abs(a - 0.55) - Math.abs(b - 0.55));
 const GR_R = 18;
 
 // The service name a node stands for: "shop/cart (1.4.0)" -> "cart".
@@ -138,7 +141,7 @@ export function renderGraph(container, sc, { onNode, onEdge } = {}) {
 		const lw = text.length * 6.2 + 4; // 10.5 px text, with room to spare
 		const lh = 15; // its ascent and descent
 		let box = null;
-		for (const t of [0.6, 0.4, 0.75, 0.3, 0.5, 0.85, 0.2, 0.9, 0.15])
+		for (const t of GR_LABEL_AT)
 			for (const dy of [-2 - lh, 2]) {
 				const b = { x: bez(t, c[0], c[2], c[4], c[6]) - lw / 2, y: bez(t, c[1], c[3], c[5], c[7]) + dy, w: lw, h: lh };
 				if (!box && !taken.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)) box = b;

@@ -3,8 +3,11 @@
 // trees works too): a colour per service, [eBPF]/[OTLP] marks, the critical
 // path outlined, async spans hatched and marked, errors in red, subtrees
 // folded under their caret, runs of like siblings folded into their first
-// row (expandable), and a span's fields and attributes in a side panel.
-// Used by the console (server/ui/console) and the MCP Apps; no fetches.
+// row (expandable), and a span's fields and attributes in a side panel;
+// with opts.loadSpan, the span whole (every attribute, its resource, events
+// and links: get_trace with a span_id) fills the panel once it comes.
+// Used by the console (server/ui/console) and the MCP Apps; no fetches of
+// its own.
 // renderTraceList draws query_traces' traces as rows to pick from.
 import { el, fmtMs, isoMs, serviceColor, showDetails, svg } from './dom.js';
 
@@ -83,14 +86,58 @@ function findRuns(rows) {
 	return runs;
 }
 
+const valueText = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+const countNote = (shown, total) => (total > shown ? ` (${total}, the first ${shown} shown)` : ` (${total})`);
+
+// The whole span (get_trace's answer with a span_id) into box: its
+// attributes, resource, events (offset from the span's start) and links.
+function showWhole(box, w) {
+	box.replaceChildren();
+	if (!w || w.found === false || !w.span) {
+		box.textContent = 'the span is not in the store';
+		return;
+	}
+	const sp = w.span;
+	const pairs = (title, rows, total) => {
+		el('h4', {}, box, `${title}${countNote(rows.length, total ?? rows.length)}`);
+		const dl = el('dl', { class: 'sx-dl' }, box);
+		for (const a of rows) {
+			el('dt', {}, dl, a.key);
+			el('dd', {}, dl, valueText(a.value));
+		}
+	};
+	if (sp.scope) el('p', { class: 'wf-scope' }, box, `scope ${sp.scope}`);
+	pairs('Attributes', w.attributes ?? [], sp.attributes_total);
+	pairs('Resource', w.resource ?? [], sp.resource_total);
+	const events = w.events ?? [];
+	el('h4', {}, box, `Events${countNote(events.length, sp.events_total ?? events.length)}`);
+	const ul = el('ul', { class: 'wf-events' }, box);
+	for (const e of events) {
+		const li = el('li', {}, ul);
+		el('b', {}, li, `${e.offset_ms !== null && e.offset_ms !== undefined ? `+${fmtMs(e.offset_ms)} ` : ''}${e.name ?? '(unnamed)'}`);
+		const dl = el('dl', { class: 'sx-dl' }, li);
+		for (const [k, v] of Object.entries(e.attributes ?? {})) {
+			el('dt', {}, dl, k);
+			el('dd', {}, dl, valueText(v));
+		}
+	}
+	if (sp.links_total) {
+		el('h4', {}, box, `Links${countNote((w.links ?? []).length, sp.links_total)}`);
+		const ll = el('ul', { class: 'wf-links' }, box);
+		for (const l of w.links ?? []) el('li', {}, ll, `trace ${l.trace_id} span ${l.span_id}${Object.keys(l.attributes ?? {}).length ? ` ${JSON.stringify(l.attributes)}` : ''}`);
+	}
+}
+
 // Draws sc into container (replacing its content): a toolbar, the SVG and
 // a side panel.  opts.keyAttributes defaults to sc.key_attributes;
-// opts.onSelect(row) is called when a span is picked.  Returns {rows,
+// opts.onSelect(row) is called when a span is picked; opts.loadSpan(spanId)
+// returns a promise of get_trace's answer for that span (span_id given).  Returns {rows,
 // expandAll(), select(spanId)}.
 export function renderWaterfall(container, sc, opts = {}) {
 	const rows = waterfallRows(sc);
 	const total = Math.max(sc.duration_ms ?? 0, ...rows.map((r) => r.offset + r.dur), 0.001);
 	const attrs = new Map();
+	const whole = new Map(); // span id -> promise of its whole answer
 	for (const k of opts.keyAttributes ?? sc.key_attributes ?? []) attrs.set(k.span_id, { ...attrs.get(k.span_id), ...k.attributes });
 	const hasKids = rows.map((r, i) => i + 1 < rows.length && rows[i + 1].depth > r.depth);
 	const runs = findRuns(rows);
@@ -156,6 +203,17 @@ export function renderWaterfall(container, sc, opts = {}) {
 			el('h4', {}, panel, 'Events');
 			const ul = el('ul', { class: 'wf-events' }, panel);
 			for (const e of r.events) el('li', {}, ul, `${e.name ?? ''}${e.attributes ? ' ' + JSON.stringify(e.attributes) : ''}`);
+		}
+		if (opts.loadSpan && r.id) {
+			if (!whole.has(r.id)) whole.set(r.id, Promise.resolve().then(() => opts.loadSpan(r.id)));
+			const box = el('div', { class: 'wf-whole' }, panel, 'reading the span…');
+			whole.get(r.id).then(
+				(w) => selected === i && showWhole(box, w),
+				(e) => {
+					whole.delete(r.id);
+					if (selected === i) box.textContent = `span not read: ${e?.message ?? e}`;
+				},
+			);
 		}
 		const close = el('button', { type: 'button', class: 'wf-close', 'aria-label': 'close span details' }, null, '×');
 		close.addEventListener('click', () => {
