@@ -391,6 +391,8 @@ key_credential(struct req *r, const char *token, size_t len, const char **lacks)
 	auth_keys_id(r->srv->keys, (size_t)i, r->owner);
 	snprintf(r->principal, sizeof(r->principal), "%s", r->owner);
 	snprintf(r->client, sizeof(r->client), "apikey");
+	snprintf(r->scope, sizeof(r->scope), "%s",
+		 scopes != NULL ? scopes : "");
 	r->read_only = scopes != NULL &&
 		       !oauth_scope_has(scopes, cfg->oauth.scope_write);
 	if (scopes != NULL && !oauth_scope_has(scopes, cfg->oauth.scope_read))
@@ -408,6 +410,7 @@ token_credential(struct req *r, const struct oauth_principal *p)
 	snprintf(r->principal, sizeof(r->principal), "%.39s/%.39s", p->sub,
 		 p->client_id);
 	http_client_label(p->client_id, r->client, sizeof(r->client));
+	memcpy(r->scope, p->scope, sizeof(r->scope));
 	r->read_only =
 		!oauth_scope_has(p->scope, r->srv->cfg->oauth.scope_write);
 }
@@ -430,6 +433,43 @@ auth_check(struct req *r)
 		status = MHD_HTTP_UNAUTHORIZED;
 	server_live_unlock(r->srv);
 	return status == 0 && lacks != NULL ? MHD_HTTP_FORBIDDEN : status;
+}
+
+int
+http_scope_challenge(const struct req *r, const char *needed,
+		     const char *description, char *out, size_t cap)
+{
+	char scope[OAUTH_MAX_SCOPE + 128];
+	int n;
+
+	/* RFC 6750 3: scope is a space-delimited list; the credential's own
+	 * first, then the missing one unless it is there already */
+	if (oauth_scope_has(r->scope, needed))
+		n = snprintf(scope, sizeof(scope), "%s", r->scope);
+	else
+		n = snprintf(scope, sizeof(scope), "%s%s%s", r->scope,
+			     r->scope[0] != '\0' ? " " : "", needed);
+	if (n < 0 || (size_t)n >= sizeof(scope))
+		snprintf(scope, sizeof(scope), "%s", needed);
+	/* RFC 6749 3.3: a scope token has no quote, backslash or control
+	 * byte; one from a token's claim must not end the quoted string */
+	for (char *c = scope; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\')
+			*c = ' ';
+	if (r->srv->oauth_prm_url[0] != '\0')
+		return prm_challenge(out, cap, r->srv->oauth_prm_url, scope,
+				     "insufficient_scope", description);
+	/* API keys only: no metadata to point at */
+	n = snprintf(out, cap,
+		     "Bearer realm=\"sextant\", scope=\"%s\", "
+		     "error=\"insufficient_scope\"",
+		     scope);
+	if (n < 0 || (size_t)n >= cap) {
+		if (cap > 0)
+			out[0] = '\0';
+		return STATUS_LIMIT;
+	}
+	return STATUS_OK;
 }
 
 static enum MHD_Result refuse(struct req *r, enum route route, unsigned status,

@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/status.h"
+#include "oauth/oauth.h"
 
 struct server;
 
@@ -48,6 +49,10 @@ struct req {
 	char owner[40];
 	bool read_only;
 	char client[64];
+	/* the scopes the credential holds, space-separated (the token's
+	 * scope claim, a key's list; "" for a key without one): the step-up
+	 * challenge names them with the one missing (http_scope_challenge) */
+	char scope[OAUTH_MAX_SCOPE];
 	/* Transport state, freed with the request (after MHD completes). */
 	void *tp;
 	void (*tp_free)(void *tp);
@@ -120,6 +125,18 @@ const char *http_header(struct req *r, const char *name);
  * request's, when one could be read): a batch, a notification or a
  * response leave the id null. */
 void http_set_rpc_id(struct req *r, const json_t *msg);
+
+/*
+ * The WWW-Authenticate value of a 403 for a request whose credential lacks
+ * scope needed (MCP authorization 2025-11-25, "Scope Challenge Handling"):
+ * Bearer error="insufficient_scope", scope= the scopes r's credential
+ * holds plus needed (the specification's recommended approach: existing
+ * and new, so the client's new grant loses nothing), resource_metadata
+ * when [auth.oauth] is on, and description.  STATUS_LIMIT when out is too
+ * small (out is "" then).
+ */
+int http_scope_challenge(const struct req *r, const char *needed,
+			 const char *description, char *out, size_t cap) WUR;
 
 /* True when Accept admits type ("application/json", ...): a missing
  * Accept, * / * and type/ * count. */

@@ -343,7 +343,7 @@ do_tasks_get(struct rq *r)
 
 	if (id == NULL)
 		return NULL;
-	rc = tasks_get(r->srv->tasks, id, &result);
+	rc = tasks_get(r->srv->tasks, id, r->s->owner, &result);
 	if (rc == STATUS_NOTFOUND)
 		return unknown_task(r, id);
 	if (rc != STATUS_OK)
@@ -363,7 +363,7 @@ do_tasks_update(struct rq *r)
 		return rq_fail(r, RPC_INVALID_PARAMS, NULL,
 			       "inputResponses must be an object of answers "
 			       "keyed as the task's inputRequests");
-	if (tasks_update(r->srv->tasks, id, answers) != STATUS_OK)
+	if (tasks_update(r->srv->tasks, id, r->s->owner, answers) != STATUS_OK)
 		return unknown_task(r, id);
 	return json_object(); /* the ack: resultType only */
 }
@@ -375,7 +375,7 @@ do_tasks_cancel(struct rq *r)
 
 	if (id == NULL)
 		return NULL;
-	if (tasks_cancel(r->srv->tasks, id) != STATUS_OK)
+	if (tasks_cancel(r->srv->tasks, id, r->s->owner) != STATUS_OK)
 		return unknown_task(r, id);
 	return json_object();
 }
@@ -1086,8 +1086,10 @@ do_tools_call(struct rq *r, bool *answered)
 	if (tool->write && r->ex->read_only) {
 		const char *scope = r->srv->cfg->oauth.scope_write;
 
+		/* the transport answers HTTP 403 with the step-up challenge
+		 * where it still can (transport.c ex_step_up) */
 		rq_fail(r, RPC_INSUFFICIENT_SCOPE,
-			json_pack("{s:s}", "scope", scope),
+			json_pack("{s:s, s:s}", "scope", scope, "tool", name),
 			"insufficient scope: tool \"%s\" needs scope %s, which "
 			"this credential lacks; authorize again asking for it",
 			name, scope);

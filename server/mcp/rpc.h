@@ -24,7 +24,8 @@ enum rpc_code {
 	RPC_MISSING_CAPABILITY = -32021,  /* needs an undeclared capability */
 	RPC_UNSUPPORTED_VERSION = -32022, /* protocolVersion not served */
 	/* Sextant's: the caller's credential lacks the scope a tool needs
-	 * (data {"scope"}); HTTP's 403 insufficient_scope as JSON-RPC */
+	 * (data {"scope", "tool"}); HTTP's 403 insufficient_scope as
+	 * JSON-RPC where no status can be given (transport.c ex_step_up) */
 	RPC_INSUFFICIENT_SCOPE = -32030,
 };
 

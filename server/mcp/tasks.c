@@ -36,6 +36,7 @@ static const char *const status_names[] = {
 
 struct task {
 	char id[TASK_ID_LEN + 1];
+	char owner[sizeof(((struct session *)0)->owner)]; /* its creator */
 	enum task_status status;
 	int64_t created_ms, updated_ms; /* wall clock */
 	json_t *result;			/* completed: the CallToolResult */
@@ -119,13 +120,16 @@ tasks_free(struct task_table *t)
 	free(t);
 }
 
-/* The task called id (t->mu held), or NULL. */
+/* The task called id that owner created (t->mu held), or NULL: another
+ * principal's task is as unknown as an id never issued. */
 static struct task *
-find(struct task_table *t, const char *id)
+find(struct task_table *t, const char *id, const char *owner)
 {
 	for (struct task *k = t->head; id != NULL && k != NULL; k = k->next)
 		if (strcmp(k->id, id) == 0)
-			return k;
+			return strcmp(k->owner, owner != NULL ? owner : "") == 0
+				       ? k
+				       : NULL;
 	return NULL;
 }
 
@@ -143,6 +147,7 @@ tasks_create(struct task_table *t, struct session *s, const json_t *id,
 		free(k);
 		return STATUS_IO;
 	}
+	memcpy(k->owner, s->owner, sizeof(k->owner));
 	k->status = TASK_WORKING;
 	k->created_ms = k->updated_ms = clock_wall_ms();
 	k->answers = json_object();
@@ -293,14 +298,15 @@ tasks_wait_input(struct task_table *t, struct task *k, const json_t *requests,
 }
 
 int
-tasks_get(struct task_table *t, const char *id, json_t **result)
+tasks_get(struct task_table *t, const char *id, const char *owner,
+	  json_t **result)
 {
 	struct task *k;
 	json_t *j = NULL;
 
 	*result = NULL;
 	pthread_mutex_lock(&t->mu);
-	k = find(t, id);
+	k = find(t, id, owner);
 	if (k != NULL) {
 		j = task_fields(k, "complete");
 		if (j != NULL && k->status == TASK_COMPLETED)
@@ -321,14 +327,15 @@ tasks_get(struct task_table *t, const char *id, json_t **result)
 }
 
 int
-tasks_update(struct task_table *t, const char *id, const json_t *answers)
+tasks_update(struct task_table *t, const char *id, const char *owner,
+	     const json_t *answers)
 {
 	struct task *k;
 	const char *key;
 	json_t *a;
 
 	pthread_mutex_lock(&t->mu);
-	k = find(t, id);
+	k = find(t, id, owner);
 	if (k != NULL && k->wanted != NULL && json_is_object(answers)) {
 		void *tmp;
 
@@ -357,14 +364,14 @@ tasks_update(struct task_table *t, const char *id, const json_t *answers)
 }
 
 int
-tasks_cancel(struct task_table *t, const char *id)
+tasks_cancel(struct task_table *t, const char *id, const char *owner)
 {
 	struct task *k;
 	struct session *s = NULL;
 	json_t *cid = NULL;
 
 	pthread_mutex_lock(&t->mu);
-	k = find(t, id);
+	k = find(t, id, owner);
 	if (k != NULL && !terminal(k) && k->s != NULL) {
 		k->cancel_requested = true;
 		s = k->s;

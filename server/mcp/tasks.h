@@ -4,8 +4,13 @@
  * answers at once with a CreateTaskResult, runs on, and is polled with
  * tasks/get, fed input with tasks/update and stopped with tasks/cancel.
  * The table owns the tasks; each keeps its outcome for TASK_TTL_MS after
- * creation.  A task id is 128 random bits: whoever holds it may poll the
- * task (it is the capability).  Thread-safe: one mutex guards the table.
+ * creation.  A task id is 128 random bits, and a task belongs to the
+ * principal that created it (its session's owner, the key the sessions are
+ * bound to; "" without credentials): tasks/get, update and cancel from
+ * another principal find no such task, as for an unknown id (MCP
+ * authorization: bind to the principal, not to a guessable id alone).
+ * Tasks live in this process only: a replica answers for the tasks it
+ * runs.  Thread-safe: one mutex guards the table.
  */
 #ifndef SEXTANT_TASKS_H
 #define SEXTANT_TASKS_H
@@ -32,9 +37,9 @@ void tasks_free(struct task_table *t);
 
 /*
  * A new working task for the call of request id on session s (both
- * referenced by the task while it runs).  *out is the table's: valid until
- * tasks_finish.  STATUS_FULL past TASKS_MAX, STATUS_IO (CSPRNG),
- * STATUS_NOMEM.
+ * referenced by the task while it runs), owned by s->owner.  *out is the
+ * table's: valid until tasks_finish.  STATUS_FULL past TASKS_MAX,
+ * STATUS_IO (CSPRNG), STATUS_NOMEM.
  */
 int tasks_create(struct task_table *t, struct session *s, const json_t *id,
 		 struct task **out) WUR;
@@ -59,18 +64,20 @@ int tasks_wait_input(struct task_table *t, struct task *k,
 		     const json_t *requests, json_t **responses,
 		     bool (*cancelled)(void *arg), void *arg) WUR;
 
-/* tasks/get: *result the DetailedTask (new reference).  STATUS_NOTFOUND
- * for an unknown or expired id. */
-int tasks_get(struct task_table *t, const char *id, json_t **result) WUR;
+/* tasks/get for the principal owner (a session's owner): *result the
+ * DetailedTask (new reference).  STATUS_NOTFOUND for an unknown or expired
+ * id, or one another principal created. */
+int tasks_get(struct task_table *t, const char *id, const char *owner,
+	      json_t **result) WUR;
 
 /* tasks/update: answers (borrowed) for the keys still outstanding are
  * kept, others ignored.  STATUS_NOTFOUND as tasks_get. */
-int tasks_update(struct task_table *t, const char *id,
+int tasks_update(struct task_table *t, const char *id, const char *owner,
 		 const json_t *answers) WUR;
 
 /* tasks/cancel: asks the running call to stop (a terminal task stays as
  * it is).  STATUS_NOTFOUND as tasks_get. */
-int tasks_cancel(struct task_table *t, const char *id) WUR;
+int tasks_cancel(struct task_table *t, const char *id, const char *owner) WUR;
 
 /* Drops tasks past their TTL that are terminal (janitor, once a second). */
 void tasks_sweep(struct task_table *t, int64_t now_ms);

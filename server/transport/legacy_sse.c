@@ -616,6 +616,8 @@ legacy_initialize(struct legacy_conn *c, const json_t *msg)
 		response = NULL;
 		goto out;
 	}
+	/* before its id goes out: its tasks are this principal's (tasks.h) */
+	memcpy(s->owner, c->owner, sizeof(s->owner));
 	ex = calloc(1, sizeof(*ex));
 	text = jsondump(response, JSON_COMPACT);
 	if (ex == NULL || text == NULL)

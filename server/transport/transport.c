@@ -61,6 +61,11 @@ struct http_exchange {
 	bool drop_on_attach;
 	unsigned status; /* HTTP status of a JSON reply (0: 200) */
 	json_t *ids;	 /* shared sessions: the request ids it answers */
+	bool batch;	 /* [const] the POST was a batch */
+	/* status 403: the request's tool needs this scope (step-up, see
+	 * ex_step_up); under s->mu */
+	char step_up_scope[128];
+	char step_up_tool[128];
 };
 
 /* An SSE connection reading one stream. */
@@ -213,19 +218,49 @@ ex_stateless(const struct exchange *base)
 	return ((const struct http_exchange *)base)->s->stateless;
 }
 
+/*
+ * A call beyond the credential's scopes (RPC_INSUFFICIENT_SCOPE, error e)
+ * answers HTTP 403 with the step-up challenge when the status is still
+ * ours to choose: one request, no event stream open yet (MCP
+ * authorization, "Scope Challenge Handling": the client authorizes again
+ * with the scope and retries).  A batch member or an answer on a stream
+ * keeps the JSON-RPC error alone.  False when it cannot be given.
+ */
+static bool
+ex_step_up(struct http_exchange *ex, const json_t *e)
+{
+	const json_t *data = json_object_get(e, "data");
+	const char *scope = json_string_value(json_object_get(data, "scope"));
+	const char *tool = json_string_value(json_object_get(data, "tool"));
+	bool ok;
+
+	if (ex->batch || scope == NULL)
+		return false;
+	pthread_mutex_lock(&ex->s->mu);
+	ok = ex->stream == NULL;
+	if (ok) {
+		ex->status = MHD_HTTP_FORBIDDEN;
+		snprintf(ex->step_up_scope, sizeof(ex->step_up_scope), "%s",
+			 scope);
+		snprintf(ex->step_up_tool, sizeof(ex->step_up_tool), "%s",
+			 tool != NULL ? tool : "");
+	}
+	pthread_mutex_unlock(&ex->s->mu);
+	return ok;
+}
+
 static void
 ex_send(struct exchange *base, json_t *msg, bool final)
 {
+	struct http_exchange *ex = (struct http_exchange *)base;
+	const json_t *e = json_object_get(msg, "error");
+	int code = (int)json_integer_value(json_object_get(e, "code"));
 	char *text = NULL;
 
-	if (msg != NULL && final && ex_stateless(base)) {
-		const json_t *e = json_object_get(msg, "error");
-
-		if (e != NULL)
-			((struct http_exchange *)base)->status =
-				stateless_status((int)json_integer_value(
-					json_object_get(e, "code")));
-	}
+	if (final && e != NULL &&
+	    !(code == RPC_INSUFFICIENT_SCOPE && ex_step_up(ex, e)) &&
+	    ex_stateless(base))
+		ex->status = stateless_status(code);
 	if (msg != NULL) {
 		text = jsondump(msg, JSON_COMPACT);
 		if (text == NULL)
@@ -430,8 +465,8 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 {
 	struct session *s = ex->s;
 	enum MHD_Result ret = MHD_YES;
-	char *body, sid[SESSION_ID_LEN + 1];
-	const char *const *hdrs;
+	char *body, sid[SESSION_ID_LEN + 1], challenge[2048];
+	const char *const *hdrs, *step_up_hdrs[5];
 	unsigned status;
 	size_t len;
 	int rc;
@@ -478,6 +513,27 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 		body = join_batch(ex, &len);
 	}
 	status = ex->status != 0 ? ex->status : MHD_HTTP_OK;
+	if (ex->step_up_scope[0] != '\0') {
+		char why[400];
+
+		snprintf(why, sizeof(why),
+			 "tool %s needs scope %s, which this credential lacks: "
+			 "authorize again asking for it",
+			 ex->step_up_tool, ex->step_up_scope);
+		if (http_scope_challenge(r, ex->step_up_scope, why, challenge,
+					 sizeof(challenge)) == STATUS_OK) {
+			size_t h = 0;
+
+			if (!s->stateless) {
+				step_up_hdrs[h++] = "Mcp-Session-Id";
+				step_up_hdrs[h++] = sid;
+			}
+			step_up_hdrs[h++] = "WWW-Authenticate";
+			step_up_hdrs[h++] = challenge;
+			step_up_hdrs[h] = NULL;
+			hdrs = step_up_hdrs;
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (body == NULL)
 		return http_reply_rpc_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -1254,6 +1310,9 @@ post_stateless(struct req *r, const json_t *body)
 			rc == STATUS_FULL ? "server busy: too many requests "
 					    "in flight, retry in a second"
 					  : "out of memory");
+	/* no one else has s yet: its tasks belong to this principal, which
+	 * a stateless request names on every request (tasks.h) */
+	memcpy(s->owner, r->owner, sizeof(s->owner));
 	ex = calloc(1, sizeof(*ex));
 	ps = calloc(1, sizeof(*ps));
 	if (ex == NULL || ps == NULL) {
@@ -1405,6 +1464,7 @@ post_first(struct req *r)
 	ps->srv = r->srv;
 	ps->ex = ex;
 	ps->batch = batch;
+	ex->batch = batch;
 	r->tp = ps;
 	r->tp_free = post_state_free;
 	if (ex->s->shared && (ex->ids = json_array()) == NULL) {

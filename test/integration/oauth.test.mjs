@@ -17,6 +17,7 @@ import { after, before, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 
@@ -36,7 +37,7 @@ const token = (clientId, scope, resource) => as.token(clientId, scope, resource)
 
 before(async () => {
 	as = await startIssuer({
-		clients: { reader: 'sextant:read', nobody: 'other:scope', collector: 'sextant:ingest', writer: 'sextant:read sextant:write' },
+		clients: { reader: 'sextant:read', nobody: 'other:scope', collector: 'sextant:ingest', writer: 'sextant:read sextant:write', both: 'sextant:read sextant:ingest' },
 		resources: [RESOURCE, 'https://other.test/mcp'],
 	});
 	issuer = as.issuer;
@@ -211,10 +212,14 @@ test('write_tools need sextant:write: tools/list shows them only to callers that
 				const r = await client.callTool({ name: WRITE_TOOL });
 				assert.equal(r.isError, undefined);
 			} else {
+				// HTTP 403 with the step-up challenge (a client without
+				// an auth provider cannot step up); the body keeps the
+				// JSON-RPC error naming the scope
 				await assert.rejects(client.callTool({ name: WRITE_TOOL }), (e) => {
-					assert.equal(e.code, -32030);
-					assert.equal(e.data?.scope, 'sextant:write');
-					assert.match(e.message, /tool "test_image_content" needs scope sextant:write/);
+					assert.equal(e.code, 403, e.message);
+					assert.match(e.message, /"code":-32030/);
+					assert.match(e.message, /"scope":"sextant:write"/);
+					assert.match(e.message, /tool \\"test_image_content\\" needs scope sextant:write/);
 					return true;
 				});
 			}
@@ -222,6 +227,145 @@ test('write_tools need sextant:write: tools/list shows them only to callers that
 			await client.close();
 		}
 	}
+});
+
+// A JSON-RPC POST on /mcp with credential; extra headers added.
+const rpc = (credential, msg, headers = {}) => fetch(`${base()}/mcp`, {
+	method: 'POST',
+	headers: {
+		'content-type': 'application/json', accept: 'application/json, text/event-stream',
+		authorization: `Bearer ${credential}`, ...headers,
+	},
+	body: JSON.stringify(msg),
+});
+
+// A session of revision version opened with credential: its id.
+async function openSession(credential, version = '2025-11-25') {
+	const r = await rpc(credential, {
+		jsonrpc: '2.0', id: 0, method: 'initialize',
+		params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'oauth-raw', version: '1.0.0' } },
+	});
+	assert.equal(r.status, 200, await r.text());
+	const sid = r.headers.get('mcp-session-id');
+	await rpc(credential, { jsonrpc: '2.0', method: 'notifications/initialized' },
+		{ 'mcp-session-id': sid, 'mcp-protocol-version': version });
+	return sid;
+}
+
+// A 2026-07-28 request (no session), the tasks extension declared.
+const STATELESS = '2026-07-28';
+const statelessCall = (credential, method, params, name) => rpc(credential, {
+	jsonrpc: '2.0', id: 5, method,
+	params: {
+		...params,
+		_meta: {
+			'io.modelcontextprotocol/protocolVersion': STATELESS,
+			'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+		},
+	},
+}, { 'mcp-protocol-version': STATELESS, 'mcp-method': method, ...(name !== undefined ? { 'mcp-name': name } : {}) });
+
+const STEP_UP = (scope) => `Bearer resource_metadata="${PRM_URL}", scope="${scope}", error="insufficient_scope", ` +
+	`error_description="tool ${WRITE_TOOL} needs scope sextant:write, which this credential lacks: authorize again asking for it"`;
+
+test('Streamable HTTP step-up: a tools/call beyond the scopes is HTTP 403 insufficient_scope naming the scopes held and the one needed', async () => {
+	const reader = await token('reader', 'sextant:read');
+	const call = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: WRITE_TOOL, arguments: {} } };
+	// a 2025-11-25 session: 403 with the challenge, the session header, and
+	// the JSON-RPC error in the body
+	let sid = await openSession(reader);
+	let r = await rpc(reader, call, { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' });
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'), STEP_UP('sextant:read sextant:write'));
+	assert.equal(r.headers.get('mcp-session-id'), sid);
+	let body = await r.json();
+	assert.equal(body.id, 9);
+	assert.equal(body.error.code, -32030);
+	assert.deepEqual(body.error.data, { scope: 'sextant:write', tool: WRITE_TOOL });
+	// the scopes the token holds are kept, whatever they are
+	const both = await token('both', 'sextant:read sextant:ingest');
+	r = await rpc(both, call, { 'mcp-session-id': await openSession(both), 'mcp-protocol-version': '2025-11-25' });
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'), STEP_UP('sextant:read sextant:ingest sextant:write'));
+	// a scoped API key: its scopes and the one it lacks
+	r = await rpc(READ_KEY, call, { 'mcp-session-id': await openSession(READ_KEY), 'mcp-protocol-version': '2025-11-25' });
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'), STEP_UP('sextant:read sextant:write'));
+	// a 2026-07-28 request without a session: the same 403
+	r = await statelessCall(reader, 'tools/call', { name: WRITE_TOOL, arguments: {} }, WRITE_TOOL);
+	assert.equal(r.status, 403);
+	assert.equal(r.headers.get('www-authenticate'), STEP_UP('sextant:read sextant:write'));
+	assert.equal(r.headers.get('mcp-session-id'), null);
+	assert.equal((await r.json()).error.code, -32030);
+	// a batch (2025-03-26) cannot give one member a status: the JSON-RPC
+	// error in a 200, the other member answered
+	sid = await openSession(reader, '2025-03-26');
+	r = await rpc(reader, [call, { jsonrpc: '2.0', id: 10, method: 'ping' }], { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-03-26' });
+	assert.equal(r.status, 200);
+	assert.equal(r.headers.get('www-authenticate'), null);
+	body = await r.json();
+	assert.equal(body.find((m) => m.id === 9).error.code, -32030);
+	assert.deepEqual(body.find((m) => m.id === 10).result, {});
+	// the legacy SSE transport answers on the stream (its POST was 202
+	// already): the JSON-RPC error naming the scope
+	const legacy = new Client({ name: 'oauth-legacy', version: '1.0.0' });
+	await legacy.connect(new SSEClientTransport(new URL(`${base()}/sse`), { requestInit: { headers: { authorization: `Bearer ${reader}` } } }));
+	try {
+		await assert.rejects(legacy.callTool({ name: WRITE_TOOL }), (e) => {
+			assert.equal(e.code, -32030, e.message);
+			assert.deepEqual(e.data, { scope: 'sextant:write', tool: WRITE_TOOL });
+			return true;
+		});
+		assert.equal((await legacy.callTool({ name: 'test_simple_text' })).isError, undefined, 'read tools still answer');
+	} finally {
+		await legacy.close();
+	}
+	// the tool did not run: nothing was called with the read token
+	const m = await (await fetch(`${base()}/metrics`)).text();
+	assert.doesNotMatch(m, /sextant_tool_calls_total\{tool="test_image_content",outcome="[a-z_]+",client="reader"\}/);
+});
+
+test('tasks are bound to the principal that created them: another token gets "unknown taskId" for get, update and cancel', async () => {
+	const reader = await token('reader', 'sextant:read');
+	let r = await statelessCall(reader, 'tools/call', { name: 'slow_compute', arguments: { seconds: 3 } }, 'slow_compute');
+	assert.equal(r.status, 200);
+	const created = (await r.json()).result;
+	assert.equal(created.resultType, 'task', JSON.stringify(created));
+	const taskId = created.taskId;
+	assert.match(taskId, /^[0-9a-f]{32}$/);
+	const others = [await token('writer', 'sextant:read sextant:write'), API_KEY, READ_KEY];
+	for (const other of others) {
+		for (const [method, params] of [
+			['tasks/get', { taskId }],
+			['tasks/update', { taskId, inputResponses: {} }],
+			['tasks/cancel', { taskId }],
+		]) {
+			r = await statelessCall(other, method, params, taskId);
+			assert.equal(r.status, 200);
+			const body = await r.json();
+			assert.equal(body.result, undefined, `${method} by ${other.slice(0, 8)} gave the task: ${JSON.stringify(body)}`);
+			assert.equal(body.error.code, -32602);
+			assert.match(body.error.message, new RegExp(`unknown taskId "${taskId}": it never existed here or expired`));
+		}
+	}
+	// as for an id never issued
+	r = await statelessCall(others[0], 'tasks/get', { taskId: '0'.repeat(32) }, '0'.repeat(32));
+	assert.match((await r.json()).error.message, /unknown taskId "0{32}": it never existed here or expired/);
+	// the owner (another token of the same client) still sees it, not
+	// cancelled by the others, and can cancel it
+	r = await statelessCall(await token('reader', 'sextant:read'), 'tasks/get', { taskId }, taskId);
+	let got = (await r.json()).result;
+	assert.equal(got.taskId, taskId);
+	assert.equal(got.status, 'working');
+	r = await statelessCall(reader, 'tasks/cancel', { taskId }, taskId);
+	const ack = await r.json();
+	assert.equal(ack.error, undefined, JSON.stringify(ack));
+	assert.equal(ack.result.resultType, 'complete', 'the owner cancels');
+	for (let i = 0; i < 40 && got.status !== 'cancelled'; i++) {
+		await new Promise((res) => setTimeout(res, 100));
+		got = (await (await statelessCall(reader, 'tasks/get', { taskId }, taskId)).json()).result;
+	}
+	assert.equal(got.status, 'cancelled');
 });
 
 test('REST facade: a write tool without sextant:write is 403 insufficient_scope with the challenge; its list leaves the tool out', async () => {
@@ -366,10 +510,10 @@ async function authorize(url, redirectUri) {
 	throw new Error('too many redirects');
 }
 
-test('the MCP SDK client end to end through its OAuth support: 401 -> metadata -> registration -> code with PKCE -> token for the resource -> tools/call', async () => {
-	const redirectUri = 'http://127.0.0.1:9/callback';
-	const seen = { authUrl: null, code: null, tokens: null, client: null, verifier: null };
-	const provider = {
+// An OAuthClientProvider for the authorization code flow whose browser
+// step is authorize(); seen records what the SDK handed it.
+function codeProvider(redirectUri, seen) {
+	return {
 		get redirectUrl() { return redirectUri; },
 		get clientMetadata() {
 			return { client_name: 'oauth-test', redirect_uris: [redirectUri], grant_types: ['authorization_code'],
@@ -383,6 +527,12 @@ test('the MCP SDK client end to end through its OAuth support: 401 -> metadata -
 		saveCodeVerifier: (v) => { seen.verifier = v; },
 		codeVerifier: () => seen.verifier,
 	};
+}
+
+test('the MCP SDK client end to end through its OAuth support: 401 -> metadata -> registration -> code with PKCE -> token for the resource -> tools/call', async () => {
+	const redirectUri = 'http://127.0.0.1:9/callback';
+	const seen = { authUrl: null, code: null, tokens: null, client: null, verifier: null };
+	const provider = codeProvider(redirectUri, seen);
 	const mk = () => new StreamableHTTPClientTransport(new URL(RESOURCE), { authProvider: provider, fetch: toGateway });
 	let transport = mk();
 	const first = new Client({ name: 'oauth-sdk', version: '1.0.0' });
@@ -406,6 +556,53 @@ test('the MCP SDK client end to end through its OAuth support: 401 -> metadata -
 		const r = await client.callTool({ name: 'test_simple_text' });
 		assert.equal(r.isError, undefined);
 		assert.match(r.content[0].text, /\S/);
+	} finally {
+		await client.close();
+	}
+});
+
+test('the MCP SDK client steps up: sextant:read first, a write tool answers 403 insufficient_scope, the SDK authorizes again for the challenge\'s scopes, the call then succeeds', async () => {
+	const redirectUri = 'http://127.0.0.1:9/callback';
+	const seen = { authUrl: null, code: null, tokens: null, client: null, verifier: null };
+	const provider = codeProvider(redirectUri, seen);
+	// registered beforehand for every scope it may come to need (an
+	// authorization server grants a registered client no scope beyond its
+	// registration: the SDK's own registration would name sextant:read
+	// only, the 401's scope); it asks for less at first
+	const reg = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()).registration_endpoint;
+	const r = await fetch(reg, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ ...provider.clientMetadata, scope: 'sextant:read sextant:write' }),
+	});
+	assert.equal(r.status, 201, await r.clone().text());
+	seen.client = await r.json();
+	const mk = () => new StreamableHTTPClientTransport(new URL(RESOURCE), { authProvider: provider, fetch: toGateway });
+	let transport = mk();
+	await assert.rejects(new Client({ name: 'oauth-step-up', version: '1.0.0' }).connect(transport), UnauthorizedError);
+	assert.equal(seen.authUrl.searchParams.get('scope'), 'sextant:read', 'the 401 asks for sextant:read only');
+	await transport.finishAuth(seen.code);
+	const scopeOf = () => JSON.parse(Buffer.from(seen.tokens.access_token.split('.')[1], 'base64url')).scope;
+	assert.equal(scopeOf(), 'sextant:read');
+	transport = mk();
+	const client = new Client({ name: 'oauth-step-up', version: '1.0.0' });
+	await client.connect(transport);
+	try {
+		const sid = transport.sessionId;
+		assert.ok(!(await client.listTools()).tools.some((t) => t.name === WRITE_TOOL), 'the read token does not list the write tool');
+		// the 403's challenge sends the SDK back to the authorization
+		// server for its scopes; the browser step ends the call
+		seen.authUrl = null;
+		await assert.rejects(client.callTool({ name: WRITE_TOOL }), UnauthorizedError);
+		assert.equal(seen.authUrl?.searchParams.get('scope'), 'sextant:read sextant:write', 'the scopes of the challenge');
+		assert.equal(seen.authUrl.searchParams.get('resource'), RESOURCE);
+		await transport.finishAuth(seen.code);
+		assert.equal(scopeOf(), 'sextant:read sextant:write');
+		// the same session (same principal), the call now allowed
+		const res = await client.callTool({ name: WRITE_TOOL });
+		assert.equal(res.isError, undefined);
+		assert.equal(transport.sessionId, sid);
+		assert.ok((await client.listTools()).tools.some((t) => t.name === WRITE_TOOL), 'the stepped-up token lists it');
 	} finally {
 		await client.close();
 	}

@@ -93,7 +93,7 @@ new_task(struct fx *f, char *id)
 static const char *
 status_of(struct fx *f, const char *id, json_t **out)
 {
-	assert_int_equal(tasks_get(f->t, id, out), STATUS_OK);
+	assert_int_equal(tasks_get(f->t, id, "", out), STATUS_OK);
 	return json_string_value(json_object_get(*out, "status"));
 }
 
@@ -134,10 +134,10 @@ test_shapes(void **state)
 	assert_string_equal(json_string_value(json_object_get(g, "resultType")),
 			    "complete");
 	json_decref(g);
-	assert_int_equal(tasks_get(f->t, "0123", &g), STATUS_NOTFOUND);
+	assert_int_equal(tasks_get(f->t, "0123", "", &g), STATUS_NOTFOUND);
 	assert_null(g);
-	assert_int_equal(tasks_update(f->t, "nope", NULL), STATUS_NOTFOUND);
-	assert_int_equal(tasks_cancel(f->t, "nope"), STATUS_NOTFOUND);
+	assert_int_equal(tasks_update(f->t, "nope", "", NULL), STATUS_NOTFOUND);
+	assert_int_equal(tasks_cancel(f->t, "nope", ""), STATUS_NOTFOUND);
 	tasks_finish(f->t, k, NULL);
 	json_decref(c);
 	json_decref(rid);
@@ -179,16 +179,16 @@ test_ends(void **state)
 	assert_string_equal(status_of(f, c, &g), "cancelled");
 	json_decref(g);
 	/* cancel of a terminal task: acknowledged, nothing changes */
-	assert_int_equal(tasks_cancel(f->t, a), STATUS_OK);
+	assert_int_equal(tasks_cancel(f->t, a, ""), STATUS_OK);
 	assert_string_equal(status_of(f, a, &g), "completed");
 	json_decref(g);
 	/* the sweep keeps them for their TTL, then drops them */
 	tasks_sweep(f->t, 0);
-	assert_int_equal(tasks_get(f->t, a, &g), STATUS_OK);
+	assert_int_equal(tasks_get(f->t, a, "", &g), STATUS_OK);
 	json_decref(g);
 	tasks_sweep(f->t, INT64_MAX / 2);
-	assert_int_equal(tasks_get(f->t, a, &g), STATUS_NOTFOUND);
-	assert_int_equal(tasks_get(f->t, b, &g), STATUS_NOTFOUND);
+	assert_int_equal(tasks_get(f->t, a, "", &g), STATUS_NOTFOUND);
+	assert_int_equal(tasks_get(f->t, b, "", &g), STATUS_NOTFOUND);
 }
 
 struct waiter {
@@ -222,7 +222,7 @@ wait_wanted(struct fx *f, const char *id, size_t n)
 	for (int i = 0; i < 200; i++) {
 		json_t *g = NULL;
 
-		assert_int_equal(tasks_get(f->t, id, &g), STATUS_OK);
+		assert_int_equal(tasks_get(f->t, id, "", &g), STATUS_OK);
 		if (json_object_size(json_object_get(g, "inputRequests")) == n)
 			return g;
 		json_decref(g);
@@ -255,13 +255,13 @@ test_input(void **state)
 		json_t *ans = json_pack("{s:{s:s}, s:{s:b}}", "first", "action",
 					"accept", "unknown-key", "ignored", 1);
 
-		assert_int_equal(tasks_update(f->t, id, ans), STATUS_OK);
+		assert_int_equal(tasks_update(f->t, id, "", ans), STATUS_OK);
 		json_decref(ans);
 	}
 	/* at once: the answered key is gone from inputRequests as soon as
 	 * tasks/update returns, whenever the call wakes (the suite's
 	 * tasks-mrtr-partial-fulfillment) */
-	assert_int_equal(tasks_get(f->t, id, &g), STATUS_OK);
+	assert_int_equal(tasks_get(f->t, id, "", &g), STATUS_OK);
 	assert_int_equal(json_object_size(json_object_get(g, "inputRequests")),
 			 1);
 	assert_non_null(
@@ -273,7 +273,7 @@ test_input(void **state)
 		json_t *ans =
 			json_pack("{s:{s:s}}", "second", "action", "decline");
 
-		assert_int_equal(tasks_update(f->t, id, ans), STATUS_OK);
+		assert_int_equal(tasks_update(f->t, id, "", ans), STATUS_OK);
 		json_decref(ans);
 	}
 	assert_int_equal(pthread_join(th, NULL), 0);
@@ -321,6 +321,44 @@ test_bound(void **state)
 	free(all);
 }
 
+/* A task is its creator's: another principal (or none) finds no such
+ * task, as for an id never issued; the creator still does. */
+static void
+test_owner(void **state)
+{
+	struct fx *f = *state;
+	char id[40];
+	struct task *k;
+	json_t *g = NULL, *ans = json_pack("{s:s}", "k", "v");
+
+	snprintf(f->s->owner, sizeof(f->s->owner), "tok:%032d", 1);
+	k = new_task(f, id);
+	for (const char *const *o =
+		     (const char *const[]){"tok:other", "", "key:0123", NULL};
+	     *o != NULL; o++) {
+		assert_int_equal(tasks_get(f->t, id, *o, &g), STATUS_NOTFOUND);
+		assert_null(g);
+		assert_int_equal(tasks_update(f->t, id, *o, ans),
+				 STATUS_NOTFOUND);
+		assert_int_equal(tasks_cancel(f->t, id, *o), STATUS_NOTFOUND);
+	}
+	/* the refused cancel changed nothing */
+	assert_int_equal(tasks_get(f->t, id, f->s->owner, &g), STATUS_OK);
+	assert_string_equal(json_string_value(json_object_get(g, "status")),
+			    "working");
+	json_decref(g);
+	tasks_finish(f->t, k,
+		     json_pack("{s:s, s:i, s:{s:[]}}", "jsonrpc", "2.0", "id",
+			       7, "result", "content"));
+	assert_int_equal(tasks_get(f->t, id, "tok:other", &g), STATUS_NOTFOUND);
+	assert_int_equal(tasks_get(f->t, id, f->s->owner, &g), STATUS_OK);
+	assert_string_equal(json_string_value(json_object_get(g, "status")),
+			    "completed");
+	json_decref(g);
+	assert_int_equal(tasks_cancel(f->t, id, f->s->owner), STATUS_OK);
+	json_decref(ans);
+}
+
 int
 main(void)
 {
@@ -329,6 +367,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
