@@ -432,7 +432,7 @@ test_disabled(void **state)
 
 	(void)state;
 	check_tool_paths(&b, true);
-	assert_int_equal(check_routes(&b), 5);
+	assert_int_equal(check_routes(&b), 6);
 	assert_null(path_op(b.doc, "/api/v1/tools/get_session", "post"));
 	assert_null(path_op(b.doc, "/api/v1/tools/list_services", "post"));
 	assert_null(path_op(b.doc, "/api/v1/sessions/{session_id}", "get"));
