@@ -27,8 +27,12 @@
  * counts once.  A call is a SERVER (CONSUMER) span whose parent is a
  * CLIENT (PRODUCER) span of another service, or a CLIENT (PRODUCER) span
  * with no SERVER or CONSUMER child: a leaf, named from its attributes,
- * "unknown" when they name none.  Every edge query and the refresh of
- * edge_rollup and edge_rollup_minute (migrations/0016) read these.
+ * "unknown" when they name none, but the service itself when they name
+ * a Kubernetes service's DNS name (K8S_PEER).  A GenAI call (gen_ai.*
+ * attributes, over a provider's HTTP API) is "http" though its SDK's
+ * span carries no http.* attributes.  Every edge query and the refresh
+ * of edge_rollup and edge_rollup_minute (migrations/0016, 0019) read
+ * these.
  */
 #define PEER                                                                   \
 	"coalesce(nullif(attributes ->> 'peer.service', ''), "                 \
@@ -57,14 +61,26 @@ _Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 	"ver, " MESHQUERY_WORKLOAD_SQL                                         \
 	" AS wl, CASE WHEN rpc_system = 'grpc' "                               \
 	"THEN 'grpc' WHEN http_method IS NOT NULL THEN 'http' WHEN db_system " \
-	"IS NOT NULL THEN 'sql' WHEN kind IN (4, 5) THEN 'messaging' ELSE "    \
-	"'tcp' END AS proto, sextant_span_outcome(kind, status_code, "         \
+	"IS NOT NULL THEN 'sql' WHEN kind IN (4, 5) THEN 'messaging' WHEN "    \
+	"gen_ai_provider IS NOT NULL OR gen_ai_operation IS NOT NULL THEN "    \
+	"'http' ELSE 'tcp' END AS proto, sextant_span_outcome(kind, "          \
+	"status_code, "                                                        \
 	"http_status_code, rpc_grpc_status_code) AS outcome, CASE WHEN kind "  \
 	"IN (3, 4) THEN " PEER                                                 \
 	" END AS peer FROM spans WHERE source IN ('ebpf', 'otlp') AND kind "   \
 	"IN (2, 3, 4, 5) AND start_time >= w.lo - " SLACK                      \
 	" AND start_time < w.hi + " SLACK                                      \
 	" OFFSET 0) x ORDER BY trace_id, span_id, source DESC)"
+/*
+ * A peer that is a Kubernetes service's DNS name,
+ * <service>.<namespace>.svc[.<cluster domain>][:port], names that service
+ * (and its namespace): a call to it that no server span answered (it
+ * failed to connect, or the service is not instrumented) joins the edge
+ * to the service rather than making a leaf of its DNS name.
+ */
+#define K8S_PEER                                                               \
+	"p.peer ~ '^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\.[a-z0-9]([-a-z0-9]*"       \
+	"[a-z0-9])?\\.svc(\\.[a-z0-9.-]*)?(:[0-9]+)?$'"
 #define CALLS_CTE                                                              \
 	"e AS (SELECT c.start_time AS t, p.service_name AS ss, p.ns AS sns, "  \
 	"p.ver AS sv, p.wl AS sw, c.service_name AS ds, c.ns AS dns, c.ver "   \
@@ -74,7 +90,9 @@ _Static_assert(MESHQUERY_SLACK_S == 300, "SLACK says MESHQUERY_SLACK_S");
 	"p.kind = 3) OR (c.kind = 5 AND p.kind = 4)) AND p.service_name <> "   \
 	"c.service_name AND " MEASURED_C                                       \
 	" UNION ALL SELECT p.start_time, p.service_name, p.ns, p.ver, p.wl, "  \
-	"p.peer, '', '', '', true, p.kind = 4, p.proto, p.outcome, "           \
+	"CASE WHEN " K8S_PEER " THEN split_part(p.peer, '.', 1) ELSE p.peer "  \
+	"END, CASE WHEN " K8S_PEER " THEN split_part(p.peer, '.', 2) ELSE '' " \
+	"END, '', '', NOT " K8S_PEER ", p.kind = 4, p.proto, p.outcome, "      \
 	"p.duration_ns FROM s p WHERE p.kind IN (3, 4) AND " MEASURED_P        \
 	" AND NOT EXISTS (SELECT 1 FROM s c WHERE c.trace_id = p.trace_id "    \
 	"AND c.parent_span_id = p.span_id AND c.kind IN (2, 5)))"

@@ -311,7 +311,8 @@ graph_text(struct graph_call *x)
 	buf_printf(b,
 		   "\nEdges: a CLIENT span and the SERVER span it parents in "
 		   "another service, a PRODUCER and its CONSUMER (async), or "
-		   "a call with no instrumented callee (its peer); a span "
+		   "a call with no instrumented callee (its peer, or the "
+		   "service a Kubernetes DNS name names); a span "
 		   "seen by eBPF and OTLP counts once. Errors and client "
 		   "errors by OpenTelemetry's rule, on the callee's span; "
 		   "health by Kiali's rule: ");

@@ -245,6 +245,21 @@ group_setup(void **state)
 		     "'v1'", "7", "0", "{}"));
 	exec(c, SPAN("3", "8", "", "otlp", "180", "3", "api", "'shop'", "'v2'",
 		     "70", "200", "{\"server.address\": \"api.stripe.com\"}"));
+	/* trace 5: api calls ledger (money) by its Kubernetes DNS name and
+	 * fails (503) with no server span answering; trace 6: api's GenAI
+	 * call, with no http.* attributes */
+	exec(c,
+	     SPAN("5", "1", "", "otlp", "60", "3", "api", "'shop'", "'v2'", "3",
+		  "503",
+		  "{\"server.address\": \"ledger.money.svc.cluster.local\"}"));
+	exec(c, "INSERT INTO spans (trace_id, span_id, source, start_time, "
+		"kind, service_name, service_namespace, service_version, "
+		"duration_ns, gen_ai_provider, gen_ai_operation, name, "
+		"attributes) VALUES (decode(repeat('6', 32), 'hex'), "
+		"decode(repeat('1', 16), 'hex'), 'otlp', $1::timestamptz - "
+		"interval '60 seconds', 3, 'api', 'shop', 'v2', 900000000, "
+		"'openai', 'chat', 'chat gpt-4o', "
+		"'{\"server.address\": \"api.openai.com\"}')");
 	/* trace 4: an hour ago, outside a 10-minute range */
 	exec(c, SPAN("4", "1", "", "otlp", "3600", "3", "web", "'shop'", "'v1'",
 		     "30", "200", "{}"));
@@ -323,7 +338,7 @@ test_graph(void **state)
 	const struct meshquery_edge *e;
 
 	(void)state;
-	assert_int_equal(r->n_edges, 5);
+	assert_int_equal(r->n_edges, 7);
 	/* web -> api: 2 calls (the 503 once, though both sources saw it) */
 	e = edge(r, "web", "api");
 	assert_non_null(e);
@@ -359,12 +374,26 @@ test_graph(void **state)
 	e = edge(r, "api", "api.stripe.com");
 	assert_non_null(e);
 	assert_true(r->nodes[e->dst].leaf);
-	/* api: in 2 (1 error), out 4 (1 client error) */
+	/* a Kubernetes DNS name names its service: no leaf of the name */
+	e = edge(r, "api", "ledger");
+	assert_non_null(e);
+	assert_false(r->nodes[e->dst].leaf);
+	assert_string_equal(r->nodes[e->dst].ns, "money");
+	assert_int_equal(e->requests, 1);
+	assert_int_equal(e->errors, 1);
+	assert_string_equal(e->protocol, "http");
+	assert_null(edge(r, "api", "ledger.money.svc.cluster.local"));
+	/* a GenAI call is HTTP, though its span says nothing of HTTP */
+	e = edge(r, "api", "api.openai.com");
+	assert_non_null(e);
+	assert_true(r->nodes[e->dst].leaf);
+	assert_string_equal(e->protocol, "http");
+	/* api: in 2 (1 error), out 6 (1 client error) */
 	for (size_t i = 0; i < r->n_nodes; i++)
 		if (strcmp(r->nodes[i].name, "api") == 0) {
 			assert_int_equal(r->nodes[i].in_requests, 2);
 			assert_int_equal(r->nodes[i].in_errors, 1);
-			assert_int_equal(r->nodes[i].out_requests, 4);
+			assert_int_equal(r->nodes[i].out_requests, 6);
 			assert_int_equal(r->nodes[i].out_client_errors, 1);
 		}
 	meshquery_free(r);
@@ -377,8 +406,9 @@ test_graph(void **state)
 
 	/* the namespace filter: edges with an end in money */
 	r = graph(MESHQUERY_APP, (const char *const[]){"money"}, 1);
-	assert_int_equal(r->n_edges, 1);
+	assert_int_equal(r->n_edges, 2);
 	assert_non_null(edge(r, "api", "pay"));
+	assert_non_null(edge(r, "api", "ledger"));
 	meshquery_free(r);
 }
 
@@ -417,7 +447,7 @@ test_rollup(void **state)
 		"WHERE $1::timestamptz IS NOT NULL ON CONFLICT DO NOTHING");
 	raw = graph_in(now_ms - 300 * MIN_MS, now_ms - 120 * MIN_MS,
 		       MESHQUERY_VERSIONED_APP, NULL, 0);
-	assert_int_equal(raw->n_edges, 5);
+	assert_int_equal(raw->n_edges, 7);
 	if (rollup_refresh_fenced(c, &done, &pending, &err) != STATUS_OK)
 		fail_msg("rollup_refresh_fenced: %s (%s)", err.client,
 			 err.detail);
@@ -438,6 +468,9 @@ test_rollup(void **state)
 				    rolled->nodes[b->src].name);
 		assert_string_equal(raw->nodes[a->dst].name,
 				    rolled->nodes[b->dst].name);
+		assert_int_equal(raw->nodes[a->dst].leaf,
+				 rolled->nodes[b->dst].leaf);
+		assert_string_equal(a->protocol, b->protocol);
 		assert_int_equal(a->requests, b->requests);
 		assert_int_equal(a->errors, b->errors);
 		assert_int_equal(a->client_errors, b->client_errors);
