@@ -47,7 +47,6 @@
 #include "mcp/rpc.h"
 #include "mcp/session.h"
 #include "mcp/tools.h"
-#include "oauth/prm.h"
 #include "rest/openapi.h"
 #include "rest/params.h"
 #include "rest/routes.h"
@@ -905,9 +904,9 @@ insufficient_scope(struct req *r, const struct tool_def *tool)
 		 "tool %s needs scope %s, which this credential lacks: "
 		 "authorize again asking for it",
 		 tool->name, scope);
-	if (r->srv->oauth_prm_url[0] == '\0' ||
-	    prm_challenge(ch, sizeof(ch), r->srv->oauth_prm_url, scope,
-			  "insufficient_scope", detail) != STATUS_OK)
+	/* the challenge MCP's /mcp gives: the scopes held and the one
+	 * missing, so that a client's new grant loses nothing */
+	if (http_scope_challenge(r, scope, detail, ch, sizeof(ch)) != STATUS_OK)
 		snprintf(ch, sizeof(ch),
 			 "Bearer realm=\"sextant\", "
 			 "error=\"insufficient_scope\", scope=\"%s\"",

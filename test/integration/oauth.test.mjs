@@ -368,7 +368,7 @@ test('tasks are bound to the principal that created them: another token gets "un
 	assert.equal(got.status, 'cancelled');
 });
 
-test('REST facade: a write tool without sextant:write is 403 insufficient_scope with the challenge; its list leaves the tool out', async () => {
+test('REST facade: a write tool without sextant:write is 403 insufficient_scope with the challenge (the scopes held and the one missing, as /mcp names them); its list leaves the tool out', async () => {
 	const reader = await token('reader', 'sextant:read');
 	let r = await fetch(`${base()}/api/v1/tools/${WRITE_TOOL}`, {
 		method: 'POST',
@@ -377,7 +377,7 @@ test('REST facade: a write tool without sextant:write is 403 insufficient_scope 
 	});
 	assert.equal(r.status, 403);
 	assert.equal(r.headers.get('www-authenticate'),
-		`Bearer resource_metadata="${PRM_URL}", scope="sextant:write", error="insufficient_scope", ` +
+		`Bearer resource_metadata="${PRM_URL}", scope="sextant:read sextant:write", error="insufficient_scope", ` +
 		'error_description="tool test_image_content needs scope sextant:write, which this credential lacks: authorize again asking for it"');
 	assert.match((await r.json()).detail, /needs scope sextant:write/);
 	r = await fetch(`${base()}/api/v1/tools`, { headers: { authorization: `Bearer ${reader}` } });
