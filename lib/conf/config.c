@@ -402,7 +402,11 @@ static const struct key_def keys[] = {
 	    "Verified tokens remembered by SHA-256 until they expire, so a "
 	    "repeated token costs a lookup."),
 	STR("auth.oauth", "scope_read", oauth.scope_read, "sextant:read", 0,
-	    NULL, "Scope for tools, resources, prompts and REST reads."),
+	    NULL,
+	    "Scope for tools, resources, prompts and REST reads.  In URI form "
+	    "(\"api://<app id>/sextant.read\", as Entra ID is asked for it) a "
+	    "token holding its last segment (Entra's scp) holds it too; so for "
+	    "every scope."),
 	STR("auth.oauth", "scope_ingest", oauth.scope_ingest, "sextant:ingest",
 	    0, NULL, "Scope for OTLP ingest."),
 	STR("auth.oauth", "scope_write", oauth.scope_write, "sextant:write", 0,

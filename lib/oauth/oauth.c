@@ -199,13 +199,19 @@ oauth_jwks_fetches(struct oauth *o)
 	return jwks_fetches(o->jwks);
 }
 
-bool
-oauth_scope_has(const char *scopes, const char *want)
+const char *
+oauth_scope_short(const char *want)
 {
-	size_t wl = strlen(want);
+	const char *s = strrchr(want, '/');
 
-	if (wl == 0)
-		return false;
+	return s != NULL && s[1] != '\0' && strstr(want, "://") != NULL ? s + 1
+									: NULL;
+}
+
+/* True if the space-separated scopes hold the n bytes at want. */
+static bool
+scope_in(const char *scopes, const char *want, size_t wl)
+{
 	for (const char *p = scopes; *p != '\0';) {
 		size_t n = strcspn(p, " ");
 
@@ -215,6 +221,18 @@ oauth_scope_has(const char *scopes, const char *want)
 		p += strspn(p, " ");
 	}
 	return false;
+}
+
+bool
+oauth_scope_has(const char *scopes, const char *want)
+{
+	const char *short_name = oauth_scope_short(want);
+
+	if (want[0] == '\0')
+		return false;
+	return scope_in(scopes, want, strlen(want)) ||
+	       (short_name != NULL &&
+		scope_in(scopes, short_name, strlen(short_name)));
 }
 
 /* One base64url part of a JWT as a JSON object. */

@@ -98,8 +98,17 @@ int oauth_verify(struct oauth *o, const char *token, size_t len, int64_t now_ms,
 int oauth_jwt_decode(const char *token, size_t len, json_t **header,
 		     json_t **claims, char *err, size_t errlen) WUR;
 
-/* True if the space-separated scopes hold want exactly. */
+/*
+ * True if the space-separated scopes hold want exactly, or, for a want in
+ * URI form ("api://<app id>/sextant.read": a scope Entra ID is asked for
+ * by its API's URI), its last segment ("sextant.read", what Entra's scp
+ * claim carries).
+ */
 bool oauth_scope_has(const char *scopes, const char *want);
+
+/* want's last segment when it is in URI form (see oauth_scope_has), else
+ * NULL. */
+const char *oauth_scope_short(const char *want);
 
 /* Successful JWKS fetches (for tests). */
 unsigned oauth_jwks_fetches(struct oauth *o);

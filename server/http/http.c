@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "base/auth.h"
+#include "base/buf.h"
 #include "oauth/oauth.h"
 #include "oauth/prm.h"
 #include "base/clock.h"
@@ -439,18 +440,51 @@ int
 http_scope_challenge(const struct req *r, const char *needed,
 		     const char *description, char *out, size_t cap)
 {
-	char scope[OAUTH_MAX_SCOPE + 128];
+	const struct config *cfg = r->srv->cfg;
+	const char *named[] = {cfg->oauth.scope_read, cfg->oauth.scope_ingest,
+			       cfg->oauth.scope_write};
+	char scope[2 * OAUTH_MAX_SCOPE + 128];
+	struct buf b;
+	char *text = NULL;
+	size_t len;
 	int n;
 
 	/* RFC 6750 3: scope is a space-delimited list; the credential's own
-	 * first, then the missing one unless it is there already */
-	if (oauth_scope_has(r->scope, needed))
-		n = snprintf(scope, sizeof(scope), "%s", r->scope);
+	 * first, then the missing one unless it is there already.  A held
+	 * scope that is the short name of a configured one in URI form
+	 * (Entra ID's scp) is named as configured: the name a client asks
+	 * its provider for */
+	buf_init(&b, sizeof(scope) - 1);
+	for (const char *p = r->scope; *p != '\0';) {
+		size_t k = strcspn(p, " "), i;
+
+		for (i = 0; i < 3; i++) {
+			const char *sn = oauth_scope_short(named[i]);
+
+			if (sn != NULL && strlen(sn) == k &&
+			    memcmp(sn, p, k) == 0)
+				break;
+		}
+		if (b.len > 0)
+			buf_puts(&b, " ");
+		if (i < 3)
+			buf_puts(&b, named[i]);
+		else
+			buf_append(&b, p, k);
+		p += k;
+		p += strspn(p, " ");
+	}
+	if (!oauth_scope_has(r->scope, needed)) {
+		if (b.len > 0)
+			buf_puts(&b, " ");
+		buf_puts(&b, needed);
+	}
+	if (buf_finish(&b, &text, &len) == STATUS_OK)
+		snprintf(scope, sizeof(scope), "%s", text);
 	else
-		n = snprintf(scope, sizeof(scope), "%s%s%s", r->scope,
-			     r->scope[0] != '\0' ? " " : "", needed);
-	if (n < 0 || (size_t)n >= sizeof(scope))
 		snprintf(scope, sizeof(scope), "%s", needed);
+	free(text);
+	buf_free(&b);
 	/* RFC 6749 3.3: a scope token has no quote, backslash or control
 	 * byte; one from a token's claim must not end the quoted string */
 	for (char *c = scope; *c != '\0'; c++)

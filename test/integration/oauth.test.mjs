@@ -37,7 +37,7 @@ const token = (clientId, scope, resource) => as.token(clientId, scope, resource)
 
 before(async () => {
 	as = await startIssuer({
-		clients: { reader: 'sextant:read', nobody: 'other:scope', collector: 'sextant:ingest', writer: 'sextant:read sextant:write', both: 'sextant:read sextant:ingest' },
+		clients: { reader: 'sextant:read', nobody: 'other:scope', collector: 'sextant:ingest', writer: 'sextant:read sextant:write', both: 'sextant:read sextant:ingest', entra: 'sextant.read sextant.write' },
 		resources: [RESOURCE, 'https://other.test/mcp'],
 	});
 	issuer = as.issuer;
@@ -442,6 +442,47 @@ test('tool-call metrics carry the client_id ("apikey" for keys)', async () => {
 	const text = await (await fetch(`${base()}/metrics`)).text();
 	assert.match(text, /sextant_tool_calls_total\{tool="test_simple_text",outcome="ok",client="writer"\} [1-9]/);
 	assert.match(text, /sextant_tool_calls_total\{tool="test_simple_text",outcome="ok",client="apikey"\} [1-9]/);
+});
+
+test('scopes named in URI form (Entra ID: api://<app>/sextant.read): metadata and challenges name them so, a token whose scp holds the short name is let in', async () => {
+	const APP = 'api://sextant-app';
+	const conf = path.join(tmp, 'entra.toml');
+	fs.writeFileSync(conf, fs.readFileSync(CONFORMANCE_CONFIG, 'utf8') +
+		`\n[auth.oauth]\nenabled = true\nresource = "${RESOURCE}"\nissuer = "${issuer}"\nwrite_tools = ["${WRITE_TOOL}"]\n` +
+		`scope_read = "${APP}/sextant.read"\nscope_write = "${APP}/sextant.write"\n`);
+	const s = await startServer({ name: 'oauth-entra', config: conf });
+	try {
+		const url = `http://127.0.0.1:${s.port}`;
+		const prm = await (await fetch(`${url}/.well-known/oauth-protected-resource/mcp`)).json();
+		assert.deepEqual(prm.scopes_supported, [`${APP}/sextant.read`, 'sextant:ingest', `${APP}/sextant.write`]);
+		// stateless 2026-07-28 requests, as statelessCall sends them
+		const call = (tok, method, params = {}, name) => fetch(`${url}/mcp`, {
+			method: 'POST',
+			headers: {
+				'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tok}`,
+				'mcp-protocol-version': STATELESS, 'mcp-method': method, ...(name !== undefined ? { 'mcp-name': name } : {}),
+			},
+			body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': STATELESS, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+		});
+		const ping = (tok) => call(tok, 'tools/list');
+		const write = (tok) => call(tok, 'tools/call', { name: WRITE_TOOL, arguments: {} }, WRITE_TOOL);
+		const reader = await token('entra', 'sextant.read');
+		let r = await ping(reader);
+		assert.equal(r.status, 200, await r.clone().text());
+		// the short name of another scope, or the colon form, is not it
+		r = await ping(await token('reader', 'sextant:read'));
+		assert.equal(r.status, 403);
+		assert.match(r.headers.get('www-authenticate'), new RegExp(`scope="${APP}/sextant\\.read"`));
+		// step-up: the held scope named as configured, then the missing one
+		r = await write(reader);
+		assert.equal(r.status, 403, await r.clone().text());
+		assert.match(r.headers.get('www-authenticate'), new RegExp(`scope="${APP}/sextant\\.read ${APP}/sextant\\.write", error="insufficient_scope"`));
+		r = await write(await token('entra', 'sextant.read sextant.write'));
+		assert.equal(r.status, 200);
+		assert.equal((await r.json()).error, undefined);
+	} finally {
+		await s.stop();
+	}
 });
 
 test('authorization server unreachable, nothing cached: 503 with a generic message, the detail in the log only', async () => {

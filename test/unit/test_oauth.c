@@ -329,6 +329,21 @@ test_good_tokens_and_cache(void **state)
 	assert_true(oauth_scope_has(p.scope, "sextant:write"));
 	assert_false(oauth_scope_has(p.scope, "sextant:ingest"));
 	assert_false(oauth_scope_has(p.scope, "sextant"));
+	/* a scope in URI form is held by its last segment too (Entra ID's
+	 * scp), not by another segment or a prefix */
+	assert_true(oauth_scope_has("openid sextant.read",
+				    "api://sextant-app/sextant.read"));
+	assert_true(oauth_scope_has("api://sextant-app/sextant.read",
+				    "api://sextant-app/sextant.read"));
+	assert_false(oauth_scope_has("sextant.write",
+				     "api://sextant-app/sextant.read"));
+	assert_false(oauth_scope_has("sextant-app",
+				     "api://sextant-app/sextant.read"));
+	assert_false(oauth_scope_has("sextant.read", "sextant/read"));
+	assert_null(oauth_scope_short("sextant:read"));
+	assert_null(oauth_scope_short("api://sextant-app/"));
+	assert_string_equal(oauth_scope_short("api://a/b/sextant.read"),
+			    "sextant.read");
 	assert_int_equal(verify(o, es, NOW_MS, &p, err, sizeof(err)),
 			 STATUS_OK);
 	/* one discovery, one JWKS fetch for both keys */

@@ -11,7 +11,9 @@ import Provider from 'oidc-provider';
 
 import { freePort } from './server.mjs';
 
-export const SCOPES = ['sextant:read', 'sextant:ingest', 'sextant:write', 'other:scope'];
+// sextant.read and sextant.write: scopes as Entra ID's scp claim names
+// them (short), for a gateway that names them in URI form
+export const SCOPES = ['sextant:read', 'sextant:ingest', 'sextant:write', 'other:scope', 'sextant.read', 'sextant.write'];
 
 // clients: { id: 'scope ...' }; resources: accepted indicators, the first
 // being the default.  Returns { issuer, token(clientId, scope, resource),
