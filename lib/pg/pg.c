@@ -858,6 +858,36 @@ pg_rollback(struct pg_conn *c, struct pg_error *err)
 }
 
 int
+pg_begin_local(struct pg_conn *c, const char *const *settings,
+	       struct pg_error *err)
+{
+	static const char *const sql[PG_LOCAL_MAX + 1] = {
+		NULL, "SELECT set_config($1, $2, true)",
+		"SELECT set_config($1, $2, true), set_config($3, $4, true)",
+		"SELECT set_config($1, $2, true), set_config($3, $4, true), "
+		"set_config($5, $6, true)",
+		"SELECT set_config($1, $2, true), set_config($3, $4, true), "
+		"set_config($5, $6, true), set_config($7, $8, true)"};
+	struct pg_error ignored;
+	size_t n = 0;
+	int rc;
+
+	while (settings[n] != NULL)
+		n++;
+	if (n % 2 != 0 || n / 2 > PG_LOCAL_MAX) {
+		err_set(err, NULL, "bad transaction settings", "%zu items", n);
+		return STATUS_INVALID;
+	}
+	if ((rc = pg_begin(c, err)) != STATUS_OK)
+		return rc;
+	if (n == 0 || (rc = pg_query(c, sql[n / 2], (int)n, settings, NULL,
+				     err)) == STATUS_OK)
+		return STATUS_OK;
+	(void)!pg_rollback(c, &ignored);
+	return rc;
+}
+
+int
 pg_commit(struct pg_conn *c, struct pg_error *err)
 {
 	PGresult *res = NULL;

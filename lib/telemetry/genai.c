@@ -242,13 +242,13 @@ query(struct pg_conn *c, const char *sql, int n, const char *const *v,
 	int rc;
 
 	*res = NULL;
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	if ((rc = pg_begin_local(c,
+				 (const char *const[]){"jit", "off",
+						       "enable_mergejoin",
+						       "off", NULL},
+				 err)) != STATUS_OK)
 		return rc;
-	if ((rc = pg_query(c,
-			   "SELECT set_config('jit', 'off', true), "
-			   "set_config('enable_mergejoin', 'off', true)",
-			   0, NULL, NULL, err)) == STATUS_OK &&
-	    (rc = pg_query(c, sql, n, v, res, err)) == STATUS_OK &&
+	if ((rc = pg_query(c, sql, n, v, res, err)) == STATUS_OK &&
 	    (rc = pg_rollback(c, err)) == STATUS_OK)
 		return STATUS_OK;
 	PQclear(*res);

@@ -573,15 +573,16 @@ meshquery_graph(struct pg_conn *c, const struct meshquery_filter *f,
 	buf_puts(&plan.minutes, "{");
 	buf_puts(&plan.lo, "{");
 	buf_puts(&plan.hi, "{");
-	/* LOCAL_PLAN, and jit off: the self-join's estimate is large, and
-	 * LLVM would compile for longer than the statement runs.  Read-only:
-	 * it ends in a rollback. */
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	/* nested loops off (LOCAL_PLAN's reason), and jit off: the
+	 * self-join's estimate is large, and LLVM would compile for longer
+	 * than the statement runs.  Read-only: it ends in a rollback. */
+	if ((rc = pg_begin_local(c,
+				 (const char *const[]){"enable_nestloop", "off",
+						       "jit", "off", NULL},
+				 err)) != STATUS_OK)
 		return rc;
 	in_tx = true;
-	if ((rc = pg_query(c, LOCAL_PLAN ", set_config('jit', 'off', true)", 0,
-			   NULL, NULL, err)) != STATUS_OK ||
-	    (rc = plan_read(c, f, &plan, &rollup, err)) != STATUS_OK)
+	if ((rc = plan_read(c, f, &plan, &rollup, err)) != STATUS_OK)
 		goto fail;
 	v[0] = meshquery_graph_type_name(f->type);
 	v[1] = plan.hours.data;

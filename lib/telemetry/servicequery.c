@@ -385,12 +385,11 @@ servicequery_list(struct pg_conn *c, const struct servicequery_filter *f,
 	 * compiling it with LLVM for a statement that runs in tens of ms.
 	 * Read-only, so it ends in a rollback.
 	 */
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	if ((rc = pg_begin_local(c, (const char *const[]){"jit", "off", NULL},
+				 err)) != STATUS_OK)
 		return rc;
 	in_tx = true;
-	if ((rc = pg_query(c, "SELECT set_config('jit', 'off', true)", 0, NULL,
-			   NULL, err)) != STATUS_OK ||
-	    (rc = pg_query(c, services_sql, 3, v, &res, err)) != STATUS_OK)
+	if ((rc = pg_query(c, services_sql, 3, v, &res, err)) != STATUS_OK)
 		goto fail;
 	r = calloc(1, sizeof(*r));
 	priv = calloc(1, sizeof(*priv));

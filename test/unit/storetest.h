@@ -6,7 +6,9 @@
 #ifndef SEXTANT_STORETEST_H
 #define SEXTANT_STORETEST_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "pg/migrate.h"
 #include "pg/pg.h"
@@ -68,6 +70,32 @@ storetest_conn(struct storetest *st)
 	if (pg_acquire(st->pool, NULL, 10000, &c, &err) != STATUS_OK)
 		fail_msg("pg_acquire: %s (%s)", err.client, err.detail);
 	return c;
+}
+
+/* The wall clock, ms since the epoch: a store test's "now". */
+static inline int64_t
+storetest_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Runs sql on c, the test failing (with the statement) when it fails;
+ * with at >= 0, $1 is at as a timestamptz (the test's "now"). */
+static inline void
+storetest_exec(struct pg_conn *c, const char *sql, int64_t at)
+{
+	char now[PG_TS_TEXT_MAX];
+	const char *v[1] = {now};
+	struct pg_error err;
+
+	if (at >= 0)
+		pg_ts_text(at, now, sizeof(now));
+	if (pg_query(c, sql, at >= 0 ? 1 : 0, at >= 0 ? v : NULL, NULL, &err) !=
+	    STATUS_OK)
+		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, sql);
 }
 
 #endif

@@ -171,15 +171,9 @@ test_graph_type(void **state)
 /* ---- the graph, from a store --------------------------------------------- */
 
 static void
-exec(struct pg_conn *c, const char *text)
+exec(struct pg_conn *c, const char *sql)
 {
-	char now[PG_TS_TEXT_MAX];
-	const char *v[1] = {now};
-	struct pg_error err;
-
-	pg_ts_text(now_ms, now, sizeof(now));
-	if (pg_query(c, text, 1, v, NULL, &err) != STATUS_OK)
-		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, text);
+	storetest_exec(c, sql, now_ms);
 }
 
 /*
@@ -205,14 +199,11 @@ static int
 group_setup(void **state)
 {
 	struct pg_conn *c;
-	struct timespec ts;
-
 	(void)state;
 	log_set_level(LOG_LEVEL_WARN);
 	if (storetest_start(&store, 2) != 0)
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now_ms = storetest_now_ms();
 	c = storetest_conn(&store);
 	/* trace 1: web (shop, v1) calls api (shop, v2): client span 1,
 	 * server span 2 (503, 40 ms), seen by both sources; api queries

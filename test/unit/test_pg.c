@@ -1155,6 +1155,39 @@ test_transactions(void **state)
 	assert_string_equal(err.client,
 			    "the transaction was rolled back; try again");
 
+	/* pg_begin_local: the settings hold in the transaction alone */
+	assert_int_equal(pg_begin_local(c,
+					(const char *const[]){"jit", "off",
+							      "enable_nestloop",
+							      "off", NULL},
+					&err),
+			 STATUS_OK);
+	v = query_value(c,
+			"SELECT current_setting('jit') || ' ' || "
+			"current_setting('enable_nestloop')",
+			0, NULL);
+	assert_string_equal(v, "off off");
+	free(v);
+	assert_int_equal(pg_rollback(c, &err), STATUS_OK);
+	v = query_value(c, "SELECT current_setting('enable_nestloop')", 0,
+			NULL);
+	assert_string_equal(v, "on");
+	free(v);
+	/* a bad setting: refused, and no transaction is left open */
+	assert_int_not_equal(
+		pg_begin_local(
+			c, (const char *const[]){"no_such_thing", "1", NULL},
+			&err),
+		STATUS_OK);
+	assert_string_equal(err.sqlstate, "42704");
+	/* (an aborted transaction left open would refuse this) */
+	v = query_value(c, "SELECT 1", 0, NULL);
+	assert_string_equal(v, "1");
+	free(v);
+	assert_int_equal(
+		pg_begin_local(c, (const char *const[]){"jit", NULL}, &err),
+		STATUS_INVALID);
+
 	/* A lease ended inside a transaction is rolled back. */
 	assert_int_equal(pg_begin(c, &err), STATUS_OK);
 	exec_ok(c, "INSERT INTO pg_t_tx VALUES (4)");

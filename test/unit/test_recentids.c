@@ -36,15 +36,9 @@ conn(void)
 }
 
 static void
-exec(struct pg_conn *c, const char *text)
+exec(struct pg_conn *c, const char *sql)
 {
-	char now[PG_TS_TEXT_MAX];
-	const char *v[1] = {now};
-	struct pg_error err;
-
-	pg_ts_text(now_ms, now, sizeof(now));
-	if (pg_query(c, text, 1, v, NULL, &err) != STATUS_OK)
-		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, text);
+	storetest_exec(c, sql, now_ms);
 }
 
 /* One span: trace id (hex), source, minutes before now, session or
@@ -62,14 +56,11 @@ static int
 group_setup(void **state)
 {
 	struct pg_conn *c;
-	struct timespec ts;
-
 	(void)state;
 	log_set_level(LOG_LEVEL_WARN);
 	if (storetest_start(&store, 2) != 0)
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now_ms = storetest_now_ms();
 	c = conn();
 	/* a: three spans, the latest 1 minute ago; b (eBPF) 5 minutes ago;
 	 * c 30 minutes ago; d 30 hours ago (out of a 24 h range).  Sessions:

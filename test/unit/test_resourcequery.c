@@ -115,14 +115,11 @@ static int
 group_setup(void **state)
 {
 	struct pg_conn *c;
-	struct timespec ts;
-
 	(void)state;
 	log_set_level(LOG_LEVEL_WARN);
 	if (storetest_start(&store, 2) != 0)
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now_ms = storetest_now_ms();
 	c = storetest_conn(&store);
 	/* web calls api 4 times: api-1 answers 503 once (seen by eBPF too:
 	 * one request), api-2 answers 200 three times, 404 once more */
@@ -465,10 +462,7 @@ test_not_found(void **state)
 static void
 exec1(struct pg_conn *c, const char *sql)
 {
-	struct pg_error err;
-
-	if (pg_query(c, sql, 0, NULL, NULL, &err) != STATUS_OK)
-		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, sql);
+	storetest_exec(c, sql, -1);
 }
 
 static void

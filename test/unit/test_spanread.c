@@ -29,12 +29,9 @@ static struct storetest store;
 #define TID "4bf92f3577b34da6a3ce929d0e0e4736"
 
 static void
-exec(struct pg_conn *c, const char *text)
+exec(struct pg_conn *c, const char *sql)
 {
-	struct pg_error err;
-
-	if (pg_query(c, text, 0, NULL, NULL, &err) != STATUS_OK)
-		fail_msg("sql: %s (%s)\n%s", err.client, err.detail, text);
+	storetest_exec(c, sql, -1);
 }
 
 static int

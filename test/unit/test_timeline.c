@@ -324,7 +324,6 @@ static void
 test_five_minute_path(void **state)
 {
 	struct pg_conn *c = storetest_conn(&store);
-	struct timespec ts;
 	int64_t now_ms, h4, mid;
 	uint64_t seed = 0x7153;
 	struct spanquery_filter f = {.service = "tl", .grpc_status = -1};
@@ -333,8 +332,7 @@ test_five_minute_path(void **state)
 	struct timeline *t;
 
 	(void)state;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now_ms = storetest_now_ms();
 	h4 = now_ms / HOUR_MS * HOUR_MS - 4 * HOUR_MS;
 	write_calls(c, h4, 3 * HOUR_MS, 6000, &seed);
 	refresh_all(c);
