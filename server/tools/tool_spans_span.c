@@ -393,8 +393,7 @@ span_result(struct span_answer *x, json_t **result)
 	if (rc == STATUS_OK && x->cut > 0) {
 		x->b.max += NOTE_ROOM;
 		buf_printf(&x->b,
-			   "(%zu more lines not shown: the answer is full; "
-			   "the structured content has them)\n",
+			   "(%zu more lines not shown: the answer is full)\n",
 			   x->cut);
 	}
 	if (rc == STATUS_OK && buf_error(&x->b) == STATUS_NOMEM)

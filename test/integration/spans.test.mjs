@@ -704,6 +704,30 @@ describe('get_trace with a span_id: one span whole', () => {
 		assert.match(text, new RegExp(`### Links \\(1\\)\\n- trace ${T_LINK} \\(this one\\) span ${LINK.req}`));
 	});
 
+	test('a span larger than one answer: within max_answer_bytes, the text a whole beginning and a count, the lists cut with exact counts', async () => {
+		const tid = newId(16);
+		const sid = newId(8);
+		await psql(st.pg.url, `INSERT INTO spans (trace_id, span_id, source, start_time, duration_ns, kind, name, service_name, attributes, events)
+			SELECT ${hexLit(tid)}, ${hexLit(sid)}, 'otlp', now() - interval '1 hour', 5000000, 2, 'GET /huge', 'huge-svc',
+			(SELECT jsonb_object_agg('key.' || lpad(i::text, 3, '0'), repeat('v', 2000)) FROM generate_series(1, 200) i),
+			(SELECT jsonb_agg(jsonb_build_object('name', 'ev' || i, 'time_unix_nano', (sextant_unix_nano(now() - interval '1 hour', 0::smallint) + i * 1000)::text,
+				'attributes', jsonb_build_object('a', repeat('x', 3000)))) FROM generate_series(1, 100) i)`);
+		const r = await callTool(st.mcp, 'get_trace', { trace_id: tid, span_id: sid });
+		assert.ok(Buffer.byteLength(JSON.stringify(r.r)) <= 32768, 'within the default max_answer_bytes');
+		assert.equal(r.sc.span.attributes_total, 200);
+		assert.equal(r.sc.span.events_total, 100);
+		assert.match(r.text, /### Attributes \(200, the first 128 by name\)\n- key\.001: v{300}…\n/);
+		const cut = Number(r.text.match(/\((\d+) more lines not shown: the answer is full\)/)?.[1]);
+		const shown = (r.text.match(/^- key\.\d{3}: /gm) ?? []).length;
+		// the text stops inside the attributes: the rest of them, the
+		// resource's and the events' heads and 64 events are counted
+		assert.ok(shown > 10 && shown < 128, `${shown} attribute lines`);
+		assert.equal(shown + cut, 128 + 1 + 1 + 64, r.text.slice(-300));
+		assert.equal(r.sc.attributes.length + (r.sc.truncated?.attributes ?? 0), 128);
+		assert.equal(r.sc.events.length + (r.sc.truncated?.events ?? 0), 64);
+		assert.match(r.text, new RegExp(`\\(structured content: ${r.sc.attributes.length} attributes shown, ${128 - r.sc.attributes.length} more`));
+	});
+
 	test('an unknown span is an answer; a bad span_id names the field', async () => {
 		const { sc, text } = await call('get_trace', { trace_id: T_FAIL, span_id: '0123456789abcdef' });
 		assert.equal(sc.found, false);
