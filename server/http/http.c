@@ -436,6 +436,15 @@ auth_check(struct req *r)
 	return status == 0 && lacks != NULL ? MHD_HTTP_FORBIDDEN : status;
 }
 
+void
+http_scope_why(char *out, size_t cap, const char *tool, const char *scope)
+{
+	snprintf(out, cap,
+		 "tool %s needs scope %s, which this credential lacks: "
+		 "authorize again asking for it",
+		 tool, scope);
+}
+
 int
 http_scope_challenge(const struct req *r, const char *needed,
 		     const char *description, char *out, size_t cap)

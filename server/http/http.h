@@ -138,6 +138,10 @@ void http_set_rpc_id(struct req *r, const json_t *msg);
 int http_scope_challenge(const struct req *r, const char *needed,
 			 const char *description, char *out, size_t cap) WUR;
 
+/* "tool <tool> needs scope <scope>, which this credential lacks: ..."
+ * into out: the words of a step-up refusal, in its challenge and body. */
+void http_scope_why(char *out, size_t cap, const char *tool, const char *scope);
+
 /* True when Accept admits type ("application/json", ...): a missing
  * Accept, * / * and type/ * count. */
 bool http_accepts(const char *accept, const char *type);

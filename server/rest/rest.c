@@ -900,10 +900,7 @@ insufficient_scope(struct req *r, const struct tool_def *tool)
 	const char *scope = r->srv->cfg->oauth.scope_write;
 	char detail[300], ch[1024];
 
-	snprintf(detail, sizeof(detail),
-		 "tool %s needs scope %s, which this credential lacks: "
-		 "authorize again asking for it",
-		 tool->name, scope);
+	http_scope_why(detail, sizeof(detail), tool->name, scope);
 	/* the challenge MCP's /mcp gives: the scopes held and the one
 	 * missing, so that a client's new grant loses nothing */
 	if (http_scope_challenge(r, scope, detail, ch, sizeof(ch)) != STATUS_OK)

@@ -516,10 +516,8 @@ exchange_answer(struct req *r, struct http_exchange *ex, bool batch)
 	if (ex->step_up_scope[0] != '\0') {
 		char why[400];
 
-		snprintf(why, sizeof(why),
-			 "tool %s needs scope %s, which this credential lacks: "
-			 "authorize again asking for it",
-			 ex->step_up_tool, ex->step_up_scope);
+		http_scope_why(why, sizeof(why), ex->step_up_tool,
+			       ex->step_up_scope);
 		if (http_scope_challenge(r, ex->step_up_scope, why, challenge,
 					 sizeof(challenge)) == STATUS_OK) {
 			size_t h = 0;
