@@ -875,10 +875,15 @@ pg_begin_local(struct pg_conn *c, const char *const *settings,
 	while (settings[n] != NULL)
 		n++;
 	if (n % 2 != 0 || n / 2 > PG_LOCAL_MAX) {
-		err_set(err, NULL, "bad transaction settings", "%zu items", n);
+		err_set(err, NULL, MSG_FAILED,
+			"database layer misuse: pg_begin_local settings: "
+			"expected name and value pairs ending in NULL, at most "
+			"%d pairs; got %zu strings",
+			PG_LOCAL_MAX, n);
 		return STATUS_INVALID;
 	}
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	if ((rc = pg_query(c, "BEGIN READ ONLY", 0, NULL, NULL, err)) !=
+	    STATUS_OK)
 		return rc;
 	if (n == 0 || (rc = pg_query(c, sql[n / 2], (int)n, settings, NULL,
 				     err)) == STATUS_OK)

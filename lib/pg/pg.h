@@ -324,12 +324,14 @@ int pg_commit(struct pg_conn *c, struct pg_error *err) WUR;
 int pg_rollback(struct pg_conn *c, struct pg_error *err) WUR;
 
 /*
- * pg_begin, then settings for this transaction alone: set_config(name,
- * value, true), SET LOCAL, so that the pooled connection's session is left
- * as it was.  settings: names and values in pairs, NULL-ended, at most
- * PG_LOCAL_MAX pairs ({"jit", "off", NULL}).  For a read that plans
- * better with them (end it with pg_rollback).  On failure the
- * transaction is rolled back; STATUS_INVALID for too many pairs.
+ * A read-only transaction (BEGIN READ ONLY: a write in it is refused,
+ * SQLSTATE 25006), then settings for it alone: set_config(name, value,
+ * true), SET LOCAL, so that the pooled connection's session is left as it
+ * was.  Two round trips, as BEGIN and a SELECT of set_config by hand.
+ * settings: names and values in pairs, NULL-ended, at most PG_LOCAL_MAX
+ * pairs ({"jit", "off", NULL}).  For a read that plans better with them
+ * (end it with pg_rollback).  On failure the transaction is rolled back;
+ * STATUS_INVALID for an odd count or too many pairs.
  */
 #define PG_LOCAL_MAX 4
 int pg_begin_local(struct pg_conn *c, const char *const *settings,

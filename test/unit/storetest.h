@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "pg/migrate.h"
 #include "pg/pg.h"
 #include "pgtest.h"
@@ -80,6 +81,31 @@ storetest_now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A cmocka group setup's opening: warnings only in the log, the store
+ * started with 2 connections, *now_ms the wall clock then (unless NULL),
+ * and *state st (for storetest_teardown, which runs even when the start
+ * failed).  A leased connection to fill the store, or NULL when it did not
+ * start (the setup returns -1). */
+static inline struct pg_conn *
+storetest_setup(struct storetest *st, void **state, int64_t *now_ms)
+{
+	log_set_level(LOG_LEVEL_WARN);
+	*state = st;
+	if (storetest_start(st, 2) != 0)
+		return NULL;
+	if (now_ms != NULL)
+		*now_ms = storetest_now_ms();
+	return storetest_conn(st);
+}
+
+/* The group teardown of a group set up with storetest_setup. */
+static inline int
+storetest_teardown(void **state)
+{
+	storetest_stop(*state);
+	return 0;
 }
 
 /* Runs sql on c, the test failing (with the statement) when it fails;

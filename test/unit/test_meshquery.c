@@ -198,13 +198,10 @@ exec(struct pg_conn *c, const char *sql)
 static int
 group_setup(void **state)
 {
-	struct pg_conn *c;
-	(void)state;
-	log_set_level(LOG_LEVEL_WARN);
-	if (storetest_start(&store, 2) != 0)
+	struct pg_conn *c = storetest_setup(&store, state, &now_ms);
+
+	if (c == NULL)
 		return -1;
-	now_ms = storetest_now_ms();
-	c = storetest_conn(&store);
 	/* trace 1: web (shop, v1) calls api (shop, v2): client span 1,
 	 * server span 2 (503, 40 ms), seen by both sources; api queries
 	 * postgres (leaf, 5 ms) */
@@ -264,14 +261,6 @@ group_setup(void **state)
 		"date_trunc('minute', start_time, 'UTC'), 0 FROM spans "
 		"WHERE $1::timestamptz IS NOT NULL");
 	pg_release(c);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	storetest_stop(&store);
 	return 0;
 }
 
@@ -504,5 +493,5 @@ main(void)
 
 	return failed + cmocka_run_group_tests_name("meshquery_store", db,
 						    group_setup,
-						    group_teardown);
+						    storetest_teardown);
 }

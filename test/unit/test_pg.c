@@ -1168,6 +1168,11 @@ test_transactions(void **state)
 			0, NULL);
 	assert_string_equal(v, "off off");
 	free(v);
+	/* read-only: a write is refused, and the rollback still ends it */
+	assert_int_not_equal(pg_query(c, "INSERT INTO pg_t_tx VALUES (5)", 0,
+				      NULL, NULL, &err),
+			     STATUS_OK);
+	assert_string_equal(err.sqlstate, "25006");
 	assert_int_equal(pg_rollback(c, &err), STATUS_OK);
 	v = query_value(c, "SELECT current_setting('enable_nestloop')", 0,
 			NULL);
@@ -1187,6 +1192,9 @@ test_transactions(void **state)
 	assert_int_equal(
 		pg_begin_local(c, (const char *const[]){"jit", NULL}, &err),
 		STATUS_INVALID);
+	assert_non_null(strstr(err.detail, "pg_begin_local settings: expected "
+					   "name and value pairs"));
+	assert_non_null(strstr(err.detail, "got 1 strings"));
 
 	/* A lease ended inside a transaction is rolled back. */
 	assert_int_equal(pg_begin(c, &err), STATUS_OK);

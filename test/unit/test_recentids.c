@@ -55,13 +55,10 @@ exec(struct pg_conn *c, const char *sql)
 static int
 group_setup(void **state)
 {
-	struct pg_conn *c;
-	(void)state;
-	log_set_level(LOG_LEVEL_WARN);
-	if (storetest_start(&store, 2) != 0)
+	struct pg_conn *c = storetest_setup(&store, state, &now_ms);
+
+	if (c == NULL)
 		return -1;
-	now_ms = storetest_now_ms();
-	c = conn();
 	/* a: three spans, the latest 1 minute ago; b (eBPF) 5 minutes ago;
 	 * c 30 minutes ago; d 30 hours ago (out of a 24 h range).  Sessions:
 	 * s1 2 and 40 minutes ago, s2 20 minutes ago, s3 30 hours ago. */
@@ -82,14 +79,6 @@ group_setup(void **state)
 	     "$1::timestamptz - interval '2 hours' - i * interval '1 second', "
 	     "'x', 'bulk', 1000 FROM generate_series(0, 1499) i");
 	pg_release(c);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	storetest_stop(&store);
 	return 0;
 }
 
@@ -207,5 +196,5 @@ main(void)
 		cmocka_unit_test(test_bad_args),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, storetest_teardown);
 }

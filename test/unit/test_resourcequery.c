@@ -114,13 +114,10 @@ put(struct pg_conn *c, const struct res *r, int t, int s, int p, int ago,
 static int
 group_setup(void **state)
 {
-	struct pg_conn *c;
-	(void)state;
-	log_set_level(LOG_LEVEL_WARN);
-	if (storetest_start(&store, 2) != 0)
+	struct pg_conn *c = storetest_setup(&store, state, &now_ms);
+
+	if (c == NULL)
 		return -1;
-	now_ms = storetest_now_ms();
-	c = storetest_conn(&store);
 	/* web calls api 4 times: api-1 answers 503 once (seen by eBPF too:
 	 * one request), api-2 answers 200 three times, 404 once more */
 	for (int t = 1; t <= 5; t++) {
@@ -144,14 +141,6 @@ group_setup(void **state)
 	put(c, &WEB, 8, 1, 0, 3600, 3, 200, OT, NULL, NULL);
 	put(c, &API1, 8, 2, 1, 3600, 2, 500, OT, NULL, NULL);
 	pg_release(c);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	storetest_stop(&store);
 	return 0;
 }
 
@@ -595,5 +584,5 @@ main(void)
 	};
 
 	return cmocka_run_group_tests_name("resourcequery", db, group_setup,
-					   group_teardown);
+					   storetest_teardown);
 }

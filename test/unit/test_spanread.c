@@ -37,13 +37,10 @@ exec(struct pg_conn *c, const char *sql)
 static int
 group_setup(void **state)
 {
-	struct pg_conn *c;
+	struct pg_conn *c = storetest_setup(&store, state, NULL);
 
-	(void)state;
-	log_set_level(LOG_LEVEL_WARN);
-	if (storetest_start(&store, 2) != 0)
+	if (c == NULL)
 		return -1;
-	c = storetest_conn(&store);
 	/* span a: OTLP and eBPF rows; the OTLP one with 200 attributes (a
 	 * long one among them), resource, two events (one with a bad time)
 	 * and a link; a 503 on a server span, status unset */
@@ -74,14 +71,6 @@ group_setup(void **state)
 		"'ebpf', now() - interval '1 minute', 5100000, 2, "
 		"'POST /checkout', 'checkout', '{\"k\": 1}')");
 	pg_release(c);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	storetest_stop(&store);
 	return 0;
 }
 
@@ -228,5 +217,5 @@ main(void)
 		cmocka_unit_test(test_no_such_span),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, storetest_teardown);
 }
