@@ -10,7 +10,7 @@
 //
 //   node bench/query-run.mjs --mcp URL --pg-url URL --out FILE
 //        [--psql PATH] [--services a,b] [--calls N] [--warmup N]
-//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h]
+//        [--to ISO | --live] [--kinds m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h,sp]
 //        [--traces-sql walk|group|prepared]
 //
 // --to ISO: absolute ranges ending there (from/to arguments, the same
@@ -82,6 +82,7 @@ const KINDS = {
 	g24h: { tool: 'get_mesh_graph', hours: 24, graph: true, what: 'get_mesh_graph 24h' },
 	r24h: { tool: 'get_resource_detail', hours: 24, resource: 'list', what: 'get_resource_detail services 24h' },
 	rd24h: { tool: 'get_resource_detail', hours: 24, resource: 'detail', what: 'get_resource_detail one service 24h' },
+	sp: { tool: 'get_trace', hours: 24, span: true, what: 'get_trace one span whole (span_id)' },
 };
 const kinds = opt.kinds.split(',').filter(Boolean);
 for (const k of kinds) if (!KINDS[k]) die(`--kinds: unknown ${k} (${Object.keys(KINDS).join(', ')})`);
@@ -247,8 +248,50 @@ async function runSql(psql, kind, service, range) {
 	}
 }
 
+// sp: per service, the span read (its newest with events in the range,
+// else its newest), found once before the run: {trace_id, span_id}.
+const spanOf = new Map();
+async function pickSpans(psql, range) {
+	const [from, to] = sqlRange(24, range);
+	for (const svc of services) {
+		const pick = (extra) =>
+			psql.run(`SELECT encode(trace_id, 'hex'), encode(span_id, 'hex') FROM spans WHERE service_name = '${svc}' ` +
+				`AND start_time >= ${from} AND start_time < ${to}${extra} ORDER BY start_time DESC LIMIT 1`);
+		let { rows } = await pick(' AND events IS NOT NULL');
+		if (!rows.length) ({ rows } = await pick(''));
+		if (!rows.length) die(`sp: no span of ${svc} in the range`);
+		spanOf.set(svc, { trace_id: rows[0][0], span_id: rows[0][1] });
+	}
+}
+
+// The database's side of a span read: the row of each source, every
+// attribute, resource attribute and event read (detoasted) and counted.
+function spanSql(service) {
+	const s = spanOf.get(service) ?? { trace_id: '<trace id>', span_id: '<span id>' };
+	return (
+		"SELECT source, (SELECT count(*) FROM jsonb_object_keys(attributes)), (SELECT count(*) FROM jsonb_object_keys(resource_attributes)), " +
+		'coalesce(jsonb_array_length(events), 0), length(attributes::text) + length(resource_attributes::text) + coalesce(length(events::text), 0) ' +
+		`FROM spans WHERE trace_id = '\\x${s.trace_id}'::bytea AND span_id = '\\x${s.span_id}'::bytea ORDER BY source = 'otlp' DESC`
+	);
+}
+
+// One span's counts against the row's (the OTLP one when both sources
+// stored it).
+function checkSpan(result, rows) {
+	const problems = [];
+	const sp = result.structuredContent?.span;
+	if (!sp) return { problems: ['no span in the answer'] };
+	if (!rows.length) return { problems: ['no span row in SQL'] };
+	const [source, nattr, nres, nev] = rows[0];
+	const got = [sp.sources[0], sp.attributes_total, sp.resource_total, sp.events_total].join();
+	if (got !== [source, nattr, nres, nev].join()) problems.push(`span ${got} vs SQL ${rows[0].slice(0, 4).join()}`);
+	if (sp.sources.length !== rows.length) problems.push(`${sp.sources.length} sources vs SQL ${rows.length} rows`);
+	return { problems };
+}
+
 function sqlFor(kind, service, range) {
 	const k = KINDS[kind];
+	if (k.span) return spanSql(service);
 	if (k.graph) return graphSql(k.hours, range);
 	if (k.resource) return resourceSql(k.resource === 'detail' ? service : null, range);
 	if (k.step) return timelineSql(service, k.hours, range);
@@ -257,6 +300,7 @@ function sqlFor(kind, service, range) {
 
 function argsFor(kind, service, range) {
 	const k = KINDS[kind];
+	if (k.span) return spanOf.get(service) ?? { trace_id: '<trace id>', span_id: '<span id>' };
 	if (k.graph) return range ? { graphType: 'service', from: range.from, to: range.to } : { graphType: 'service', rateInterval: `${k.hours}h` };
 	if (k.resource === 'list') return { resource_type: 'service', rateInterval: `${resourceHours}h` };
 	if (k.resource) return { resource_type: 'service', resource_name: service, rateInterval: `${resourceHours}h` };
@@ -600,6 +644,7 @@ function rangeAt(kind, endMs) {
 async function main() {
 	const psql = new Psql(opt.psql, opt.pgUrl);
 	if (opt.tracesSql === 'prepared' && kinds.includes('t1h')) await psql.run(PREPARE_SQL);
+	if (kinds.includes('sp')) await pickSpans(psql, opt.live ? null : rangeAt('sp', anchorMs));
 	await initialize();
 	await raw.open();
 	const out = {
@@ -637,7 +682,7 @@ async function main() {
 			if (m.result.isError) {
 				c.problems = [`isError: ${JSON.stringify(m.result.content).slice(0, 300)}`];
 			} else {
-				const check = KINDS[k].graph ? checkGraph : KINDS[k].resource ? checkResources : KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
+				const check = KINDS[k].span ? checkSpan : KINDS[k].graph ? checkGraph : KINDS[k].resource ? checkResources : KINDS[k].step ? checkTimeline : KINDS[k].tool === 'query_metrics' ? checkMetrics : checkTraces;
 				Object.assign(c, check(m.result, s.rows));
 			}
 			if (JSON.stringify(sameRange(k, p.result)) !== JSON.stringify(sameRange(k, m.result))) c.problems.push('the plain client got another result than node:http');

@@ -21,7 +21,9 @@
 #                 (query_metrics 24 h with step 5m), g1h, g24h
 #                 (get_mesh_graph, tool set "mesh"), r24h, rd24h
 #                 (get_resource_detail: the services, one service; the
-#                 dataset's whole 24 h: see query-run.mjs)  m1h,m24h,t1h,tl24h
+#                 dataset's whole 24 h: see query-run.mjs), sp (get_trace
+#                 with a span_id: one span whole, against reading its
+#                 row)  m1h,m24h,t1h,tl24h
 #   --pg-set N=V  a PostgreSQL setting for the runs (ALTER DATABASE ... SET,
 #                 so the gateway and psql both get it), e.g. jit=off;
 #                 repeatable; every run starts from RESET ALL
@@ -138,8 +140,8 @@ for v in SPANS CALLS RUNS; do
 		die "--${v,,}: expected a positive integer, got \"${!v}\""
 done
 is_uint "$SEED" || die "--seed: expected a non-negative integer, got \"$SEED\""
-[[ "$KINDS" =~ ^(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h)(,(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h))*$ ]] ||
-	die "--kinds: expected some of m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h, comma-separated, got \"$KINDS\""
+[[ "$KINDS" =~ ^(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h|sp)(,(m1h|m24h|t1h|tl24h|g1h|g24h|r24h|rd24h|sp))*$ ]] ||
+	die "--kinds: expected some of m1h,m24h,t1h,tl24h,g1h,g24h,r24h,rd24h,sp, comma-separated, got \"$KINDS\""
 [[ "$SERVICES" =~ ^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$ ]] ||
 	die "--services: expected comma-separated service names, got \"$SERVICES\""
 
@@ -444,7 +446,7 @@ const checks = rs.flatMap((r) => r.checks);
 const diff = checks.filter((c) => c.problems.length).length;
 const pct = Math.max(...checks.filter((c) => c.maxPctDiff !== undefined).map((c) => c.maxPctDiff));
 const rollupCalls = (k) => rs.map((r) => r.summary[k] ? r.summary[k].rollup_calls : 0).reduce((a, b) => a + b, 0);
-lines.push(`Same answer: ${checks.length - diff} of ${checks.length} checks equal (requests, error rates; percentiles within ${(100 * pct).toFixed(2)}% at most; trace ids and span counts); served from rollups: query_metrics 1h in ${rollupCalls('m1h')}, 24h in ${rollupCalls('m24h')}, 24h step 5m in ${rollupCalls('tl24h')}, get_mesh_graph 1h in ${rollupCalls('g1h')}, 24h in ${rollupCalls('g24h')} of ${rs.length * rs[0].calls} measured calls each.`);
+lines.push(`Same answer: ${checks.length - diff} of ${checks.length} checks equal (requests, error rates; ${Number.isFinite(pct) ? `percentiles within ${(100 * pct).toFixed(2)}% at most; ` : ''}trace ids and span counts; a span's attribute, resource and event counts); served from rollups: query_metrics 1h in ${rollupCalls('m1h')}, 24h in ${rollupCalls('m24h')}, 24h step 5m in ${rollupCalls('tl24h')}, get_mesh_graph 1h in ${rollupCalls('g1h')}, 24h in ${rollupCalls('g24h')} of ${rs.length * rs[0].calls} measured calls each.`);
 console.log(lines.join('\n'));
 EOF
 
