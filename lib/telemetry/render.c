@@ -174,15 +174,18 @@ render_throughput(double v, char *buf, size_t cap)
 		n = snprintf(buf, cap, "0");
 	else if (v >= 100)
 		n = snprintf(buf, cap, "%.0f", v);
-	else if (v >= 0.01) {
-		n = snprintf(buf, cap, "%.2f", v);
+	else if (v < 1e-6)
+		n = snprintf(buf, cap, "<0.000001");
+	else {
+		/* two decimals, or below 0.01 two significant digits, in fixed
+		 * notation (a table of rates reads no "1.7e-06") */
+		n = snprintf(buf, cap, "%.*f",
+			     v >= 0.01 ? 2 : 1 - (int)floor(log10(v)), v);
 		/* "10", "1.5": no trailing zeros */
 		while (n > 0 && (size_t)n < cap && buf[n - 1] == '0')
 			buf[--n] = '\0';
 		if (n > 0 && (size_t)n < cap && buf[n - 1] == '.')
 			buf[--n] = '\0';
-	} else {
-		n = snprintf(buf, cap, "%.2g", v);
 	}
 	return n < 0 ? 0 : (size_t)n;
 }

@@ -47,8 +47,9 @@ size_t render_rate(double pct, char *buf, size_t cap);
 /*
  * A throughput (calls per minute or second) for a line: "0" only when v
  * is 0, whole numbers from 100, at most two decimals from 0.01 ("10",
- * "1.5", "1.12"), below that two significant digits ("0.0049"): a rare
- * call never reads as none.
+ * "1.5", "1.12"), below that two significant digits ("0.0049",
+ * "0.0000017"), below 0.000001 "<0.000001": a rare call never reads as
+ * none, and no number in exponent notation.
  */
 size_t render_throughput(double v, char *buf, size_t cap);
 

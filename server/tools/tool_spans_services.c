@@ -106,12 +106,7 @@ add_row(struct buf *b, json_t *arr, const struct servicequery_service *s,
 	json_t *o, *sa = json_array();
 	int rc;
 
-	if (s->requests == 0)
-		snprintf(rate, sizeof(rate), "0");
-	else if (per_s < 0.01)
-		snprintf(rate, sizeof(rate), "<0.01");
-	else
-		snprintf(rate, sizeof(rate), "%.2f", per_s);
+	render_throughput(per_s, rate, sizeof(rate));
 	snprintf(errs, sizeof(errs), "–");
 	snprintf(cerrs, sizeof(cerrs), "–");
 	buf_init(&eb, sizeof(errs) - 1);

@@ -905,7 +905,7 @@ describe('list_services', () => {
 			const row = t.rows[i];
 			assert.equal(row[0], v.service);
 			for (const src of v.sources) assert.match(row[2], src === 'ebpf' ? /eBPF/ : /OTLP/, `${v.service}: Sources ${row[2]}`);
-			// a small rate may print as "<0.01"
+			// a rate below 0.000001 prints as "<0.000001"
 			const lt = /^<\s*([\d.]+)$/.exec(row[3]);
 			if (lt) assert.ok(v.request_rate_per_s > 0 && v.request_rate_per_s < Number(lt[1]), `${v.service}: Req/s ${row[3]}, value ${v.request_rate_per_s}`);
 			else if (v.requests > 0) rendered(row[3], v.request_rate_per_s, `${v.service}: Req/s`);
