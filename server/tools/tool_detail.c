@@ -298,8 +298,21 @@ tool_detail_json(const struct merge_node *node,
 	return o;
 }
 
-/* an attribute's value in a line: strings as they are, others as JSON */
+/* an attribute's value in a line (tool_detail_value) */
 #define ATTR_VALUE_MAX 100
+
+void
+tool_detail_value(struct buf *b, const json_t *v, size_t max)
+{
+	const char *text = json_string_value(v);
+	char *dump = NULL;
+
+	if (text == NULL)
+		text = dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+						    JSON_REAL_PRECISION(15));
+	(void)tool_put_line(b, text != NULL ? text : "?", max);
+	free(dump);
+}
 
 int
 tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max)
@@ -310,24 +323,16 @@ tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max)
 
 	json_object_foreach((json_t *)attrs, key, v)
 	{
-		char *dump = NULL;
-		const char *text = json_string_value(v);
-
 		if (b->len - start >= max) {
 			buf_printf(b, ", … (%zu more)",
 				   json_object_size(attrs) - n);
 			break;
 		}
-		if (text == NULL)
-			text = dump =
-				json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (n++ > 0)
 			buf_puts(b, ", ");
 		(void)tool_put_line(b, key, 80);
 		buf_puts(b, "=");
-		(void)tool_put_line(b, text != NULL ? text : "?",
-				    ATTR_VALUE_MAX);
-		free(dump);
+		tool_detail_value(b, v, ATTR_VALUE_MAX);
 	}
 	if (n == 0)
 		buf_puts(b, "(none)");

@@ -84,6 +84,11 @@ int tool_detail_text(struct buf *b, const struct merge_node *node,
 json_t *tool_detail_json(const struct merge_node *node,
 			 const struct spanquery_detail *x);
 
+/* An attribute's value in a line: a string as it is, anything else as
+ * compact JSON (reals to 15 significant digits: 0.2, not
+ * 0.20000000000000001), cut to max bytes (tool_put_line). */
+void tool_detail_value(struct buf *b, const json_t *v, size_t max);
+
 /* "k=v, k=v, …": attrs on one line of at most max bytes. */
 int tool_detail_attrs_text(struct buf *b, const json_t *attrs, size_t max);
 

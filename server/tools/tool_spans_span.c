@@ -20,13 +20,12 @@
 #include "telemetry/spanread.h"
 #include "tools/tool.h"
 #include "tools/tool_common.h"
+#include "tools/tool_detail.h"
 #include "tools/tool_spans_span.h"
 
 /* a value in a text line; the structured content has it whole (as read) */
 #define TEXT_VALUE_MAX 300
 #define TEXT_KEY_MAX   120
-
-static const char *const status_names[] = {"unset", "ok", "error"};
 
 /* pairs ([[key, value], ...]) as an object in their order, redacted as
  * every attribute is; NULL on ENOMEM. */
@@ -75,20 +74,6 @@ object_rows(const json_t *o)
 	return rows;
 }
 
-/* "key: value" (a string as it is, anything else as compact JSON). */
-static void
-value_text(struct buf *b, const json_t *v)
-{
-	const char *s = json_string_value(v);
-	char *dump = NULL;
-
-	if (s == NULL)
-		s = dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
-						 JSON_REAL_PRECISION(15));
-	(void)tool_put_line(b, s != NULL ? s : "?", TEXT_VALUE_MAX);
-	free(dump);
-}
-
 /* ", k=v" for each member of o after the first ", " sep. */
 static void
 inline_pairs(struct buf *b, const json_t *o, const char *sep)
@@ -101,7 +86,7 @@ inline_pairs(struct buf *b, const json_t *o, const char *sep)
 		buf_puts(b, sep);
 		(void)tool_put_line(b, k, TEXT_KEY_MAX);
 		buf_puts(b, "=");
-		value_text(b, v);
+		tool_detail_value(b, v, TEXT_VALUE_MAX);
 		sep = ", ";
 	}
 }
@@ -174,7 +159,7 @@ member_lines(struct span_answer *x, const json_t *o)
 		buf_puts(&x->b, "- ");
 		(void)tool_put_line(&x->b, k, TEXT_KEY_MAX);
 		buf_puts(&x->b, ": ");
-		value_text(&x->b, v);
+		tool_detail_value(&x->b, v, TEXT_VALUE_MAX);
 		line_end(x);
 	}
 }
@@ -207,8 +192,6 @@ span_head(struct span_answer *x, json_t *span)
 	const char *src = json_string_value(json_object_get(o, "source"));
 	char start[TIMERANGE_FORMAT_MAX], dur[24];
 
-	if (status < 0 || status > 2)
-		status = 0;
 	timerange_format(start_ns / 1000000, start, sizeof(start));
 	render_ms(dur_ms, dur, sizeof(dur));
 	buf_printf(b, "## Span %s of trace %s\n", x->sid, x->tid);
@@ -227,7 +210,7 @@ span_head(struct span_answer *x, json_t *span)
 			(void)tool_put_line(b, msg, 300);
 		}
 	} else {
-		buf_printf(b, " · status %s", status_names[status]);
+		buf_printf(b, " · status %s", otlp_status_name(status));
 	}
 	buf_puts(b, "\n");
 	buf_printf(b, "Parent: %s", parent != NULL ? parent : "none (a root)");
@@ -248,7 +231,8 @@ span_head(struct span_answer *x, json_t *span)
 	json_object_set_new(span, "kind", json_string(otlp_kind_name(kind)));
 	json_object_set_new(span, "start", json_string(start));
 	json_object_set_new(span, "duration_ms", json_real(dur_ms));
-	json_object_set_new(span, "status", json_string(status_names[status]));
+	json_object_set_new(span, "status",
+			    json_string(otlp_status_name(status)));
 	json_object_set_new(span, "status_message",
 			    msg != NULL ? json_string(msg) : json_null());
 	json_object_set_new(span, "scope",

@@ -68,16 +68,22 @@ export const fmtUsd = (v) => (v === null || v === undefined ? '-' : `$${v.toFixe
 export const fmtRate = (r) => (r === null || r === undefined ? '-' : r >= 1 ? `${r.toFixed(1)}/s` : `${(r * 60).toFixed(1)}/min`);
 export const isoMs = (s) => (s ? Date.parse(s) : NaN);
 
+// A definition list of [name, value] pairs into parent: a string as it
+// is, anything else as JSON.
+export function detailList(parent, pairs) {
+	const dl = el('dl', { class: 'sx-dl' }, parent);
+	for (const [k, v] of pairs) {
+		el('dt', {}, dl, k);
+		el('dd', {}, dl, typeof v === 'string' ? v : JSON.stringify(v));
+	}
+	return dl;
+}
+
 // A side panel's content: a title and a definition list of [name, value]
 // pairs (null values left out).
 export function showDetails(panel, title, pairs) {
 	panel.replaceChildren();
 	el('h3', {}, panel, title);
-	const dl = el('dl', { class: 'sx-dl' }, panel);
-	for (const [k, v] of pairs) {
-		if (v === null || v === undefined || v === '') continue;
-		el('dt', {}, dl, k);
-		el('dd', {}, dl, typeof v === 'object' ? JSON.stringify(v) : String(v));
-	}
+	detailList(panel, pairs.filter(([, v]) => v !== null && v !== undefined && v !== ''));
 	panel.hidden = false;
 }

@@ -9,7 +9,7 @@
 // Used by the console (server/ui/console) and the MCP Apps; no fetches of
 // its own.
 // renderTraceList draws query_traces' traces as rows to pick from.
-import { el, fmtMs, isoMs, serviceColor, showDetails, svg } from './dom.js';
+import { detailList, el, fmtMs, isoMs, serviceColor, showDetails, svg } from './dom.js';
 
 const WF_ROW_H = 22;
 const WF_LABEL_W = 340;
@@ -86,7 +86,6 @@ function findRuns(rows) {
 	return runs;
 }
 
-const valueText = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
 const countNote = (shown, total) => (total > shown ? ` (${total}, the first ${shown} shown)` : ` (${total})`);
 
 // The whole span (get_trace's answer with a span_id) into box: its
@@ -100,11 +99,7 @@ function showWhole(box, w) {
 	const sp = w.span;
 	const pairs = (title, rows, total) => {
 		el('h4', {}, box, `${title}${countNote(rows.length, total ?? rows.length)}`);
-		const dl = el('dl', { class: 'sx-dl' }, box);
-		for (const a of rows) {
-			el('dt', {}, dl, a.key);
-			el('dd', {}, dl, valueText(a.value));
-		}
+		detailList(box, rows.map((a) => [a.key, a.value]));
 	};
 	if (sp.scope) el('p', { class: 'wf-scope' }, box, `scope ${sp.scope}`);
 	pairs('Attributes', w.attributes ?? [], sp.attributes_total);
@@ -115,11 +110,7 @@ function showWhole(box, w) {
 	for (const e of events) {
 		const li = el('li', {}, ul);
 		el('b', {}, li, `${e.offset_ms !== null && e.offset_ms !== undefined ? `+${fmtMs(e.offset_ms)} ` : ''}${e.name ?? '(unnamed)'}`);
-		const dl = el('dl', { class: 'sx-dl' }, li);
-		for (const [k, v] of Object.entries(e.attributes ?? {})) {
-			el('dt', {}, dl, k);
-			el('dd', {}, dl, valueText(v));
-		}
+		detailList(li, Object.entries(e.attributes ?? {}));
 	}
 	if (sp.links_total) {
 		el('h4', {}, box, `Links${countNote((w.links ?? []).length, sp.links_total)}`);
