@@ -25,6 +25,10 @@
 
 /* "SEXTANT" 0x03 (lib/pg/migrate holds 0x01, the partition functions 0x02). */
 #define REFRESH_LOCK "pg_try_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")"
+/* The same lock, waited for (under the statement timeout); once held, the
+ * transaction's REFRESH_LOCK takes it again at once. */
+static const char wait_lock_sql[] =
+	"SELECT pg_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")";
 
 /* Times beyond which rollup_split_range gives no rollup part. */
 #define SPLIT_LIMIT_MS (INT64_MAX / 4)
@@ -555,12 +559,32 @@ static const char minute_pending_sql[] =
 /*
  * How a refresh tells which marks it may take: by their age (lag
  * SLOT_LAG, the janitor's way), or every mark, with the fence of
- * fence_sql checked before the aggregate (rollup_refresh_fenced).
+ * fence_sql checked before the aggregate (rollup_refresh_fenced); and
+ * whether a unit waits for another refresher's lock (rollup_refresh_wait)
+ * or ends the call.
  */
 struct refresh_mode {
 	const char *lag;
 	bool fenced;
+	bool wait;
 };
+
+/* pg_begin, then in a waiting mode the refresh lock, waited for. */
+static int
+begin_unit(struct pg_conn *c, const struct refresh_mode *m,
+	   struct pg_error *err)
+{
+	int rc = pg_begin(c, err);
+
+	if (rc == STATUS_OK && m->wait &&
+	    (rc = pg_query(c, wait_lock_sql, 0, NULL, NULL, err)) !=
+		    STATUS_OK) {
+		struct pg_error ignored;
+
+		(void)!pg_rollback(c, &ignored);
+	}
+	return rc;
+}
 
 /*
  * In a fenced refresh, after the unit's marks were deleted: *held when
@@ -605,7 +629,7 @@ refresh_minutes(struct pg_conn *c, const struct refresh_mode *m,
 	snprintf(len, sizeof(len), "%d", ROLLUP_MINUTE_S);
 	snprintf(settle, sizeof(settle), "%d", ROLLUP_SETTLE_S);
 	snprintf(five, sizeof(five), "%d", ROLLUP_5M_S);
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	if ((rc = begin_unit(c, m, err)) != STATUS_OK)
 		return rc;
 	if ((rc = pg_query(c, "SELECT NOT " REFRESH_LOCK, 0, NULL, &res,
 			   err)) != STATUS_OK)
@@ -673,7 +697,7 @@ refresh_one(struct pg_conn *c, const struct refresh_mode *m, const char *period,
 	*refreshed = false;
 	*locked_out = false;
 	snprintf(len, sizeof(len), "%d", ROLLUP_PERIOD_S);
-	if ((rc = pg_begin(c, err)) != STATUS_OK)
+	if ((rc = begin_unit(c, m, err)) != STATUS_OK)
 		return rc;
 	if ((rc = pg_query(c, check_sql, 2, one, &res, err)) != STATUS_OK)
 		goto out;
@@ -832,16 +856,25 @@ int
 rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 	       struct pg_error *err)
 {
-	static const struct refresh_mode by_age = {SLOT_LAG, false};
+	static const struct refresh_mode by_age = {SLOT_LAG, false, false};
 
 	return refresh(c, &by_age, max_units, done, pending, err);
+}
+
+int
+rollup_refresh_wait(struct pg_conn *c, int *done, int *pending,
+		    struct pg_error *err)
+{
+	static const struct refresh_mode by_age = {SLOT_LAG, false, true};
+
+	return refresh(c, &by_age, 0, done, pending, err);
 }
 
 int
 rollup_refresh_fenced(struct pg_conn *c, int *done, int *pending,
 		      struct pg_error *err)
 {
-	static const struct refresh_mode fenced = {SLOT_LAG_ALL, true};
+	static const struct refresh_mode fenced = {SLOT_LAG_ALL, true, false};
 
 	return refresh(c, &fenced, 0, done, pending, err);
 }

@@ -176,6 +176,17 @@ int rollup_refresh(struct pg_conn *c, int max_units, int *done, int *pending,
 		   struct pg_error *err) WUR;
 
 /*
+ * rollup_refresh with no limit, for `sextant maintain`, whose operator
+ * expects the rollups current when it returns: a unit that another
+ * refresher (a gateway's janitor) holds the lock for is waited for, under
+ * c's statement timeout, instead of ending the call with the units after
+ * it left as they were.
+ * *done, *pending, c and errors as rollup_refresh.
+ */
+int rollup_refresh_wait(struct pg_conn *c, int *done, int *pending,
+			struct pg_error *err) WUR;
+
+/*
  * rollup_refresh without waiting for the marks to age, for a writer that
  * has just committed a bulk load and wants the rollups current before
  * anything reads them (`sextant demo-data`): every settled dirty unit, no

@@ -252,7 +252,7 @@ rollup_maintain_all(const struct config *cfg, char *err, size_t errlen)
 	if (rc == STATUS_OK)
 		rc = rollup_prune(c, cfg->database.retention_days, &perr);
 	if (rc == STATUS_OK)
-		rc = rollup_refresh(c, 0, &done, &pending, &perr);
+		rc = rollup_refresh_wait(c, &done, &pending, &perr);
 	if (rc != STATUS_OK)
 		snprintf(err, errlen,
 			 "rollup maintenance failed after %d hour(s): %s (%s)",

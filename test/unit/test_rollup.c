@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -1658,23 +1660,86 @@ test_prune_and_arguments(void **state)
 	pg_release(c);
 }
 
+/* Two dirty aged hours of spans written on a, and b holding the refresh
+ * lock in an open transaction (another refresher at work). */
+static void
+locked_by_other(struct pg_conn *a, struct pg_conn *b, struct written *w,
+		uint64_t seed)
+{
+	clear_store(a);
+	write_spans(a, w, hour_ago(4), 2, -1, &seed);
+	age_dirty(a);
+	exec_sql(b, "BEGIN");
+	exec_sql(b, "SELECT pg_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")");
+}
+
 /* Another refresher (a second gateway) holds the lock: this one stops. */
 static void
 test_one_refresher(void **state)
 {
 	struct pg_conn *a = conn(), *b = conn();
 	struct written w = {0};
-	uint64_t seed = 9;
 
 	(void)state;
-	clear_store(a);
-	write_spans(a, &w, hour_ago(4), 2, -1, &seed);
-	age_dirty(a);
-	exec_sql(b, "BEGIN");
-	exec_sql(b, "SELECT pg_advisory_xact_lock(" LOCK_ROLLUP_REFRESH ")");
+	locked_by_other(a, b, &w, 9);
 	refresh(a, 0, 0, 2);
 	exec_sql(b, "COMMIT");
 	refresh(a, 0, 2, 0);
+	check_rollup(a, &w, hour_ago(4));
+	written_free(&w);
+	pg_release(b);
+	pg_release(a);
+}
+
+struct unlocker {
+	struct pg_conn *c;
+	int after_ms;
+};
+
+/* Ends u->c's transaction (and so its lock) after u->after_ms. */
+static void *
+unlock_later(void *arg)
+{
+	struct unlocker *u = arg;
+	struct timespec ts = {u->after_ms / 1000,
+			      (long)(u->after_ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+	exec_sql(u->c, "COMMIT");
+	return NULL;
+}
+
+/*
+ * rollup_refresh_wait (`sextant maintain`) waits for another refresher's
+ * lock instead of ending with nothing done: under a short statement
+ * timeout it fails naming the timeout; given time, it refreshes every
+ * unit once the lock is let go.
+ */
+static void
+test_refresh_waits(void **state)
+{
+	struct pg_conn *a = conn(), *b = conn();
+	struct written w = {0};
+	struct unlocker u = {b, 300};
+	struct pg_error perr;
+	pthread_t t;
+	int done = -1, pending = -1;
+
+	(void)state;
+	locked_by_other(a, b, &w, 10);
+	assert_int_equal(pg_set_timeout(a, 200, &perr), STATUS_OK);
+	assert_int_not_equal(rollup_refresh_wait(a, &done, &pending, &perr),
+			     STATUS_OK);
+	assert_non_null(strstr(perr.detail, "statement timeout"));
+	assert_int_equal(done, 0);
+	assert_int_equal(sql_ll(a, "SELECT count(*) FROM span_rollup"), 0);
+	assert_int_equal(pg_set_timeout(a, 30000, &perr), STATUS_OK);
+	assert_int_equal(pthread_create(&t, NULL, unlock_later, &u), 0);
+	if (rollup_refresh_wait(a, &done, &pending, &perr) != STATUS_OK)
+		fail_msg("rollup_refresh_wait: %s", perr.detail);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(done, 2);
+	assert_int_equal(pending, 0);
 	check_rollup(a, &w, hour_ago(4));
 	written_free(&w);
 	pg_release(b);
@@ -2169,6 +2234,7 @@ main(void)
 		cmocka_unit_test(test_max_periods),
 		cmocka_unit_test(test_prune_and_arguments),
 		cmocka_unit_test(test_one_refresher),
+		cmocka_unit_test(test_refresh_waits),
 		cmocka_unit_test(test_fenced_refresh),
 		cmocka_unit_test(test_analyze_changed),
 		cmocka_unit_test(test_migration_marks_existing),
