@@ -339,18 +339,19 @@ counts_json(const struct meshquery_counts *c)
 			 (json_int_t)c->unhealthy, "notReady", (json_int_t)0);
 }
 
-/* Kiali's EntityHealthCounts: the graph's entities are of its type. */
+/*
+ * Kiali's EntityHealthCounts, with only the graph's own kind: its nodes
+ * are of that type, and zeros for the other two would say that there are
+ * none of them.
+ */
 static json_t *
 entity_counts_json(const struct graph_call *x, const struct meshquery_counts *c)
 {
-	static const struct meshquery_counts none;
-	bool wl = x->type == MESHQUERY_WORKLOAD,
-	     svc = x->type == MESHQUERY_SERVICE, app = !wl && !svc;
+	const char *kind = x->type == MESHQUERY_WORKLOAD  ? "workloads"
+			   : x->type == MESHQUERY_SERVICE ? "services"
+							  : "apps";
 
-	return json_pack("{s:o, s:o, s:o}", "apps",
-			 counts_json(app ? c : &none), "services",
-			 counts_json(svc ? c : &none), "workloads",
-			 counts_json(wl ? c : &none));
+	return json_pack("{s:o}", kind, counts_json(c));
 }
 
 static const char *
