@@ -1217,14 +1217,13 @@ spanquery_recent_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
  * attributes: one probe of the primary key per span (LATERAL), so the
  * cost is that of the few spans asked, whatever the traces hold.
  */
+/* clang-format off */
 static const struct pg_stmt details_stmt = {
 	"spanquery_details",
 	"SELECT k.i, p.h, p.g, p.ds, p.dt, p.peer, p.et, p.em, CASE WHEN k.a "
-	"THEN (SELECT coalesce(jsonb_object_agg(key, CASE WHEN "
-	"length(value::text) <= 160 THEN value ELSE to_jsonb(left(CASE "
-	"jsonb_typeof(value) WHEN 'string' THEN value #>> '{}' ELSE "
-	"value::text END, 160) || '…') END), '{}') FROM (SELECT key, value "
-	"FROM jsonb_each(p.attributes) ORDER BY key LIMIT 40) a)::text END "
+	"THEN (SELECT coalesce(jsonb_object_agg(key, "
+	SPANQUERY_CUT_JSON_SQL("value", "160") "), '{}') FROM "
+	SPANQUERY_FIRST_MEMBERS_SQL("p.attributes", "40") " a)::text END "
 	"FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) WITH "
 	"ORDINALITY AS k(t, s, src, a, i) CROSS JOIN LATERAL "
 	"(SELECT " SPAN_DETAIL
@@ -1232,6 +1231,7 @@ static const struct pg_stmt details_stmt = {
 	"span_id = decode(k.s, 'hex') AND source = k.src LIMIT 1) "
 	"p(h, g, ds, dt, peer, et, em, attributes)",
 	4, false, false};
+/* clang-format on */
 
 /* A text[] (or bool[]) literal of n items, each at most 32 characters
  * that need no quoting; b is big enough for SPANQUERY_MAX_DETAILS. */

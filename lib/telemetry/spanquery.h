@@ -226,6 +226,21 @@ int spanquery_trace_ids_recv(struct pg_conn *c, size_t cap, uint8_t (*ids)[16],
 			     struct pg_error *err) WUR;
 
 /*
+ * SQL of a jsonb value as stored unless its text is longer than max
+ * characters (a literal): then that text cut, with "…", as a string.
+ * And the source of an object's first max members by name, as rows
+ * (key, value).  Shared by the span reads that bound attributes.
+ */
+#define SPANQUERY_CUT_JSON_SQL(value, max)                                     \
+	"CASE WHEN length(" value "::text) <= " max " THEN " value             \
+	" ELSE to_jsonb(left(CASE jsonb_typeof(" value ") WHEN 'string' "      \
+	"THEN " value " #>> '{}' ELSE " value "::text END, " max               \
+	") || '…') END"
+#define SPANQUERY_FIRST_MEMBERS_SQL(obj, max)                                  \
+	"(SELECT key, value FROM jsonb_each(" obj ") ORDER BY key LIMIT " max  \
+	")"
+
+/*
  * A span's status as the trees show it (SQL over a spans row): ERROR (2)
  * also for a span that failed by sextant_span_outcome without that
  * status, so that every answer follows the one rule.

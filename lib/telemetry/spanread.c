@@ -16,6 +16,7 @@
 #define STR(x)	STR_(x)
 #define VALUE	STR(SPANREAD_VALUE)
 
+/* clang-format off */
 /* A text cut to SPANREAD_VALUE characters, "…" when it was longer. */
 #define CUT(t)                                                                 \
 	"CASE WHEN length(" t ") <= " VALUE " THEN " t " ELSE left(" t         \
@@ -28,13 +29,10 @@
  * characters: then that text cut, as a string.  Not an object: [].
  */
 #define PAIRS(obj, max)                                                         \
-	"(SELECT coalesce(jsonb_agg(jsonb_build_array(key, CASE WHEN "          \
-	"length(value::text) <= " VALUE " THEN value ELSE to_jsonb(left(CASE "  \
-	"jsonb_typeof(value) WHEN 'string' THEN value #>> '{}' ELSE "           \
-	"value::text END, " VALUE ") || '…') END) ORDER BY key), '[]') FROM " \
-	"(SELECT key, value FROM jsonb_each(CASE WHEN jsonb_typeof(" obj        \
-	") = 'object' THEN " obj " ELSE '{}' END) ORDER BY key LIMIT " max      \
-	") a)"
+	"(SELECT coalesce(jsonb_agg(jsonb_build_array(key, "                    \
+	SPANQUERY_CUT_JSON_SQL("value", VALUE) ") ORDER BY key), '[]') FROM "   \
+	SPANQUERY_FIRST_MEMBERS_SQL("CASE WHEN jsonb_typeof(" obj               \
+		") = 'object' THEN " obj " ELSE '{}' END", max) " a)"
 #define COUNT(obj)                                                             \
 	"CASE WHEN jsonb_typeof(" obj ") = 'object' THEN (SELECT count(*) "    \
 	"FROM jsonb_object_keys(" obj ")) ELSE 0 END"
@@ -42,7 +40,6 @@
 	"CASE WHEN jsonb_typeof(" col ") = 'array' THEN " col " ELSE '[]' END"
 #define START "sextant_unix_nano(start_time, start_nanos)"
 
-/* clang-format off */
 /* The first SPANREAD_EVENTS events in their order, their times made
  * offsets from the span's start. */
 #define EVENTS                                                                 \
