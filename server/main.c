@@ -177,6 +177,24 @@ cmd_hash_key(int argc, char **argv)
 }
 
 /* openapi: the document GET /api/openapi.json serves, for these tools. */
+/*
+ * The one option of the commands that read a config: "--config FILE".
+ * *path: FILE, or NULL when not given.  Prints the usage of argv[1] and
+ * returns false on anything else.
+ */
+static bool
+config_arg(int argc, char **argv, const char **path)
+{
+	*path = NULL;
+	if (argc == 4 && strcmp(argv[2], "--config") == 0)
+		*path = argv[3];
+	else if (argc != 2) {
+		fprintf(stderr, "usage: sextant %s [--config FILE]\n", argv[1]);
+		return false;
+	}
+	return true;
+}
+
 static int
 cmd_openapi(int argc, char **argv)
 {
@@ -187,12 +205,8 @@ cmd_openapi(int argc, char **argv)
 	char err[1024];
 	int rc;
 
-	if (argc == 4 && strcmp(argv[2], "--config") == 0)
-		path = argv[3];
-	else if (argc != 2) {
-		fprintf(stderr, "usage: sextant openapi [--config FILE]\n");
+	if (!config_arg(argc, argv, &path))
 		return EXIT_USAGE;
-	}
 	rc = load_config(path, &cfg);
 	if (rc != EXIT_OK)
 		return rc;
@@ -222,12 +236,8 @@ cmd_database(int argc, char **argv, bool maintain)
 	char err[1024];
 	int rc, applied = 0;
 
-	if (argc == 4 && strcmp(argv[2], "--config") == 0)
-		path = argv[3];
-	else if (argc != 2) {
-		fprintf(stderr, "usage: sextant %s [--config FILE]\n", argv[1]);
+	if (!config_arg(argc, argv, &path))
 		return EXIT_USAGE;
-	}
 	rc = load_config(path, &cfg);
 	if (rc != EXIT_OK)
 		return rc;
@@ -331,44 +341,40 @@ raise_nofile(void)
 			 (unsigned long long)rl.rlim_cur);
 }
 
+/*
+ * What serve and stdio do first: the config; SIGTERM, SIGINT, SIGHUP and
+ * SIGPIPE blocked into *set before any thread exists, so that all inherit
+ * the mask (serve waits for them with sigtimedwait, stdio reads them from
+ * a signalfd); the migrations when database.auto_migrate, where a database
+ * that is down now is not fatal (/readyz says so and ingestion answers 503
+ * until it is back); then boot_init.  *path: the config file or NULL.
+ * EXIT_OK, or an exit status after a message on stderr (srv then needs
+ * no boot_free).
+ */
 static int
-cmd_serve(int argc, char **argv)
+boot_command(int argc, char **argv, struct server *srv, sigset_t *set,
+	     const char **path)
 {
-	struct server srv;
-	struct config *cfg = NULL;
-	const char *path = NULL;
-	char err[1024];
-	sigset_t set;
-	int i, rc, sig;
 	struct log_fields f = {.duration_ms = -1};
+	struct config *cfg = NULL;
+	bool migrated = false;
+	char err[1024];
+	int rc;
 
-	for (i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			path = argv[++i];
-		else {
-			fprintf(stderr,
-				"usage: sextant serve [--config FILE]\n");
-			return EXIT_USAGE;
-		}
-	}
-	rc = load_config(path, &cfg);
+	if (!config_arg(argc, argv, path))
+		return EXIT_USAGE;
+	rc = load_config(*path, &cfg);
 	if (rc != EXIT_OK)
 		return rc;
-	/* Block before any thread exists so that all inherit the mask. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-
-	bool migrated = false;
-
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
 	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
 		int applied = 0;
 
-		/* A database that is down now is not fatal: /readyz says so
-		 * and ingestion answers 503 until it is back. */
 		if (maintain_migrate(cfg, &applied, err, sizeof(err)) !=
 		    STATUS_OK)
 			log_error(&f, "migrations not applied: %s", err);
@@ -379,12 +385,28 @@ cmd_serve(int argc, char **argv)
 					 applied);
 		}
 	}
-	if (boot_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
+	if (boot_init(srv, cfg, *path, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
-		boot_free(&srv);
+		boot_free(srv);
 		return EXIT_USAGE;
 	}
-	srv.migrated = migrated;
+	srv->migrated = migrated;
+	return EXIT_OK;
+}
+
+static int
+cmd_serve(int argc, char **argv)
+{
+	struct server srv;
+	const char *path = NULL;
+	char err[1024];
+	sigset_t set;
+	int rc, sig;
+	struct log_fields f = {.duration_ms = -1};
+
+	rc = boot_command(argc, argv, &srv, &set, &path);
+	if (rc != EXIT_OK)
+		return rc;
 	if (sessstore_wanted(&srv) &&
 	    sessstore_new(&srv, &srv.store, err, sizeof(err)) != STATUS_OK) {
 		fprintf(stderr, "sextant: %s\n", err);
@@ -457,49 +479,14 @@ static int
 cmd_stdio(int argc, char **argv)
 {
 	struct server srv;
-	struct config *cfg = NULL;
 	const char *path = NULL;
-	char err[1024];
 	sigset_t set;
-	int i, rc;
-	bool migrated = false;
+	int rc;
 	struct log_fields f = {.duration_ms = -1};
 
-	for (i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			path = argv[++i];
-		else {
-			fprintf(stderr,
-				"usage: sextant stdio [--config FILE]\n");
-			return EXIT_USAGE;
-		}
-	}
-	rc = load_config(path, &cfg);
+	rc = boot_command(argc, argv, &srv, &set, &path);
 	if (rc != EXIT_OK)
 		return rc;
-	/* Before any thread exists, so that all inherit the mask; the
-	 * transport reads them from a signalfd. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (cfg->database.url[0] != '\0' && cfg->database.auto_migrate) {
-		int applied = 0;
-
-		if (maintain_migrate(cfg, &applied, err, sizeof(err)) !=
-		    STATUS_OK)
-			log_error(&f, "migrations not applied: %s", err);
-		else
-			migrated = true;
-	}
-	if (boot_init(&srv, cfg, path, err, sizeof(err)) != STATUS_OK) {
-		fprintf(stderr, "sextant: %s\n", err);
-		boot_free(&srv);
-		return EXIT_USAGE;
-	}
-	srv.migrated = migrated;
 	rc = stdio_mcp_serve(&srv, STDIN_FILENO, STDOUT_FILENO, &set);
 	boot_free(&srv);
 	log_info(&f, "stopped");
