@@ -9,14 +9,9 @@
 
 #include "base/log.h"
 #include "otlp/otlp.h"
+#include "telemetry/render.h"
 #include "tools/tool_common.h"
 #include "tools/tool_detail.h"
-
-static const struct spanquery_span *
-row_of(const struct merge_node *node)
-{
-	return node->span->user;
-}
 
 /* By span: a node of a cut copy of the trace (merge_focus) is the same
  * span as the node picked. */
@@ -33,7 +28,7 @@ bool
 tool_details_want(struct tool_details *d, const struct merge_node *node,
 		  bool attrs)
 {
-	const struct spanquery_span *s = row_of(node);
+	const struct spanquery_span *s = tool_span_row(node);
 	size_t i = index_of(d, node);
 
 	if (i == MERGE_NONE) {
@@ -58,7 +53,7 @@ tool_details_pick(struct tool_details *d, const struct merge_trace *t,
 	size_t deepest = MERGE_NONE;
 
 	for (size_t i = 0; others && i < t->n_nodes; i++)
-		if (row_of(&t->nodes[i])->status == 2 &&
+		if (tool_span_row(&t->nodes[i])->status == 2 &&
 		    (deepest == MERGE_NONE ||
 		     t->nodes[i].depth > t->nodes[deepest].depth))
 			deepest = i;
@@ -68,7 +63,7 @@ tool_details_pick(struct tool_details *d, const struct merge_trace *t,
 		if (t->nodes[i].slow)
 			(void)tool_details_want(d, &t->nodes[i], false);
 	for (size_t i = 0; others && i < t->n_nodes; i++)
-		if (row_of(&t->nodes[i])->status == 2 &&
+		if (tool_span_row(&t->nodes[i])->status == 2 &&
 		    !tool_details_want(d, &t->nodes[i], false))
 			break;
 	return deepest;
@@ -167,7 +162,7 @@ tool_details_fetch(struct call *call, struct pg_conn *c, struct tool_details *d)
 	int rc;
 
 	for (size_t i = 0; i < d->n; i++)
-		d->v[i] = row_of(d->node[i])->detail;
+		d->v[i] = tool_span_row(d->node[i])->detail;
 	d->fetched = true;
 	if ((rc = attrs_fetch(call, c, d)) != STATUS_OK)
 		return rc;
@@ -218,7 +213,7 @@ int
 tool_detail_text(struct buf *b, const struct merge_node *node,
 		 const struct spanquery_detail *x)
 {
-	const struct spanquery_span *s = row_of(node);
+	const struct spanquery_span *s = tool_span_row(node);
 	const char *msg;
 
 	if (x == NULL)
@@ -270,8 +265,8 @@ json_t *
 tool_detail_json(const struct merge_node *node,
 		 const struct spanquery_detail *x)
 {
-	json_t *o =
-		json_pack("{s:s}", "kind", otlp_kind_name(row_of(node)->kind));
+	json_t *o = json_pack("{s:s}", "kind",
+			      otlp_kind_name(tool_span_row(node)->kind));
 	bool ok = o != NULL;
 
 	if (ok && x->http_status >= 0)
@@ -282,7 +277,7 @@ tool_detail_json(const struct merge_node *node,
 					 json_integer(x->grpc_code)) == 0 &&
 		     set_opt(o, "grpc_status",
 			     otlp_grpc_code_name(x->grpc_code));
-	if (ok && calls_out(row_of(node)->kind))
+	if (ok && calls_out(tool_span_row(node)->kind))
 		ok = set_opt(o, "peer", x->peer) &&
 		     set_opt(o, "db_system", x->db_system) &&
 		     set_opt(o, "db_table", x->db_table);
@@ -349,4 +344,47 @@ tool_details_free(struct tool_details *d)
 	d->got = NULL;
 	d->fetched = false;
 	d->n = 0;
+}
+
+int
+tool_span_name(struct buf *b, const struct merge_node *node)
+{
+	const struct spanquery_span *s = tool_span_row(node);
+	int rc = buf_printf(b, "%s ", render_source_label(node->span->source));
+
+	if (rc == STATUS_OK)
+		rc = tool_put_line(b, s->service, 200);
+	if (rc == STATUS_OK)
+		rc = buf_puts(b, ": ");
+	if (rc == STATUS_OK)
+		rc = tool_put_line(b, s->name, 200);
+	return rc;
+}
+
+int
+tool_span_ref(struct buf *b, const struct merge_node *node)
+{
+	char dur[24];
+	int rc = tool_span_name(b, node);
+
+	render_ms((double)tool_span_row(node)->duration_ns / 1e6, dur,
+		  sizeof(dur));
+	return rc == STATUS_OK ? buf_printf(b, " (%s)", dur) : rc;
+}
+
+int
+tool_span_marks(struct buf *b, const struct merge_node *node,
+		const struct spanquery_detail *x)
+{
+	int rc = STATUS_OK;
+
+	if (node->orphan)
+		rc = buf_puts(b, " (parent not found)");
+	if (rc == STATUS_OK && node->async_start)
+		rc = buf_puts(b, " (async)");
+	if (rc == STATUS_OK && node->slow)
+		rc = buf_puts(b, " ← SLOW");
+	if (rc == STATUS_OK)
+		rc = tool_detail_text(b, node, x);
+	return rc;
 }

@@ -18,6 +18,24 @@
 #include "telemetry/spanquery.h"
 #include "tools/tool.h"
 
+/* The spans row behind a node of a merged trace (its user data). */
+static inline const struct spanquery_span *
+tool_span_row(const struct merge_node *node)
+{
+	return node->span->user;
+}
+
+/* "[OTLP] checkout: GET /a": a span as the trace answers name it,
+ * service and name each kept to one line of at most 200 bytes; with
+ * tool_span_ref its duration follows: "[OTLP] checkout: GET /a (1.2s)". */
+int tool_span_name(struct buf *b, const struct merge_node *node);
+int tool_span_ref(struct buf *b, const struct merge_node *node);
+
+/* " (parent not found)", " (async)", " ← SLOW", then tool_detail_text:
+ * what a trace line says of node after its name and error. */
+int tool_span_marks(struct buf *b, const struct merge_node *node,
+		    const struct spanquery_detail *x);
+
 /* The spans picked (at most SPANQUERY_MAX_DETAILS) and, once fetched,
  * their details.  Start from {0}; free with tool_details_free. */
 struct tool_details {

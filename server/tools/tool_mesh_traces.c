@@ -236,17 +236,11 @@ merge_all(struct traces_call *x)
 
 /* ---- one trace's summary ------------------------------------------------ */
 
-static const struct spanquery_span *
-row_of(const struct merge_node *n)
-{
-	return n->span->user;
-}
-
 static bool
 node_failed(const struct merge_node *node, void *arg)
 {
 	(void)arg;
-	return row_of(node)->status == 2;
+	return tool_span_row(node)->status == 2;
 }
 
 static uint64_t
@@ -305,27 +299,6 @@ want_details(struct traces_call *x, const struct merge_trace *t,
 	return tool_details_fetch(x->call, tool_conns_for(&x->k, 0), &x->det);
 }
 
-/* Appends s on one line: cut to max bytes at a character boundary with
- * "…", control bytes as spaces. */
-static void
-put_one_line(struct buf *b, const char *s, size_t max)
-{
-	size_t n = strlen(s), from = b->len;
-
-	if (n > max) {
-		for (n = max; n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80;)
-			n--;
-		buf_append(b, s, n);
-		buf_puts(b, "…");
-	} else {
-		buf_append(b, s, n);
-	}
-	for (size_t i = from; buf_error(b) == STATUS_OK && i < b->len; i++)
-		if ((unsigned char)b->data[i] < 0x20 ||
-		    (unsigned char)b->data[i] == 0x7f)
-			b->data[i] = ' ';
-}
-
 /* "gRPC", "HTTP", "postgresql": what the span spoke, NULL when unknown */
 static const char *
 protocol_of(const struct spanquery_detail *x)
@@ -343,9 +316,9 @@ protocol_of(const struct spanquery_detail *x)
 static void
 put_call(struct buf *b, const struct merge_node *node)
 {
-	put_one_line(b, row_of(node)->service, NAME_MAX);
+	tool_put_line(b, tool_span_row(node)->service, NAME_MAX);
 	buf_puts(b, " ");
-	put_one_line(b, row_of(node)->name, NAME_MAX);
+	tool_put_line(b, tool_span_row(node)->name, NAME_MAX);
 }
 
 /* "UNAVAILABLE (connection refused)": what failed node says of itself */
@@ -353,14 +326,14 @@ static void
 put_failure(struct buf *b, const struct merge_node *node,
 	    const struct spanquery_detail *x)
 {
-	const char *msg = row_of(node)->status_message;
+	const char *msg = tool_span_row(node)->status_message;
 	char code[48];
 
 	tool_detail_code(x, code, sizeof(code));
 	buf_puts(b, code[0] != '\0' ? code + 1 : "ERROR");
 	if (msg != NULL && msg[0] != '\0') {
 		buf_puts(b, " (");
-		put_one_line(b, msg, NAME_MAX);
+		tool_put_line(b, msg, NAME_MAX);
 		buf_puts(b, ")");
 	}
 }
@@ -384,7 +357,7 @@ headline(struct traces_call *x, const struct merge_trace *t)
 	 * summary: their details were read) */
 	tracesummary_build(t, TRACESUMMARY_MAX, node_failed, NULL, &whole);
 	render_ms((double)t->request_ns / 1e6, dur, sizeof(dur));
-	put_one_line(b, row_of(req)->service, NAME_MAX);
+	tool_put_line(b, tool_span_row(req)->service, NAME_MAX);
 	buf_printf(b, " %s", dur);
 	if (s->n_bottlenecks > 0) {
 		const struct merge_node *top = &t->nodes[s->bottlenecks[0]];
@@ -403,7 +376,8 @@ headline(struct traces_call *x, const struct merge_trace *t)
 	}
 	buf_puts(b, "; error chain: ");
 	for (size_t h = 0; h < s->n_chain; h++) {
-		const char *svc = row_of(&t->nodes[s->chain[h]])->service;
+		const char *svc =
+			tool_span_row(&t->nodes[s->chain[h]])->service;
 
 		if (last != NULL && strcmp(last, svc) == 0 &&
 		    !(h == 1 && s->chain_cut > 0))
@@ -411,7 +385,7 @@ headline(struct traces_call *x, const struct merge_trace *t)
 		if (last != NULL)
 			buf_puts(b, h == 1 && s->chain_cut > 0 ? " -> … -> "
 							       : " -> ");
-		put_one_line(b, svc, NAME_MAX);
+		tool_put_line(b, svc, NAME_MAX);
 		last = svc;
 	}
 	buf_puts(b, ": ");
@@ -424,15 +398,7 @@ headline(struct traces_call *x, const struct merge_trace *t)
 static void
 span_ref(struct buf *b, const struct merge_node *node)
 {
-	char dur[24];
-
-	render_ms((double)(node->span->end_ns - node->span->start_ns) / 1e6,
-		  dur, sizeof(dur));
-	buf_printf(b, "%s ", render_source_label(node->span->source));
-	put_one_line(b, row_of(node)->service, NAME_MAX);
-	buf_puts(b, ": ");
-	put_one_line(b, row_of(node)->name, NAME_MAX);
-	buf_printf(b, " (%s)", dur);
+	tool_span_ref(b, node);
 	if (node->also_seen_by != 0)
 		buf_puts(b, " (also seen by eBPF)");
 }
@@ -552,7 +518,7 @@ brief_json(struct traces_call *x, const struct merge_trace *t, size_t i,
 	   bool share)
 {
 	const struct merge_node *node = &t->nodes[i];
-	const struct spanquery_span *s = row_of(node);
+	const struct spanquery_span *s = tool_span_row(node);
 	char sid[17], pid[17];
 	json_t *o;
 	int bad;
@@ -768,7 +734,7 @@ answer_service(struct traces_call *x, json_t **result)
 	if (x->svc_note[0] != '\0')
 		buf_printf(&x->b, "(%s)\n", x->svc_note);
 	buf_puts(&x->b, "## ");
-	put_one_line(&x->b, x->service, NAME_MAX);
+	tool_put_line(&x->b, x->service, NAME_MAX);
 	buf_printf(&x->b, ": %zu%s trace%s (%s)", x->res->n_traces,
 		   x->error_only ? " failed" : "",
 		   x->res->n_traces == 1 ? "" : "s", desc);

@@ -1628,14 +1628,8 @@ span_label(struct buf *b, const struct merge_node *node, void *arg)
 				(int)utf8_prefix(m, 120), m);
 		free(msg);
 	}
-	if (rc == STATUS_OK && node->orphan)
-		rc = buf_puts(b, " (parent not found)");
-	if (rc == STATUS_OK && node->async_start)
-		rc = buf_puts(b, " (async)");
-	if (rc == STATUS_OK && node->slow)
-		rc = buf_puts(b, " ← SLOW");
 	if (rc == STATUS_OK)
-		rc = tool_detail_text(b, node, x);
+		rc = tool_span_marks(b, node, x);
 	return rc;
 }
 

@@ -687,12 +687,6 @@ struct trace_ctx {
 	const struct tool_details *det;
 };
 
-static const struct spanquery_span *
-row_of(const struct merge_node *n)
-{
-	return n->span->user;
-}
-
 /* " ERROR 402: card declined": the code when the details give one */
 static int
 error_text(struct buf *b, const struct spanquery_span *s,
@@ -718,35 +712,17 @@ error_text(struct buf *b, const struct spanquery_span *s,
 static int
 trace_label(struct buf *b, const struct merge_node *node, void *arg)
 {
-	const struct spanquery_span *s = row_of(node);
-	char dur[24];
-	int rc;
-
+	const struct spanquery_span *s = tool_span_row(node);
 	const struct trace_ctx *ctx = arg;
 	const struct spanquery_detail *x = tool_details_of(ctx->det, node);
+	int rc = tool_span_ref(b, node);
 
-	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
-	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
-	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->service, 200);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, ": ");
-	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->name, 200);
-	if (rc == STATUS_OK)
-		rc = buf_printf(b, " (%s)", dur);
 	if (rc == STATUS_OK && node->also_seen_by != 0)
 		rc = buf_puts(b, " (also seen by eBPF)");
 	if (rc == STATUS_OK && s->status == 2)
 		rc = error_text(b, s, x);
-	if (rc == STATUS_OK && node->orphan)
-		rc = buf_puts(b, " (parent not found)");
-	if (rc == STATUS_OK && node->async_start)
-		rc = buf_puts(b, " (async)");
-	if (rc == STATUS_OK && node->slow)
-		rc = buf_puts(b, " ← SLOW");
 	if (rc == STATUS_OK)
-		rc = tool_detail_text(b, node, x);
+		rc = tool_span_marks(b, node, x);
 	return rc;
 }
 
@@ -756,7 +732,7 @@ errors_in(const struct merge_trace *t, size_t from, size_t to)
 	size_t n = 0;
 
 	for (size_t i = from; i < to; i++)
-		n += row_of(&t->nodes[i])->status == 2;
+		n += tool_span_row(&t->nodes[i])->status == 2;
 	return n;
 }
 
@@ -766,7 +742,6 @@ trace_run_label(struct buf *b, const struct merge_trace *t,
 		const struct render_fold_line *l, void *arg)
 {
 	const struct merge_node *node = &t->nodes[l->node];
-	const struct spanquery_span *s = row_of(node);
 	char lo[24], avg[24], hi[24];
 	size_t errors = errors_in(t, l->node, l->end);
 	size_t nested = l->end - l->node - l->count;
@@ -776,14 +751,9 @@ trace_run_label(struct buf *b, const struct merge_trace *t,
 	render_ms((double)l->min_ns / 1e6, lo, sizeof(lo));
 	render_ms((double)l->sum_ns / (double)l->count / 1e6, avg, sizeof(avg));
 	render_ms((double)l->max_ns / 1e6, hi, sizeof(hi));
-	rc = buf_printf(b, "× %zu %s ", l->count,
-			render_source_label(node->span->source));
+	rc = buf_printf(b, "× %zu ", l->count);
 	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->service, 200);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, ": ");
-	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->name, 200);
+		rc = tool_span_name(b, node);
 	if (rc == STATUS_OK)
 		rc = buf_printf(b, " (min %s, avg %s, max %s)", lo, avg, hi);
 	if (rc == STATUS_OK && nested > 0) {
@@ -809,7 +779,8 @@ static bool
 same_call(const struct merge_node *a, const struct merge_node *b, void *arg)
 {
 	const struct trace_ctx *x = arg;
-	const struct spanquery_span *p = row_of(a), *q = row_of(b);
+	const struct spanquery_span *p = tool_span_row(a),
+				    *q = tool_span_row(b);
 
 	return !x->keep[a - x->t->nodes] && !x->keep[b - x->t->nodes] &&
 	       a->span->source == b->span->source &&
@@ -837,7 +808,7 @@ mark_kept(struct trace_ctx *ctx, const struct merge_trace *t)
 	for (size_t i = t->n_nodes; i-- > 0;) {
 		size_t p = t->nodes[i].parent;
 
-		err[i] |= row_of(&t->nodes[i])->status == 2;
+		err[i] |= tool_span_row(&t->nodes[i])->status == 2;
 		if (err[i] && p != MERGE_NONE && p < i)
 			err[p] = true;
 		ctx->keep[i] = err[i] || t->nodes[i].slow ||
@@ -864,7 +835,7 @@ static json_t *
 node_json(const struct merge_trace *t, size_t i, const struct tool_details *det)
 {
 	const struct merge_node *node = &t->nodes[i];
-	const struct spanquery_span *s = row_of(node);
+	const struct spanquery_span *s = tool_span_row(node);
 	char sid[17], pid[17], start[TIMERANGE_FORMAT_MAX];
 	json_t *o;
 
@@ -924,27 +895,6 @@ fail:
 	return NULL;
 }
 
-/* "[OTLP] checkout: GET /a (1.2s)" for lists below the tree */
-static int
-span_ref(struct buf *b, const struct merge_node *node)
-{
-	const struct spanquery_span *s = row_of(node);
-	char dur[24];
-	int rc;
-
-	render_ms((double)s->duration_ns / 1e6, dur, sizeof(dur));
-	rc = buf_printf(b, "%s ", render_source_label(node->span->source));
-	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->service, 200);
-	if (rc == STATUS_OK)
-		rc = buf_puts(b, ": ");
-	if (rc == STATUS_OK)
-		rc = tool_put_line(b, s->name, 200);
-	if (rc == STATUS_OK)
-		rc = buf_printf(b, " (%s)", dur);
-	return rc;
-}
-
 static int
 by_self_desc(const void *a, const void *b)
 {
@@ -969,7 +919,7 @@ background_line(struct buf *b, const struct merge_trace *t, size_t bg)
 	int rc = buf_puts(b, "Background: ");
 
 	if (rc == STATUS_OK)
-		rc = span_ref(b, node);
+		rc = tool_span_ref(b, node);
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, node->span->start_ns >=
 						 req->start_ns + t->request_ns
@@ -978,7 +928,7 @@ background_line(struct buf *b, const struct merge_trace *t, size_t bg)
 	if (rc == STATUS_OK && from != bg) {
 		rc = buf_puts(b, ", via ");
 		if (rc == STATUS_OK)
-			rc = span_ref(b, &t->nodes[from]);
+			rc = tool_span_ref(b, &t->nodes[from]);
 	}
 	if (rc == STATUS_OK)
 		rc = buf_puts(b, ")\n");
@@ -1020,7 +970,7 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		rc = buf_puts(b, "No span on the critical path has time of its "
 				 "own.\n");
 	for (size_t i = 0; i < n && rc == STATUS_OK; i++) {
-		const struct spanquery_span *s = row_of(top[i]);
+		const struct spanquery_span *s = tool_span_row(top[i]);
 		double share =
 			dur > 0 ? 100.0 * (double)top[i]->self_ns / (double)dur
 				: 0;
@@ -1031,7 +981,7 @@ bottlenecks(struct buf *b, const struct merge_trace *t, json_t *out)
 		hex_encode(s->span_id, 8, sid);
 		rc = buf_printf(b, "%zu. ", i + 1);
 		if (rc == STATUS_OK)
-			rc = span_ref(b, top[i]);
+			rc = tool_span_ref(b, top[i]);
 		if (rc == STATUS_OK)
 			rc = buf_printf(b,
 					": self time %s, %s of the "
@@ -1085,7 +1035,7 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 			hops - 1 == 1 ? "" : "s");
 	for (size_t h = 0; h < hops && rc == STATUS_OK; h++) {
 		const struct merge_node *node = &t->nodes[path[h]];
-		const struct spanquery_span *s = row_of(node);
+		const struct spanquery_span *s = tool_span_row(node);
 		const struct spanquery_detail *x = tool_details_of(det, node);
 		char sid[17];
 		json_t *msg, *hop;
@@ -1116,7 +1066,7 @@ error_chain(struct buf *b, const struct merge_trace *t, size_t n_errors,
 		}
 		rc = buf_printf(b, "%zu. ", h + 1);
 		if (rc == STATUS_OK)
-			rc = span_ref(b, node);
+			rc = tool_span_ref(b, node);
 		if (rc == STATUS_OK)
 			rc = s->status == 2
 				     ? error_text(b, s, x)
@@ -1175,14 +1125,14 @@ key_attributes(struct buf *b, const struct merge_trace *t, size_t top,
 			continue;
 		node = &t->nodes[who[k]];
 		attrs = tool_details_attrs(det, node);
-		hex_encode(row_of(node)->span_id, 8, sid);
+		hex_encode(tool_span_row(node)->span_id, 8, sid);
 		rc = buf_printf(b, "%s, ",
 				k == 0 && deepest == top
 					? "Bottleneck and deepest error"
 				: k == 0 ? "Bottleneck"
 					 : "Deepest error");
 		if (rc == STATUS_OK)
-			rc = span_ref(b, node);
+			rc = tool_span_ref(b, node);
 		if (rc == STATUS_OK)
 			rc = buf_puts(b, ": ");
 		if (rc == STATUS_OK)
@@ -1221,7 +1171,7 @@ services_line(struct buf *b, const struct merge_trace *t)
 	if (names == NULL)
 		return STATUS_NOMEM;
 	for (size_t i = 0; i < t->n_nodes; i++)
-		names[i] = row_of(&t->nodes[i])->service;
+		names[i] = tool_span_row(&t->nodes[i])->service;
 	qsort(names, t->n_nodes, sizeof(*names), by_string);
 	for (size_t i = 0; i < t->n_nodes && rc == STATUS_OK; i++) {
 		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
