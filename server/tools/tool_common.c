@@ -306,17 +306,30 @@ tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
 int
 tool_put_line(struct buf *b, const char *s, size_t max)
 {
-	size_t n = 0;
+	size_t n = strlen(s), len = n, i = 0;
 	int rc = STATUS_OK;
 
-	for (; *s != '\0' && rc == STATUS_OK; s++, n++) {
-		unsigned char c = (unsigned char)*s;
+	if (n > max)
+		for (len = max;
+		     len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80;)
+			len--;
+	/* runs of plain bytes in one append each: one that does not fit is
+	 * left out whole, never half a character (tool_fit keeps what came
+	 * before it) */
+	while (rc == STATUS_OK && i < len) {
+		size_t j = i;
 
-		if (n >= max && (c & 0xc0) != 0x80)
-			return buf_puts(b, "…");
-		rc = c < 0x20 || c == 0x7f ? buf_puts(b, " ")
-					   : buf_append(b, s, 1);
+		while (j < len && (unsigned char)s[j] >= 0x20 &&
+		       (unsigned char)s[j] != 0x7f)
+			j++;
+		if (j > i)
+			rc = buf_append(b, s + i, j - i);
+		if (rc == STATUS_OK && j < len)
+			rc = buf_puts(b, " "), j++;
+		i = j;
 	}
+	if (rc == STATUS_OK && len < n)
+		rc = buf_puts(b, "…");
 	return rc;
 }
 

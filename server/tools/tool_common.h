@@ -144,9 +144,10 @@ int tool_result_fit(struct call *call, const struct buf *b, json_t *sc,
  */
 int tool_fit(struct buf *b);
 
-/* Appends s with control bytes as spaces, cut to max bytes (at a UTF-8
- * character boundary) with "…": a value shown in a line stays on it.
- * Returns b's status (buf errors are kept for the one check). */
+/* Appends s with control bytes as spaces, cut to at most max bytes (at a
+ * UTF-8 character boundary) with "…": a value shown in a line stays on it.
+ * Past b's maximum it stops at a character boundary.  Returns b's status
+ * (buf errors are kept for the one check). */
 int tool_put_line(struct buf *b, const char *s, size_t max);
 
 /*

@@ -1111,6 +1111,55 @@ bound_result(const char *text, const char *const *keys, const size_t *n,
 		false);
 }
 
+/* tool_put_line: control bytes as spaces, a cut at a character boundary
+ * with "…", and past the buffer's maximum never half a character. */
+static void
+test_put_line(void **state)
+{
+	static const struct {
+		const char *in;
+		size_t max;
+		const char *want;
+	} cases[] = {
+		{"GET /a", 200, "GET /a"},
+		{"a\tb\nc\x7f", 200, "a b c "},
+		{"abcdef", 6, "abcdef"},
+		{"abcdef", 4, "abcd…"},
+		{"ab\xc3\xa9"
+		 "cd",
+		 3, "ab…"}, /* é would straddle the cut */
+		{"ab\xc3\xa9"
+		 "cd",
+		 4, "ab\xc3\xa9…"},
+		{"\xe2\x82\xac", 2, "…"},
+		{"", 5, ""},
+	};
+	struct buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		buf_init(&b, 1024);
+		assert_int_equal(tool_put_line(&b, cases[i].in, cases[i].max),
+				 STATUS_OK);
+		assert_int_equal(buf_puts(&b, ""), STATUS_OK);
+		if (b.len != strlen(cases[i].want) ||
+		    memcmp(b.data, cases[i].want, b.len) != 0)
+			fail_msg("case %zu: \"%.*s\"", i, (int)b.len, b.data);
+		buf_free(&b);
+	}
+	/* room for "ab ", then one byte of "éz": what came before is kept,
+	 * the run that did not fit is left out whole (not half of é), and
+	 * tool_fit takes appends again */
+	buf_init(&b, 4);
+	assert_int_equal(tool_put_line(&b, "ab\t\xc3\xa9z", 200), STATUS_LIMIT);
+	assert_int_equal(b.len, 3);
+	assert_memory_equal(b.data, "ab ", 3);
+	assert_int_equal(tool_fit(&b), STATUS_LIMIT);
+	assert_int_equal(buf_puts(&b, "!"), STATUS_OK);
+	assert_memory_equal(b.data, "ab !", 4);
+	buf_free(&b);
+}
+
 static void
 test_rows_cut(void **state)
 {
@@ -1305,6 +1354,7 @@ main(void)
 		cmocka_unit_test(test_time_range),
 		cmocka_unit_test(test_time_range_given),
 		cmocka_unit_test(test_sources),
+		cmocka_unit_test(test_put_line),
 		cmocka_unit_test(test_rows_cut),
 		cmocka_unit_test(test_bound_under_budget),
 		cmocka_unit_test(test_bound_cut),
