@@ -15,6 +15,7 @@
 #include "base/timerange.h"
 #include "otlp/otlp.h"
 #include "pg/pg.h"
+#include "telemetry/merge.h"
 #include "telemetry/render.h"
 #include "telemetry/spanquery.h"
 #include "telemetry/spanread.h"
@@ -74,6 +75,15 @@ object_rows(const json_t *o)
 	return rows;
 }
 
+/* "k<between>v", each on the line and cut. */
+static void
+put_pair(struct buf *b, const char *k, const char *between, const json_t *v)
+{
+	(void)tool_put_line(b, k, TEXT_KEY_MAX);
+	buf_puts(b, between);
+	tool_detail_value(b, v, TEXT_VALUE_MAX);
+}
+
 /* ", k=v" for each member of o after the first ", " sep. */
 static void
 inline_pairs(struct buf *b, const json_t *o, const char *sep)
@@ -84,9 +94,7 @@ inline_pairs(struct buf *b, const json_t *o, const char *sep)
 	json_object_foreach((json_t *)o, k, v)
 	{
 		buf_puts(b, sep);
-		(void)tool_put_line(b, k, TEXT_KEY_MAX);
-		buf_puts(b, "=");
-		tool_detail_value(b, v, TEXT_VALUE_MAX);
+		put_pair(b, k, "=", v);
 		sep = ", ";
 	}
 }
@@ -157,9 +165,7 @@ member_lines(struct span_answer *x, const json_t *o)
 		if (!line_begin(x))
 			continue;
 		buf_puts(&x->b, "- ");
-		(void)tool_put_line(&x->b, k, TEXT_KEY_MAX);
-		buf_puts(&x->b, ": ");
-		tool_detail_value(&x->b, v, TEXT_VALUE_MAX);
+		put_pair(&x->b, k, ": ", v);
 		line_end(x);
 	}
 }
@@ -198,8 +204,10 @@ span_head(struct span_answer *x, json_t *span)
 	(void)tool_put_line(b, svc != NULL ? svc : "?", 200);
 	buf_puts(b, ": ");
 	(void)tool_put_line(b, name != NULL ? name : "?", 200);
-	buf_printf(b, " · %s · [%s]", otlp_kind_name(kind),
-		   src != NULL && strcmp(src, "ebpf") == 0 ? "eBPF" : "OTLP");
+	buf_printf(b, " · %s · %s", otlp_kind_name(kind),
+		   render_source_label(src != NULL && strcmp(src, "ebpf") == 0
+					       ? MERGE_SOURCE_EBPF
+					       : MERGE_SOURCE_OTLP));
 	if (x->n > 1)
 		buf_puts(b, " (also seen by eBPF)");
 	buf_printf(b, " · started %s · %s", start, dur);
