@@ -45,17 +45,20 @@ static const char spans_insert[] =
  * it, and in one statement, so both marks get the same slot.  The slot
  * comes from this statement's start, not the transaction's: a refresh
  * deletes a mark only 60 s past its slot, and COMMIT follows this
- * statement at once however long the COPY before it took.
+ * statement at once however long the COPY before it took.  Each table's
+ * marks go in sorted by period: concurrent writers whose batches share
+ * minutes then wait for each other in one order, never in a cycle (in a
+ * HashAggregate's order two of them deadlocked).
  */
 static const char spans_mark_dirty[] =
 	"WITH h AS (INSERT INTO span_rollup_dirty (period, slot) "
 	"SELECT DISTINCT date_trunc('hour', start_time, 'UTC'), "
 	"floor(extract(epoch FROM statement_timestamp()) / 10)::bigint "
-	"FROM sextant_spans_in ON CONFLICT DO NOTHING) "
+	"FROM sextant_spans_in ORDER BY 1 ON CONFLICT DO NOTHING) "
 	"INSERT INTO span_rollup_minute_dirty (period, slot) "
 	"SELECT DISTINCT date_trunc('minute', start_time, 'UTC'), "
 	"floor(extract(epoch FROM statement_timestamp()) / 10)::bigint "
-	"FROM sextant_spans_in ON CONFLICT DO NOTHING";
+	"FROM sextant_spans_in ORDER BY 1 ON CONFLICT DO NOTHING";
 
 static const char points_staging[] =
 	"CREATE TEMP TABLE IF NOT EXISTS sextant_points_in "
